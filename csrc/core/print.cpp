@@ -1,0 +1,179 @@
+// Tensor printing, shared by the C++ operator<< and Python's repr. It follows PyTorch's rules
+// (torch/_tensor_str.py): one formatter for the whole tensor (integer, fixed or scientific mode),
+// common width, 80-column lines, and 3 edge items per dimension past 1000 elements.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kindle/ops.h"
+
+namespace kindle {
+namespace {
+
+constexpr int kPrecision = 4, kLineWidth = 80, kEdgeItems = 3, kThreshold = 1000;
+
+struct Element {
+  const Tensor& t;
+  double get(const char* p) const {
+    return dispatch_all(t.dtype(), "print", [&](auto tag) -> double {
+      using T = typename decltype(tag)::type;
+      return double(*reinterpret_cast<const T*>(p));
+    });
+  }
+  int64_t get_int(const char* p) const {
+    return dispatch_all(t.dtype(), "print", [&](auto tag) -> int64_t {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral_v<T>) return int64_t(*reinterpret_cast<const T*>(p));
+      else return 0;
+    });
+  }
+};
+
+// Visits the elements that will be printed, in print order.
+template <typename F>
+void visit(const Tensor& t, const char* p, int64_t d, bool summarize, F& f) {
+  if (d == t.dim()) { f(p); return; }
+  int64_t n = t.sizes()[d], st = t.strides()[d] * int64_t(t.element_size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    visit(t, p + i * st, d + 1, summarize, f);
+  }
+}
+
+std::string fmt(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+struct Formatter {
+  bool floating, is_bool, int_mode = true, sci_mode = false;
+  size_t width = 1;
+
+  Formatter(const Tensor& t, bool summarize) : floating(t.is_floating_point()), is_bool(t.dtype() == kBool) {
+    Element el{t};
+    std::vector<double> vals;
+    auto collect = [&](const char* p) {
+      if (floating) vals.push_back(el.get(p));
+      else width = std::max(width, str_int(el, p).size());
+    };
+    visit(t, static_cast<const char*>(t.data_ptr()), 0, summarize, collect);
+    if (!floating) return;
+    double mn = INFINITY, mx = 0;
+    bool any = false;
+    for (double v : vals) {
+      if (std::isfinite(v) && v != 0) {
+        any = true;
+        mn = std::min(mn, std::fabs(v));
+        mx = std::max(mx, std::fabs(v));
+        if (v != std::ceil(v)) int_mode = false;
+      }
+    }
+    if (!any) return;
+    bool big_range = mx / mn > 1000.0 || mx > 1.0e8;
+    sci_mode = int_mode ? big_range : (big_range || mn < 1.0e-4);
+    for (double v : vals) {
+      if (!std::isfinite(v) || v == 0) continue;
+      if (sci_mode) width = std::max(width, fmt("%.4e", v).size());
+      else if (int_mode) width = std::max(width, fmt("%.0f", v).size() + 1);
+      else width = std::max(width, fmt("%.4f", v).size());
+    }
+  }
+
+  static std::string str_int(const Element& el, const char* p) {
+    if (el.t.dtype() == kBool) return *reinterpret_cast<const bool*>(p) ? "True" : "False";
+    return std::to_string(el.get_int(p));
+  }
+
+  std::string format(const Element& el, const char* p) const {
+    std::string s;
+    if (floating) {
+      double v = el.get(p);
+      if (sci_mode) s = fmt("%.4e", v);
+      else if (int_mode) {
+        s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt("%.0f", v);
+        if (std::isfinite(v)) s += ".";
+      } else {
+        s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt("%.4f", v);
+      }
+    } else {
+      s = str_int(el, p);
+    }
+    if (s.size() < width) s.insert(0, width - s.size(), ' ');
+    return s;
+  }
+};
+
+std::string tensor_str(const Tensor& t, const char* p, int64_t d, size_t indent, bool summarize,
+                       const Formatter& f) {
+  Element el{t};
+  if (d == t.dim()) return f.format(el, p);
+  int64_t n = t.sizes()[d], st = t.strides()[d] * int64_t(t.element_size());
+  std::vector<std::string> parts;
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      parts.push_back(d + 1 == t.dim() ? " ..." : "...");
+      i = n - kEdgeItems;
+    }
+    parts.push_back(tensor_str(t, p + i * st, d + 1, indent + 1, summarize, f));
+  }
+  std::string out = "[";
+  if (d + 1 == t.dim()) {  // a row: wrap at the line width
+    size_t per_line = std::max<size_t>(1, (kLineWidth - indent) / (f.width + 2));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (i) out += (i % per_line == 0) ? ",\n" + std::string(indent + 1, ' ') : ", ";
+      out += parts[i];
+    }
+  } else {
+    std::string sep = "," + std::string(size_t(t.dim() - d - 1), '\n') + std::string(indent + 1, ' ');
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "tensor(undefined)";
+  const std::string prefix = "tensor(";
+  const size_t indent = prefix.size();
+  std::vector<std::string> suffixes;
+  DType dt = dtype();
+  bool default_dtype_shown = dt == default_dtype() || dt == kInt64 || dt == kBool;
+  std::string body;
+  if (numel() == 0) {
+    if (dim() != 1) {
+      std::ostringstream ss;
+      ss << "size=(";
+      for (int64_t i = 0; i < dim(); ++i) ss << (i ? ", " : "") << sizes()[i];
+      ss << (dim() == 1 ? ",)" : ")");
+      suffixes.push_back(ss.str());
+    }
+    if (dt != default_dtype()) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
+    body = "[]";
+  } else {
+    if (!default_dtype_shown) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
+    bool summarize = numel() > kThreshold;
+    Formatter f(*this, summarize);
+    body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, f);
+  }
+  if (requires_grad()) suffixes.push_back("requires_grad=True");
+  std::string out = prefix + body;
+  size_t last_line = out.size() - (out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n')) + 1;
+  for (auto& s : suffixes) {
+    if (last_line + s.size() + 2 > size_t(kLineWidth)) {
+      out += ",\n" + std::string(indent, ' ') + s;
+      last_line = indent + s.size();
+    } else {
+      out += ", " + s;
+      last_line += s.size() + 2;
+    }
+  }
+  return out + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+}  // namespace kindle

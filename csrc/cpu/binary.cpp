@@ -1,0 +1,235 @@
+// Binary elementwise kernels, plus the fused add with alpha, where, fill and the parameterised
+// float ops (clamp, lerp, addcmul, ...). One functor per op; the loops are loops.h's.
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "cpu/loops.h"
+#include "cpu/vec_math.h"
+#include "ops/kernels.h"
+
+namespace kindle::cpu {
+namespace {
+
+template <typename M>
+M python_mod(M a, M b) {  // the result takes the sign of the divisor
+  if constexpr (std::is_floating_point_v<M>) {
+    M r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  } else {
+    M r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
+}
+
+template <typename M>
+M int_pow(M base, M exp) {
+  if constexpr (std::is_signed_v<M>) {
+    if (exp < 0) return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;
+  }
+  M r = 1;
+  while (exp) {
+    if (exp & 1) r = M(r * base);
+    base = M(base * base);
+    exp >>= 1;
+  }
+  return r;
+}
+
+template <typename T>
+void binary_typed(const TensorIter& it, BinaryOp op) {
+  using M = opmath_t<T>;
+  constexpr bool is_float = std::is_floating_point_v<M>;
+  constexpr bool is_bool = std::is_same_v<T, bool>;
+  auto run = [&](auto f) { binary_loop<T, T>(it, f); };
+  auto run_bool = [&](auto f) { binary_loop<bool, T>(it, f); };
+  std::atomic<bool> zero_div{false};
+  switch (op) {
+    case BinaryOp::Add: if constexpr (is_bool) return run([](M a, M b) { return a || b; }); else return run([](M a, M b) { return M(a + b); });
+    case BinaryOp::Sub: return run([](M a, M b) { return M(a - b); });
+    case BinaryOp::Mul: if constexpr (is_bool) return run([](M a, M b) { return a && b; }); else return run([](M a, M b) { return M(a * b); });
+    case BinaryOp::Div: return run([](M a, M b) { return M(a / b); });
+    case BinaryOp::DivTrunc:
+      if constexpr (is_float) return run([](M a, M b) { return std::trunc(a / b); });
+      else { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a / b); }); break; }
+    case BinaryOp::DivFloor:
+      if constexpr (is_float)
+        return run([](M a, M b) {
+          if (b == 0) return a / b;
+          M m = std::fmod(a, b), d = (a - m) / b;
+          if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+          M f = std::floor(d);
+          return d - f > M(0.5) ? f + 1 : f;
+        });
+      else {
+        run([&](M a, M b) {
+          if (b == 0) { zero_div = true; return M(0); }
+          M q = M(a / b);
+          if ((a % b != 0) && ((a < 0) != (b < 0))) q = M(q - 1);
+          return q;
+        });
+        break;
+      }
+    case BinaryOp::Remainder:
+      if constexpr (is_float) return run([](M a, M b) { return python_mod(a, b); });
+      else { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return python_mod(a, b); }); break; }
+    case BinaryOp::Fmod:
+      if constexpr (is_float) return run([](M a, M b) { return std::fmod(a, b); });
+      else { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a % b); }); break; }
+    case BinaryOp::Pow:
+      if constexpr (is_float) return run([](M a, M b) { return b == M(2) ? a * a : vm::pow(a, b); });
+      else if constexpr (!is_bool) return run([](M a, M b) { return int_pow(a, b); });
+      break;
+    case BinaryOp::Atan2: if constexpr (is_float) return run([](M a, M b) { return vm::atan2(a, b); }); break;
+    case BinaryOp::Hypot: if constexpr (is_float) return run([](M a, M b) { return vm::hypot(a, b); }); break;
+    case BinaryOp::Copysign: if constexpr (is_float) return run([](M a, M b) { return std::copysign(a, b); }); break;
+    case BinaryOp::Xlogy: if constexpr (is_float) return run([](M a, M b) { return b != b ? b : a == 0 ? M(0) : a * vm::log(b); }); break;
+    case BinaryOp::Maximum:
+      if constexpr (is_float) return run([](M a, M b) { return a != a ? a : b != b ? b : std::max(a, b); });
+      else return run([](M a, M b) { return std::max(a, b); });
+    case BinaryOp::Minimum:
+      if constexpr (is_float) return run([](M a, M b) { return a != a ? a : b != b ? b : std::min(a, b); });
+      else return run([](M a, M b) { return std::min(a, b); });
+    case BinaryOp::Fmax: if constexpr (is_float) return run([](M a, M b) { return std::fmax(a, b); }); else return run([](M a, M b) { return std::max(a, b); });
+    case BinaryOp::Fmin: if constexpr (is_float) return run([](M a, M b) { return std::fmin(a, b); }); else return run([](M a, M b) { return std::min(a, b); });
+    case BinaryOp::Eq: return run_bool([](M a, M b) { return a == b; });
+    case BinaryOp::Ne: return run_bool([](M a, M b) { return a != b; });
+    case BinaryOp::Lt: return run_bool([](M a, M b) { return a < b; });
+    case BinaryOp::Le: return run_bool([](M a, M b) { return a <= b; });
+    case BinaryOp::Gt: return run_bool([](M a, M b) { return a > b; });
+    case BinaryOp::Ge: return run_bool([](M a, M b) { return a >= b; });
+    case BinaryOp::LogicalAnd: return run_bool([](M a, M b) { return bool(a) && bool(b); });
+    case BinaryOp::LogicalOr: return run_bool([](M a, M b) { return bool(a) || bool(b); });
+    case BinaryOp::LogicalXor: return run_bool([](M a, M b) { return bool(a) != bool(b); });
+    case BinaryOp::BitAnd: if constexpr (!is_float) return run([](M a, M b) { return M(a & b); }); break;
+    case BinaryOp::BitOr: if constexpr (!is_float) return run([](M a, M b) { return M(a | b); }); break;
+    case BinaryOp::BitXor: if constexpr (!is_float) return run([](M a, M b) { return M(a ^ b); }); break;
+    case BinaryOp::Shl:
+      if constexpr (!is_float && !is_bool)
+        return run([](M a, M b) { using U = std::make_unsigned_t<M>; return b < 0 || b >= M(sizeof(M) * 8) ? M(0) : M(U(a) << b); });
+      break;
+    case BinaryOp::Shr:
+      if constexpr (!is_float && !is_bool)
+        return run([](M a, M b) { return b < 0 || b >= M(sizeof(M) * 8) ? M(a < 0 ? -1 : 0) : M(a >> b); });
+      break;
+  }
+  KINDLE_CHECK(!zero_div.load(), "ZeroDivisionError: integer division or modulo by zero");
+  if (op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder || op == BinaryOp::Fmod) return;
+  KINDLE_INTERNAL_ASSERT(false, "binary op ", int(op), " has no kernel for ", it.input_dtype(0));
+}
+
+void binary_kernel(TensorIter& it, BinaryOp op) {
+  dispatch_all(it.input_dtype(0), "binary", [&](auto tag) { binary_typed<typename decltype(tag)::type>(it, op); });
+}
+
+void add_alpha_kernel(TensorIter& it, const Scalar& alpha) {
+  dispatch_numeric(it.input_dtype(0), "add", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const M al = alpha.to<M>();
+    binary_loop<T, T>(it, [al](M a, M b) { return M(a + al * b); });
+  });
+}
+
+void copy_kernel(TensorIter& it) {
+  DType out = it.output().dtype(), in = it.input_dtype(0);
+  dispatch_all(out, "copy", [&](auto otag) {
+    using O = typename decltype(otag)::type;
+    dispatch_all(in, "copy", [&](auto itag) {
+      using I = typename decltype(itag)::type;
+      if constexpr (std::is_same_v<O, bool>) unary_loop<O, I>(it, [](opmath_t<I> x) { return x != opmath_t<I>(0); });
+      else unary_loop<O, I>(it, [](opmath_t<I> x) { return static_cast<opmath_t<O>>(x); });
+    });
+  });
+}
+
+void fill_kernel(TensorIter& it, const Scalar& v) {
+  dispatch_all(it.output().dtype(), "fill_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T val = v.to<T>();
+    for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(T)) {
+        T* o = reinterpret_cast<T*>(p[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = val;
+      } else {
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = val;
+      }
+    });
+  });
+}
+
+void where_kernel(TensorIter& it) {
+  dispatch_all(it.output().dtype(), "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            *reinterpret_cast<const bool*>(p[1] + i * s[1]) ? *reinterpret_cast<const T*>(p[2] + i * s[2])
+                                                             : *reinterpret_cast<const T*>(p[3] + i * s[3]);
+    });
+  });
+}
+
+void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
+  dispatch_numeric(it.output().dtype(), "elementwise", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    auto run = [&](auto f) { unary_loop<T, T>(it, f); };
+    if constexpr (std::is_floating_point_v<M>) {
+      switch (op) {
+        case ParamOp::Softplus: {
+          M beta = M(pr[0]), thr = M(pr[1]);
+          return run([=](M x) { return x * beta > thr ? x : vm::log1p(vm::exp(x * beta)) / beta; });
+        }
+        case ParamOp::NanToNum: {
+          M nan = M(pr[0]), pinf = M(pr[1]), ninf = M(pr[2]);
+          return run([=](M x) { return x != x ? nan : x == INFINITY ? pinf : x == -INFINITY ? ninf : x; });
+        }
+        case ParamOp::RoundDecimals: {
+          M scale = M(std::pow(10.0, pr[0]));
+          if (pr[0] >= 0) return run([=](M x) { return std::nearbyint(x * scale) / scale; });
+          M inv = M(std::pow(10.0, -pr[0]));
+          return run([=](M x) { return std::nearbyint(x / inv) * inv; });
+        }
+        case ParamOp::LeakyRelu: { M sl = M(pr[0]); return run([=](M x) { return x > 0 ? x : x * sl; }); }
+        case ParamOp::Elu: {
+          M alpha = M(pr[0]), scale = M(pr[1]), in_scale = M(pr[2]);
+          return run([=](M x) { return x > 0 ? scale * x : scale * alpha * (vm::expm1(x * in_scale)); });
+        }
+        case ParamOp::Lerp: { M w = M(pr[0]); binary_loop<T, T>(it, [=](M a, M b) { return std::abs(w) < M(0.5) ? a + w * (b - a) : b - (b - a) * (M(1) - w); }); return; }
+        case ParamOp::Addcdiv: { M v = M(pr[0]); ternary_loop<T>(it, [=](M a, M b, M c) { return a + v * (b / c); }); return; }
+        default: break;
+      }
+    }
+    switch (op) {
+      case ParamOp::Clamp: { M lo = M(pr[0]), hi = M(pr[1]); return run([=](M x) { return std::min(std::max(x, lo), hi); }); }
+      case ParamOp::ClampMin: { M lo = M(pr[0]); return run([=](M x) { return std::max(x, lo); }); }
+      case ParamOp::ClampMax: { M hi = M(pr[0]); return run([=](M x) { return std::min(x, hi); }); }
+      case ParamOp::Hardtanh: { M lo = M(pr[0]), hi = M(pr[1]); return run([=](M x) { return x < lo ? lo : x > hi ? hi : x; }); }
+      case ParamOp::Threshold: { M th = M(pr[0]), v = M(pr[1]); return run([=](M x) { return x <= th ? v : x; }); }
+      case ParamOp::Addcmul: { M v = M(pr[0]); ternary_loop<T>(it, [=](M a, M b, M c) { return M(a + v * b * c); }); return; }
+      default: break;
+    }
+    KINDLE_INTERNAL_ASSERT(false, "param op ", int(op), " has no kernel for ", it.output().dtype());
+  });
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(TensorIter&, BinaryOp)> binary_stub{"binary"};
+KernelStub<void (*)(TensorIter&, const Scalar&)> add_alpha_stub{"add"};
+KernelStub<void (*)(TensorIter&)> copy_stub{"copy_"};
+KernelStub<void (*)(TensorIter&)> where_stub{"where"};
+KernelStub<void (*)(TensorIter&, const Scalar&)> fill_stub{"fill_"};
+KernelStub<void (*)(TensorIter&, ParamOp, const double*)> param_stub{"elementwise"};
+KINDLE_REGISTER_KERNEL(binary_stub, DeviceType::CPU, &cpu::binary_kernel);
+KINDLE_REGISTER_KERNEL(add_alpha_stub, DeviceType::CPU, &cpu::add_alpha_kernel);
+KINDLE_REGISTER_KERNEL(copy_stub, DeviceType::CPU, &cpu::copy_kernel);
+KINDLE_REGISTER_KERNEL(where_stub, DeviceType::CPU, &cpu::where_kernel);
+KINDLE_REGISTER_KERNEL(fill_stub, DeviceType::CPU, &cpu::fill_kernel);
+KINDLE_REGISTER_KERNEL(param_stub, DeviceType::CPU, &cpu::param_kernel);
+}  // namespace kindle

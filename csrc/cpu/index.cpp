@@ -1,0 +1,80 @@
+// Gather-style reads and scatter-style writes through int64 index tensors.
+#include <atomic>
+
+#include "cpu/loops.h"
+#include "ops/kernels.h"
+
+namespace kindle::cpu {
+namespace {
+
+struct BadIndex {
+  std::atomic<bool> bad{false};
+  int64_t value = 0, dim_size = 0;
+  void report(int64_t v, int64_t n) {
+    bool expected = false;
+    if (bad.compare_exchange_strong(expected, true)) { value = v; dim_size = n; }
+  }
+  void check() const {
+    KINDLE_CHECK_INDEX(!bad.load(), "index ", value, " is out of bounds for dimension with size ", dim_size);
+  }
+};
+
+template <bool Put>
+inline bool offset_of(char** p, const int64_t* s, int64_t i, const IndexDims& d, int first_idx, int64_t& off, BadIndex& bad) {
+  off = 0;
+  for (int k = 0; k < d.n; ++k) {
+    int64_t v = *reinterpret_cast<const int64_t*>(p[first_idx + k] + i * s[first_idx + k]);
+    int64_t n = d.sizes[k];
+    if (v < -n || v >= n) { bad.report(v, n); return false; }
+    if (v < 0) v += n;
+    off += v * d.strides[k];
+  }
+  return true;
+}
+
+void index_kernel(TensorIter& it, const IndexDims& d) {
+  BadIndex bad;
+  dispatch_all(it.output().dtype(), "index", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t off;
+        if (!offset_of<false>(p, s, i, d, 2, off, bad)) continue;
+        *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const T*>(p[1] + i * s[1] + off);
+      }
+    });
+  });
+  bad.check();
+}
+
+void index_put_kernel(TensorIter& it, const IndexDims& d, bool accumulate) {
+  BadIndex bad;
+  dispatch_all(it.output().dtype(), "index_put_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t off;
+        if (!offset_of<true>(p, s, i, d, 2, off, bad)) continue;
+        T* dst = reinterpret_cast<T*>(p[0] + i * s[0] + off);
+        T v = *reinterpret_cast<const T*>(p[1] + i * s[1]);
+        if (accumulate) {
+          if constexpr (std::is_same_v<T, bool>) *dst = *dst || v;
+          else *dst = T(opmath_t<T>(*dst) + opmath_t<T>(v));
+        } else {
+          *dst = v;
+        }
+      }
+    }, /*serial=*/true);  // duplicate indices: the last write (or every addition) wins, in order
+  });
+  bad.check();
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub{"index"};
+KernelStub<void (*)(TensorIter&, const IndexDims&, bool)> index_put_stub{"index_put_"};
+KINDLE_REGISTER_KERNEL(index_stub, DeviceType::CPU, &cpu::index_kernel);
+KINDLE_REGISTER_KERNEL(index_put_stub, DeviceType::CPU, &cpu::index_put_kernel);
+}  // namespace kindle

@@ -1,0 +1,118 @@
+// The one strided, broadcast, parallel elementwise loop. A kernel supplies a functor on values;
+// for_each_run walks the iterator's dims and calls the functor loop on runs of the innermost dim,
+// with a contiguous fast path the compiler vectorises.
+#pragma once
+#include "cpu/parallel.h"
+#include "ops/tensor_iter.h"
+
+namespace kindle::cpu {
+
+// Calls loop(char** ptrs, const int64_t* inner_strides, int64_t n) on every innermost run.
+// serial: one thread, in order (scatter with accumulation must not race).
+template <typename Loop>
+void for_each_run(const TensorIter& it, const Loop& loop, bool serial = false) {
+  const int nops = it.n_operands;
+  const int64_t nd = it.ndim();
+  parallel_for(0, it.numel, serial ? it.numel + 1 : kGrainSize, [&](int64_t begin, int64_t end) {
+    int64_t idx[16] = {0};  // multi-index, dim 0 innermost
+    DimVector local_idx;
+    int64_t* id = nd <= 16 ? idx : (local_idx.resize(nd), local_idx.data());
+    int64_t rem = begin;
+    for (int64_t d = 0; d < nd; ++d) { id[d] = rem % it.shape[d]; rem /= it.shape[d]; }
+    char* ptrs[kMaxOperands];
+    int64_t inner[kMaxOperands];
+    for (int i = 0; i < nops; ++i) inner[i] = it.strides[i][0];
+    int64_t pos = begin;
+    while (pos < end) {
+      for (int i = 0; i < nops; ++i) {
+        char* p = it.data(i);
+        for (int64_t d = 0; d < nd; ++d) p += id[d] * it.strides[i][d];
+        ptrs[i] = p;
+      }
+      int64_t n = std::min(it.shape[0] - id[0], end - pos);
+      loop(ptrs, inner, n);
+      pos += n;
+      id[0] += n;
+      for (int64_t d = 0; d + 1 < nd && id[d] >= it.shape[d]; ++d) { id[d] = 0; ++id[d + 1]; }
+    }
+  });
+}
+
+// `omp simd` only on plain arithmetic types: GCC 12 fails (an internal error) on some loops
+// that convert 16-bit floats, and those gain nothing from it anyway.
+template <typename T> constexpr bool kSimdOk = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+
+// out[i] = f(a[i]) with Out and In the element types; f works on opmath values.
+template <typename Out, typename In, typename F>
+void unary_loop(const TensorIter& it, const F& f) {
+  for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const In* a = reinterpret_cast<const In*>(p[1]);
+    if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
+      if constexpr (kSimdOk<Out> && kSimdOk<In>) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(opmath_t<In>(a[i])));
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(opmath_t<In>(a[i])));
+      }
+    } else if (s[0] == sizeof(Out) && s[1] == 0) {
+      Out v = Out(f(opmath_t<In>(*a)));
+      for (int64_t i = 0; i < n; ++i) o[i] = v;
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            Out(f(opmath_t<In>(*reinterpret_cast<const In*>(p[1] + i * s[1]))));
+    }
+  });
+}
+
+template <typename Out, typename In, typename F>
+void binary_loop(const TensorIter& it, const F& f) {
+  using M = opmath_t<In>;
+  for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const In* a = reinterpret_cast<const In*>(p[1]);
+    const In* b = reinterpret_cast<const In*>(p[2]);
+    constexpr int64_t so = sizeof(Out), si = sizeof(In);
+    if (s[0] == so && s[1] == si && s[2] == si) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M(a[i]), M(b[i])));
+    } else if (s[0] == so && s[1] == si && s[2] == 0) {
+      const M bv = M(*b);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M(a[i]), bv));
+    } else if (s[0] == so && s[1] == 0 && s[2] == si) {
+      const M av = M(*a);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(av, M(b[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            Out(f(M(*reinterpret_cast<const In*>(p[1] + i * s[1])),
+                  M(*reinterpret_cast<const In*>(p[2] + i * s[2]))));
+    }
+  });
+}
+
+template <typename T, typename F>
+void ternary_loop(const TensorIter& it, const F& f) {
+  using M = opmath_t<T>;
+  for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+    constexpr int64_t st = sizeof(T);
+    if (s[0] == st && s[1] == st && s[2] == st && s[3] == st) {
+      T* o = reinterpret_cast<T*>(p[0]);
+      const T *a = reinterpret_cast<const T*>(p[1]), *b = reinterpret_cast<const T*>(p[2]),
+              *c = reinterpret_cast<const T*>(p[3]);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = T(f(M(a[i]), M(b[i]), M(c[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            T(f(M(*reinterpret_cast<const T*>(p[1] + i * s[1])),
+                M(*reinterpret_cast<const T*>(p[2] + i * s[2])),
+                M(*reinterpret_cast<const T*>(p[3] + i * s[3]))));
+    }
+  });
+}
+
+}  // namespace kindle::cpu

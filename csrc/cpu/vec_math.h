@@ -1,0 +1,58 @@
+// Vectorised libm: glibc's libmvec provides AVX2 versions of these functions, which GCC calls
+// from `omp simd` loops once the declarations carry the simd attribute (glibc only adds it under
+// -ffast-math, which we do not want: it would break NaN handling).
+#pragma once
+#include <cmath>
+#include <type_traits>
+
+#define KINDLE_SIMD_DECL(name)                                              \
+  extern "C" __attribute__((simd("notinbranch"))) float name##f(float) noexcept; \
+  extern "C" __attribute__((simd("notinbranch"))) double name(double) noexcept;
+#define KINDLE_SIMD_DECL2(name)                                                     \
+  extern "C" __attribute__((simd("notinbranch"))) float name##f(float, float) noexcept; \
+  extern "C" __attribute__((simd("notinbranch"))) double name(double, double) noexcept;
+
+KINDLE_SIMD_DECL(exp) KINDLE_SIMD_DECL(exp2) KINDLE_SIMD_DECL(expm1) KINDLE_SIMD_DECL(log)
+KINDLE_SIMD_DECL(log2) KINDLE_SIMD_DECL(log10) KINDLE_SIMD_DECL(log1p) KINDLE_SIMD_DECL(sin)
+KINDLE_SIMD_DECL(cos) KINDLE_SIMD_DECL(tan) KINDLE_SIMD_DECL(asin) KINDLE_SIMD_DECL(acos)
+KINDLE_SIMD_DECL(atan) KINDLE_SIMD_DECL(sinh) KINDLE_SIMD_DECL(cosh) KINDLE_SIMD_DECL(tanh)
+KINDLE_SIMD_DECL(erf) KINDLE_SIMD_DECL2(pow) KINDLE_SIMD_DECL2(atan2) KINDLE_SIMD_DECL2(hypot)
+
+namespace kindle::cpu::vm {
+#define KINDLE_VM(name) \
+  template <typename T> inline T name(T x) { if constexpr (std::is_same_v<T, float>) return ::name##f(x); else return ::name(double(x)); }
+#define KINDLE_VM2(name) \
+  template <typename T> inline T name(T x, T y) { if constexpr (std::is_same_v<T, float>) return ::name##f(x, y); else return ::name(double(x), double(y)); }
+KINDLE_VM(exp) KINDLE_VM(exp2) KINDLE_VM(expm1) KINDLE_VM(log) KINDLE_VM(log2) KINDLE_VM(log10)
+KINDLE_VM(log1p) KINDLE_VM(sin) KINDLE_VM(cos) KINDLE_VM(tan) KINDLE_VM(asin) KINDLE_VM(acos)
+KINDLE_VM(atan) KINDLE_VM(sinh) KINDLE_VM(cosh) KINDLE_VM(tanh) KINDLE_VM(erf)
+KINDLE_VM2(pow) KINDLE_VM2(atan2) KINDLE_VM2(hypot)
+#undef KINDLE_VM
+#undef KINDLE_VM2
+
+// erfinv: Giles' single-precision approximation, refined by Newton steps on erf.
+template <typename T>
+inline T erfinv(T y) {
+  if (y <= T(-1)) return y == T(-1) ? -INFINITY : NAN;
+  if (y >= T(1)) return y == T(1) ? INFINITY : NAN;
+  double w = -std::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    double p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    x = p * y;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    double p = -0.000200214257;
+    p = 0.000100950558 + p * w; p = 0.00134934322 + p * w; p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w; p = -0.0076224613 + p * w; p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+    x = p * y;
+  }
+  for (int i = 0; i < 2; ++i)  // 2/sqrt(pi) * exp(-x^2) is erf's derivative
+    x -= (std::erf(x) - double(y)) / (1.1283791670955126 * std::exp(-x * x));
+  return T(x);
+}
+}  // namespace kindle::cpu::vm

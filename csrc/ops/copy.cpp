@@ -1,0 +1,63 @@
+// Copies, fills and dtype conversion.
+#include "ops/kernels.h"
+
+namespace kindle {
+
+const Tensor& copy_(const Tensor& self, const Tensor& src) {
+  if (self.is_same(src)) return self;
+  TensorIterConfig cfg;
+  cfg.add_output(self).add_input(src);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build("copy_");
+  if (it.numel) copy_stub[it.device()](it);
+  self.bump_version();
+  return self;
+}
+
+const Tensor& fill_(const Tensor& self, const Scalar& value) {
+  TensorIterConfig cfg;
+  cfg.add_output(self);
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build("fill_");
+  if (it.numel) fill_stub[it.device()](it, value);
+  self.bump_version();
+  return self;
+}
+
+const Tensor& zero_(const Tensor& self) { return fill_(self, 0); }
+
+Tensor clone(const Tensor& self) {
+  // Keep the memory layout of a dense input (as PyTorch's preserve_format does).
+  TensorIterConfig cfg;
+  cfg.add_output(Tensor()).add_input(self);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build("clone");
+  if (it.numel) copy_stub[it.device()](it);
+  return it.output();
+}
+
+Tensor contiguous(const Tensor& self) {
+  if (self.is_contiguous()) return self;
+  Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
+  out.copy_(self);
+  return out;
+}
+
+Tensor to(const Tensor& self, DType dtype, bool copy) {
+  if (self.dtype() == dtype && !copy) return self;
+  TensorIterConfig cfg;
+  cfg.add_output(Tensor()).add_input(self);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = dtype;
+  TensorIter it = cfg.build("to");
+  if (it.numel) copy_stub[it.device()](it);
+  return it.output();
+}
+
+Tensor detach(const Tensor& self) {
+  return make_view(self, self.sizes(), self.strides(), self.storage_offset());
+}
+
+}  // namespace kindle

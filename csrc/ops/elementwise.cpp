@@ -1,0 +1,386 @@
+// Elementwise ops: dtype rules per family, then the device kernel through its stub.
+#include <cmath>
+#include <limits>
+
+#include "ops/kernels.h"
+
+namespace kindle {
+namespace {
+
+enum class UKind { Float, Numeric, Any, BoolOut, Integral };
+
+Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const Tensor& out = {}) {
+  DType dt = self.dtype();
+  if (kind == UKind::Numeric)
+    KINDLE_CHECK_TYPE(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
+  if (kind == UKind::Integral)
+    KINDLE_CHECK_TYPE(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
+  TensorIterConfig cfg;
+  cfg.add_output(out).add_input(self);
+  cfg.int_to_float = kind == UKind::Float;
+  if (kind == UKind::BoolOut) cfg.output_dtype = kBool;
+  TensorIter it = cfg.build(name);
+  if (it.numel) unary_stub[it.device()](it, op);
+  it.finish();
+  if (out.defined()) out.bump_version();
+  return it.output();
+}
+
+enum class BKind { Arith, TrueDiv, Compare, Logical, Bitwise, Float };
+
+Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, BKind kind,
+              const Tensor& out = {}) {
+  TensorIterConfig cfg;
+  cfg.add_output(out).add_input(a).add_input(b);
+  if (kind == BKind::TrueDiv || kind == BKind::Float) cfg.int_to_float = true;
+  if (kind == BKind::Compare || kind == BKind::Logical) cfg.output_dtype = kBool;
+  TensorIter it = cfg.build(name);
+  DType ct = it.common_dtype;
+  if (kind == BKind::Bitwise)
+    KINDLE_CHECK_TYPE(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
+                      a.dtype(), " and ", b.dtype());
+  if (op == BinaryOp::Sub)
+    KINDLE_CHECK(ct != kBool, name, ": subtraction, the `-` operator, with two bool tensors is not "
+                 "supported. Use the `^` or `logical_xor()` operator instead.");
+  if (it.numel) binary_stub[it.device()](it, op);
+  it.finish();
+  if (out.defined()) out.bump_version();
+  return it.output();
+}
+
+Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar& alpha, bool sub,
+                const Tensor& out = {}) {
+  bool unit = !alpha.is_floating_point() && alpha.to_int() == 1;
+  if (unit) return binary(name, a, b, sub ? BinaryOp::Sub : BinaryOp::Add, BKind::Arith, out);
+  TensorIterConfig cfg;
+  cfg.add_output(out).add_input(a).add_input(b);
+  TensorIter it = cfg.build(name);
+  KINDLE_CHECK(is_floating_point(it.common_dtype) || !alpha.is_floating_point(), name,
+               ": for integral input tensors, argument alpha must not be a floating point number.");
+  KINDLE_CHECK(it.common_dtype != kBool, name, ": alpha is not supported for bool tensors");
+  Scalar al = sub ? (alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int())) : alpha;
+  if (it.numel) add_alpha_stub[it.device()](it, al);
+  it.finish();
+  if (out.defined()) out.bump_version();
+  return it.output();
+}
+
+Tensor param(const char* name, const Tensor& self, ParamOp op, std::initializer_list<double> p,
+             const Tensor& out = {}, std::optional<DType> compute = std::nullopt) {
+  TensorIterConfig cfg;
+  cfg.add_output(out).add_input(self);
+  cfg.compute_dtype = compute;
+  TensorIter it = cfg.build(name);
+  KINDLE_CHECK_TYPE(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  if (it.numel) param_stub[it.device()](it, op, p.begin());
+  it.finish();
+  if (out.defined()) out.bump_version();
+  return it.output();
+}
+
+Tensor float_param(const char* name, const Tensor& self, ParamOp op, std::initializer_list<double> p,
+                   const Tensor& out = {}) {
+  DType ct = is_floating_point(self.dtype()) ? self.dtype() : default_dtype();
+  return param(name, self, op, p, out, ct);
+}
+
+}  // namespace
+
+#define KINDLE_UNARY(name, OP, KIND)                                                     \
+  Tensor name(const Tensor& self) { return unary(#name, self, UnaryOp::OP, UKind::KIND); } \
+  const Tensor& name##_(const Tensor& self) {                                            \
+    unary(#name "_", self, UnaryOp::OP, UKind::KIND, self);                              \
+    return self;                                                                         \
+  }
+KINDLE_UNARY(sqrt, Sqrt, Float)
+KINDLE_UNARY(rsqrt, Rsqrt, Float)
+KINDLE_UNARY(exp, Exp, Float)
+KINDLE_UNARY(exp2, Exp2, Float)
+KINDLE_UNARY(log, Log, Float)
+KINDLE_UNARY(log2, Log2, Float)
+KINDLE_UNARY(log10, Log10, Float)
+KINDLE_UNARY(log1p, Log1p, Float)
+KINDLE_UNARY(expm1, Expm1, Float)
+KINDLE_UNARY(sin, Sin, Float)
+KINDLE_UNARY(cos, Cos, Float)
+KINDLE_UNARY(tan, Tan, Float)
+KINDLE_UNARY(asin, Asin, Float)
+KINDLE_UNARY(acos, Acos, Float)
+KINDLE_UNARY(atan, Atan, Float)
+KINDLE_UNARY(sinh, Sinh, Float)
+KINDLE_UNARY(cosh, Cosh, Float)
+KINDLE_UNARY(tanh, Tanh, Float)
+KINDLE_UNARY(sigmoid, Sigmoid, Float)
+KINDLE_UNARY(silu, Silu, Float)
+KINDLE_UNARY(erf, Erf, Float)
+KINDLE_UNARY(erfinv, Erfinv, Float)
+KINDLE_UNARY(reciprocal, Reciprocal, Float)
+KINDLE_UNARY(neg, Neg, Numeric)
+KINDLE_UNARY(abs, Abs, Numeric)
+KINDLE_UNARY(sign, Sign, Any)
+KINDLE_UNARY(sgn, Sgn, Any)
+KINDLE_UNARY(floor, Floor, Numeric)
+KINDLE_UNARY(ceil, Ceil, Numeric)
+KINDLE_UNARY(trunc, Trunc, Numeric)
+KINDLE_UNARY(square, Square, Any)
+KINDLE_UNARY(relu, Relu, Numeric)
+#undef KINDLE_UNARY
+
+Tensor frac(const Tensor& self) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
+  return unary("frac", self, UnaryOp::Frac, UKind::Float);
+}
+const Tensor& frac_(const Tensor& self) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
+  unary("frac_", self, UnaryOp::Frac, UKind::Float, self);
+  return self;
+}
+Tensor isnan(const Tensor& self) { return unary("isnan", self, UnaryOp::Isnan, UKind::BoolOut); }
+Tensor isinf(const Tensor& self) { return unary("isinf", self, UnaryOp::Isinf, UKind::BoolOut); }
+Tensor isfinite(const Tensor& self) { return unary("isfinite", self, UnaryOp::Isfinite, UKind::BoolOut); }
+Tensor signbit(const Tensor& self) { return unary("signbit", self, UnaryOp::Signbit, UKind::BoolOut); }
+Tensor logical_not(const Tensor& self) { return unary("logical_not", self, UnaryOp::LogicalNot, UKind::BoolOut); }
+const Tensor& logical_not_(const Tensor& self) {
+  self.copy_(logical_not(self));
+  return self;
+}
+Tensor bitwise_not(const Tensor& self) { return unary("bitwise_not", self, UnaryOp::BitwiseNot, UKind::Integral); }
+const Tensor& bitwise_not_(const Tensor& self) {
+  unary("bitwise_not_", self, UnaryOp::BitwiseNot, UKind::Integral, self);
+  return self;
+}
+
+Tensor round(const Tensor& self, int64_t decimals) {
+  if (decimals == 0 || !self.is_floating_point()) return unary("round", self, UnaryOp::Round, UKind::Numeric);
+  return float_param("round", self, ParamOp::RoundDecimals, {double(decimals)});
+}
+const Tensor& round_(const Tensor& self, int64_t decimals) {
+  if (decimals == 0 || !self.is_floating_point()) unary("round_", self, UnaryOp::Round, UKind::Numeric, self);
+  else float_param("round_", self, ParamOp::RoundDecimals, {double(decimals)}, self);
+  return self;
+}
+
+Tensor gelu(const Tensor& self, std::string_view approximate) {
+  KINDLE_CHECK_VALUE(approximate == "none" || approximate == "tanh",
+                     "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
+  return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, UKind::Float);
+}
+
+Tensor softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "softplus: expected a floating point tensor, got ", self.dtype());
+  return float_param("softplus", self, ParamOp::Softplus, {beta.to_double(), threshold.to_double()});
+}
+
+static std::array<double, 3> nan_to_num_params(const Tensor& self, std::optional<double> nan,
+                                               std::optional<double> posinf, std::optional<double> neginf) {
+  double big = self.dtype() == kFloat64 ? std::numeric_limits<double>::max()
+             : self.dtype() == kFloat32 ? double(std::numeric_limits<float>::max())
+             : self.dtype() == kFloat16 ? 65504.0 : 3.3895313892515355e38;
+  return {nan.value_or(0.0), posinf.value_or(big), neginf.value_or(-big)};
+}
+Tensor nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
+  if (!self.is_floating_point()) return self.clone();
+  auto p = nan_to_num_params(self, nan, posinf, neginf);
+  return float_param("nan_to_num", self, ParamOp::NanToNum, {p[0], p[1], p[2]});
+}
+const Tensor& nan_to_num_(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                          std::optional<double> neginf) {
+  if (!self.is_floating_point()) return self;
+  auto p = nan_to_num_params(self, nan, posinf, neginf);
+  float_param("nan_to_num_", self, ParamOp::NanToNum, {p[0], p[1], p[2]}, self);
+  return self;
+}
+
+static Tensor clamp_impl(const char* name, const Tensor& self, const std::optional<Scalar>& min,
+                         const std::optional<Scalar>& max, const Tensor& out) {
+  KINDLE_CHECK(min || max, name, ": at least one of 'min' or 'max' must not be None");
+  std::vector<Tensor> parts{self};
+  if (min) parts.push_back(scalar_to_tensor(*min));
+  if (max) parts.push_back(scalar_to_tensor(*max));
+  DType ct = result_type(parts);
+  if (min && max) return param(name, self, ParamOp::Clamp, {min->to_double(), max->to_double()}, out, ct);
+  if (min) return param(name, self, ParamOp::ClampMin, {min->to_double()}, out, ct);
+  return param(name, self, ParamOp::ClampMax, {max->to_double()}, out, ct);
+}
+Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  return clamp_impl("clamp", self, min, max, {});
+}
+const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  clamp_impl("clamp_", self, min, max, self);
+  return self;
+}
+Tensor clip(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) { return clamp(self, min, max); }
+const Tensor& clip_(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) { return clamp_(self, min, max); }
+Tensor clamp_min(const Tensor& self, const Scalar& min) { return clamp(self, min, std::nullopt); }
+Tensor clamp_max(const Tensor& self, const Scalar& max) { return clamp(self, std::nullopt, max); }
+
+Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "leaky_relu: expected a floating point tensor, got ", self.dtype());
+  return float_param("leaky_relu", self, ParamOp::LeakyRelu, {negative_slope.to_double()});
+}
+Tensor hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  return param("hardtanh", self, ParamOp::Hardtanh, {min_val.to_double(), max_val.to_double()});
+}
+Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
+  return float_param("elu", self, ParamOp::Elu, {alpha.to_double(), scale.to_double(), input_scale.to_double()});
+}
+Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
+  return param("threshold", self, ParamOp::Threshold, {threshold.to_double(), value.to_double()});
+}
+
+// ---- binary
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("add", a, b, alpha, false); }
+const Tensor& add_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("add_", a, b, alpha, false, a); return a; }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("sub", a, b, alpha, true); }
+const Tensor& sub_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("sub_", a, b, alpha, true, a); return a; }
+Tensor subtract(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub(a, b, alpha); }
+const Tensor& subtract_(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub_(a, b, alpha); }
+
+static BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {
+  if (!mode) return BinaryOp::Div;
+  if (*mode == "trunc") return BinaryOp::DivTrunc;
+  if (*mode == "floor") return BinaryOp::DivFloor;
+  throw ValueError(detail::str_cat(name, ": expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'"));
+}
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+  BinaryOp op = div_op("div", rounding_mode);
+  return binary("div", a, b, op, op == BinaryOp::Div ? BKind::TrueDiv : BKind::Arith);
+}
+const Tensor& div_(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+  BinaryOp op = div_op("div_", rounding_mode);
+  binary("div_", a, b, op, op == BinaryOp::Div ? BKind::TrueDiv : BKind::Arith, a);
+  return a;
+}
+Tensor divide(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) { return div(a, b, rounding_mode); }
+Tensor true_divide(const Tensor& a, const Tensor& b) { return div(a, b, std::nullopt); }
+const Tensor& true_divide_(const Tensor& a, const Tensor& b) { return div_(a, b, std::nullopt); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }
+const Tensor& floor_divide_(const Tensor& a, const Tensor& b) { return div_(a, b, "floor"); }
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()) && b.impl()->wrapped_number)
+    KINDLE_CHECK(b.item().to_int() >= 0, "pow: integers to negative integer powers are not allowed.");
+  return binary("pow", a, b, BinaryOp::Pow, BKind::Arith);
+}
+const Tensor& pow_(const Tensor& a, const Tensor& b) { binary("pow_", a, b, BinaryOp::Pow, BKind::Arith, a); return a; }
+
+#define KINDLE_BINARY(name, OP, KIND)                                                              \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::KIND); }
+#define KINDLE_BINARY_INPLACE(name, OP, KIND)                                                      \
+  KINDLE_BINARY(name, OP, KIND)                                                                    \
+  const Tensor& name##_(const Tensor& a, const Tensor& b) {                                        \
+    binary(#name "_", a, b, BinaryOp::OP, BKind::KIND, a);                                          \
+    return a;                                                                                      \
+  }
+KINDLE_BINARY_INPLACE(mul, Mul, Arith)
+KINDLE_BINARY_INPLACE(multiply, Mul, Arith)
+KINDLE_BINARY_INPLACE(atan2, Atan2, Float)
+KINDLE_BINARY_INPLACE(hypot, Hypot, Float)
+KINDLE_BINARY_INPLACE(copysign, Copysign, Float)
+KINDLE_BINARY_INPLACE(xlogy, Xlogy, Float)
+KINDLE_BINARY_INPLACE(fmod, Fmod, Arith)
+KINDLE_BINARY_INPLACE(remainder, Remainder, Arith)
+KINDLE_BINARY_INPLACE(eq, Eq, Compare)
+KINDLE_BINARY_INPLACE(ne, Ne, Compare)
+KINDLE_BINARY_INPLACE(lt, Lt, Compare)
+KINDLE_BINARY_INPLACE(le, Le, Compare)
+KINDLE_BINARY_INPLACE(gt, Gt, Compare)
+KINDLE_BINARY_INPLACE(ge, Ge, Compare)
+KINDLE_BINARY(greater, Gt, Compare)
+KINDLE_BINARY(greater_equal, Ge, Compare)
+KINDLE_BINARY(less, Lt, Compare)
+KINDLE_BINARY(less_equal, Le, Compare)
+KINDLE_BINARY(not_equal, Ne, Compare)
+KINDLE_BINARY_INPLACE(logical_and, LogicalAnd, Logical)
+KINDLE_BINARY_INPLACE(logical_or, LogicalOr, Logical)
+KINDLE_BINARY_INPLACE(logical_xor, LogicalXor, Logical)
+KINDLE_BINARY_INPLACE(bitwise_and, BitAnd, Bitwise)
+KINDLE_BINARY_INPLACE(bitwise_or, BitOr, Bitwise)
+KINDLE_BINARY_INPLACE(bitwise_xor, BitXor, Bitwise)
+KINDLE_BINARY_INPLACE(bitwise_left_shift, Shl, Bitwise)
+KINDLE_BINARY_INPLACE(bitwise_right_shift, Shr, Bitwise)
+KINDLE_BINARY(maximum, Maximum, Arith)
+KINDLE_BINARY(minimum, Minimum, Arith)
+KINDLE_BINARY(fmax, Fmax, Arith)
+KINDLE_BINARY(fmin, Fmin, Arith)
+#undef KINDLE_BINARY
+#undef KINDLE_BINARY_INPLACE
+
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  KINDLE_CHECK_TYPE(condition.dtype() == kBool || condition.dtype() == kUInt8,
+                    "where: expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());
+  Tensor cond = condition.dtype() == kBool ? condition : condition.to(kBool);
+  TensorIterConfig cfg;
+  cfg.add_output(Tensor()).add_input(cond).add_input(self).add_input(other);
+  cfg.keep_input_dtype = 1;
+  TensorIter it = cfg.build("where");
+  if (it.numel) where_stub[it.device()](it);
+  return it.output();
+}
+
+static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
+  KINDLE_CHECK_TYPE(self.is_floating_point() && end.dtype() == self.dtype(), name,
+                    ": expected start and end to be floating point tensors of the same dtype, got ",
+                    self.dtype(), " and ", end.dtype());
+  if (weight.impl()->wrapped_number || weight.dim() == 0) {
+    TensorIterConfig cfg;
+    cfg.add_output(out).add_input(self).add_input(end);
+    TensorIter it = cfg.build(name);
+    double w = weight.item().to_double();
+    if (it.numel) param_stub[it.device()](it, ParamOp::Lerp, &w);
+    it.finish();
+    if (out.defined()) out.bump_version();
+    return it.output();
+  }
+  Tensor r = add(self, mul(weight, sub(end, self)));
+  if (out.defined()) { out.copy_(r); return out; }
+  return r;
+}
+Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight) { return lerp_impl("lerp", self, end, weight, {}); }
+const Tensor& lerp_(const Tensor& self, const Tensor& end, const Tensor& weight) { lerp_impl("lerp_", self, end, weight, self); return self; }
+
+static Tensor addc(const char* name, ParamOp op, const Tensor& self, const Tensor& t1, const Tensor& t2,
+                   const Scalar& value, const Tensor& out) {
+  TensorIterConfig cfg;
+  cfg.add_output(out).add_input(self).add_input(t1).add_input(t2);
+  if (op == ParamOp::Addcdiv) {
+    KINDLE_CHECK(t1.is_floating_point() || t2.is_floating_point(), name,
+                 ": integer division with addcdiv is not supported; use a floating point tensor");
+  }
+  TensorIter it = cfg.build(name);
+  KINDLE_CHECK_TYPE(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  double v = value.to_double();
+  if (it.numel) param_stub[it.device()](it, op, &v);
+  it.finish();
+  if (out.defined()) out.bump_version();
+  return it.output();
+}
+Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { return addc("addcmul", ParamOp::Addcmul, self, t1, t2, value, {}); }
+const Tensor& addcmul_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcmul_", ParamOp::Addcmul, self, t1, t2, value, self); return self; }
+Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { return addc("addcdiv", ParamOp::Addcdiv, self, t1, t2, value, {}); }
+const Tensor& addcdiv_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcdiv_", ParamOp::Addcdiv, self, t1, t2, value, self); return self; }
+
+Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
+  KINDLE_CHECK_TYPE(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",
+                    self.dtype(), " and ", other.dtype());
+  Tensor close = eq(self, other);
+  if (self.is_floating_point()) {
+    Tensor diff = abs(sub(self, other));
+    Tensor tol = add(scalar_to_tensor(atol), mul(abs(other), scalar_to_tensor(rtol)));
+    close = logical_or(close, logical_and(isfinite(diff), le(diff, tol)));
+    if (equal_nan) close = logical_or(close, logical_and(isnan(self), isnan(other)));
+  }
+  return close;
+}
+bool allclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
+  return all(isclose(self, other, rtol, atol, equal_nan)).item().to_bool();
+}
+bool equal(const Tensor& self, const Tensor& other) {
+  if (self.sizes() != other.sizes()) return false;
+  return all(eq(self, other)).item().to_bool();
+}
+
+}  // namespace kindle

@@ -1,0 +1,235 @@
+// Tensor factories and random sampling.
+#include <cmath>
+#include <numeric>
+
+#include "ops/kernels.h"
+
+namespace kindle {
+namespace {
+
+Tensor finish_factory(Tensor t, bool requires_grad, const char* op) {
+  if (requires_grad) {
+    KINDLE_CHECK(is_floating_point(t.dtype()), op,
+                 ": only Tensors of floating point dtype can require gradients, got ", t.dtype());
+    t.impl()->requires_grad = true;
+  }
+  return t;
+}
+
+Device dev(std::optional<Device> d) { return d.value_or(kCPU); }
+
+Generator& gen_or_default(const std::optional<Generator>& g) {
+  return g ? const_cast<Generator&>(*g) : default_generator();
+}
+
+void fill_random(const Tensor& self, RandomKind kind, double a, double b, const std::optional<Generator>& g) {
+  if (self.numel() == 0) return;
+  Generator& gen = gen_or_default(g);
+  uint64_t off = gen->reserve(uint64_t(self.numel()));
+  if (self.is_contiguous()) {
+    random_stub[self.device()](self, kind, a, b, gen->seed(), off);
+  } else {
+    Tensor tmp = empty_tensor(self.sizes(), self.dtype(), self.device());
+    random_stub[self.device()](tmp, kind, a, b, gen->seed(), off);
+    self.copy_(tmp);
+  }
+  self.bump_version();
+}
+
+}  // namespace
+
+Tensor empty(IntArrayRef size, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return finish_factory(empty_tensor(size, dtype.value_or(default_dtype()), dev(device)), requires_grad, "empty");
+}
+Tensor empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<DType> dtype, std::optional<Device> device,
+                     bool requires_grad) {
+  return finish_factory(empty_strided_tensor(size, stride, dtype.value_or(default_dtype()), dev(device)),
+                        requires_grad, "empty_strided");
+}
+Tensor full(IntArrayRef size, const Scalar& fill_value, std::optional<DType> dtype, std::optional<Device> device,
+            bool requires_grad) {
+  Tensor t = empty_tensor(size, dtype.value_or(fill_value.dtype()), dev(device));
+  t.fill_(fill_value);
+  return finish_factory(t, requires_grad, "full");
+}
+Tensor zeros(IntArrayRef size, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return full(size, 0, dtype.value_or(default_dtype()), device, requires_grad);
+}
+Tensor ones(IntArrayRef size, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return full(size, 1, dtype.value_or(default_dtype()), device, requires_grad);
+}
+Tensor empty_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
+}
+Tensor zeros_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return zeros(self.sizes(), dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
+}
+Tensor ones_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return ones(self.sizes(), dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
+}
+Tensor full_like(const Tensor& self, const Scalar& v, std::optional<DType> dtype, std::optional<Device> device,
+                 bool requires_grad) {
+  return full(self.sizes(), v, dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
+}
+
+Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
+            std::optional<Device> device, bool requires_grad) {
+  DType dt = dtype.value_or(default_dtype());
+  KINDLE_CHECK_TYPE(is_floating_point(dt), "rand: expected a floating point dtype, got ", dt);
+  Tensor t = empty_tensor(size, dt, dev(device));
+  fill_random(t, RandomKind::Uniform, 0, 1, generator);
+  return finish_factory(t, requires_grad, "rand");
+}
+Tensor randn(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
+             std::optional<Device> device, bool requires_grad) {
+  DType dt = dtype.value_or(default_dtype());
+  KINDLE_CHECK_TYPE(is_floating_point(dt), "randn: expected a floating point dtype, got ", dt);
+  Tensor t = empty_tensor(size, dt, dev(device));
+  fill_random(t, RandomKind::Normal, 0, 1, generator);
+  return finish_factory(t, requires_grad, "randn");
+}
+Tensor normal(double mean, double std, IntArrayRef size, const std::optional<Generator>& generator,
+              std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  KINDLE_CHECK(std >= 0, "normal: expects std >= 0.0, but found std ", std);
+  Tensor t = empty_tensor(size, dtype.value_or(default_dtype()), dev(device));
+  fill_random(t, RandomKind::Normal, mean, std, generator);
+  return finish_factory(t, requires_grad, "normal");
+}
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, const std::optional<Generator>& generator,
+               std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  KINDLE_CHECK(low < high, "randint: expected 'low' to be less than 'high', but got low=", low, " and high=", high);
+  Tensor t = empty_tensor(size, dtype.value_or(kInt64), dev(device));
+  fill_random(t, RandomKind::Integer, double(low), double(high), generator);
+  return finish_factory(t, requires_grad, "randint");
+}
+Tensor rand_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return rand(self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device, requires_grad);
+}
+Tensor randn_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return randn(self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device, requires_grad);
+}
+Tensor randint_like(const Tensor& self, int64_t low, int64_t high, std::optional<DType> dtype,
+                    std::optional<Device> device, bool requires_grad) {
+  return randint(low, high, self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device, requires_grad);
+}
+Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optional<DType> dtype,
+                std::optional<Device> device, bool requires_grad) {
+  KINDLE_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  // Sorting random keys gives a uniform permutation that does not depend on the thread count.
+  Tensor keys = empty_tensor({n}, kInt64, dev(device));
+  fill_random(keys, RandomKind::Integer, 0.0, 9.2e18, generator);
+  Tensor idx = std::get<1>(sort(keys, 0, false, true));
+  return finish_factory(dtype && *dtype != kInt64 ? idx.to(*dtype) : idx, requires_grad, "randperm");
+}
+
+const Tensor& uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "uniform_: expected a floating point tensor, got ", self.dtype());
+  fill_random(self, RandomKind::Uniform, from, to, generator);
+  return self;
+}
+const Tensor& normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "normal_: expected a floating point tensor, got ", self.dtype());
+  fill_random(self, RandomKind::Normal, mean, std, generator);
+  return self;
+}
+const Tensor& exponential_(const Tensor& self, double lambd, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(lambd > 0, "exponential_: expects lambda > 0.0, but found lambda=", lambd);
+  fill_random(self, RandomKind::Exponential, lambd, 0, generator);
+  return self;
+}
+const Tensor& random_(const Tensor& self, int64_t from, std::optional<int64_t> to, const std::optional<Generator>& generator) {
+  int64_t lo = to ? from : 0, hi = to ? *to : from;
+  KINDLE_CHECK(lo < hi, "random_: expects 'from' to be less than 'to', but got from=", lo, " >= to=", hi);
+  fill_random(self, RandomKind::Integer, double(lo), double(hi), generator);
+  return self;
+}
+const Tensor& bernoulli_(const Tensor& self, double p, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(p >= 0 && p <= 1, "bernoulli_: expects p to be in [0, 1], but got p=", p);
+  fill_random(self, RandomKind::Bernoulli, p, 0, generator);
+  return self;
+}
+Tensor bernoulli(const Tensor& self, const std::optional<Generator>& generator) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "bernoulli: expected a floating point tensor of probabilities, got ", self.dtype());
+  KINDLE_CHECK(all(logical_and(ge(self, scalar_to_tensor(0)), le(self, scalar_to_tensor(1)))).item().to_bool(),
+               "bernoulli: all elements of input must be in [0, 1]");
+  Tensor u = empty_tensor(self.sizes(), self.dtype(), self.device());
+  fill_random(u, RandomKind::Uniform, 0, 1, generator);
+  return lt(u, self).to(self.dtype());
+}
+
+Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(self.dim() == 1 || self.dim() == 2, "multinomial: prob_dist must be 1 or 2 dim, got ", self.dim());
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "multinomial: only floating point probabilities are supported, got ", self.dtype());
+  KINDLE_CHECK(num_samples > 0, "multinomial: cannot sample num_samples <= 0 samples");
+  int64_t n_dist = self.dim() == 1 ? 1 : self.size(0), n_cat = self.size(-1);
+  KINDLE_CHECK(replacement || num_samples <= n_cat, "multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
+               "without replacement (", num_samples, " > ", n_cat, ")");
+  Tensor probs = self.reshape({n_dist, n_cat}).to(kFloat64).contiguous();
+  const double* P = probs.data_ptr<double>();
+  for (int64_t i = 0; i < n_dist * n_cat; ++i)
+    KINDLE_CHECK(P[i] >= 0 && std::isfinite(P[i]), "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
+  Tensor out = empty_tensor({n_dist, num_samples}, kInt64, self.device());
+  int64_t* O = out.data_ptr<int64_t>();
+  Generator& gen = gen_or_default(generator);
+  uint64_t seed = gen->seed(), off = gen->reserve(uint64_t(n_dist * num_samples));
+  std::vector<double> w(n_cat);
+  for (int64_t d = 0; d < n_dist; ++d) {
+    std::copy(P + d * n_cat, P + (d + 1) * n_cat, w.begin());
+    for (int64_t s = 0; s < num_samples; ++s) {
+      double total = std::accumulate(w.begin(), w.end(), 0.0);
+      KINDLE_CHECK(total > 0, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
+      Philox4 r = philox(seed, off + uint64_t(d * num_samples + s));
+      double u = double((uint64_t(r.v[0]) << 32 | r.v[1]) >> 11) * 0x1.0p-53 * total;
+      int64_t k = 0;
+      double acc = 0;
+      for (; k < n_cat - 1; ++k) { acc += w[k]; if (u < acc && w[k] > 0) break; }
+      while (w[k] <= 0 && k > 0) --k;
+      O[d * num_samples + s] = k;
+      if (!replacement) w[k] = 0;
+    }
+  }
+  return self.dim() == 1 ? out.reshape({num_samples}) : out;
+}
+
+Tensor arange(const Scalar& start, const std::optional<Scalar>& end, const Scalar& step,
+              std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  Scalar s0 = end ? start : Scalar(0), s1 = end ? *end : start;
+  double a = s0.to_double(), b = s1.to_double(), st = step.to_double();
+  KINDLE_CHECK(st != 0, "arange: step must be nonzero");
+  KINDLE_CHECK(std::isfinite(a) && std::isfinite(b), "arange: unsupported range: ", a, " -> ", b);
+  KINDLE_CHECK((st > 0 && b >= a) || (st < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign");
+  bool any_float = s0.is_floating_point() || s1.is_floating_point() || step.is_floating_point();
+  DType dt = dtype.value_or(any_float ? default_dtype() : kInt64);
+  int64_t n = int64_t(std::ceil((b - a) / st));
+  Tensor t = empty_tensor({n}, dt, dev(device));
+  if (n) range_stub[t.device()](t, a, st, b, false);
+  return finish_factory(t, requires_grad, "arange");
+}
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype,
+                std::optional<Device> device, bool requires_grad) {
+  KINDLE_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  Tensor t = empty_tensor({steps}, dtype.value_or(default_dtype()), dev(device));
+  double a = start.to_double(), b = end.to_double();
+  double st = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
+  if (steps) range_stub[t.device()](t, a, st, b, true);
+  return finish_factory(t, requires_grad, "linspace");
+}
+Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, std::optional<DType> dtype,
+                std::optional<Device> device, bool requires_grad) {
+  DType dt = dtype.value_or(default_dtype());
+  Tensor e = linspace(start, end, steps, kFloat64, device, false);
+  Tensor r = pow(scalar_tensor_of(base, kFloat64), e).to(dt);
+  return finish_factory(r, requires_grad, "logspace");
+}
+Tensor eye(int64_t n, std::optional<int64_t> m, std::optional<DType> dtype, std::optional<Device> device,
+           bool requires_grad) {
+  int64_t cols = m.value_or(n);
+  KINDLE_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", cols);
+  Tensor t = zeros({n, cols}, dtype, device, false);
+  t.diagonal(0, 0, 1).fill_(1);
+  return finish_factory(t, requires_grad, "eye");
+}
+
+}  // namespace kindle

@@ -1,0 +1,285 @@
+// Indexing ops. index / index_put_ implement PyTorch's advanced indexing; gather, scatter,
+// index_select, index_add, take, ... are expressed through the same two kernels.
+#include "ops/kernels.h"
+
+namespace kindle {
+namespace {
+
+Tensor as_long_index(const Tensor& idx, const char* op) {
+  KINDLE_CHECK_INDEX(idx.dtype() == kInt64 || idx.dtype() == kInt32 || idx.dtype() == kInt16 ||
+                         idx.dtype() == kInt8 || idx.dtype() == kUInt8 || idx.dtype() == kBool,
+                     op, ": tensors used as indices must be long, int, byte or bool tensors, got ", idx.dtype());
+  return idx.dtype() == kInt64 ? idx : idx.to(kInt64);
+}
+
+// The shared core: self restrided to the result shape, indices broadcast and viewed likewise.
+struct IndexPlan {
+  Tensor src;                 // self (maybe permuted) restrided to `shape`
+  std::vector<Tensor> idx;    // each viewed to `shape`
+  IndexDims dims;
+  DimVector shape;
+};
+
+IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tensor>>& indices_in, const char* op) {
+  KINDLE_CHECK_INDEX(int64_t(indices_in.size()) <= std::max<int64_t>(self_in.dim(), 1) || self_in.dim() == 0, op,
+                     ": too many indices for tensor of dimension ", self_in.dim(), " (got ", indices_in.size(), ")");
+  // Bool masks become one long index per masked dim.
+  std::vector<Tensor> idx;  // undefined = full slice
+  Tensor self = self_in;
+  for (const auto& o : indices_in) {
+    if (!o || !o->defined()) { idx.emplace_back(); continue; }
+    if (o->dtype() == kBool || o->dtype() == kUInt8) {
+      size_t d0 = idx.size();
+      KINDLE_CHECK_INDEX(int64_t(d0 + size_t(o->dim())) <= std::max<int64_t>(self.dim(), 0) || (self.dim() == 0 && o->dim() == 0),
+                         op, ": too many indices for tensor of dimension ", self.dim());
+      for (int64_t k = 0; k < o->dim(); ++k)
+        KINDLE_CHECK_INDEX(o->sizes()[k] == self.sizes()[d0 + size_t(k)], op, ": the shape of the mask ", o->sizes(),
+                           " at index ", k, " does not match the shape of the indexed tensor ", self.sizes(),
+                           " at index ", d0 + size_t(k));
+      if (o->dim() == 0) {  // x[True] adds a dim of size 1 (or 0)
+        self = self.unsqueeze(int64_t(d0));
+        idx.push_back(o->item().to_bool() ? zeros({1}, kInt64) : empty_tensor({0}, kInt64));
+        continue;
+      }
+      Tensor nz = nonzero(o->to(kBool));
+      for (int64_t k = 0; k < o->dim(); ++k) idx.push_back(nz.select(1, k));
+    } else {
+      idx.push_back(as_long_index(*o, op));
+    }
+  }
+  KINDLE_CHECK_INDEX(int64_t(idx.size()) <= self.dim(), op, ": too many indices for tensor of dimension ", self.dim());
+  while (int64_t(idx.size()) < self.dim()) idx.emplace_back();
+  // Broadcast the index tensors.
+  DimVector b;
+  std::vector<int64_t> adv;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d].defined()) { b = broadcast_shapes(b, idx[d].sizes(), op); adv.push_back(int64_t(d)); }
+  KINDLE_INTERNAL_ASSERT(!adv.empty());
+  KINDLE_CHECK_NOT_IMPLEMENTED(adv.size() <= size_t(kMaxOperands - 2), op, ": at most ", kMaxOperands - 2,
+                               " index tensors are supported, got ", adv.size());
+  bool adjacent = adv.back() - adv.front() + 1 == int64_t(adv.size());
+  if (!adjacent) {  // advanced dims go first
+    DimVector perm;
+    std::vector<Tensor> nidx;
+    for (int64_t d : adv) { perm.push_back(d); nidx.push_back(idx[d]); }
+    for (int64_t d = 0; d < self.dim(); ++d)
+      if (!idx[d].defined()) { perm.push_back(d); nidx.emplace_back(); }
+    self = self.permute(perm);
+    idx = nidx;
+    adv.clear();
+    for (size_t k = 0; k < nidx.size(); ++k) if (nidx[k].defined()) adv.push_back(int64_t(k));
+  }
+  int64_t s = adv.front(), k = int64_t(adv.size());
+  IndexPlan pl;
+  DimVector src_strides;
+  for (int64_t d = 0; d < s; ++d) { pl.shape.push_back(self.sizes()[d]); src_strides.push_back(self.strides()[d]); }
+  for (int64_t v : b) { pl.shape.push_back(v); src_strides.push_back(0); }
+  for (int64_t d = s + k; d < self.dim(); ++d) { pl.shape.push_back(self.sizes()[d]); src_strides.push_back(self.strides()[d]); }
+  pl.src = make_view(self, pl.shape, src_strides, self.storage_offset());
+  int64_t nb = int64_t(b.size());
+  for (int64_t j = 0; j < k; ++j) {
+    Tensor t = idx[s + j].expand(b);
+    DimVector st;
+    for (int64_t d = 0; d < s; ++d) st.push_back(0);
+    for (int64_t d = 0; d < nb; ++d) st.push_back(t.strides()[d]);
+    for (int64_t d = s + k; d < self.dim(); ++d) st.push_back(0);
+    pl.idx.push_back(make_view(t, pl.shape, st, t.storage_offset()));
+    pl.dims.sizes[j] = self.sizes()[s + j];
+    pl.dims.strides[j] = self.strides()[s + j] * int64_t(self.element_size());
+  }
+  pl.dims.n = int(k);
+  return pl;
+}
+
+}  // namespace
+
+Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
+  IndexPlan pl = plan_index(self, indices, "index");
+  TensorIterConfig cfg;
+  cfg.add_output(Tensor()).add_input(pl.src);
+  for (auto& t : pl.idx) cfg.add_input(t);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build("index");
+  if (it.numel) index_stub[it.device()](it, pl.dims);
+  return it.output();
+}
+
+const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                         bool accumulate) {
+  IndexPlan pl = plan_index(self, indices, "index_put_");
+  Tensor v = values.dtype() == self.dtype() ? values : values.to(self.dtype());
+  KINDLE_CHECK(broadcast_shapes(pl.shape, v.sizes(), "index_put_") == pl.shape, "index_put_: shape mismatch: value tensor of shape ",
+               values.sizes(), " cannot be broadcast to indexing result of shape ", pl.shape);
+  TensorIterConfig cfg;
+  cfg.add_output(pl.src).add_input(v);
+  for (auto& t : pl.idx) cfg.add_input(t);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build("index_put_");
+  if (it.numel) index_put_stub[it.device()](it, pl.dims, accumulate);
+  self.bump_version();
+  return self;
+}
+Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values, bool accumulate) {
+  Tensor out = self.clone();
+  index_put_(out, indices, values, accumulate);
+  return out;
+}
+
+static std::vector<std::optional<Tensor>> at_dim(int64_t d, const Tensor& index) {
+  std::vector<std::optional<Tensor>> v(static_cast<size_t>(d));
+  v.push_back(index);
+  return v;
+}
+
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  KINDLE_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got a ", index.dim(), "-d tensor");
+  KINDLE_CHECK_INDEX(index.dtype() == kInt64 || index.dtype() == kInt32,
+                     "index_select(): Expected dtype int32 or int64 for index, got ", index.dtype());
+  if (self.dim() == 0) return kindle::index(self.reshape({1}), {index.reshape({-1})}).reshape(index.dim() ? DimVector{index.numel()} : DimVector{});
+  int64_t d = wrap_dim(dim, self.dim(), "index_select");
+  return kindle::index(self, at_dim(d, index.reshape({-1})));
+}
+
+Tensor take(const Tensor& self, const Tensor& idx) {
+  return index(self.reshape({-1}), {as_long_index(idx, "take")});
+}
+
+// gather/scatter: self restrided to index's shape with 0 along dim; the index adds idx * stride.
+static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
+  KINDLE_CHECK_TYPE(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
+  int64_t nd = std::max<int64_t>(self.dim(), 1);
+  KINDLE_CHECK(std::max<int64_t>(index.dim(), 1) == nd, op, "(): Index tensor must have the same number of dimensions as input tensor (",
+               index.dim(), " vs ", self.dim(), ")");
+  Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
+  Tensor ix = index.dim() == 0 ? index.reshape({1}) : index;
+  int64_t d = wrap_dim(dim, nd, op);
+  for (int64_t k = 0; k < nd; ++k)
+    KINDLE_CHECK(k == d || ix.sizes()[k] <= s.sizes()[k], op, "(): Size does not match at dimension ", k,
+                 " expected index ", ix.sizes(), " to be smaller than self ", s.sizes(), " apart from dimension ", d);
+  IndexPlan pl;
+  pl.shape = DimVector(ix.sizes());
+  DimVector st(s.strides());
+  st[d] = 0;
+  pl.src = make_view(s, pl.shape, st, s.storage_offset());
+  pl.idx.push_back(ix);
+  pl.dims.n = 1;
+  pl.dims.sizes[0] = s.sizes()[d];
+  pl.dims.strides[0] = s.strides()[d] * int64_t(s.element_size());
+  return pl;
+}
+
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
+  IndexPlan pl = plan_gather(self, dim, index, "gather");
+  TensorIterConfig cfg;
+  cfg.add_output(Tensor()).add_input(pl.src).add_input(pl.idx[0]);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build("gather");
+  if (it.numel) index_stub[it.device()](it, pl.dims);
+  return index.dim() == 0 ? it.output().reshape({}) : it.output();
+}
+
+static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool acc, const char* op) {
+  IndexPlan pl = plan_gather(self, dim, index, op);
+  Tensor s = src.dim() == 0 && src.impl()->wrapped_number ? src : src;
+  Tensor v = s.dtype() == self.dtype() ? s : s.to(self.dtype());
+  if (v.dim() > 0) {
+    for (int64_t k = 0; k < v.dim(); ++k)
+      KINDLE_CHECK(pl.shape[k] <= v.sizes()[k], op, "(): Expected index ", index.sizes(), " to be smaller than src ",
+                   src.sizes(), " in every dimension");
+    v = make_view(v, pl.shape, v.strides(), v.storage_offset());
+  }
+  TensorIterConfig cfg;
+  cfg.add_output(pl.src).add_input(v).add_input(pl.idx[0]);
+  cfg.promote_inputs = false;
+  cfg.compute_dtype = self.dtype();
+  TensorIter it = cfg.build(op);
+  if (it.numel) index_put_stub[it.device()](it, pl.dims, acc);
+  self.bump_version();
+  return self;
+}
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, false, "scatter_"); }
+const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, true, "scatter_add_"); }
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_(o, dim, index, src); return o; }
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_add_(o, dim, index, src); return o; }
+
+Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
+  if (!dim) return gather(self.reshape({-1}), 0, indices.reshape({-1}));
+  int64_t d = wrap_dim(*dim, self.dim(), "take_along_dim");
+  DimVector ss(self.sizes()), is(indices.sizes());
+  ss[d] = 1;
+  is[d] = 1;
+  DimVector b = broadcast_shapes(ss, is, "take_along_dim");
+  DimVector sb(b), ib(b);
+  sb[d] = self.sizes()[d];
+  ib[d] = indices.sizes()[d];
+  return gather(self.expand(sb), d, indices.expand(ib));
+}
+
+const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  int64_t d = wrap_dim(dim, self.dim(), "index_add_");
+  KINDLE_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  Tensor src = (alpha.to_double() == 1.0) ? source : mul(source, scalar_to_tensor(alpha));
+  return index_put_(self, at_dim(d, index.reshape({-1})), src, true);
+}
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  Tensor o = self.clone();
+  index_add_(o, dim, index, source, alpha);
+  return o;
+}
+const Tensor& index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  int64_t d = wrap_dim(dim, self.dim(), "index_fill_");
+  return index_put_(self, at_dim(d, index.reshape({-1})), scalar_tensor_of(value, self.dtype()), false);
+}
+const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  int64_t d = wrap_dim(dim, self.dim(), "index_copy_");
+  return index_put_(self, at_dim(d, index.reshape({-1})), source, false);
+}
+
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  KINDLE_CHECK_TYPE(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
+  KINDLE_CHECK(value.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
+               value.dim(), " dimension(s).");
+  return where(mask, value.to(self.dtype()), self);
+}
+const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  Tensor r = masked_fill(self, mask, value);
+  KINDLE_CHECK(r.sizes() == self.sizes(), "masked_fill_: the mask of shape ", mask.sizes(),
+               " cannot be broadcast to the in-place tensor of shape ", self.sizes());
+  return self.copy_(r);
+}
+
+Tensor masked_select(const Tensor& self, const Tensor& mask) {
+  KINDLE_CHECK_TYPE(mask.dtype() == kBool, "masked_select: expected the mask to be a bool tensor, got ", mask.dtype());
+  DimVector b = broadcast_shapes(self.sizes(), mask.sizes(), "masked_select");
+  return index(self.expand(b), {std::optional<Tensor>(mask.expand(b))});
+}
+const Tensor& masked_scatter_(const Tensor& self, const Tensor& mask, const Tensor& source) {
+  Tensor m = mask.expand(self.sizes());
+  int64_t n = sum(m).item().to_int();
+  KINDLE_CHECK(source.numel() >= n, "masked_scatter_: expected source to have at least ", n, " elements, got ", source.numel());
+  return index_put_(self, {std::optional<Tensor>(m)}, source.reshape({-1}).narrow(0, 0, n), false);
+}
+
+Tensor nonzero(const Tensor& self) {
+  Tensor x = contiguous(self);
+  int64_t n = x.numel(), nd = x.dim();
+  std::vector<int64_t> hits;
+  dispatch_all(x.dtype(), "nonzero", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = static_cast<const T*>(x.data_ptr());
+    for (int64_t i = 0; i < n; ++i) if (opmath_t<T>(p[i]) != opmath_t<T>(0)) hits.push_back(i);
+  });
+  Tensor out = empty_tensor({int64_t(hits.size()), nd}, kInt64, self.device());
+  int64_t* o = out.data_ptr<int64_t>();
+  for (size_t h = 0; h < hits.size(); ++h) {
+    int64_t rem = hits[h];
+    for (int64_t d = nd - 1; d >= 0; --d) { o[int64_t(h) * nd + d] = rem % x.sizes()[d]; rem /= x.sizes()[d]; }
+  }
+  return out;
+}
+Tensor argwhere(const Tensor& self) { return nonzero(self); }
+
+}  // namespace kindle

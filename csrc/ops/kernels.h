@@ -1,0 +1,108 @@
+// The interface between ops/ and the device kernels: one stub per kernel family, filled in by
+// each device's folder (csrc/cpu/ today). Ops never call a device's kernels directly.
+#pragma once
+#include "ops/tensor_iter.h"
+
+namespace kindle {
+
+template <typename Fn>
+struct KernelStub {
+  const char* name;
+  Fn fns[kNumDeviceTypes] = {};
+  Fn operator[](Device d) const {
+    Fn f = fns[int(d.type)];
+    KINDLE_CHECK_NOT_IMPLEMENTED(f, name, ": no kernel for device ", d);
+    return f;
+  }
+};
+#define KINDLE_REGISTER_KERNEL(stub, device, fn) \
+  static const bool stub##_registered_ = (::kindle::stub.fns[int(device)] = (fn), true)
+
+// Elementwise families: the op code selects a functor inside the device kernel.
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin,
+  Acos, Atan, Sinh, Cosh, Tanh, Sigmoid, Relu, Silu, GeluErf, GeluTanh, Erf, Erfinv, Floor, Ceil,
+  Round, Trunc, Frac, Reciprocal, Square, LogicalNot, BitwiseNot, Isnan, Isinf, Isfinite,
+  Signbit, Sgn,
+};
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, Atan2, Maximum, Minimum, Fmod, Remainder,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor, BitAnd, BitOr, BitXor, Shl, Shr,
+  Hypot, Copysign, Fmax, Fmin, Xlogy,
+};
+
+// out = op(in) (op(a, b) for binary); inputs are in the iterator's common dtype.
+extern KernelStub<void (*)(TensorIter&, UnaryOp)> unary_stub;
+extern KernelStub<void (*)(TensorIter&, BinaryOp)> binary_stub;
+// out = a + alpha * b, out = a - alpha * b fused (alpha as double or int per dtype).
+extern KernelStub<void (*)(TensorIter&, const Scalar&)> add_alpha_stub;
+// out = cast(in): any dtype to any dtype, any strides.
+extern KernelStub<void (*)(TensorIter&)> copy_stub;
+// out = where(cond, a, b)
+extern KernelStub<void (*)(TensorIter&)> where_stub;
+// out = fill value
+extern KernelStub<void (*)(TensorIter&, const Scalar&)> fill_stub;
+// Parameterised elementwise ops on floats: p holds their scalars.
+enum class ParamOp : uint8_t { Clamp, ClampMin, ClampMax, Softplus, NanToNum, Lerp, Addcmul, Addcdiv,
+                              RoundDecimals, LeakyRelu, Hardtanh, Elu, Threshold };
+extern KernelStub<void (*)(TensorIter&, ParamOp, const double* p)> param_stub;
+
+}  // namespace kindle
+
+namespace kindle {
+// Random fills of a contiguous tensor from a Philox stream: element i uses counter offset + i,
+// so the values depend on the seed and the index only, never on the thread count.
+enum class RandomKind : uint8_t { Uniform, Normal, Bernoulli, Integer, Exponential };
+extern KernelStub<void (*)(const Tensor& out, RandomKind, double a, double b, uint64_t seed,
+                           uint64_t offset)> random_stub;
+// arange/linspace fill: out[i] = start + i * step (linspace: symmetric from both ends).
+extern KernelStub<void (*)(const Tensor& out, double start, double step, double end, bool linspace)> range_stub;
+}  // namespace kindle
+
+namespace kindle {
+// Reductions over one (possibly strided) reduced dim of length R for each of M outputs; the
+// outputs' input offsets follow the kept dims (sizes/strides in elements, innermost last).
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, SumSq };
+struct ReducePlan {
+  const Tensor* input;       // any strides; its data is read at the offsets below
+  DimVector kept_sizes, kept_strides;
+  int64_t M = 1, R = 1, rstride = 1;
+  Tensor out;                // contiguous, M elements
+};
+extern KernelStub<void (*)(const ReducePlan&, ReduceOp)> reduce_stub;
+// Over contiguous rows [M, R]: values and indices of the max (or min); NaN wins, first index on ties.
+extern KernelStub<void (*)(const Tensor& in, const Tensor& values, const Tensor& indices, bool is_max)> arg_reduce_stub;
+// Over contiguous rows [M, R]: softmax or log_softmax into out (same shape).
+extern KernelStub<void (*)(const Tensor& in, const Tensor& out, bool log)> softmax_stub;
+// Over contiguous rows [M, R]: inclusive scan (cumsum, or cumprod when prod).
+extern KernelStub<void (*)(const Tensor& in, const Tensor& out, bool prod)> scan_stub;
+// Over contiguous rows [M, R]: stable sort of each row, values and int64 indices.
+extern KernelStub<void (*)(const Tensor& in, const Tensor& values, const Tensor& indices, bool descending)> sort_stub;
+}  // namespace kindle
+
+namespace kindle {
+// Advanced indexing. The iterator's operands are (out, src, idx...) for index and
+// (dst, values, idx...) for index_put; src/dst are restrided with 0 along the indexed dims and
+// each int64 index adds idx * stride (bounds-checked against size).
+struct IndexDims {
+  int n = 0;
+  int64_t sizes[kMaxOperands], strides[kMaxOperands];  // strides in bytes
+};
+extern KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub;
+extern KernelStub<void (*)(TensorIter&, const IndexDims&, bool accumulate)> index_put_stub;
+}  // namespace kindle
+
+namespace kindle {
+// C = alpha * op(A) @ op(B) + beta * C for one matrix, row-major with leading dimensions;
+// trans_a/trans_b select op(X) = X^T. Each device supplies float32/float64 (BLAS) and a
+// generic loop for the other dtypes.
+struct GemmArgs {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  const void* a; int64_t lda;
+  const void* b; int64_t ldb;
+  void* c; int64_t ldc;
+  double alpha, beta;
+};
+extern KernelStub<void (*)(DType, const GemmArgs*, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)> gemm_stub;
+}  // namespace kindle

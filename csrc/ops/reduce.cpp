@@ -1,0 +1,342 @@
+// Reductions: the reduced dims are folded into one (strided) dim and the kept dims into M
+// outputs; the kernel does the rest (deterministic blocking, see cpu/reduce.cpp).
+#include <cmath>
+
+#include "ops/kernels.h"
+
+namespace kindle {
+namespace {
+
+std::vector<bool> reduced_mask(const Tensor& self, OptionalIntArrayRef dim, const char* op) {
+  int64_t nd = self.dim();
+  std::vector<bool> mask(size_t(std::max<int64_t>(nd, 1)), !dim || dim->empty());
+  if (dim)
+    for (int64_t d : *dim) {
+      int64_t w = wrap_dim(d, nd, op);
+      KINDLE_CHECK(!mask[w], op, ": dim ", w, " appears multiple times in the list of dims");
+      mask[w] = true;
+    }
+  return mask;
+}
+
+DimVector out_shape(const Tensor& self, const std::vector<bool>& mask, bool keepdim) {
+  DimVector s;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    if (!mask[i]) s.push_back(self.sizes()[i]);
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+// Runs one reduction; returns a tensor of the output shape.
+Tensor reduce(const Tensor& self_in, OptionalIntArrayRef dim, bool keepdim, ReduceOp op, DType out_dtype, const char* name) {
+  auto mask = reduced_mask(self_in, dim, name);
+  DimVector oshape = out_shape(self_in, mask, keepdim);
+  Tensor self = self_in;
+  ReducePlan pl;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    pl.kept_sizes.clear(); pl.kept_strides.clear();
+    DimVector rs, rst;
+    for (int64_t i = 0; i < self.dim(); ++i) {
+      int64_t sz = self.sizes()[i], st = self.strides()[i];
+      bool red = attempt == 0 ? mask[i] : i >= self.dim() - int64_t(std::count(mask.begin(), mask.end(), true));
+      auto& S = red ? rs : pl.kept_sizes;
+      auto& T = red ? rst : pl.kept_strides;
+      if (sz == 1) continue;
+      if (!S.empty() && T.back() == st * sz) { S.back() *= sz; T.back() = st; continue; }
+      S.push_back(sz); T.push_back(st);
+    }
+    if (rs.size() <= 1) {
+      pl.R = rs.empty() ? 1 : rs[0];
+      pl.rstride = rs.empty() ? 1 : rst[0];
+      break;
+    }
+    KINDLE_INTERNAL_ASSERT(attempt == 0);
+    // The reduced dims do not fold into one: lay them out last and contiguous.
+    DimVector perm;
+    for (int64_t i = 0; i < self.dim(); ++i) if (!mask[i]) perm.push_back(i);
+    for (int64_t i = 0; i < self.dim(); ++i) if (mask[i]) perm.push_back(i);
+    self = contiguous(permute(self, perm));
+  }
+  pl.M = numel_of(pl.kept_sizes);
+  if (self.numel() == 0) pl.R = 0, pl.M = numel_of(oshape);
+  if (pl.kept_sizes.empty()) { pl.kept_sizes.push_back(1); pl.kept_strides.push_back(0); }
+  pl.input = &self;
+  pl.out = empty_tensor({pl.M}, out_dtype, self.device());
+  if (pl.M) {
+    if (pl.R == 0) {
+      double id = (op == ReduceOp::Prod || op == ReduceOp::All) ? 1.0 : 0.0;
+      pl.out.fill_(op == ReduceOp::All ? Scalar(true) : op == ReduceOp::Any ? Scalar(false) : Scalar(id));
+    } else {
+      reduce_stub[self.device()](pl, op);
+    }
+  }
+  return pl.out.view(oshape);
+}
+
+DType sum_dtype(const Tensor& self, std::optional<DType> dtype) {
+  if (dtype) return *dtype;
+  return is_integral(self.dtype(), true) ? kInt64 : self.dtype();
+}
+
+int64_t reduced_count(const Tensor& self, OptionalIntArrayRef dim) {
+  auto mask = reduced_mask(self, dim, "mean");
+  int64_t n = 1;
+  for (int64_t i = 0; i < self.dim(); ++i) if (mask[i]) n *= self.sizes()[i];
+  return n;
+}
+
+// Moves `dim` last and makes the tensor contiguous, for the row kernels.
+Tensor rows_last(const Tensor& self, int64_t d) {
+  if (self.dim() == 0) return self.reshape({1});
+  return contiguous(movedim(self, {d}, {-1}));
+}
+Tensor rows_back(const Tensor& t, const Tensor& like, int64_t d) {
+  if (like.dim() == 0) return t.reshape({});
+  return movedim(t, {-1}, {d});
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  DType dt = sum_dtype(self, dtype);
+  Tensor in = dtype && is_floating_point(*dtype) && *dtype != self.dtype() ? self.to(*dtype) : self;
+  return reduce(in, dim, keepdim, ReduceOp::Sum, dt, "sum");
+}
+Tensor nansum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  if (!self.is_floating_point()) return sum(self, dim, keepdim, dtype);
+  return sum(where(isnan(self), scalar_tensor_of(0, self.dtype()), self), dim, keepdim, dtype);
+}
+
+Tensor mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  DType dt = dtype.value_or(self.dtype());
+  KINDLE_CHECK(is_floating_point(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
+               "point or complex dtype. Got: ", self.dtype());
+  Tensor s = sum(self.to(dt), dim, keepdim, dt);
+  int64_t n = reduced_count(self, dim);
+  return div(s, scalar_tensor_of(double(n), dt));
+}
+
+Tensor prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+  DType dt = sum_dtype(self, dtype);
+  Tensor in = dtype && is_floating_point(*dtype) && *dtype != self.dtype() ? self.to(*dtype) : self;
+  if (!dim) return reduce(in, std::nullopt, false, ReduceOp::Prod, dt, "prod");
+  return reduce(in, IntArrayRef(*dim), keepdim, ReduceOp::Prod, dt, "prod");
+}
+
+static Tensor minmax_reduce(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, bool is_max, const char* name) {
+  if (self.numel() == 0) {
+    auto mask = reduced_mask(self, dim, name);
+    for (int64_t i = 0; i < self.dim(); ++i)
+      KINDLE_CHECK_INDEX(!mask[i] || self.sizes()[i] != 0, name, "(): Expected reduction dim ", i,
+                         " to have non-zero size (the input has shape ", self.sizes(), ")");
+  }
+  return reduce(self, dim, keepdim, is_max ? ReduceOp::Max : ReduceOp::Min, self.dtype(), name);
+}
+Tensor amax(const Tensor& self, IntArrayRef dim, bool keepdim) { return minmax_reduce(self, dim, keepdim, true, "amax"); }
+Tensor amin(const Tensor& self, IntArrayRef dim, bool keepdim) { return minmax_reduce(self, dim, keepdim, false, "amin"); }
+Tensor max(const Tensor& self) {
+  KINDLE_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. "
+               "Specify the reduction dim with the 'dim' argument.");
+  return minmax_reduce(self, std::nullopt, false, true, "max");
+}
+Tensor min(const Tensor& self) {
+  KINDLE_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. "
+               "Specify the reduction dim with the 'dim' argument.");
+  return minmax_reduce(self, std::nullopt, false, false, "min");
+}
+Tensor max(const Tensor& self, const Tensor& other) { return maximum(self, other); }
+Tensor min(const Tensor& self, const Tensor& other) { return minimum(self, other); }
+
+static std::tuple<Tensor, Tensor> arg_reduce(const Tensor& self, int64_t dim, bool keepdim, bool is_max, bool want_values,
+                                             const char* name) {
+  int64_t d = wrap_dim(dim, self.dim(), name);
+  KINDLE_CHECK_INDEX(self.dim() == 0 || self.sizes()[d] > 0, name, "(): Expected reduction dim ", d,
+                     " to have non-zero size (the input has shape ", self.sizes(), ")");
+  Tensor rows = rows_last(self, d);
+  DimVector shape(rows.sizes());
+  shape.pop_back();
+  Tensor values = want_values ? empty_tensor(shape, self.dtype(), self.device()) : Tensor();
+  Tensor indices = empty_tensor(shape, kInt64, self.device());
+  if (indices.numel()) arg_reduce_stub[self.device()](rows, values, indices, is_max);
+  if (keepdim && self.dim() > 0) {
+    if (values.defined()) values = values.unsqueeze(d);
+    indices = indices.unsqueeze(d);
+  }
+  return {values, indices};
+}
+std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, true, true, "max"); }
+std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, false, true, "min"); }
+std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return {amin(self, {}, keepdim), amax(self, {}, keepdim)};
+  return {amin(self, *dim, keepdim), amax(self, *dim, keepdim)};
+}
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return std::get<1>(arg_reduce(self.reshape({-1}), 0, false, true, false, "argmax")).reshape(keepdim ? DimVector(size_t(self.dim()), 1) : DimVector());
+  return std::get<1>(arg_reduce(self, *dim, keepdim, true, false, "argmax"));
+}
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return std::get<1>(arg_reduce(self.reshape({-1}), 0, false, false, false, "argmin")).reshape(keepdim ? DimVector(size_t(self.dim()), 1) : DimVector());
+  return std::get<1>(arg_reduce(self, *dim, keepdim, false, false, "argmin"));
+}
+
+static double correction_of(std::optional<bool> unbiased, const std::optional<Scalar>& correction, const char* name) {
+  KINDLE_CHECK(!(unbiased && correction), name, ": cannot specify both unbiased and correction");
+  if (correction) return correction->to_double();
+  return unbiased.value_or(true) ? 1.0 : 0.0;
+}
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+                                    const std::optional<Scalar>& correction) {
+  KINDLE_CHECK_TYPE(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
+  double c = correction_of(unbiased, correction, "var");
+  Tensor m = mean(self, dim, true);
+  Tensor dev = sub(self, m);
+  Tensor ss = reduce(dev, dim, keepdim, ReduceOp::SumSq, self.dtype(), "var");
+  double n = double(reduced_count(self, dim));
+  Tensor v = div(ss, scalar_tensor_of(std::max(0.0, n - c), self.dtype()));
+  return {v, m.reshape(v.sizes())};
+}
+Tensor var(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
+  return std::get<0>(var_mean(self, dim, unbiased, keepdim, correction));
+}
+Tensor std(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
+  return sqrt(var(self, dim, unbiased, keepdim, correction));
+}
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+                                    const std::optional<Scalar>& correction) {
+  auto [v, m] = var_mean(self, dim, unbiased, keepdim, correction);
+  return {sqrt(v), m};
+}
+
+Tensor norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  Tensor x = dtype ? self.to(*dtype) : self;
+  KINDLE_CHECK_TYPE(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
+  double pv = p ? p->to_double() : 2.0;
+  if (pv == 2.0) return sqrt(reduce(x, dim, keepdim, ReduceOp::SumSq, x.dtype(), "norm"));
+  if (pv == 1.0) return sum(abs(x), dim, keepdim);
+  if (std::isinf(pv)) return pv > 0 ? amax(abs(x), dim ? *dim : IntArrayRef(), keepdim) : amin(abs(x), dim ? *dim : IntArrayRef(), keepdim);
+  if (pv == 0.0) return sum(ne(x, scalar_tensor_of(0, x.dtype())).to(x.dtype()), dim, keepdim);
+  return pow(sum(pow(abs(x), scalar_tensor_of(pv, x.dtype())), dim, keepdim), scalar_tensor_of(1.0 / pv, x.dtype()));
+}
+
+Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  Tensor x = self.is_floating_point() ? self : self.to(default_dtype());
+  if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));
+  Tensor m = amax(x, dim, true);
+  m = where(isinf(m), scalar_tensor_of(0, x.dtype()), m);
+  Tensor r = add(log(sum(exp(sub(x, m)), dim, true)), m);
+  return keepdim ? r : r.squeeze(dim.empty() ? OptionalIntArrayRef(std::nullopt) : OptionalIntArrayRef(dim));
+}
+
+static Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool log, const char* name) {
+  Tensor x = dtype ? self.to(*dtype) : self;
+  KINDLE_CHECK_TYPE(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
+  int64_t d = wrap_dim(dim, x.dim(), name);
+  Tensor rows = rows_last(x, d);
+  Tensor out = empty_tensor(rows.sizes(), x.dtype(), x.device());
+  if (out.numel()) softmax_stub[x.device()](rows, out, log);
+  return contiguous(rows_back(out, x, d));
+}
+Tensor softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, false, "softmax"); }
+Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, true, "log_softmax"); }
+
+static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool prod, const char* name) {
+  int64_t d = wrap_dim(dim, self.dim(), name);
+  DType dt = sum_dtype(self, dtype);
+  Tensor x = dtype && *dtype != self.dtype() ? self.to(*dtype) : self;
+  Tensor rows = rows_last(x, d);
+  Tensor out = empty_tensor(rows.sizes(), dt, x.device());
+  if (out.numel()) scan_stub[x.device()](rows, out, prod);
+  return contiguous(rows_back(out, x, d));
+}
+Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, false, "cumsum"); }
+Tensor cumprod(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, true, "cumprod"); }
+
+Tensor all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) { return reduce(self, dim, keepdim, ReduceOp::All, kBool, "all"); }
+Tensor any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) { return reduce(self, dim, keepdim, ReduceOp::Any, kBool, "any"); }
+Tensor count_nonzero(const Tensor& self, OptionalIntArrayRef dim) {
+  return reduce(ne(self, scalar_tensor_of(0, self.dtype())), dim, false, ReduceOp::Sum, kInt64, "count_nonzero");
+}
+
+std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+  int64_t d = wrap_dim(dim, self.dim(), "sort");
+  Tensor rows = rows_last(self, d);
+  Tensor values = empty_tensor(rows.sizes(), self.dtype(), self.device());
+  Tensor indices = empty_tensor(rows.sizes(), kInt64, self.device());
+  if (values.numel()) sort_stub[self.device()](rows, values, indices, descending);
+  return {contiguous(rows_back(values, self, d)), contiguous(rows_back(indices, self, d))};
+}
+Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+  return std::get<1>(sort(self, dim, descending, stable));
+}
+std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  int64_t d = wrap_dim(dim, self.dim(), "topk");
+  int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
+  KINDLE_CHECK_INDEX(k >= 0 && k <= n, "topk(): selected index k out of range (k=", k, ", dimension ", d, " has size ", n, ")");
+  auto [v, i] = sort(self, d, largest, true);
+  if (self.dim() == 0) return {v, i};
+  return {contiguous(narrow(v, d, 0, k)), contiguous(narrow(i, d, 0, k))};
+}
+
+std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, bool return_inverse, bool return_counts,
+                                            std::optional<int64_t> dim) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!dim, "unique: the dim argument is not supported yet");
+  Tensor flat = contiguous(self.reshape({-1}));
+  auto [sv, si] = sort(flat, 0, false, true);
+  int64_t n = flat.numel();
+  Tensor inverse = empty_tensor({n}, kInt64, self.device());
+  std::vector<int64_t> starts;
+  Tensor sv64 = sv;
+  dispatch_all(sv.dtype(), "unique", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = opmath_t<T>;
+    const T* v = static_cast<const T*>(sv.data_ptr());
+    const int64_t* idx = si.data_ptr<int64_t>();
+    int64_t* inv = inverse.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      bool same = i > 0 && (C(v[i]) == C(v[i - 1]));
+      if (!same) starts.push_back(i);
+      inv[idx[i]] = int64_t(starts.size()) - 1;
+    }
+  });
+  int64_t u = int64_t(starts.size());
+  Tensor start_idx = empty_tensor({u}, kInt64, self.device());
+  Tensor counts = empty_tensor({u}, kInt64, self.device());
+  for (int64_t j = 0; j < u; ++j) {
+    start_idx.data_ptr<int64_t>()[j] = starts[j];
+    counts.data_ptr<int64_t>()[j] = (j + 1 < u ? starts[j + 1] : n) - starts[j];
+  }
+  Tensor out = index_select(sv, 0, start_idx);
+  return {out, return_inverse ? inverse.view(self.sizes()) : empty_tensor({0}, kInt64),
+          return_counts ? counts : empty_tensor({0}, kInt64)};
+}
+
+Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
+  KINDLE_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs, got a ", self.dim(), "-d tensor");
+  KINDLE_CHECK_TYPE(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
+  KINDLE_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
+  Tensor x = contiguous(self.to(kInt64));
+  const int64_t* p = x.data_ptr<int64_t>();
+  int64_t n = x.numel(), mx = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    KINDLE_CHECK(p[i] >= 0, "bincount only supports 1-d non-negative integral inputs, found ", p[i]);
+    mx = std::max(mx, p[i]);
+  }
+  int64_t len = std::max(mx + 1, minlength);
+  if (weights) {
+    KINDLE_CHECK(weights->dim() == 1 && weights->numel() == n, "bincount: weights should be 1-d and have the same length as input, got ",
+                 weights->sizes(), " for input of length ", n);
+    Tensor w = contiguous(weights->to(weights->is_floating_point() ? weights->dtype() : kFloat64).to(kFloat64));
+    Tensor out = zeros({len}, kFloat64);
+    double* o = out.data_ptr<double>();
+    const double* wp = w.data_ptr<double>();
+    for (int64_t i = 0; i < n; ++i) o[p[i]] += wp[i];
+    return weights->dtype() == kFloat32 ? out.to(kFloat32) : out;
+  }
+  Tensor out = zeros({len}, kInt64);
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) o[p[i]] += 1;
+  return out;
+}
+
+}  // namespace kindle

@@ -1,0 +1,180 @@
+#include "ops/tensor_iter.h"
+
+#include <algorithm>
+
+namespace kindle {
+
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  DimVector out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    KINDLE_CHECK(da == db || da == 1 || db == 1, op, ": the size of tensor a (", da,
+                 ") must match the size of tensor b (", db, ") at non-singleton dimension ", i,
+                 " (shapes ", a, " and ", b, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+namespace {
+enum Category { kNone = 0, kBoolCat, kIntCat, kFloatCat };
+int category(DType t) { return t == kBool ? kBoolCat : is_floating_point(t) ? kFloatCat : kIntCat; }
+
+struct ResultState {
+  std::optional<DType> dim, zero, wrapped;
+  static void update(std::optional<DType>& slot, DType t) { slot = slot ? promote_types(*slot, t) : t; }
+  void add(const Tensor& t) {
+    DType d = t.dtype();
+    if (t.impl()->wrapped_number) update(wrapped, is_floating_point(d) ? default_dtype() : d);
+    else if (t.dim() == 0) update(zero, d);
+    else update(dim, d);
+  }
+  static std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+    if (!higher) return lower;
+    if (!lower) return higher;
+    if (is_floating_point(*higher)) return higher;
+    if (*higher == kBool || is_floating_point(*lower)) return promote_types(*higher, *lower);
+    return higher;
+  }
+  DType result() const { return combine(dim, combine(zero, wrapped)).value_or(default_dtype()); }
+};
+}  // namespace
+
+DType result_type(ArrayRef<Tensor> tensors) {
+  ResultState st;
+  for (const Tensor& t : tensors) st.add(t);
+  return st.result();
+}
+
+bool can_cast(DType from, DType to) { return category(from) <= category(to); }
+
+TensorIter TensorIterConfig::build(const char* op) {
+  TensorIter it;
+  // 1. broadcast
+  DimVector shape;
+  for (int i = 0; i < n_in; ++i) shape = broadcast_shapes(shape, inputs[i].sizes(), op);
+  for (int i = 0; i < n_out; ++i) {
+    if (!outputs[i].defined()) continue;
+    KINDLE_CHECK(IntArrayRef(outputs[i].sizes()) == IntArrayRef(shape) ||
+                     broadcast_shapes(outputs[i].sizes(), shape, op) == DimVector(outputs[i].sizes()),
+                 op, ": output with shape ", outputs[i].sizes(),
+                 " doesn't match the broadcast shape ", shape);
+    if (IntArrayRef(outputs[i].sizes()) != IntArrayRef(shape)) shape = DimVector(outputs[i].sizes());
+  }
+  // 2. dtypes
+  DType common;
+  if (compute_dtype) common = *compute_dtype;
+  else {
+    ResultState st;
+    for (int i = 0; i < n_in; ++i)
+      if (!(keep_input_dtype & (1u << i))) st.add(inputs[i]);
+    common = n_in ? st.result() : (outputs[0].defined() ? outputs[0].dtype() : default_dtype());
+    if (int_to_float && !is_floating_point(common)) common = default_dtype();
+  }
+  it.common_dtype = common;
+  Device device = n_in ? inputs[0].device() : (outputs[0].defined() ? outputs[0].device() : kCPU);
+  for (int i = 0; i < n_in; ++i) {
+    KINDLE_CHECK(inputs[i].device() == device || inputs[i].dim() == 0, op,
+                 ": expected all tensors to be on the same device, but found ", device, " and ",
+                 inputs[i].device());
+    if (promote_inputs && !(keep_input_dtype & (1u << i)) && inputs[i].dtype() != common)
+      inputs[i] = inputs[i].to(common);
+  }
+  // 3. dimension order: innermost first, by the strides of the first operand that decides
+  int64_t nd = int64_t(shape.size());
+  auto stride_of = [&](const Tensor& t, int64_t d) -> int64_t {
+    int64_t off = nd - t.dim();
+    if (d < off || t.sizes()[d - off] == 1) return 0;
+    return t.strides()[d - off];
+  };
+  DimVector perm(nd);  // perm[0] is the innermost dim
+  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  auto inner_first = [&](int64_t a, int64_t b) {  // should dim a be inside dim b?
+    auto decide = [&](const Tensor& t) -> int {
+      int64_t sa = stride_of(t, a), sb = stride_of(t, b);
+      if (sa == 0 || sb == 0 || sa == sb) return 0;
+      return sa < sb ? 1 : -1;
+    };
+    for (int i = 0; i < n_out; ++i)
+      if (outputs[i].defined()) if (int r = decide(outputs[i])) return r > 0;
+    for (int i = 0; i < n_in; ++i)
+      if (int r = decide(inputs[i])) return r > 0;
+    return false;
+  };
+  for (int64_t i = 1; i < nd; ++i)  // insertion sort keeps the default order on ties
+    for (int64_t j = i; j > 0 && inner_first(perm[j], perm[j - 1]); --j) std::swap(perm[j], perm[j - 1]);
+  // 4. allocate outputs with that memory order
+  for (int i = 0; i < n_out; ++i) {
+    if (outputs[i].defined()) {
+      DType want = output_dtype.value_or(common);
+      if (outputs[i].dtype() == want) continue;
+      KINDLE_CHECK(can_cast(want, outputs[i].dtype()), op, ": result type ", want,
+                   " can't be cast to the desired output type ", outputs[i].dtype());
+      it.writeback_dst = outputs[i];
+      outputs[i] = Tensor();
+    }
+    DimVector st(nd);
+    int64_t s = 1;
+    for (int64_t k = 0; k < nd; ++k) { st[perm[k]] = s; s *= std::max<int64_t>(shape[perm[k]], 1); }
+    outputs[i] = empty_strided_tensor(shape, st, output_dtype.value_or(common), device);
+    if (it.writeback_dst.defined()) {
+      KINDLE_INTERNAL_ASSERT(n_out == 1);
+      outputs[i] = empty_tensor(shape, output_dtype.value_or(common), device);
+    }
+  }
+  it.n_outputs = n_out;
+  it.n_operands = n_out + n_in;
+  for (int i = 0; i < n_out; ++i) it.operands[i] = outputs[i];
+  for (int i = 0; i < n_in; ++i) it.operands[n_out + i] = inputs[i];
+  // An input that partially overlaps an output would be read after being written.
+  for (int i = n_out; i < it.n_operands; ++i)
+    for (int o = 0; o < n_out; ++o) {
+      const Tensor& in = it.operands[i];
+      const Tensor& out = it.operands[o];
+      if (in.impl()->storage() == out.impl()->storage() && in.numel() > 1 &&
+          !(in.storage_offset() == out.storage_offset() && in.strides() == out.strides() &&
+            in.sizes() == out.sizes()))
+        it.operands[i] = in.clone();
+    }
+  // 5. byte strides in perm order, then merge dims contiguous for every operand
+  it.shape.resize(nd);
+  for (int64_t k = 0; k < nd; ++k) it.shape[k] = shape[perm[k]];
+  for (int i = 0; i < it.n_operands; ++i) {
+    const Tensor& t = it.operands[i];
+    int64_t es = int64_t(t.element_size());
+    it.strides[i].resize(nd);
+    for (int64_t k = 0; k < nd; ++k) it.strides[i][k] = stride_of(t, perm[k]) * es;
+  }
+  int64_t out_nd = 0;
+  for (int64_t k = 0; k < nd; ++k) {
+    if (it.shape[k] == 1 && nd > 1) continue;  // size-1 dims contribute nothing
+    bool merge = out_nd > 0;
+    for (int i = 0; merge && i < it.n_operands; ++i)
+      merge = it.strides[i][k] == it.strides[i][out_nd - 1] * it.shape[out_nd - 1];
+    if (merge) { it.shape[out_nd - 1] *= it.shape[k]; continue; }
+    it.shape[out_nd] = it.shape[k];
+    for (int i = 0; i < it.n_operands; ++i) it.strides[i][out_nd] = it.strides[i][k];
+    ++out_nd;
+  }
+  if (out_nd == 0) {  // 0-d (or all size-1): one element
+    it.shape.resize(1);
+    it.shape[0] = 1;
+    for (int i = 0; i < it.n_operands; ++i) { it.strides[i].resize(1); it.strides[i][0] = 0; }
+  } else {
+    it.shape.resize(out_nd);
+    for (int i = 0; i < it.n_operands; ++i) it.strides[i].resize(out_nd);
+  }
+  it.numel = numel_of(shape);
+  return it;
+}
+
+void TensorIter::finish() {
+  if (writeback_dst.defined()) {
+    writeback_dst.copy_(operands[0]);
+    operands[0] = writeback_dst;
+  }
+}
+
+}  // namespace kindle

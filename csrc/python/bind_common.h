@@ -1,0 +1,154 @@
+// Shared by the binding files: nanobind, the type casters for kindle's value types (dtype,
+// device, Scalar, dim lists) and small conversion helpers. Python numbers passed where a Tensor
+// is expected become 0-d "wrapped number" tensors (Tensor's implicit __init__).
+#pragma once
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "kindle/kindle.h"
+
+namespace nb = nanobind;
+
+namespace kindle::python {
+
+// One Python object per dtype (kindle.float32, ...), created at import.
+extern PyObject* g_dtype_objects[kNumDTypes];
+
+struct DimList {
+  DimVector dims;
+  DimList() = default;
+  DimList(std::initializer_list<int64_t> il) : dims(il) {}
+};
+inline OptionalIntArrayRef opt_dims(const std::optional<DimList>& d) {
+  return d ? OptionalIntArrayRef(IntArrayRef(d->dims)) : std::nullopt;
+}
+inline std::optional<std::string_view> opt_sv(const std::optional<std::string>& s) {
+  return s ? std::optional<std::string_view>(*s) : std::nullopt;
+}
+DimList args_to_dims(const nb::args& args);
+std::vector<Tensor> args_to_tensors(const nb::args& args);
+nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor>&& t);
+nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t);
+bool int_from_py(PyObject* o, int64_t& out);
+
+void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_indexing(nb::class_<Tensor>& cls);
+void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
+
+}  // namespace kindle::python
+
+namespace nanobind::detail {
+
+template <> struct type_caster<kindle::DType> {
+  NB_TYPE_CASTER(kindle::DType, const_name("kindle.dtype"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    for (int i = 0; i < kindle::kNumDTypes; ++i)
+      if (src.ptr() == kindle::python::g_dtype_objects[i]) { value = kindle::DType(i); return true; }
+    return false;
+  }
+  static handle from_cpp(kindle::DType d, rv_policy, cleanup_list*) noexcept {
+    return handle(kindle::python::g_dtype_objects[int(d)]).inc_ref();
+  }
+};
+
+template <> struct type_caster<kindle::Device> {
+  NB_TYPE_CASTER(kindle::Device, const_name("kindle.device"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    PyObject* s = src.ptr();
+    if (!PyUnicode_Check(s)) {
+      // kindle.device objects expose their text as `type` (+ `index`); use str()
+      if (!PyObject_HasAttrString(s, "_kindle_device")) return false;
+      s = PyObject_Str(s);
+      if (!s) { PyErr_Clear(); return false; }
+      bool ok = parse(s);
+      Py_DECREF(s);
+      return ok;
+    }
+    return parse(s);
+  }
+  bool parse(PyObject* s) noexcept {
+    Py_ssize_t n;
+    const char* c = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!c) { PyErr_Clear(); return false; }
+    try { value = kindle::Device::parse(std::string_view(c, size_t(n))); } catch (...) { return false; }
+    return true;
+  }
+  static handle from_cpp(kindle::Device d, rv_policy, cleanup_list*) noexcept {
+    object mod = steal(PyImport_ImportModule("kindle"));
+    if (!mod.is_valid()) return handle();
+    std::ostringstream ss;
+    ss << d;
+    return mod.attr("device")(ss.str()).release();
+  }
+};
+
+template <> struct type_caster<kindle::Scalar> {
+  NB_TYPE_CASTER(kindle::Scalar, const_name("Number"))
+  bool from_python(handle src, uint8_t flags, cleanup_list*) noexcept {
+    PyObject* o = src.ptr();
+    if (PyBool_Check(o)) { value = kindle::Scalar(o == Py_True); return true; }
+    if (PyLong_Check(o)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow) { value = kindle::Scalar(PyLong_AsDouble(o)); PyErr_Clear(); return true; }
+      value = kindle::Scalar(int64_t(v));
+      return true;
+    }
+    if (PyFloat_Check(o)) { value = kindle::Scalar(PyFloat_AS_DOUBLE(o)); return true; }
+    if (!(flags & uint8_t(cast_flags::convert))) return false;
+    kindle::Tensor* t = nullptr;
+    if (nb_type_get(&typeid(kindle::Tensor), o, 0, nullptr, (void**)&t) && t && t->defined()) {
+      if (t->numel() != 1) return false;
+      try { value = t->item(); } catch (...) { return false; }
+      return true;
+    }
+    if (PyIndex_Check(o)) {
+      long long v = PyLong_AsLongLong(o);
+      if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+      value = kindle::Scalar(int64_t(v));
+      return true;
+    }
+    double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    value = kindle::Scalar(d);
+    return true;
+  }
+  static handle from_cpp(const kindle::Scalar& s, rv_policy, cleanup_list*) noexcept {
+    if (s.is_bool()) return handle(s.to_bool() ? Py_True : Py_False).inc_ref();
+    if (s.is_integral()) return PyLong_FromLongLong(s.to_int());
+    return PyFloat_FromDouble(s.to_double());
+  }
+};
+
+template <> struct type_caster<kindle::python::DimList> {
+  NB_TYPE_CASTER(kindle::python::DimList, const_name("Sequence[int]"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    PyObject* o = src.ptr();
+    int64_t v;
+    value.dims.clear();
+    if (!PyBool_Check(o) && kindle::python::int_from_py(o, v)) { value.dims.push_back(v); return true; }
+    if (!PyTuple_Check(o) && !PyList_Check(o)) return false;
+    PyObject* seq = PySequence_Fast(o, "");
+    if (!seq) { PyErr_Clear(); return false; }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject** items = PySequence_Fast_ITEMS(seq);
+    bool ok = true;
+    for (Py_ssize_t i = 0; i < n && ok; ++i) {
+      ok = !PyBool_Check(items[i]) && kindle::python::int_from_py(items[i], v);
+      if (ok) value.dims.push_back(v);
+    }
+    Py_DECREF(seq);
+    return ok;
+  }
+  static handle from_cpp(const kindle::python::DimList& d, rv_policy, cleanup_list*) noexcept {
+    PyObject* t = PyTuple_New(Py_ssize_t(d.dims.size()));
+    for (size_t i = 0; i < d.dims.size(); ++i) PyTuple_SET_ITEM(t, Py_ssize_t(i), PyLong_FromLongLong(d.dims[i]));
+    return t;
+  }
+};
+
+}  // namespace nanobind::detail

@@ -1,0 +1,140 @@
+// kindle._C: dtype objects, exception mapping, then each area's bindings.
+#include <nanobind/stl/string_view.h>
+
+#include "python/bind_common.h"
+
+namespace kindle::python {
+
+PyObject* g_dtype_objects[kNumDTypes];
+
+struct DTypeInfo {
+  DType value;
+};
+
+bool int_from_py(PyObject* o, int64_t& out) {
+  if (PyLong_Check(o)) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    out = v;
+    return true;
+  }
+  if (PyIndex_Check(o) && !PyFloat_Check(o)) {
+    PyObject* i = PyNumber_Index(o);
+    if (!i) { PyErr_Clear(); return false; }
+    long long v = PyLong_AsLongLong(i);
+    Py_DECREF(i);
+    if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    out = v;
+    return true;
+  }
+  return false;
+}
+
+DimList args_to_dims(const nb::args& args) {
+  DimList d;
+  for (nb::handle h : args) {
+    int64_t v;
+    if (PyBool_Check(h.ptr()) || !int_from_py(h.ptr(), v))
+      throw TypeError(detail::str_cat("expected a sequence of integers, but got an element of type ",
+                                      nb::inst_name(h).c_str()));
+    d.dims.push_back(v);
+  }
+  return d;
+}
+
+std::vector<Tensor> args_to_tensors(const nb::args& args) {
+  if (args.size() == 1 && (PyList_Check(args[0].ptr()) || PyTuple_Check(args[0].ptr())))
+    return nb::cast<std::vector<Tensor>>(args[0]);
+  std::vector<Tensor> v;
+  for (nb::handle h : args) v.push_back(nb::cast<Tensor>(h));
+  return v;
+}
+
+static nb::object named_tuple_type(const char* name, std::initializer_list<const char*> fields) {
+  static std::map<std::string, nb::object>* types = new std::map<std::string, nb::object>();
+  auto it = types->find(name);
+  if (it != types->end()) return it->second;
+  nb::list f;
+  for (const char* s : fields) f.append(nb::str(s));
+  nb::object t = nb::module_::import_("collections").attr("namedtuple")(nb::str(name), f);
+  t.attr("__module__") = nb::str("kindle.return_types");
+  (*types)[name] = t;
+  return t;
+}
+nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor>&& t) {
+  return named_tuple_type(name, fields)(nb::cast(std::get<0>(t)), nb::cast(std::get<1>(t)));
+}
+nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t) {
+  return named_tuple_type(name, fields)(nb::cast(std::get<0>(t)), nb::cast(std::get<1>(t)), nb::cast(std::get<2>(t)));
+}
+
+}  // namespace kindle::python
+
+using namespace kindle;
+using namespace kindle::python;
+
+NB_MODULE(_C, m) {
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  nb::class_<DTypeInfo>(m, "dtype")
+      .def_prop_ro("is_floating_point", [](const DTypeInfo& d) { return is_floating_point(d.value); })
+      .def_prop_ro("is_signed", [](const DTypeInfo& d) { return is_signed(d.value); })
+      .def_prop_ro("is_complex", [](const DTypeInfo&) { return false; })
+      .def_prop_ro("itemsize", [](const DTypeInfo& d) { return itemsize(d.value); })
+      .def("__repr__", [](const DTypeInfo& d) { return std::string("kindle.") + dtype_name(d.value); })
+      .def("__reduce__", [](const DTypeInfo& d) { return std::string(dtype_name(d.value)); });
+  for (int i = 0; i < kNumDTypes; ++i) {
+    nb::object o = nb::cast(DTypeInfo{DType(i)});
+    g_dtype_objects[i] = o.release().ptr();  // immortal for the life of the module
+    m.attr(dtype_name(DType(i))) = nb::handle(g_dtype_objects[i]);
+  }
+
+  nb::class_<Generator>(m, "Generator")
+      .def("__init__", [](Generator* g, std::optional<Device>) { new (g) Generator(67280421310721ull); },
+           nb::arg("device").none() = nb::none())
+      .def("manual_seed", [](nb::handle_t<Generator> self, int64_t seed) {
+        (*nb::inst_ptr<Generator>(self))->manual_seed(uint64_t(seed));
+        return nb::borrow(self);
+      }, nb::arg("seed"))
+      .def("initial_seed", [](const Generator& g) { return g->seed(); })
+      .def("seed", [](Generator& g) { uint64_t s = std::random_device{}(); g->manual_seed(s); return s; })
+      .def("get_state", [](const Generator& g) { return std::make_tuple(g->seed(), g->offset()); })
+      .def("set_state", [](Generator& g, std::tuple<uint64_t, uint64_t> st) {
+        g->manual_seed(std::get<0>(st));
+        g->set_offset(std::get<1>(st));
+      });
+  m.def("default_generator", []() { return default_generator(); });
+  m.def("manual_seed", [](int64_t s) { manual_seed(uint64_t(s)); }, nb::arg("seed"));
+  m.def("seed", []() { return kindle::seed(); });
+  m.def("initial_seed", []() { return default_generator()->seed(); });
+  m.def("set_num_threads", &set_num_threads, nb::arg("num"));
+  m.def("get_num_threads", &get_num_threads);
+  m.def("get_default_dtype", []() { return default_dtype(); });
+  m.def("set_default_dtype", &set_default_dtype, nb::arg("d"));
+  m.def("promote_types", &promote_types, nb::arg("type1"), nb::arg("type2"));
+  m.def("can_cast", &can_cast, nb::arg("from_"), nb::arg("to"));
+  m.def("result_type", [](const Tensor& a, const Tensor& b) { return result_type({a, b}); }, nb::arg("tensor1"), nb::arg("tensor2"));
+  m.def("empty_cache", &empty_cache);
+  m.def("cpu_cache_stats", []() { auto s = cpu_cache_stats(); return std::make_tuple(s.cached_bytes, s.cache_hits, s.cache_misses); });
+  m.def("cpu_cache_set_limit", &cpu_cache_set_limit, nb::arg("bytes"));
+
+  nb::class_<Tensor> cls(m, "Tensor", nb::dynamic_attr());
+  bind_tensor(m, cls);
+  bind_indexing(cls);
+  bind_numpy(m, cls);
+  bind_generated_ops(m, cls);
+}

@@ -1,0 +1,188 @@
+// NumPy and DLPack interop (memory is shared, never copied, where the API promises it), and
+// kindle.tensor / as_tensor from nested Python data.
+#include <nanobind/ndarray.h>
+
+#include "python/bind_common.h"
+
+namespace kindle::python {
+namespace {
+
+using AnyArray = nb::ndarray<nb::device::cpu>;
+
+DType dtype_from_nb(nb::dlpack::dtype d) {
+  using nb::dlpack::dtype_code;
+  auto code = dtype_code(d.code);
+  if (code == dtype_code::Bool) return kBool;
+  if (code == dtype_code::Float) {
+    if (d.bits == 16) return kFloat16;
+    if (d.bits == 32) return kFloat32;
+    if (d.bits == 64) return kFloat64;
+  }
+  if (code == dtype_code::Bfloat && d.bits == 16) return kBFloat16;
+  if (code == dtype_code::Int) {
+    if (d.bits == 8) return kInt8;
+    if (d.bits == 16) return kInt16;
+    if (d.bits == 32) return kInt32;
+    if (d.bits == 64) return kInt64;
+  }
+  if (code == dtype_code::UInt && d.bits == 8) return kUInt8;
+  if (code == dtype_code::UInt && d.bits == 1) return kBool;
+  throw TypeError(detail::str_cat("can't convert an array of dtype code ", int(d.code), " with ", int(d.bits),
+                                  " bits; the only supported types are: float64, float32, float16, bfloat16, int64, "
+                                  "int32, int16, int8, uint8, and bool."));
+}
+
+nb::dlpack::dtype nb_dtype(DType t) {
+  switch (t) {
+    case kBool: return nb::dtype<bool>();
+    case kUInt8: return nb::dtype<uint8_t>();
+    case kInt8: return nb::dtype<int8_t>();
+    case kInt16: return nb::dtype<int16_t>();
+    case kInt32: return nb::dtype<int32_t>();
+    case kInt64: return nb::dtype<int64_t>();
+    case kFloat16: return {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
+    case kBFloat16: return {uint8_t(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    case kFloat32: return nb::dtype<float>();
+    case kFloat64: return nb::dtype<double>();
+  }
+  return nb::dtype<float>();
+}
+
+void release_array(void* ctx, void*, size_t) {
+  if (!Py_IsInitialized()) return;
+  PyGILState_STATE st = PyGILState_Ensure();
+  delete static_cast<AnyArray*>(ctx);
+  PyGILState_Release(st);
+}
+
+// Wraps an array's memory; the tensor keeps the array alive.
+Tensor wrap_array(const AnyArray& a, const char* op) {
+  DType dt = dtype_from_nb(a.dtype());
+  DimVector sizes, strides;
+  int64_t span = 1;
+  bool empty = false;
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    sizes.push_back(int64_t(a.shape(i)));
+    int64_t st = int64_t(a.stride(i));
+    KINDLE_CHECK_VALUE(st >= 0 || a.shape(i) <= 1, op, ": at least one stride in the given numpy array is negative, "
+                       "and tensors with negative strides are not currently supported. (You can probably work around "
+                       "this by making a copy of your array with array.copy().)");
+    strides.push_back(std::max<int64_t>(st, 0));
+    if (a.shape(i) == 0) empty = true;
+    else span += (int64_t(a.shape(i)) - 1) * std::max<int64_t>(st, 0);
+  }
+  size_t nbytes = empty ? 0 : size_t(span) * itemsize(dt);
+  auto* keep = new AnyArray(a);
+  DataPtr ptr{const_cast<void*>(a.data()), &release_array, keep};
+  Storage storage(new StorageImpl(ptr, nbytes, kCPU));
+  return Tensor(intrusive_ptr<TensorImpl>::make(std::move(storage), dt, sizes, strides, 0));
+}
+
+nb::object to_numpy(nb::handle self_obj, bool force) {
+  const Tensor& t = *nb::inst_ptr<Tensor>(self_obj);
+  KINDLE_CHECK(!t.requires_grad() || force, "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+  KINDLE_CHECK_TYPE(t.dtype() != kBFloat16, "numpy(): Got unsupported ScalarType BFloat16 (NumPy has no bfloat16)");
+  std::vector<size_t> shape;
+  std::vector<int64_t> strides;
+  for (int64_t i = 0; i < t.dim(); ++i) { shape.push_back(size_t(t.sizes()[i])); strides.push_back(t.strides()[i]); }
+  nb::object owner = nb::cast(t.detach());  // holds the storage for as long as NumPy needs it
+  nb::ndarray<nb::numpy> arr(t.data_ptr(), t.dim(), shape.data(), owner, strides.data(), nb_dtype(t.dtype()));
+  return nb::cast(arr, nb::rv_policy::reference);
+}
+
+// Nested Python data -> tensor.
+void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind) {
+  PyObject* o = h.ptr();
+  if (PyBool_Check(o)) { kind = std::max(kind, 0); return; }
+  if (PyLong_Check(o)) { kind = std::max(kind, 1); return; }
+  if (PyFloat_Check(o)) { kind = std::max(kind, 2); return; }
+  if (nb::isinstance<Tensor>(h)) {
+    const Tensor& t = nb::cast<const Tensor&>(h);
+    KINDLE_CHECK(t.numel() == 1, "tensor(): only one element tensors can be converted to Python scalars inside a list");
+    kind = std::max(kind, t.is_floating_point() ? 2 : t.dtype() == kBool ? 0 : 1);
+    return;
+  }
+  if (PySequence_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o)) {
+    Py_ssize_t n = PySequence_Size(o);
+    if (int64_t(shape.size()) <= depth) shape.push_back(int64_t(n));
+    else KINDLE_CHECK_VALUE(shape[depth] == int64_t(n), "expected sequence of length ", shape[depth], " at dim ", depth, " (got ", n, ")");
+    for (Py_ssize_t i = 0; i < n; ++i) infer(nb::steal(PySequence_GetItem(o, i)), depth + 1, shape, kind);
+    return;
+  }
+  if (PyIndex_Check(o)) { kind = std::max(kind, 1); return; }
+  if (PyNumber_Check(o)) { kind = std::max(kind, 2); return; }
+  throw TypeError(detail::str_cat("Could not infer dtype of ", nb::inst_name(h).c_str()));
+}
+
+void fill(nb::handle h, char*& p, DType dt) {
+  PyObject* o = h.ptr();
+  if (PySequence_Check(o) && !nb::isinstance<Tensor>(h)) {
+    Py_ssize_t n = PySequence_Size(o);
+    for (Py_ssize_t i = 0; i < n; ++i) fill(nb::steal(PySequence_GetItem(o, i)), p, dt);
+    return;
+  }
+  Scalar s = nb::cast<Scalar>(h);
+  dispatch_all(dt, "tensor", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *reinterpret_cast<T*>(p) = s.to<T>();
+  });
+  p += itemsize(dt);
+}
+
+Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
+  if (nb::isinstance<Tensor>(data)) {
+    const Tensor& t = nb::cast<const Tensor&>(data);
+    Tensor r = dtype && *dtype != t.dtype() ? t.to(*dtype) : (copy ? t.clone() : t.detach());
+    return r;
+  }
+  AnyArray arr;
+  if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && nb::try_cast<AnyArray>(data, arr, false)) {
+    Tensor t = wrap_array(arr, "tensor");
+    if (dtype && *dtype != t.dtype()) return t.to(*dtype);
+    return copy ? t.clone() : t;
+  }
+  DimVector shape;
+  int kind = -1;
+  infer(data, 0, shape, kind);
+  DType dt = dtype.value_or(kind == 2 ? default_dtype() : kind == 1 ? kInt64 : kind == 0 ? kBool : default_dtype());
+  Tensor t = empty_tensor(shape, dt);
+  char* p = static_cast<char*>(t.data_ptr());
+  if (t.numel()) fill(data, p, dt);
+  return t;
+}
+
+}  // namespace
+
+void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
+  m.def("from_numpy", [](nb::handle a) {
+    nb::object np = nb::module_::import_("numpy");
+    KINDLE_CHECK_TYPE(nb::isinstance(a, np.attr("ndarray")), "expected np.ndarray (got ", nb::inst_name(a).c_str(), ")");
+    return wrap_array(nb::cast<AnyArray>(a), "from_numpy");
+  }, nb::arg("ndarray"));
+  m.def("from_dlpack", [](nb::handle ext) {
+    if (nb::isinstance<Tensor>(ext)) return nb::cast<Tensor>(ext).detach();
+    return wrap_array(nb::cast<AnyArray>(ext), "from_dlpack");
+  }, nb::arg("ext_tensor"));
+  m.def("tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+    if (device) KINDLE_CHECK_NOT_IMPLEMENTED(device->is_cpu(), "tensor: kindle was built without support for device ", *device);
+    Tensor t = from_data(data, dtype, true);
+    if (requires_grad) {
+      KINDLE_CHECK(t.is_floating_point(), "Only Tensors of floating point dtype can require gradients");
+      t.impl()->requires_grad = true;
+    }
+    return t;
+  }, nb::arg("data"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
+     nb::arg("requires_grad") = false);
+  m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device) {
+    return from_data(data, dtype, false);
+  }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
+  cls.def("numpy", [](nb::handle self, bool force) { return to_numpy(self, force); }, nb::kw_only(), nb::arg("force") = false);
+  cls.def("__array__", [](nb::handle self, nb::handle dtype, nb::handle) {
+    nb::object a = to_numpy(self, false);
+    return dtype.is_none() ? a : a.attr("astype")(dtype);
+  }, nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none());
+  cls.def("__dlpack__", [](nb::handle self, nb::kwargs kw) { return to_numpy(self, false).attr("__dlpack__")(**kw); });
+  cls.def("__dlpack_device__", [](const Tensor&) { return std::make_tuple(1, 0); });
+}
+
+}  // namespace kindle::python

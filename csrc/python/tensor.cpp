@@ -1,0 +1,224 @@
+// Tensor's Python surface that is not a table op: attributes, conversions, Python protocols
+// and operators. Operators call the C++ ops directly (no Python-level dispatch).
+#include <nanobind/stl/string_view.h>
+
+#include "python/bind_common.h"
+
+namespace kindle::python {
+namespace {
+
+nb::object size_type() {
+  static nb::object* t = nullptr;
+  if (!t) t = new nb::object(nb::module_::import_("kindle").attr("Size"));
+  return *t;
+}
+
+nb::object make_size(IntArrayRef s) {
+  PyObject* tup = PyTuple_New(Py_ssize_t(s.size()));
+  for (size_t i = 0; i < s.size(); ++i) PyTuple_SET_ITEM(tup, Py_ssize_t(i), PyLong_FromLongLong(s[i]));
+  return size_type()(nb::steal(tup));
+}
+
+nb::object tolist_rec(const Tensor& t, const char* p, int64_t d) {
+  if (d == t.dim()) {
+    return dispatch_all(t.dtype(), "tolist", [&](auto tag) -> nb::object {
+      using T = typename decltype(tag)::type;
+      return nb::cast(Scalar(*reinterpret_cast<const T*>(p)));
+    });
+  }
+  nb::list l;
+  int64_t st = t.strides()[d] * int64_t(t.element_size());
+  for (int64_t i = 0; i < t.sizes()[d]; ++i) l.append(tolist_rec(t, p + i * st, d + 1));
+  return l;
+}
+
+// Tensor.to(...): to(dtype), to(device), to(device, dtype), to(other), with keyword forms.
+Tensor to_any(const Tensor& self, nb::args args, nb::kwargs kwargs) {
+  std::optional<DType> dtype;
+  bool copy = false;
+  auto take = [&](nb::handle h) {
+    DType dt;
+    if (nb::try_cast<DType>(h, dt)) { dtype = dt; return; }
+    Tensor other;
+    if (nb::try_cast<Tensor>(h, other, false)) { dtype = other.dtype(); return; }
+    Device dev;
+    if (nb::try_cast<Device>(h, dev)) {
+      KINDLE_CHECK_NOT_IMPLEMENTED(dev.is_cpu(), "to: kindle was built without support for device ", dev,
+                                   " (only cpu is available)");
+      return;
+    }
+    if (h.is_none()) return;
+    throw TypeError(detail::str_cat("to() received an invalid combination of arguments: got an argument of type ",
+                                    nb::inst_name(h).c_str()));
+  };
+  for (nb::handle h : args) take(h);
+  for (auto [k, v] : kwargs) {
+    std::string key = nb::cast<std::string>(k);
+    if (key == "dtype" || key == "device" || key == "other") take(v);
+    else if (key == "copy") copy = nb::cast<bool>(v);
+    else if (key == "non_blocking" || key == "memory_format") continue;
+    else throw TypeError("to() got an unexpected keyword argument '" + key + "'");
+  }
+  if (!dtype) return copy ? self.clone() : self;
+  return self.to(*dtype, copy);
+}
+
+}  // namespace
+
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
+  m.attr("_tensor_class") = cls;
+  cls.def(nb::init_implicit<Scalar>());
+  cls.def("__init__", [](Tensor* t, const Scalar& s) { new (t) Tensor(scalar_to_tensor(s)); });
+  cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); });
+  cls.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
+  cls.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
+  cls.def_prop_ro("ndim", [](const Tensor& t) { return t.dim(); });
+  cls.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
+  cls.def_prop_ro("is_cpu", [](const Tensor&) { return true; });
+  cls.def_prop_ro("is_sparse", [](const Tensor&) { return false; });
+  cls.def_prop_ro("is_quantized", [](const Tensor&) { return false; });
+  cls.def_prop_ro("itemsize", [](const Tensor& t) { return t.element_size(); });
+  cls.def_prop_ro("nbytes", [](const Tensor& t) { return t.nbytes(); });
+  cls.def_prop_ro("T", [](const Tensor& t) {
+    DimVector p;
+    for (int64_t i = t.dim() - 1; i >= 0; --i) p.push_back(i);
+    return t.permute(p);
+  });
+  cls.def_prop_ro("mT", [](const Tensor& t) {
+    KINDLE_CHECK(t.dim() >= 2, "tensor.mT is only supported on matrices or batches of matrices. Got ", t.dim(), "-D tensor.");
+    return t.transpose(-2, -1);
+  });
+  cls.def_prop_ro("H", [](const Tensor& t) { return t.dim() < 2 ? t.detach() : t.t(); });
+  cls.def_prop_ro("mH", [](const Tensor& t) { return t.transpose(-2, -1); });
+  cls.def_prop_rw("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+                  [](const Tensor& t, bool r) {
+                    KINDLE_CHECK(!r || t.is_floating_point(), "only Tensors of floating point dtype can require gradients");
+                    t.impl()->requires_grad = r;
+                  });
+  cls.def("requires_grad_", [](nb::handle_t<Tensor> h, bool r) {
+    const Tensor& t = *nb::inst_ptr<Tensor>(h);
+    KINDLE_CHECK(!r || t.is_floating_point(), "only Tensors of floating point dtype can require gradients");
+    t.impl()->requires_grad = r;
+    return nb::borrow(h);
+  }, nb::arg("requires_grad") = true);
+  cls.def_prop_rw("data", [](const Tensor& t) { return t.detach(); },
+                  [](const Tensor& t, const Tensor& o) { t.impl()->set_data(*o.impl()); });
+  cls.def("size", [](const Tensor& t) { return make_size(t.sizes()); });
+  cls.def("size", [](const Tensor& t, int64_t d) { return t.size(d); }, nb::arg("dim"));
+  cls.def("stride", [](const Tensor& t) { return nb::tuple(nb::cast(t.strides().vec())); });
+  cls.def("stride", [](const Tensor& t, int64_t d) { return t.stride(d); }, nb::arg("dim"));
+  cls.def("dim", &Tensor::dim);
+  cls.def("ndimension", &Tensor::dim);
+  cls.def("numel", &Tensor::numel);
+  cls.def("nelement", &Tensor::numel);
+  cls.def("element_size", &Tensor::element_size);
+  cls.def("storage_offset", &Tensor::storage_offset);
+  cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.data_ptr()); });
+  cls.def("is_contiguous", [](const Tensor& t, nb::kwargs) { return t.is_contiguous(); });
+  cls.def("is_floating_point", &Tensor::is_floating_point);
+  cls.def("is_complex", [](const Tensor&) { return false; });
+  cls.def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); });
+  cls.def("item", [](const Tensor& t) { return t.item(); });
+  cls.def("tolist", [](const Tensor& t) { return tolist_rec(t, static_cast<const char*>(t.data_ptr()), 0); });
+  cls.def("to", &to_any);
+  cls.def("type", [](const Tensor& t, DType d) { return t.to(d); }, nb::arg("dtype"));
+  cls.def("cpu", [](nb::handle_t<Tensor> h) { return nb::borrow(h); });
+  cls.def("float", [](const Tensor& t) { return t.to(kFloat32); });
+  cls.def("double", [](const Tensor& t) { return t.to(kFloat64); });
+  cls.def("half", [](const Tensor& t) { return t.to(kFloat16); });
+  cls.def("bfloat16", [](const Tensor& t) { return t.to(kBFloat16); });
+  cls.def("long", [](const Tensor& t) { return t.to(kInt64); });
+  cls.def("int", [](const Tensor& t) { return t.to(kInt32); });
+  cls.def("short", [](const Tensor& t) { return t.to(kInt16); });
+  cls.def("char", [](const Tensor& t) { return t.to(kInt8); });
+  cls.def("byte", [](const Tensor& t) { return t.to(kUInt8); });
+  cls.def("bool", [](const Tensor& t) { return t.to(kBool); });
+  cls.def("type_as", [](const Tensor& t, const Tensor& o) { return t.to(o.dtype()); });
+  cls.def("new_zeros", [](const Tensor& t, const DimList& s, std::optional<DType> dt) { return zeros(s.dims, dt.value_or(t.dtype())); },
+          nb::arg("size"), nb::arg("dtype").none() = nb::none());
+  cls.def("new_ones", [](const Tensor& t, const DimList& s, std::optional<DType> dt) { return ones(s.dims, dt.value_or(t.dtype())); },
+          nb::arg("size"), nb::arg("dtype").none() = nb::none());
+  cls.def("new_empty", [](const Tensor& t, const DimList& s, std::optional<DType> dt) { return empty(s.dims, dt.value_or(t.dtype())); },
+          nb::arg("size"), nb::arg("dtype").none() = nb::none());
+  cls.def("new_full", [](const Tensor& t, const DimList& s, const Scalar& v, std::optional<DType> dt) {
+    return full(s.dims, v, dt.value_or(t.dtype()));
+  }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none());
+  cls.def("__repr__", [](const Tensor& t) { return t.to_string(); });
+  cls.def("__len__", [](const Tensor& t) {
+    KINDLE_CHECK_TYPE(t.dim() > 0, "len() of a 0-d tensor");
+    return t.sizes()[0];
+  });
+  cls.def("__iter__", [](const Tensor& t) {
+    KINDLE_CHECK_TYPE(t.dim() > 0, "iteration over a 0-d tensor");
+    return nb::iter(nb::cast(t.unbind(0)));
+  });
+  cls.def("__bool__", [](const Tensor& t) {
+    KINDLE_CHECK(t.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
+    return t.item().to_bool();
+  });
+  cls.def("__float__", [](const Tensor& t) { return t.item().to_double(); });
+  cls.def("__int__", [](const Tensor& t) { return t.item().to_int(); });
+  cls.def("__index__", [](const Tensor& t) {
+    KINDLE_CHECK_TYPE(t.numel() == 1 && is_integral(t.dtype(), true), "only integer tensors of a single element can be converted to an index");
+    return t.item().to_int();
+  });
+  cls.def("__hash__", [](nb::handle h) { return std::hash<PyObject*>()(h.ptr()); });
+  cls.def("__pos__", [](const Tensor& t) { return t.detach(); });
+  cls.def("__neg__", [](const Tensor& t) { return neg(t); });
+  cls.def("__abs__", [](const Tensor& t) { return abs(t); });
+  cls.def("__invert__", [](const Tensor& t) { return t.dtype() == kBool ? logical_not(t) : bitwise_not(t); });
+
+#define KINDLE_BINOP(py, expr)                                                           \
+  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return expr(a, b); });    \
+  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) { return expr(b, a); });   \
+  auto add2 = [](const Tensor& a, const Tensor& b) { return add(a, b); };
+  auto sub2 = [](const Tensor& a, const Tensor& b) { return sub(a, b); };
+  auto div2 = [](const Tensor& a, const Tensor& b) { return div(a, b); };
+  auto fdiv2 = [](const Tensor& a, const Tensor& b) { return floor_divide(a, b); };
+  auto and2 = [](const Tensor& a, const Tensor& b) { return bitwise_and(a, b); };
+  auto or2 = [](const Tensor& a, const Tensor& b) { return bitwise_or(a, b); };
+  auto xor2 = [](const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); };
+  (void)add2; (void)sub2; (void)div2; (void)fdiv2; (void)and2; (void)or2; (void)xor2;
+  KINDLE_BINOP("mul", mul)
+  KINDLE_BINOP("mod", remainder)
+  KINDLE_BINOP("pow", pow)
+  KINDLE_BINOP("matmul", matmul)
+  KINDLE_BINOP("lshift", bitwise_left_shift)
+  KINDLE_BINOP("rshift", bitwise_right_shift)
+  KINDLE_BINOP("add", add2)
+  KINDLE_BINOP("sub", sub2)
+  KINDLE_BINOP("truediv", div2)
+  KINDLE_BINOP("floordiv", fdiv2)
+  KINDLE_BINOP("and", and2)
+  KINDLE_BINOP("or", or2)
+  KINDLE_BINOP("xor", xor2)
+#undef KINDLE_BINOP
+  // In-place operators write into the tensor itself; the *_ ops check the result dtype.
+  cls.def("__iadd__", [](nb::handle_t<Tensor> h, const Tensor& b) { add_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
+  cls.def("__isub__", [](nb::handle_t<Tensor> h, const Tensor& b) { sub_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
+  cls.def("__imul__", [](nb::handle_t<Tensor> h, const Tensor& b) { mul_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
+  cls.def("__itruediv__", [](nb::handle_t<Tensor> h, const Tensor& b) { div_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
+#define KINDLE_IOP(py, op)                                                                        \
+  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const Tensor& b) { op(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
+  KINDLE_IOP("mod", remainder_)
+  KINDLE_IOP("pow", pow_)
+  KINDLE_IOP("floordiv", floor_divide_)
+  KINDLE_IOP("and", bitwise_and_)
+  KINDLE_IOP("or", bitwise_or_)
+  KINDLE_IOP("xor", bitwise_xor_)
+  KINDLE_IOP("lshift", bitwise_left_shift_)
+  KINDLE_IOP("rshift", bitwise_right_shift_)
+#undef KINDLE_IOP
+  cls.def("__eq__", [](const Tensor& a, const Tensor& b) { return eq(a, b); });
+  cls.def("__ne__", [](const Tensor& a, const Tensor& b) { return ne(a, b); });
+  cls.def("__lt__", [](const Tensor& a, const Tensor& b) { return lt(a, b); });
+  cls.def("__le__", [](const Tensor& a, const Tensor& b) { return le(a, b); });
+  cls.def("__gt__", [](const Tensor& a, const Tensor& b) { return gt(a, b); });
+  cls.def("__ge__", [](const Tensor& a, const Tensor& b) { return ge(a, b); });
+  // Comparisons with something that is not a number or tensor: NotImplemented, as in Python.
+  cls.def("__eq__", [](const Tensor&, nb::handle) { return nb::borrow(Py_NotImplemented); });
+  cls.def("__ne__", [](const Tensor&, nb::handle) { return nb::borrow(Py_NotImplemented); });
+  m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"));
+}
+
+}  // namespace kindle::python

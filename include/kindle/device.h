@@ -1,0 +1,27 @@
+// Devices. Only the CPU has kernels today; every factory and dispatch already takes a Device so
+// that a CUDA backend is an addition (csrc/cuda/ registering kernels), not an edit of call sites.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string_view>
+
+namespace kindle {
+
+enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
+constexpr int kNumDeviceTypes = 2;
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int8_t index = -1;
+  constexpr Device() = default;
+  constexpr Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}
+  // Parses "cpu", "cuda", "cuda:1"; raises for anything else.
+  static Device parse(std::string_view s);
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  friend bool operator==(Device a, Device b) { return a.type == b.type && a.index == b.index; }
+};
+constexpr Device kCPU{DeviceType::CPU};
+
+std::ostream& operator<<(std::ostream& os, Device d);
+
+}  // namespace kindle

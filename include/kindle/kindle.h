@@ -1,0 +1,6 @@
+// The whole C++ API of Kindle: #include <kindle/kindle.h>.
+#pragma once
+#include "kindle/ops.h"
+#include "kindle/random.h"
+#include "kindle/parallel.h"
+#include "kindle/operators.h"

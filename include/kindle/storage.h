@@ -1,0 +1,61 @@
+// Storage: the bytes behind one or more tensors, owned through an Allocator, plus the version
+// counter that all views of those bytes share (Note [Version counter] in autograd).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kindle/device.h"
+#include "kindle/intrusive_ptr.h"
+
+namespace kindle {
+
+// Frees `data`; `ctx` is whatever the allocator (or a foreign owner such as NumPy) needs.
+using FreeFn = void (*)(void* ctx, void* data, size_t nbytes);
+
+struct DataPtr {
+  void* data = nullptr;
+  FreeFn free_fn = nullptr;
+  void* ctx = nullptr;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+Allocator* get_allocator(Device device);
+
+// The CPU allocator: 64-byte aligned blocks; large blocks are cached (bounded) so that a fresh
+// large result does not pay a page fault per 4 KiB page. See csrc/core/allocator.cpp.
+struct CpuCacheStats {
+  size_t cached_bytes, cache_hits, cache_misses;
+};
+CpuCacheStats cpu_cache_stats();
+void cpu_cache_set_limit(size_t bytes);
+void empty_cache();  // returns every cached block to the system
+
+class StorageImpl : public RefCounted<StorageImpl> {
+ public:
+  StorageImpl(DataPtr ptr, size_t nbytes, Device device)
+      : ptr_(ptr), nbytes_(nbytes), device_(device) {}
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+  ~StorageImpl() { if (ptr_.free_fn) ptr_.free_fn(ptr_.ctx, ptr_.data, nbytes_); }
+
+  void* data() const { return ptr_.data; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  DataPtr ptr_;
+  size_t nbytes_;
+  Device device_;
+  std::atomic<uint32_t> version_{0};
+};
+
+using Storage = intrusive_ptr<StorageImpl>;
+Storage make_storage(size_t nbytes, Device device);
+
+}  // namespace kindle

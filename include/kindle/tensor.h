@@ -1,0 +1,133 @@
+// Tensor: a cheap, reference-counted handle to a TensorImpl (sizes, strides, storage offset,
+// dtype, device). Views share the Storage, and with it the version counter.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "kindle/array_ref.h"
+#include "kindle/dtype.h"
+#include "kindle/scalar.h"
+#include "kindle/random.h"
+#include "kindle/storage.h"
+
+namespace kindle {
+
+class Tensor;
+class Generator;
+using TensorList = ArrayRef<Tensor>;
+using OptionalIntArrayRef = std::optional<IntArrayRef>;
+
+// Autograd state is owned by the autograd layer; the core only keeps a pointer to it.
+struct AutogradMetaInterface {
+  virtual ~AutogradMetaInterface() = default;
+};
+
+class TensorImpl : public RefCounted<TensorImpl> {
+ public:
+  TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t dim() const { return int64_t(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return offset_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  const Storage& storage() const { return storage_; }
+  bool is_contiguous() const { return contiguous_; }
+  char* data() const {
+    return static_cast<char*>(storage_->data()) + offset_ * int64_t(itemsize(dtype_));
+  }
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+  // Makes this tensor look at o's storage with o's geometry and dtype (Python's `t.data = o`).
+  void set_data(const TensorImpl& o) {
+    storage_ = o.storage_;
+    dtype_ = o.dtype_;
+    set_sizes_and_strides(o.sizes_, o.strides_, o.offset_);
+  }
+
+  bool requires_grad = false;
+  // A tensor made from a Python number: it takes part in type promotion as a lower category.
+  bool wrapped_number = false;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta;
+
+ private:
+  void refresh();
+  Storage storage_;
+  DimVector sizes_, strides_;
+  int64_t offset_ = 0;
+  int64_t numel_ = 1;
+  DType dtype_;
+  bool contiguous_ = true;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return bool(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const intrusive_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  IntArrayRef sizes() const { return impl_->sizes(); }
+  IntArrayRef shape() const { return impl_->sizes(); }
+  IntArrayRef strides() const { return impl_->strides(); }
+  int64_t size(int64_t dim) const;    // dim may be negative
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return impl_->dim(); }
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const { return impl_->numel(); }
+  int64_t storage_offset() const { return impl_->storage_offset(); }
+  DType dtype() const { return impl_->dtype(); }
+  DType scalar_type() const { return impl_->dtype(); }
+  Device device() const { return impl_->device(); }
+  size_t element_size() const { return itemsize(dtype()); }
+  size_t nbytes() const { return size_t(numel()) * element_size(); }
+  bool is_contiguous() const { return impl_->is_contiguous(); }
+  bool is_floating_point() const { return kindle::is_floating_point(dtype()); }
+  bool requires_grad() const { return impl_->requires_grad; }
+  uint32_t version() const { return impl_->storage()->version(); }
+  void bump_version() const { impl_->storage()->bump_version(); }
+
+  void* data_ptr() const { return impl_->data(); }
+  template <typename T>
+  T* data_ptr() const {
+    KINDLE_CHECK_TYPE(dtype_of_v<T> == dtype(), "data_ptr: tensor has dtype ", dtype(),
+                      ", asked for ", dtype_of_v<T>);
+    return reinterpret_cast<T*>(impl_->data());
+  }
+  Scalar item() const;
+  template <typename T>
+  T item() const { return item().to<T>(); }
+
+  std::string to_string() const;  // the same text as Python's repr
+
+#include "kindle/tensor_methods.inc"
+
+ private:
+  intrusive_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Wraps a dimension index that may be negative; raises IndexError naming `op` when out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+DimVector contiguous_strides(IntArrayRef sizes);
+int64_t numel_of(IntArrayRef sizes);
+
+// A tensor of the given shape, uninitialised, with contiguous strides.
+Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = kCPU);
+// A tensor with the given strides over a fresh storage big enough for them.
+Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device = kCPU);
+// A new TensorImpl viewing `base`'s storage (shares the version counter).
+Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+// A 0-d tensor holding `s`, flagged as a wrapped number for type promotion.
+Tensor scalar_to_tensor(const Scalar& s, Device device = kCPU);
+Tensor scalar_tensor_of(const Scalar& s, DType dtype, Device device = kCPU);
+
+}  // namespace kindle

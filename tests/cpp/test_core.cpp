@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <kindle/kindle.h>
+
+using namespace kindle;
+
+TEST(Core, FactoriesAndItem) {
+  Tensor z = zeros({2, 3});
+  EXPECT_EQ(z.dim(), 2);
+  EXPECT_EQ(z.numel(), 6);
+  EXPECT_EQ(z.dtype(), kFloat32);
+  EXPECT_EQ(full({2}, 3.5).sum().item<double>(), 7.0);
+  EXPECT_EQ(arange(0, 10, 1).sum().item<int64_t>(), 45);
+}
+
+TEST(Core, ViewsShareStorageAndVersion) {
+  Tensor a = zeros({4, 4});
+  Tensor v = a.transpose(0, 1).select(0, 1);
+  uint32_t before = a.version();
+  v.fill_(2.0);
+  EXPECT_GT(a.version(), before);
+  EXPECT_EQ(a.sum().item<double>(), 8.0);
+  EXPECT_FALSE(a.transpose(0, 1).is_contiguous());
+}
+
+TEST(Core, BroadcastAndPromotion) {
+  Tensor a = ones({3, 1}, kInt32);
+  Tensor b = ones({4}, kFloat64);
+  Tensor c = a + b;
+  EXPECT_EQ(c.sizes(), IntArrayRef({3, 4}));
+  EXPECT_EQ(c.dtype(), kFloat64);
+  Tensor f = ones({2}) * 2;  // a number keeps the tensor's float32
+  EXPECT_EQ(f.dtype(), kFloat32);
+  EXPECT_EQ(promote_types(kUInt8, kInt8), kInt16);
+  EXPECT_EQ(promote_types(kFloat16, kBFloat16), kFloat32);
+}
+
+TEST(Core, Errors) {
+  EXPECT_THROW(zeros({2, 3}).view({4}), Error);
+  EXPECT_THROW(zeros({2}).select(0, 5), IndexError);
+  EXPECT_THROW(zeros({2, 3}) + zeros({4}), Error);
+  EXPECT_THROW(floor_divide(ones({2}, kInt64), zeros({2}, kInt64)), Error);
+  EXPECT_THROW(zeros({-1}), Error);
+  EXPECT_THROW(mm(zeros({2, 3}), zeros({2, 3})), Error);
+}
+
+TEST(Core, MatmulMatchesLoop) {
+  manual_seed(1);
+  Tensor a = randn({5, 7}, std::nullopt, kFloat64), b = randn({7, 3}, std::nullopt, kFloat64);
+  Tensor c = matmul(a, b);
+  const double* A = a.data_ptr<double>();
+  const double* B = b.data_ptr<double>();
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double s = 0;
+      for (int k = 0; k < 7; ++k) s += A[i * 7 + k] * B[k * 3 + j];
+      EXPECT_NEAR(c.data_ptr<double>()[i * 3 + j], s, 1e-12);
+    }
+}
+
+TEST(Core, ReductionsAreThreadCountInvariant) {
+  manual_seed(3);
+  Tensor x = randn({1 << 20});
+  int saved = get_num_threads();
+  set_num_threads(1);
+  double s1 = x.sum().item<double>();
+  Tensor c1 = x.view({1024, 1024}).sum(IntArrayRef{0});
+  set_num_threads(2);
+  double s2 = x.sum().item<double>();
+  Tensor c2 = x.view({1024, 1024}).sum(IntArrayRef{0});
+  set_num_threads(saved);
+  EXPECT_EQ(s1, s2);
+  EXPECT_TRUE(equal(c1, c2));
+}
+
+TEST(Core, CachingAllocatorReusesLargeBlocks) {
+  { Tensor t = empty({1 << 22}); }
+  auto before = cpu_cache_stats();
+  { Tensor t = empty({1 << 22}); }
+  auto after = cpu_cache_stats();
+  EXPECT_EQ(after.cache_hits, before.cache_hits + 1);
+  empty_cache();
+  EXPECT_EQ(cpu_cache_stats().cached_bytes, 0u);
+}
+
+TEST(Core, Printing) {
+  EXPECT_EQ(arange(0, 3, 1).to_string(), "tensor([0, 1, 2])");
+  EXPECT_EQ(full({2}, 1.5).to_string(), "tensor([1.5000, 1.5000])");
+  EXPECT_EQ(ones({2}, kFloat64).to_string(), "tensor([1., 1.], dtype=kindle.float64)");
+}

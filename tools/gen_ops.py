@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Generates the C++ declarations, Tensor methods and Python bindings of every op in ops.yaml.
+
+An entry is a schema in PyTorch's notation plus the variants it has:
+
+    - func: add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+      variants: function, method
+
+Outputs (into the build folder, never into git):
+  kindle/ops.h            free functions `kindle::add(...)` and inline Tensor method bodies
+  kindle/tensor_methods.inc  method declarations, included inside class Tensor
+  bind_ops.cpp            nanobind bindings for kindle._C (functions and Tensor methods)
+"""
+import os
+import re
+import sys
+
+import yaml
+
+# schema type -> (C++ parameter type, binding parameter type, how the binding passes it on)
+TYPES = {
+    "Tensor": ("const Tensor&", "const Tensor&", "{}"),
+    "Tensor?": ("const std::optional<Tensor>&", "const std::optional<Tensor>&", "{}"),
+    "Tensor[]": ("TensorList", "const std::vector<Tensor>&", "{}"),
+    "Tensor?[]": ("const std::vector<std::optional<Tensor>>&", "const std::vector<std::optional<Tensor>>&", "{}"),
+    "Scalar": ("const Scalar&", "const Scalar&", "{}"),
+    "Scalar?": ("const std::optional<Scalar>&", "const std::optional<Scalar>&", "{}"),
+    "int": ("int64_t", "int64_t", "{}"),
+    "int?": ("std::optional<int64_t>", "std::optional<int64_t>", "{}"),
+    "int[]": ("IntArrayRef", "const DimList&", "{}.dims"),
+    "int[]?": ("OptionalIntArrayRef", "const std::optional<DimList>&", "opt_dims({})"),
+    "float": ("double", "double", "{}"),
+    "float?": ("std::optional<double>", "std::optional<double>", "{}"),
+    "bool": ("bool", "bool", "{}"),
+    "bool?": ("std::optional<bool>", "std::optional<bool>", "{}"),
+    "ScalarType": ("DType", "DType", "{}"),
+    "ScalarType?": ("std::optional<DType>", "std::optional<DType>", "{}"),
+    "Device?": ("std::optional<Device>", "std::optional<Device>", "{}"),
+    "str": ("std::string_view", "const std::string&", "{}"),
+    "str?": ("std::optional<std::string_view>", "const std::optional<std::string>&", "opt_sv({})"),
+    "Generator?": ("const std::optional<Generator>&", "const std::optional<Generator>&", "{}"),
+}
+RETURNS = {
+    "Tensor": "Tensor",
+    "Tensor(a!)": "const Tensor&",
+    "Tensor[]": "std::vector<Tensor>",
+    "Scalar": "Scalar",
+    "bool": "bool",
+    "int": "int64_t",
+    "float": "double",
+}
+
+
+class Arg:
+    def __init__(self, text, kw_only):
+        text = text.strip()
+        m = re.fullmatch(r"(\S+)\s+(\w+)(?:=(.*))?", text)
+        if not m:
+            sys.exit(f"gen_ops: cannot parse argument '{text}'")
+        self.type, self.name, self.default = m.group(1), m.group(2), m.group(3)
+        self.inplace = self.type.endswith("(a!)")
+        self.type = self.type.replace("(a!)", "")
+        self.type = re.sub(r"\[\d+\]", "[]", self.type)  # int[1] -> int[]
+        self.kw_only = kw_only
+        if self.type not in TYPES:
+            sys.exit(f"gen_ops: unknown type '{self.type}' in '{text}'")
+
+    def cpp_type(self):
+        return TYPES[self.type][0]
+
+    def cpp_default(self):
+        d = self.default
+        if d is None:
+            return None
+        if d == "None":
+            return "std::nullopt"
+        if d in ("True", "False"):
+            return d.lower()
+        if d == "[]":
+            return "{}"
+        if d.startswith("["):
+            return "{" + d[1:-1] + "}"
+        if d.startswith("'") or d.startswith('"'):
+            return '"' + d[1:-1] + '"'
+        return d
+
+    def py_default(self):
+        d = self.default
+        if d is None:
+            return None
+        if d == "None":
+            return "nb::none()"
+        if self.type == "int[]":
+            return "DimList{" + (self.cpp_default() or "{}") + "}"
+        if self.type in ("str",):
+            return "std::string(" + self.cpp_default() + ")"
+        if self.type.startswith("Scalar"):
+            return "Scalar(" + self.cpp_default() + ")"
+        if self.type.startswith("float"):
+            return "double(" + self.cpp_default() + ")"
+        if self.type.startswith("int"):
+            return "int64_t(" + self.cpp_default() + ")"
+        return self.cpp_default()
+
+
+class Op:
+    def __init__(self, entry):
+        func = entry["func"]
+        m = re.fullmatch(r"(\w+)(?:\.(\w+))?\((.*)\)\s*->\s*(.+)", func.strip())
+        if not m:
+            sys.exit(f"gen_ops: cannot parse '{func}'")
+        self.name, self.overload, argstr, self.ret = m.groups()
+        self.ret = self.ret.strip()
+        self.args = []
+        kw = False
+        for part in [p for p in argstr.split(",") if p.strip()]:
+            if part.strip() == "*":
+                kw = True
+                continue
+            self.args.append(Arg(part, kw))
+        variants = entry.get("variants", "function")
+        self.variants = {v.strip() for v in variants.split(",")}
+        self.python = entry.get("python", True)
+        self.varargs = entry.get("varargs")
+        self.ret_names = None
+        if self.ret.startswith("("):
+            parts = [p.strip().split() for p in self.ret[1:-1].split(",")]
+            self.ret_types = [p[0] for p in parts]
+            self.ret_names = [p[1] if len(p) > 1 else f"r{i}" for i, p in enumerate(parts)]
+            self.cpp_ret = "std::tuple<" + ", ".join(RETURNS[t] for t in self.ret_types) + ">"
+        else:
+            if self.ret not in RETURNS:
+                sys.exit(f"gen_ops: unknown return '{self.ret}' in '{func}'")
+            self.cpp_ret = RETURNS[self.ret]
+        self.returns_self = self.ret == "Tensor(a!)"
+
+    def params(self, args, with_defaults):
+        out = []
+        # C++ allows defaults only on a trailing run of parameters.
+        can_default = [False] * len(args)
+        ok = True
+        for i in range(len(args) - 1, -1, -1):
+            ok = ok and args[i].default is not None
+            can_default[i] = ok
+        for a, cd in zip(args, can_default):
+            s = f"{a.cpp_type()} {a.name}"
+            if with_defaults and cd:
+                s += f" = {a.cpp_default()}"
+            out.append(s)
+        return ", ".join(out)
+
+
+def gen(ops, outdir):
+    decls, method_decls, method_defs, binds = [], [], [], []
+    for op in ops:
+        decls.append(f"{op.cpp_ret} {op.name}({op.params(op.args, True)});")
+        if "method" in op.variants:
+            rest = op.args[1:]
+            method_decls.append(f"{op.cpp_ret} {op.name}({op.params(rest, True)}) const;")
+            call = ", ".join(["*this"] + [a.name for a in rest])
+            method_defs.append(
+                f"inline {op.cpp_ret} Tensor::{op.name}({op.params(rest, False)}) const "
+                f"{{ return kindle::{op.name}({call}); }}")
+        if not op.python:
+            continue
+        for variant in ("function", "method"):
+            if variant not in op.variants:
+                continue
+            binds.append(gen_binding(op, variant))
+            if op.varargs:
+                binds.append(gen_binding(op, variant, varargs=op.varargs))
+    os.makedirs(os.path.join(outdir, "kindle"), exist_ok=True)
+    write(os.path.join(outdir, "kindle", "ops.h"), OPS_H.format(
+        decls="\n".join(decls), method_defs="\n".join(method_defs)))
+    write(os.path.join(outdir, "kindle", "tensor_methods.inc"),
+          "// Generated by tools/gen_ops.py from csrc/ops/ops.yaml. Do not edit.\n"
+          + "\n".join(method_decls) + "\n")
+    write(os.path.join(outdir, "bind_ops.cpp"), BIND_CPP.format(binds="\n".join(binds)))
+
+
+def gen_binding(op, variant, varargs=None):
+    args = op.args
+    is_method = variant == "method"
+    params, pass_args, arg_specs = [], [], []
+    kw_emitted = False
+    for i, a in enumerate(args):
+        btype, how = TYPES[a.type][1], TYPES[a.type][2]
+        if is_method and i == 0:
+            params.append("nb::handle_t<Tensor> self_obj")
+            pass_args.append("self")
+            continue
+        pyname = "input" if (a.name == "self" and not is_method) else a.name
+        if a.name == varargs:
+            params.append(f"nb::args {a.name}")
+            conv = "args_to_dims" if a.type == "int[]" else "args_to_tensors"
+            pass_args.append(f"{conv}({a.name})" + (".dims" if a.type == "int[]" else ""))
+            arg_specs.append(f'nb::arg("{pyname}")')
+            kw_emitted = True  # what follows *args is keyword-only already
+            continue
+        params.append(f"{btype} {a.name}")
+        pass_args.append(how.format(a.name))
+        if a.kw_only and not kw_emitted:
+            arg_specs.append("nb::kw_only()")
+            kw_emitted = True
+        spec = f'nb::arg("{pyname}")'
+        if a.type in ("Tensor?", "Scalar?", "int?", "int[]?", "float?", "bool?", "ScalarType?",
+                      "Device?", "str?", "Generator?"):
+            spec += ".none()"
+        d = a.py_default()
+        if d is not None:
+            spec += f" = {d}"
+        arg_specs.append(spec)
+    call = f"kindle::{op.name}({', '.join(pass_args)})"
+    pre = "const Tensor& self = *nb::inst_ptr<Tensor>(self_obj); " if is_method else ""
+    if op.returns_self and is_method:
+        body = f"{pre}{call}; return nb::borrow(self_obj);"
+        ret_policy = ""
+    elif op.ret_names:
+        names = ", ".join(f'"{n}"' for n in op.ret_names)
+        body = f'{pre}return to_named_tuple("{op.name}", {{{names}}}, {call});'
+    else:
+        body = f"{pre}return {call};"
+    target = "cls" if is_method else "m"
+    specs = "".join(", " + s for s in arg_specs)
+    return (f'  {target}.def("{op.name}", []({", ".join(params)}) {{ {body} }}{specs});')
+
+
+def write(path, text):
+    # Leave an unchanged file alone so that the build does not recompile what depends on it.
+    if os.path.exists(path) and open(path).read() == text:
+        return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+OPS_H = """// Generated by tools/gen_ops.py from csrc/ops/ops.yaml. Do not edit.
+#pragma once
+#include "kindle/tensor.h"
+#include "kindle/random.h"
+
+namespace kindle {{
+
+{decls}
+
+{method_defs}
+
+}}  // namespace kindle
+"""
+
+BIND_CPP = """// Generated by tools/gen_ops.py from csrc/ops/ops.yaml. Do not edit.
+#include "python/bind_common.h"
+
+namespace kindle::python {{
+
+void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls) {{
+{binds}
+}}
+
+}}  // namespace kindle::python
+"""
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        entries = yaml.safe_load(f)
+    gen([Op(e) for e in entries], sys.argv[2])
