@@ -100,9 +100,9 @@ template <> struct type_caster<kindle::Scalar> {
     }
     if (PyFloat_Check(o)) { value = kindle::Scalar(PyFloat_AS_DOUBLE(o)); return true; }
     if (!(flags & uint8_t(cast_flags::convert))) return false;
-    kindle::Tensor* t = nullptr;
-    if (nb_type_get(&typeid(kindle::Tensor), o, 0, nullptr, (void**)&t) && t && t->defined()) {
-      if (t->numel() != 1) return false;
+    if (nanobind::isinstance<kindle::Tensor>(src)) {
+      kindle::Tensor* t = nanobind::inst_ptr<kindle::Tensor>(src);
+      if (!t->defined() || t->numel() != 1) return false;
       try { value = t->item(); } catch (...) { return false; }
       return true;
     }

@@ -1,5 +1,10 @@
 // kindle._C: dtype objects, exception mapping, then each area's bindings.
+#include <map>
+#include <random>
+
 #include <nanobind/stl/string_view.h>
+
+#include "ops/tensor_iter.h"
 
 #include "python/bind_common.h"
 
@@ -74,6 +79,8 @@ using namespace kindle;
 using namespace kindle::python;
 
 NB_MODULE(_C, m) {
+  // The dtype objects live as long as the process, on purpose: do not report them at exit.
+  nb::set_leak_warnings(false);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

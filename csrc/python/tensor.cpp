@@ -67,8 +67,8 @@ Tensor to_any(const Tensor& self, nb::args args, nb::kwargs kwargs) {
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.attr("_tensor_class") = cls;
-  cls.def(nb::init_implicit<Scalar>());
-  cls.def("__init__", [](Tensor* t, const Scalar& s) { new (t) Tensor(scalar_to_tensor(s)); });
+  cls.def("__init__", [](Tensor* t, const Scalar& s) { new (t) Tensor(scalar_to_tensor(s)); }, nb::is_implicit());
+  nb::implicitly_convertible<Scalar, Tensor>();
   cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); });
   cls.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
   cls.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
@@ -170,15 +170,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
 
 #define KINDLE_BINOP(py, expr)                                                           \
   cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return expr(a, b); });    \
-  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) { return expr(b, a); });   \
-  auto add2 = [](const Tensor& a, const Tensor& b) { return add(a, b); };
-  auto sub2 = [](const Tensor& a, const Tensor& b) { return sub(a, b); };
-  auto div2 = [](const Tensor& a, const Tensor& b) { return div(a, b); };
-  auto fdiv2 = [](const Tensor& a, const Tensor& b) { return floor_divide(a, b); };
-  auto and2 = [](const Tensor& a, const Tensor& b) { return bitwise_and(a, b); };
-  auto or2 = [](const Tensor& a, const Tensor& b) { return bitwise_or(a, b); };
-  auto xor2 = [](const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); };
-  (void)add2; (void)sub2; (void)div2; (void)fdiv2; (void)and2; (void)or2; (void)xor2;
+  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) { return expr(b, a); });
   KINDLE_BINOP("mul", mul)
   KINDLE_BINOP("mod", remainder)
   KINDLE_BINOP("pow", pow)
@@ -188,10 +180,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_BINOP("add", add2)
   KINDLE_BINOP("sub", sub2)
   KINDLE_BINOP("truediv", div2)
-  KINDLE_BINOP("floordiv", fdiv2)
-  KINDLE_BINOP("and", and2)
-  KINDLE_BINOP("or", or2)
-  KINDLE_BINOP("xor", xor2)
+  KINDLE_BINOP("floordiv", floor_divide)
+  KINDLE_BINOP("and", bitwise_and)
+  KINDLE_BINOP("or", bitwise_or)
+  KINDLE_BINOP("xor", bitwise_xor)
 #undef KINDLE_BINOP
   // In-place operators write into the tensor itself; the *_ ops check the result dtype.
   cls.def("__iadd__", [](nb::handle_t<Tensor> h, const Tensor& b) { add_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });

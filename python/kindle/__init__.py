@@ -1,0 +1,123 @@
+"""Kindle: an imperative, high-performance deep learning library.
+
+A PyTorch-compatible front end over a C++20 core: `import kindle as torch` runs PyTorch code
+that uses the parts Kindle implements. Everything numeric happens in kindle._C.
+"""
+import builtins as _builtins
+
+from . import _C
+from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
+from ._C import Tensor, Generator, dtype, default_generator  # noqa: F401
+
+__version__ = "0.1.0"
+_builtin_int = _builtins.int
+
+float32 = _C.float32
+float64 = _C.float64
+float16 = _C.float16
+bfloat16 = _C.bfloat16
+int8, int16, int32, int64, uint8 = _C.int8, _C.int16, _C.int32, _C.int64, _C.uint8
+bool = _C.bool  # noqa: A001  (torch.bool)
+float, double, half = float32, float64, float16  # noqa: A001
+long, int, short = int64, int32, int16  # noqa: A001
+cfloat = None
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, printed as kindle.Size([...])."""
+
+    def __repr__(self):
+        return f"kindle.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+
+class device:
+    """A device: kindle.device('cpu'). Only the CPU has kernels today."""
+
+    _kindle_device = True
+
+    def __init__(self, type, index=None):  # noqa: A002
+        if isinstance(type, device):
+            type, index = type.type, type.index  # noqa: A001
+        type = str(type)  # noqa: A001
+        if ":" in type:
+            type, idx = type.split(":", 1)  # noqa: A001
+            index = _builtin_int(idx)
+        if type not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type = type
+        self.index = index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+
+def numel(input):  # noqa: A002
+    return input.numel()
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.is_floating_point()
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    out, inverse, counts = _C._unique2(input, sorted, return_inverse, return_counts, dim)
+    if return_inverse and return_counts:
+        return out, inverse, counts
+    if return_inverse:
+        return out, inverse
+    if return_counts:
+        return out, counts
+    return out
+
+
+def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    return unique(self, sorted, return_inverse, return_counts, dim)
+
+
+Tensor.unique = _tensor_unique
+Tensor.__module__ = "kindle"
+
+
+def _split(self, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, (list, tuple)):
+        return _C.split_with_sizes(self, list(split_size_or_sections), dim)
+    return _C.split(self, split_size_or_sections, dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    return _split(tensor, split_size_or_sections, dim)
+
+
+Tensor.split = _split
+
+
+def _tensor_str(self):
+    return repr(self)
+
+
+Tensor.__str__ = _tensor_str
+Tensor.__format__ = lambda self, spec: self.item().__format__(spec) if self.dim() == 0 else repr(self)
+Tensor.__reversed__ = lambda self: _C.flip(self, 0)
+Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
