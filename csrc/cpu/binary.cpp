@@ -53,7 +53,7 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
     case BinaryOp::Div: return run([](M a, M b) { return M(a / b); });
     case BinaryOp::DivTrunc:
       if constexpr (is_float) return run([](M a, M b) { return std::trunc(a / b); });
-      else { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a / b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a / b); }); break; }
     case BinaryOp::DivFloor:
       if constexpr (is_float)
         return run([](M a, M b) {
@@ -63,7 +63,7 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
           M f = std::floor(d);
           return d - f > M(0.5) ? f + 1 : f;
         });
-      else {
+      else if constexpr (!is_bool) {
         run([&](M a, M b) {
           if (b == 0) { zero_div = true; return M(0); }
           M q = M(a / b);
@@ -74,10 +74,10 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
       }
     case BinaryOp::Remainder:
       if constexpr (is_float) return run([](M a, M b) { return python_mod(a, b); });
-      else { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return python_mod(a, b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return python_mod(a, b); }); break; }
     case BinaryOp::Fmod:
       if constexpr (is_float) return run([](M a, M b) { return std::fmod(a, b); });
-      else { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a % b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a % b); }); break; }
     case BinaryOp::Pow:
       if constexpr (is_float) return run([](M a, M b) { return b == M(2) ? a * a : vm::pow(a, b); });
       else if constexpr (!is_bool) return run([](M a, M b) { return int_pow(a, b); });
@@ -133,8 +133,47 @@ void add_alpha_kernel(TensorIter& it, const Scalar& alpha) {
   });
 }
 
+// A 2-d copy whose input is contiguous along the output's outer dim (a transpose): walk it in
+// square tiles so that both sides stay in cache; a strided row walk thrashes it.
+template <typename T>
+bool copy_transposed(const TensorIter& it) {
+  if (it.ndim() != 2) return false;
+  const int64_t es = sizeof(T);
+  const int64_t* so = it.strides[0].data();
+  const int64_t* si = it.strides[1].data();
+  if (so[0] != es || si[1] != es || si[0] == es) return false;
+  const int64_t n0 = it.shape[0], n1 = it.shape[1];
+  if (n0 * n1 < 4096) return false;
+  constexpr int64_t B = 32;
+  char* out = it.data(0);
+  const char* in = it.data(1);
+  const int64_t nb0 = (n0 + B - 1) / B, nb1 = (n1 + B - 1) / B;
+  parallel_for(0, nb0 * nb1, 16, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      int64_t i1 = (t / nb0) * B, i0 = (t % nb0) * B;
+      int64_t e1 = std::min(i1 + B, n1), e0 = std::min(i0 + B, n0);
+      for (int64_t j = i1; j < e1; ++j) {
+        T* o = reinterpret_cast<T*>(out + j * so[1]);
+        const char* src = in + j * si[1];
+        for (int64_t i = i0; i < e0; ++i) o[i] = *reinterpret_cast<const T*>(src + i * si[0]);
+      }
+    }
+  });
+  return true;
+}
+
 void copy_kernel(TensorIter& it) {
   DType out = it.output().dtype(), in = it.input_dtype(0);
+  if (out == in) {
+    bool done = false;
+    switch (itemsize(out)) {
+      case 1: done = copy_transposed<uint8_t>(it); break;
+      case 2: done = copy_transposed<uint16_t>(it); break;
+      case 4: done = copy_transposed<uint32_t>(it); break;
+      case 8: done = copy_transposed<uint64_t>(it); break;
+    }
+    if (done) return;
+  }
   dispatch_all(out, "copy", [&](auto otag) {
     using O = typename decltype(otag)::type;
     dispatch_all(in, "copy", [&](auto itag) {

@@ -1,4 +1,6 @@
 // GEMM: OpenBLAS for float32 and float64; a plain loop for the other dtypes (no BLAS has them).
+#include <atomic>
+
 #include <cblas.h>
 
 #include "cpu/parallel.h"
@@ -28,6 +30,16 @@ void gemm_loop(const GemmArgs& g) {
     }
 }
 
+// OpenBLAS's thread count is global; only change it when it differs (the call is cheap, but
+// not free).
+void set_blas_threads(int n) {
+  static std::atomic<int> current{-1};
+  if (current.load(std::memory_order_relaxed) != n) {
+    scipy_openblas_set_num_threads(n);
+    current.store(n, std::memory_order_relaxed);
+  }
+}
+
 void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   dispatch_all(dt, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -52,6 +64,10 @@ void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_
         gemm_loop<T>(g);
       }
     };
+    // Small products run on one BLAS thread: waking OpenBLAS's pool costs more than it saves,
+    // and on a time-sliced second core it can cost milliseconds.
+    bool small = double(g0->m) * double(g0->n) * double(g0->k) < double(1 << 21);
+    set_blas_threads(small ? 1 : get_num_threads());
     for (int64_t i = 0; i < batch; ++i) one(i);
   });
 }

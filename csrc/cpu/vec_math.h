@@ -2,6 +2,8 @@
 // from `omp simd` loops once the declarations carry the simd attribute (glibc only adds it under
 // -ffast-math, which we do not want: it would break NaN handling).
 #pragma once
+#include <immintrin.h>
+
 #include <cmath>
 #include <type_traits>
 
@@ -29,6 +31,30 @@ KINDLE_VM(atan) KINDLE_VM(sinh) KINDLE_VM(cosh) KINDLE_VM(tanh) KINDLE_VM(erf)
 KINDLE_VM2(pow) KINDLE_VM2(atan2) KINDLE_VM2(hypot)
 #undef KINDLE_VM
 #undef KINDLE_VM2
+
+// GCC does not vectorise a select that follows a libmvec call, so functions that need one are
+// written with AVX2 intrinsics over libmvec's 8-wide entry points.
+extern "C" __m256 _ZGVdN8v_expf(__m256) noexcept;
+
+// tanh: (1 - e^-2|x|) / (1 + e^-2|x|), and its Taylor series where that cancels (|x| < 0.3).
+// Max relative error 3e-7 against float64 tanh.
+inline __m256 tanh8(__m256 x) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  __m256 sign = _mm256_and_ps(x, sign_mask);
+  __m256 a = _mm256_andnot_ps(sign_mask, x);
+  __m256 t = _ZGVdN8v_expf(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+  __m256 big = _mm256_div_ps(_mm256_sub_ps(one, t), _mm256_add_ps(one, t));
+  __m256 x2 = _mm256_mul_ps(a, a);
+  __m256 p = _mm256_set1_ps(-0.00886323552f);
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(0.0218694885f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-0.0539682540f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(0.133333333f));
+  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-0.333333333f));
+  p = _mm256_fmadd_ps(p, x2, one);
+  __m256 small = _mm256_mul_ps(a, p);
+  __m256 r = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.3f), _CMP_LT_OQ));
+  return _mm256_or_ps(r, sign);
+}
 
 // erfinv: Giles' single-precision approximation, refined by Newton steps on erf.
 template <typename T>

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every test of Kindle on a fresh machine: installs what the build and the tests need,
+# then the C++ suite (GoogleTest via CTest) in a release build and again under AddressSanitizer
+# and UndefinedBehaviorSanitizer, then the Python suite (pytest; compared against PyTorch).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v ninja >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq libgtest-dev ninja-build ccache) >/dev/null
+fi
+$PY -m pip install -q scikit-build-core nanobind scipy-openblas32 pyyaml numpy pytest hypothesis
+# PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.
+$PY -m pip install -q torch==2.13.0 || echo "note: torch==2.13.0 not installable here; torch comparisons will skip"
+
+echo "== build and install the Python package"
+$PY -m pip install -q --no-build-isolation .
+
+echo "== C++ tests (release)"
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
+cmake --build build/release
+ctest --test-dir build/release --output-on-failure
+
+echo "== C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINDLE_SANITIZE=ON \
+  -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
+cmake --build build/asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure
+
+echo "== Python tests"
+$PY -m pytest -q tests/python
