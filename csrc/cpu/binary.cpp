@@ -116,8 +116,8 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
       break;
   }
   KINDLE_CHECK(!zero_div.load(), "ZeroDivisionError: integer division or modulo by zero");
-  if (op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder || op == BinaryOp::Fmod) return;
-  KINDLE_INTERNAL_ASSERT(false, "binary op ", int(op), " has no kernel for ", it.input_dtype(0));
+  if (!is_bool && (op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder || op == BinaryOp::Fmod)) return;
+  KINDLE_ERROR(binary_op_name(op), ": not implemented for ", it.input_dtype(0), " tensors");
 }
 
 void binary_kernel(TensorIter& it, BinaryOp op) {

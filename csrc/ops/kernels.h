@@ -31,6 +31,15 @@ enum class BinaryOp : uint8_t {
   Hypot, Copysign, Fmax, Fmin, Xlogy,
 };
 
+inline const char* binary_op_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "div", "floor_divide", "pow", "atan2",
+                                "maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le", "gt",
+                                "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                                "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+                                "hypot", "copysign", "fmax", "fmin", "xlogy"};
+  return names[int(op)];
+}
+
 // out = op(in) (op(a, b) for binary); inputs are in the iterator's common dtype.
 extern KernelStub<void (*)(TensorIter&, UnaryOp)> unary_stub;
 extern KernelStub<void (*)(TensorIter&, BinaryOp)> binary_stub;
