@@ -1,0 +1,128 @@
+"""Generic op tests against PyTorch, parametrized over the op database (opdb.py).
+
+For every op and dtype: each sample gives the same result as torch (shape, dtype, values within
+tolerance; strides too for view ops) or, where torch raises, kindle raises the same exception
+type. In-place variants and error inputs are compared the same way. The kindle-only checks
+(non-contiguous == contiguous, method == function, in-place == out-of-place) are in
+test_ops_consistency.py, which runs without torch.
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kindle  # noqa: E402
+from common import compare, exc_compatible, exc_kind, report  # noqa: E402
+from opdb import ALL, OPS, op_dtype_params  # noqa: E402
+
+
+def _id(p):
+    return p.name if hasattr(p, "name") else str(p)
+
+
+def _outcome_diff(op, sample, variant, strides):
+    """Compare kindle and torch on one sample; a message when they differ, else None.
+
+    Where torch raises, kindle must raise the same kind of exception (exc_compatible), except
+    that where torch only lacks a kernel for the dtype (NotImplementedError) kindle may also
+    compute a result: supporting more dtypes is allowed, refusing valid input is not."""
+    (kres, kin), kerr = _call(op, kindle, sample, variant)
+    (tres, tin), terr = _call(op, torch, sample, variant)
+    if terr is not None or kerr is not None:
+        if terr is None:
+            return f"kindle raised {type(kerr).__name__}: {str(kerr)[:200]}; torch returned a result"
+        if kerr is None:
+            if exc_kind(terr) is NotImplementedError:
+                return None
+            return f"kindle returned a result; torch raised {type(terr).__name__}: {str(terr)[:160]}"
+        if not exc_compatible(kerr, terr):
+            return (f"kindle raised {type(kerr).__name__} ({str(kerr)[:120]}); "
+                    f"torch raised {type(terr).__name__} ({str(terr)[:120]})")
+        return None
+    errs = compare(kres, tres, op, check_values=op.compare_values, check_strides=strides)
+    if variant.startswith("inplace") or op.inplace_only:
+        if variant.startswith("inplace") and kres is not kin:
+            errs.append("in-place variant did not return its input")
+        errs += compare(kin, tin, op, path="self")
+    return "; ".join(errs) or None
+
+
+def _call(op, lib, sample, variant):
+    try:
+        return op.call(lib, sample, variant), None
+    except Exception as e:  # noqa: BLE001
+        return (None, None), e
+
+
+def _check(op, dtype, variant, strides=False):
+    failures = []
+    for s in op.get_samples(dtype):
+        msg = _outcome_diff(op, s, variant, strides)
+        if msg:
+            failures.append((s, msg))
+    assert not failures, report(failures)
+
+
+@pytest.mark.parametrize("op,dtype", op_dtype_params(), ids=_id)
+def test_forward_matches_torch(op, dtype):
+    _check(op, dtype, "function" if op.function else "method", strides=op.view)
+
+
+@pytest.mark.parametrize("op,dtype", op_dtype_params([o for o in OPS if o.function and o.method]), ids=_id)
+def test_method_matches_torch(op, dtype):
+    _check(op, dtype, "method", strides=op.view)
+
+
+@pytest.mark.parametrize("op,dtype", op_dtype_params([o for o in OPS if o.inplace and o.inplace_method]), ids=_id)
+def test_inplace_matches_torch(op, dtype):
+    _check(op, dtype, "inplace")
+
+
+@pytest.mark.parametrize("op,dtype", op_dtype_params([o for o in OPS if o.inplace and o.inplace_function]),
+                         ids=_id)
+def test_inplace_function_matches_torch(op, dtype):
+    _check(op, dtype, "inplace_function")
+
+
+@pytest.mark.parametrize("op", [o for o in OPS if o.errors], ids=_id)
+def test_error_parity(op):
+    """Inputs torch rejects (shape mismatch, dim out of range, wrong index dtype, ...): kindle
+    raises the same exception type."""
+    failures = []
+    dtype = "float32" if "float32" in op.dtypes else op.dtypes[0]
+    for s in op.get_errors(dtype):
+        variant = "function" if op.function else "method"
+        (_, _), terr = _call(op, torch, s, variant)
+        (kres, _), kerr = _call(op, kindle, s, variant)
+        if terr is None:
+            failures.append((s, "test bug: torch accepts this error sample"))
+        elif kerr is None:
+            failures.append((s, f"kindle returned a result; torch raised {type(terr).__name__}: {str(terr)[:160]}"))
+        elif not exc_compatible(kerr, terr):
+            failures.append((s, f"kindle raised {type(kerr).__name__} ({str(kerr)[:120]}); "
+                                f"torch raised {type(terr).__name__} ({str(terr)[:120]})"))
+    assert not failures, report(failures)
+
+
+def _first_sample(op, dtype):
+    return op.get_samples(dtype)[0]
+
+
+@pytest.mark.parametrize("op", OPS, ids=_id)
+def test_dtype_support_matches_torch(op):
+    """The database lists exactly the dtypes torch supports (judged on the op's first sample);
+    for the others kindle raises the exception type torch raises."""
+    failures = []
+    variant = "function" if op.function else "method"
+    for dtype in ALL:
+        s = _first_sample(op, dtype)
+        (_, _), terr = _call(op, torch, s, variant)
+        supported = terr is None
+        if supported != (dtype in op.dtypes):
+            failures.append((s, f"test bug: opdb says {dtype} is {'' if dtype in op.dtypes else 'not '}"
+                                f"supported, torch {'accepts' if supported else 'rejects'} it ({terr})"))
+            continue
+        if not supported:
+            msg = _outcome_diff(op, s, variant, False)
+            if msg:
+                failures.append((s, f"[{dtype}] {msg}"))
+    assert not failures, report(failures)
