@@ -668,7 +668,7 @@ def _copy_samples(g):
 def _fill_samples(g):
     v = True if g.dtype == "bool" else (3 if g.dtype in INTS else 2.5)
     return [g.S(g.t((3, 4)), v), g.S(g.t(()), v), g.S(g.t((0,)), v), g.S(g.t((4, 5), "T"), v),
-            g.S(g.t((3, 4), "S"), 1), g.S(g.t((3, 4)), g.t((), dtype="float64")),
+            g.S(g.t((3, 4), "S"), 1), g.S(g.t((3, 4), "E"), v), g.S(g.t((3, 4)), g.t((), dtype="float64")),
             g.S(g.t(LARGE), v)]
 
 

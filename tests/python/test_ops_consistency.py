@@ -104,7 +104,8 @@ def test_inplace_matches_out_of_place(op, dtype, variant):
         if ri is not x:
             failures.append((s, "in-place variant did not return its input"))
         if s.expanded and op.kind in ("unary", "binary", "ternary"):
-            failures.append((s, "in-place write into an expanded (overlapping) tensor did not raise"))
+            if compare(s.input.make(kindle), r, exact=True):  # it changes values (torch lets no-ops pass)
+                failures.append((s, "in-place write into an expanded (overlapping) tensor did not raise"))
             continue
         if tuple(r.shape) != tuple(x.shape) and op.kind in ("unary", "binary", "ternary", "index"):
             failures.append((s, f"in-place wrote a result of shape {tuple(r.shape)} into {tuple(x.shape)}"))
