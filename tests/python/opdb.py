@@ -12,7 +12,7 @@ Adding an op: one `OpInfo(...)` line, usually through a helper (`unary`, `binary
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -311,7 +311,6 @@ class OpInfo:
     errors: Callable[[G], Sequence[Sample]] | None = None   # inputs torch rejects
     view: bool = False                 # the result is a view: strides and offset must match torch
     compare_values: bool = True        # False for empty/empty_like (shape and dtype only)
-    sort_indices: bool = False         # index outputs may legitimately differ on ties
     layout_sensitive: bool = False     # result legitimately depends on strides (view, as_strided)
     kind: str = "other"
 
@@ -482,10 +481,6 @@ def reduce_samples(style="dims", keepdim=True, kwargs_variants=(), large=True, p
 # ---------------------------------------------------------------------------------------------
 # error samples (inputs torch rejects; kindle must raise the same exception type)
 
-def unary_errors(g):
-    return []
-
-
 def binary_errors(g):
     return [g.S(g.t((3,)), g.other((4,))), g.S(g.t((2, 3)), g.other((3, 2))),
             g.S(g.t((2, 3, 4)), g.other((2, 4)))]
@@ -514,7 +509,7 @@ def unary(name, dtypes=ALL, inplace=True, inplace_function=None, ref=None, domai
     return OpInfo(name, unary_samples(*kwargs, extremal=extremal, args=args, kwargs_dtypes=kwargs_dtypes), dtypes,
                   method=method, inplace=(name + "_") if inplace else None, inplace_method=method,
                   inplace_function=inplace if inplace_function is None else inplace_function,
-                  ref=ref, domain=domain, tol=tol or {}, kind="unary", errors=unary_errors)
+                  ref=ref, domain=domain, tol=tol or {}, kind="unary")
 
 
 def binary(name, dtypes=ALL, inplace=True, ref=None, domain=(None, None), other_domain=None,
@@ -531,10 +526,10 @@ RED_TOL = {"float32": (1e-5, 1e-4), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2
 
 def reduction(name, dtypes=ALL, style="dims", keepdim=True, kwargs=(), tol=None, large=True,
               domain=(None, None), method=True, positional=False, extremal=True, ref=None,
-              sort_indices=False, empty=True, function=True):
+              empty=True, function=True):
     return OpInfo(name, reduce_samples(style, keepdim, kwargs, large, positional, extremal, empty),
                   dtypes, function=function, method=method, tol={**RED_TOL, **(tol or {})},
-                  domain=domain, kind="reduction", ref=ref, sort_indices=sort_indices,
+                  domain=domain, kind="reduction", ref=ref,
                   errors=(lambda g: reduce_errors(g, style)))
 
 
@@ -1748,9 +1743,8 @@ NOT_IN_DB = {
     "multinomial": "random", "normal_": "random", "uniform_": "random", "random_": "random",
     "exponential_": "random", "normal": "random",
     # private / covered through their public wrapper or the in-place entry of their op
-    "_unique2": "behind unique", "split_with_sizes": None,
+    "_unique2": "behind unique",
 }
-NOT_IN_DB = {k: v for k, v in NOT_IN_DB.items() if v}
 
 # in-place variants of the table that are exercised through OpInfo.inplace
 INPLACE_NAMES = {o.inplace for o in OPS if o.inplace}
