@@ -91,7 +91,7 @@ class Arg:
         if d == "None":
             return "nb::none()"
         if self.type == "int[]":
-            return "DimList{" + (self.cpp_default() or "{}") + "}"
+            return "DimList()" if d == "[]" else "DimList{" + d[1:-1] + "}"
         if self.type in ("str",):
             return "std::string(" + self.cpp_default() + ")"
         if self.type.startswith("Scalar"):
@@ -166,7 +166,9 @@ def gen(ops, outdir):
         for variant in ("function", "method"):
             if variant not in op.variants:
                 continue
-            binds.append(gen_binding(op, variant))
+            tensor_list_varargs = op.varargs and any(a.name == op.varargs and a.type == "Tensor[]" for a in op.args)
+            if not tensor_list_varargs:
+                binds.append(gen_binding(op, variant))
             if op.varargs:
                 binds.append(gen_binding(op, variant, varargs=op.varargs))
     os.makedirs(os.path.join(outdir, "kindle"), exist_ok=True)
@@ -185,9 +187,11 @@ def gen_binding(op, variant, varargs=None):
     kw_emitted = False
     for i, a in enumerate(args):
         btype, how = TYPES[a.type][1], TYPES[a.type][2]
-        if is_method and i == 0:
+        if i == 0 and (is_method or (op.returns_self and a.type == "Tensor")):
             params.append("nb::handle_t<Tensor> self_obj")
             pass_args.append("self")
+            if not is_method:
+                arg_specs.append(f'nb::arg("{"input" if a.name == "self" else a.name}")')
             continue
         pyname = "input" if (a.name == "self" and not is_method) else a.name
         if a.name == varargs:
@@ -211,13 +215,16 @@ def gen_binding(op, variant, varargs=None):
             spec += f" = {d}"
         arg_specs.append(spec)
     call = f"kindle::{op.name}({', '.join(pass_args)})"
-    pre = "const Tensor& self = *nb::inst_ptr<Tensor>(self_obj); " if is_method else ""
-    if op.returns_self and is_method:
+    takes_handle = is_method or (op.returns_self and op.args and op.args[0].type == "Tensor")
+    pre = "const Tensor& self = *nb::inst_ptr<Tensor>(self_obj); " if takes_handle else ""
+    if op.returns_self and takes_handle:
         body = f"{pre}{call}; return nb::borrow(self_obj);"
         ret_policy = ""
     elif op.ret_names:
         names = ", ".join(f'"{n}"' for n in op.ret_names)
         body = f'{pre}return to_named_tuple("{op.name}", {{{names}}}, {call});'
+    elif op.ret == "Tensor[]":
+        body = f"{pre}return nb::tuple(nb::cast({call}));"
     else:
         body = f"{pre}return {call};"
     target = "cls" if is_method else "m"

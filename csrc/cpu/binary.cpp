@@ -81,7 +81,7 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
     case BinaryOp::Pow:
       if constexpr (is_float) return run([](M a, M b) { return b == M(2) ? a * a : vm::pow(a, b); });
       else if constexpr (!is_bool) return run([](M a, M b) { return int_pow(a, b); });
-      break;
+      else return run([](M a, M b) { return b ? a : true; });
     case BinaryOp::Atan2: if constexpr (is_float) return run([](M a, M b) { return vm::atan2(a, b); }); break;
     case BinaryOp::Hypot: if constexpr (is_float) return run([](M a, M b) { return vm::hypot(a, b); }); break;
     case BinaryOp::Copysign: if constexpr (is_float) return run([](M a, M b) { return std::copysign(a, b); }); break;

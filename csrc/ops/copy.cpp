@@ -19,6 +19,7 @@ const Tensor& fill_(const Tensor& self, const Scalar& value) {
   TensorIterConfig cfg;
   cfg.add_output(self);
   cfg.compute_dtype = self.dtype();
+  cfg.check_internal_overlap = false;  // every element gets the same value: aliasing is harmless
   TensorIter it = cfg.build("fill_");
   if (it.numel) fill_stub[it.device()](it, value);
   self.bump_version();

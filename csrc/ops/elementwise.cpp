@@ -12,9 +12,9 @@ enum class UKind { Float, Numeric, Any, BoolOut, Integral };
 Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const Tensor& out = {}) {
   DType dt = self.dtype();
   if (kind == UKind::Numeric)
-    KINDLE_CHECK_TYPE(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
+    KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
   if (kind == UKind::Integral)
-    KINDLE_CHECK_TYPE(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
+    KINDLE_CHECK_NOT_IMPLEMENTED(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self);
   cfg.int_to_float = kind == UKind::Float;
@@ -37,11 +37,11 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   TensorIter it = cfg.build(name);
   DType ct = it.common_dtype;
   if (kind == BKind::Bitwise)
-    KINDLE_CHECK_TYPE(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
+    KINDLE_CHECK_NOT_IMPLEMENTED(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
                       a.dtype(), " and ", b.dtype());
   if (op == BinaryOp::Sub)
-    KINDLE_CHECK(ct != kBool, name, ": subtraction, the `-` operator, with two bool tensors is not "
-                 "supported. Use the `^` or `logical_xor()` operator instead.");
+    KINDLE_CHECK(a.dtype() != kBool && b.dtype() != kBool, name, ": subtraction, the `-` operator, with a bool tensor is not "
+                 "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   if (it.numel) binary_stub[it.device()](it, op);
   it.finish();
   if (out.defined()) out.bump_version();
@@ -57,7 +57,10 @@ Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar
   TensorIter it = cfg.build(name);
   KINDLE_CHECK(is_floating_point(it.common_dtype) || !alpha.is_floating_point(), name,
                ": for integral input tensors, argument alpha must not be a floating point number.");
-  KINDLE_CHECK(it.common_dtype != kBool, name, ": alpha is not supported for bool tensors");
+  if (it.common_dtype == kBool) {  // alpha acts as a bool too: a or (alpha and b)
+    KINDLE_CHECK(!sub, name, ": subtraction, the `-` operator, with a bool tensor is not supported.");
+    return alpha.to_bool() ? binary(name, a, b, BinaryOp::Add, BKind::Arith, out) : (out.defined() ? out.copy_(a) : a.clone());
+  }
   Scalar al = sub ? (alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int())) : alpha;
   if (it.numel) add_alpha_stub[it.device()](it, al);
   it.finish();
@@ -71,7 +74,7 @@ Tensor param(const char* name, const Tensor& self, ParamOp op, std::initializer_
   cfg.add_output(out).add_input(self);
   cfg.compute_dtype = compute;
   TensorIter it = cfg.build(name);
-  KINDLE_CHECK_TYPE(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  KINDLE_CHECK_NOT_IMPLEMENTED(it.common_dtype != kBool, name, ": not supported for bool tensors");
   if (it.numel) param_stub[it.device()](it, op, p.begin());
   it.finish();
   if (out.defined()) out.bump_version();
@@ -122,16 +125,23 @@ KINDLE_UNARY(sgn, Sgn, Any)
 KINDLE_UNARY(floor, Floor, Numeric)
 KINDLE_UNARY(ceil, Ceil, Numeric)
 KINDLE_UNARY(trunc, Trunc, Numeric)
-KINDLE_UNARY(square, Square, Any)
+Tensor square(const Tensor& self) {  // bool squares to int64, as pow(self, 2) does in PyTorch
+  return unary("square", self.dtype() == kBool ? self.to(kInt64) : self, UnaryOp::Square, UKind::Any);
+}
+const Tensor& square_(const Tensor& self) {
+  KINDLE_CHECK(self.dtype() != kBool, "square_: result type Long can't be cast to the desired output type Bool");
+  unary("square_", self, UnaryOp::Square, UKind::Any, self);
+  return self;
+}
 KINDLE_UNARY(relu, Relu, Numeric)
 #undef KINDLE_UNARY
 
 Tensor frac(const Tensor& self) {
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
   return unary("frac", self, UnaryOp::Frac, UKind::Float);
 }
 const Tensor& frac_(const Tensor& self) {
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
   unary("frac_", self, UnaryOp::Frac, UKind::Float, self);
   return self;
 }
@@ -163,12 +173,12 @@ const Tensor& round_(const Tensor& self, int64_t decimals) {
 Tensor gelu(const Tensor& self, std::string_view approximate) {
   KINDLE_CHECK_VALUE(approximate == "none" || approximate == "tanh",
                      "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
   return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, UKind::Float);
 }
 
 Tensor softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "softplus: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "softplus: expected a floating point tensor, got ", self.dtype());
   return float_param("softplus", self, ParamOp::Softplus, {beta.to_double(), threshold.to_double()});
 }
 
@@ -217,14 +227,14 @@ Tensor clamp_min(const Tensor& self, const Scalar& min) { return clamp(self, min
 Tensor clamp_max(const Tensor& self, const Scalar& max) { return clamp(self, std::nullopt, max); }
 
 Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope) {
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "leaky_relu: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "leaky_relu: expected a floating point tensor, got ", self.dtype());
   return float_param("leaky_relu", self, ParamOp::LeakyRelu, {negative_slope.to_double()});
 }
 Tensor hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   return param("hardtanh", self, ParamOp::Hardtanh, {min_val.to_double(), max_val.to_double()});
 }
 Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
   return float_param("elu", self, ParamOp::Elu, {alpha.to_double(), scale.to_double(), input_scale.to_double()});
 }
 Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
@@ -265,7 +275,12 @@ Tensor pow(const Tensor& a, const Tensor& b) {
     KINDLE_CHECK(b.item().to_int() >= 0, "pow: integers to negative integer powers are not allowed.");
   return binary("pow", a, b, BinaryOp::Pow, BKind::Arith);
 }
-const Tensor& pow_(const Tensor& a, const Tensor& b) { binary("pow_", a, b, BinaryOp::Pow, BKind::Arith, a); return a; }
+const Tensor& pow_(const Tensor& a, const Tensor& b) {
+  if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()) && b.impl()->wrapped_number)
+    KINDLE_CHECK(b.item().to_int() >= 0, "pow_: integers to negative integer powers are not allowed.");
+  binary("pow_", a, b, BinaryOp::Pow, BKind::Arith, a);
+  return a;
+}
 
 #define KINDLE_BINARY(name, OP, KIND)                                                              \
   Tensor name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::KIND); }
@@ -310,7 +325,7 @@ KINDLE_BINARY(fmin, Fmin, Arith)
 #undef KINDLE_BINARY_INPLACE
 
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  KINDLE_CHECK_TYPE(condition.dtype() == kBool || condition.dtype() == kUInt8,
+  KINDLE_CHECK_NOT_IMPLEMENTED(condition.dtype() == kBool || condition.dtype() == kUInt8,
                     "where: expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());
   Tensor cond = condition.dtype() == kBool ? condition : condition.to(kBool);
   TensorIterConfig cfg;
@@ -322,7 +337,7 @@ Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
 }
 
 static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
-  KINDLE_CHECK_TYPE(self.is_floating_point() && end.dtype() == self.dtype(), name,
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point() && end.dtype() == self.dtype(), name,
                     ": expected start and end to be floating point tensors of the same dtype, got ",
                     self.dtype(), " and ", end.dtype());
   if (weight.impl()->wrapped_number || weight.dim() == 0) {
@@ -335,7 +350,11 @@ static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end,
     if (out.defined()) out.bump_version();
     return it.output();
   }
-  Tensor r = add(self, mul(weight, sub(end, self)));
+  bool narrow_float = self.dtype() == kFloat16 || self.dtype() == kBFloat16;  // compute in float32, round once
+  Tensor s = narrow_float ? self.to(kFloat32) : self, e = narrow_float ? end.to(kFloat32) : end;
+  Tensor w = narrow_float ? weight.to(kFloat32) : weight;
+  Tensor r = add(s, mul(w, sub(e, s)));
+  if (narrow_float) r = r.to(self.dtype());
   if (out.defined()) { out.copy_(r); return out; }
   return r;
 }
@@ -351,7 +370,7 @@ static Tensor addc(const char* name, ParamOp op, const Tensor& self, const Tenso
                  ": integer division with addcdiv is not supported; use a floating point tensor");
   }
   TensorIter it = cfg.build(name);
-  KINDLE_CHECK_TYPE(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  KINDLE_CHECK_NOT_IMPLEMENTED(it.common_dtype != kBool, name, ": not supported for bool tensors");
   double v = value.to_double();
   if (it.numel) param_stub[it.device()](it, op, &v);
   it.finish();
@@ -364,10 +383,13 @@ Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Sca
 const Tensor& addcdiv_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcdiv_", ParamOp::Addcdiv, self, t1, t2, value, self); return self; }
 
 Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
-  KINDLE_CHECK_TYPE(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",
                     self.dtype(), " and ", other.dtype());
+  if (!self.is_floating_point()) {  // integers and bools: compare in float64, where atol means something
+    return isclose(self.to(kFloat64), other.to(kFloat64), rtol, atol, equal_nan);
+  }
   Tensor close = eq(self, other);
-  if (self.is_floating_point()) {
+  {
     Tensor diff = abs(sub(self, other));
     Tensor tol = add(scalar_to_tensor(atol), mul(abs(other), scalar_to_tensor(rtol)));
     close = logical_or(close, logical_and(isfinite(diff), le(diff, tol)));

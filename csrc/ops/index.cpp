@@ -21,8 +21,11 @@ struct IndexPlan {
 };
 
 IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tensor>>& indices_in, const char* op) {
-  KINDLE_CHECK_INDEX(int64_t(indices_in.size()) <= std::max<int64_t>(self_in.dim(), 1) || self_in.dim() == 0, op,
-                     ": too many indices for tensor of dimension ", self_in.dim(), " (got ", indices_in.size(), ")");
+  int64_t consumed = 0;
+  for (const auto& o : indices_in)
+    consumed += (o && o->defined() && (o->dtype() == kBool || o->dtype() == kUInt8)) ? o->dim() : 1;
+  KINDLE_CHECK_INDEX(consumed <= self_in.dim(), op, ": too many indices for tensor of dimension ", self_in.dim(),
+                     " (got ", indices_in.size(), ")");
   // Bool masks become one long index per masked dim.
   std::vector<Tensor> idx;  // undefined = full slice
   Tensor self = self_in;
@@ -114,6 +117,7 @@ const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Ten
   TensorIterConfig cfg;
   cfg.add_output(pl.src).add_input(v);
   for (auto& t : pl.idx) cfg.add_input(t);
+  cfg.check_internal_overlap = false;
   cfg.promote_inputs = false;
   cfg.compute_dtype = self.dtype();
   TensorIter it = cfg.build("index_put_");
@@ -137,18 +141,26 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   KINDLE_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got a ", index.dim(), "-d tensor");
   KINDLE_CHECK_INDEX(index.dtype() == kInt64 || index.dtype() == kInt32,
                      "index_select(): Expected dtype int32 or int64 for index, got ", index.dtype());
-  if (self.dim() == 0) return kindle::index(self.reshape({1}), {index.reshape({-1})}).reshape(index.dim() ? DimVector{index.numel()} : DimVector{});
+  Tensor idx = index.reshape({-1});
+  if (idx.numel()) {
+    int64_t n = self.dim() == 0 ? 1 : self.sizes()[wrap_dim(dim, self.dim(), "index_select")];
+    int64_t lo = amin(idx.to(kInt64), {}, false).item().to_int(), hi = amax(idx.to(kInt64), {}, false).item().to_int();
+    KINDLE_CHECK_INDEX(lo >= 0 && hi < n, "index_select(): index out of range in self (index ", lo < 0 ? lo : hi,
+                       " for a dimension of size ", n, ")");
+  }
+  if (self.dim() == 0) return kindle::index(self.reshape({1}), {idx}).reshape({});
   int64_t d = wrap_dim(dim, self.dim(), "index_select");
   return kindle::index(self, at_dim(d, index.reshape({-1})));
 }
 
 Tensor take(const Tensor& self, const Tensor& idx) {
+  KINDLE_CHECK(idx.dtype() == kInt64, "take(): Expected a long tensor for index, but got ", idx.dtype());
   return index(self.reshape({-1}), {as_long_index(idx, "take")});
 }
 
 // gather/scatter: self restrided to index's shape with 0 along dim; the index adds idx * stride.
 static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
-  KINDLE_CHECK_TYPE(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   KINDLE_CHECK(std::max<int64_t>(index.dim(), 1) == nd, op, "(): Index tensor must have the same number of dimensions as input tensor (",
                index.dim(), " vs ", self.dim(), ")");
@@ -183,7 +195,9 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
 
 static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool acc, const char* op) {
   IndexPlan pl = plan_gather(self, dim, index, op);
-  Tensor s = src.dim() == 0 && src.impl()->wrapped_number ? src : src;
+  KINDLE_CHECK(src.impl()->wrapped_number || src.dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype (got ",
+               self.dtype(), " and ", src.dtype(), ")");
+  const Tensor& s = src;
   Tensor v = s.dtype() == self.dtype() ? s : s.to(self.dtype());
   if (v.dim() > 0) {
     for (int64_t k = 0; k < v.dim(); ++k)
@@ -193,6 +207,7 @@ static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor&
   }
   TensorIterConfig cfg;
   cfg.add_output(pl.src).add_input(v).add_input(pl.idx[0]);
+  cfg.check_internal_overlap = false;
   cfg.promote_inputs = false;
   cfg.compute_dtype = self.dtype();
   TensorIter it = cfg.build(op);
@@ -219,6 +234,7 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<i
 }
 
 const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  if (self.dim() == 0) { index_add_(self.view({1}), 0, index, source.reshape({-1}), alpha); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_add_");
   KINDLE_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
   Tensor src = (alpha.to_double() == 1.0) ? source : mul(source, scalar_to_tensor(alpha));
@@ -230,16 +246,20 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   return o;
 }
 const Tensor& index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  if (self.dim() == 0) { index_fill_(self.view({1}), 0, index, value); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_fill_");
   return index_put_(self, at_dim(d, index.reshape({-1})), scalar_tensor_of(value, self.dtype()), false);
 }
 const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  if (self.dim() == 0) { index_copy_(self.view({1}), 0, index, source.reshape({-1})); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_copy_");
+  KINDLE_CHECK_INDEX(index.numel() == (source.dim() ? source.size(d) : 1), "index_copy_(): Number of indices (", index.numel(),
+                     ") should be equal to source.size(dim) (", source.dim() ? source.size(d) : 1, ")");
   return index_put_(self, at_dim(d, index.reshape({-1})), source, false);
 }
 
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  KINDLE_CHECK_TYPE(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
   KINDLE_CHECK(value.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
                value.dim(), " dimension(s).");
   return where(mask, value.to(self.dtype()), self);
@@ -252,7 +272,7 @@ const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor&
 }
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
-  KINDLE_CHECK_TYPE(mask.dtype() == kBool, "masked_select: expected the mask to be a bool tensor, got ", mask.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(mask.dtype() == kBool, "masked_select: expected the mask to be a bool tensor, got ", mask.dtype());
   DimVector b = broadcast_shapes(self.sizes(), mask.sizes(), "masked_select");
   return index(self.expand(b), {std::optional<Tensor>(mask.expand(b))});
 }

@@ -29,7 +29,11 @@ void check_mm_dtypes(const Tensor& a, const Tensor& b, const char* op) {
 void batched_gemm(const Tensor& a, const Tensor& bm, const Tensor& out, double alpha, double beta) {
   int64_t B = a.size(0), m = a.size(1), k = a.size(2), n = bm.size(2);
   if (out.numel() == 0) return;
-  if (k == 0) { if (beta == 0) out.zero_(); else out.mul_(scalar_to_tensor(beta)); return; }
+  if (k == 0) {
+    if (beta == 0) out.zero_();
+    else out.mul_(scalar_tensor_of(is_floating_point(out.dtype()) ? Scalar(beta) : Scalar(int64_t(beta)), out.dtype()));
+    return;
+  }
   MatView va = as_blas(a), vb = as_blas(bm);
   int64_t sa = B > 1 ? va.t.stride(0) : 0, sb = B > 1 ? vb.t.stride(0) : 0;
   GemmArgs g{va.trans, vb.trans, m, n, k, va.t.data_ptr(), va.ld, vb.t.data_ptr(), vb.ld, out.data_ptr(), n, alpha, beta};
@@ -84,7 +88,7 @@ Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const Sca
 }
 
 Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha) {
-  return addmm(self.unsqueeze(-1).expand({mat.size(0), 1}), mat, vec.unsqueeze(1), beta, alpha).squeeze({1});
+  return addmm(self.unsqueeze(-1).expand({mat.size(0), 1}), mat, vec.unsqueeze(1), beta, alpha).squeeze(IntArrayRef{1});
 }
 
 Tensor dot(const Tensor& self, const Tensor& other) {
@@ -101,7 +105,7 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
   KINDLE_CHECK(self.dim() == 2 && vec.dim() == 1, "mv: expected a matrix and a vector, got ", self.dim(), "-d and ", vec.dim(), "-d");
   KINDLE_CHECK(self.size(1) == vec.size(0), "mv: size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
                self.size(1), "), vec (", vec.size(0), ")");
-  return mm(self, vec.unsqueeze(1)).squeeze({1});
+  return mm(self, vec.unsqueeze(1)).squeeze(IntArrayRef{1});
 }
 
 Tensor outer(const Tensor& self, const Tensor& vec2) {
@@ -115,7 +119,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   KINDLE_CHECK(da > 0 && db > 0, "matmul: both arguments to matmul need to be at least 1D, but they are ", da, "D and ", db, "D");
   if (da == 1 && db == 1) return dot(a, b);
   if (da == 2 && db == 1) return mv(a, b);
-  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze({0});
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(IntArrayRef{0});
   if (da == 2 && db == 2) return mm(a, b);
   if (da >= 3 && db <= 2) {  // fold the batch into the rows: one big GEMM
     Tensor bb = db == 1 ? b.unsqueeze(1) : b;
@@ -123,7 +127,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     DimVector out_shape(a.sizes());
     out_shape.pop_back();
     if (db == 2) out_shape.push_back(b.size(1));
-    Tensor r = mm(a.reshape({-1, a.size(-1)}), bb);
+    Tensor r = mm(a.reshape({numel_of(a.sizes().slice(0, size_t(a.dim() - 1))), a.size(-1)}), bb);
     return r.view(out_shape);
   }
   // General batched case: broadcast the batch dims.

@@ -33,6 +33,12 @@ Tensor reduce(const Tensor& self_in, OptionalIntArrayRef dim, bool keepdim, Redu
   auto mask = reduced_mask(self_in, dim, name);
   DimVector oshape = out_shape(self_in, mask, keepdim);
   Tensor self = self_in;
+  if (self.numel() == 0) {  // nothing to read: the identity of the reduction
+    Tensor out = empty_tensor(oshape, out_dtype, self.device());
+    out.fill_(op == ReduceOp::All ? Scalar(true) : op == ReduceOp::Any ? Scalar(false)
+              : op == ReduceOp::Prod ? Scalar(1) : Scalar(0));
+    return out;
+  }
   ReducePlan pl;
   for (int attempt = 0; attempt < 2; ++attempt) {
     pl.kept_sizes.clear(); pl.kept_strides.clear();
@@ -100,7 +106,7 @@ Tensor rows_back(const Tensor& t, const Tensor& like, int64_t d) {
 
 Tensor sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   DType dt = sum_dtype(self, dtype);
-  Tensor in = dtype && is_floating_point(*dtype) && *dtype != self.dtype() ? self.to(*dtype) : self;
+  Tensor in = dtype && *dtype != self.dtype() && !(is_integral(self.dtype(), true) && *dtype == kInt64) ? self.to(*dtype) : self;
   return reduce(in, dim, keepdim, ReduceOp::Sum, dt, "sum");
 }
 Tensor nansum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
@@ -119,7 +125,7 @@ Tensor mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::opti
 
 Tensor prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
   DType dt = sum_dtype(self, dtype);
-  Tensor in = dtype && is_floating_point(*dtype) && *dtype != self.dtype() ? self.to(*dtype) : self;
+  Tensor in = dtype && *dtype != self.dtype() && !(is_integral(self.dtype(), true) && *dtype == kInt64) ? self.to(*dtype) : self;
   if (!dim) return reduce(in, std::nullopt, false, ReduceOp::Prod, dt, "prod");
   return reduce(in, IntArrayRef(*dim), keepdim, ReduceOp::Prod, dt, "prod");
 }
@@ -128,7 +134,7 @@ static Tensor minmax_reduce(const Tensor& self, OptionalIntArrayRef dim, bool ke
   if (self.numel() == 0) {
     auto mask = reduced_mask(self, dim, name);
     for (int64_t i = 0; i < self.dim(); ++i)
-      KINDLE_CHECK_INDEX(!mask[i] || self.sizes()[i] != 0, name, "(): Expected reduction dim ", i,
+      KINDLE_CHECK(!mask[i] || self.sizes()[i] != 0, name, "(): Expected reduction dim ", i,
                          " to have non-zero size (the input has shape ", self.sizes(), ")");
   }
   return reduce(self, dim, keepdim, is_max ? ReduceOp::Max : ReduceOp::Min, self.dtype(), name);
@@ -150,6 +156,7 @@ Tensor min(const Tensor& self, const Tensor& other) { return minimum(self, other
 
 static std::tuple<Tensor, Tensor> arg_reduce(const Tensor& self, int64_t dim, bool keepdim, bool is_max, bool want_values,
                                              const char* name) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(want_values || self.dtype() != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
   int64_t d = wrap_dim(dim, self.dim(), name);
   KINDLE_CHECK_INDEX(self.dim() == 0 || self.sizes()[d] > 0, name, "(): Expected reduction dim ", d,
                      " to have non-zero size (the input has shape ", self.sizes(), ")");
@@ -187,7 +194,11 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
 }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
-  KINDLE_CHECK_TYPE(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
+  if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) {  // 16-bit intermediates overflow
+    auto [v, m] = var_mean(self.to(kFloat32), dim, unbiased, keepdim, correction);
+    return {v.to(self.dtype()), m.to(self.dtype())};
+  }
   double c = correction_of(unbiased, correction, "var");
   Tensor m = mean(self, dim, true);
   Tensor dev = sub(self, m);
@@ -210,7 +221,8 @@ std::tuple<Tensor, Tensor> std_mean(const Tensor& self, OptionalIntArrayRef dim,
 
 Tensor norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   Tensor x = dtype ? self.to(*dtype) : self;
-  KINDLE_CHECK_TYPE(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
+  if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return norm(x.to(kFloat32), p, dim, keepdim, std::nullopt).to(x.dtype());
   double pv = p ? p->to_double() : 2.0;
   if (pv == 2.0) return sqrt(reduce(x, dim, keepdim, ReduceOp::SumSq, x.dtype(), "norm"));
   if (pv == 1.0) return sum(abs(x), dim, keepdim);
@@ -230,7 +242,7 @@ Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
 
 static Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool log, const char* name) {
   Tensor x = dtype ? self.to(*dtype) : self;
-  KINDLE_CHECK_TYPE(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
   int64_t d = wrap_dim(dim, x.dim(), name);
   Tensor rows = rows_last(x, d);
   Tensor out = empty_tensor(rows.sizes(), x.dtype(), x.device());
@@ -252,8 +264,15 @@ static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, 
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, false, "cumsum"); }
 Tensor cumprod(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, true, "cumprod"); }
 
-Tensor all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) { return reduce(self, dim, keepdim, ReduceOp::All, kBool, "all"); }
-Tensor any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) { return reduce(self, dim, keepdim, ReduceOp::Any, kBool, "any"); }
+// all/any give bool, except for uint8 input, which gives uint8 (as in PyTorch).
+Tensor all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
+  Tensor r = reduce(self, dim, keepdim, ReduceOp::All, kBool, "all");
+  return self.dtype() == kUInt8 ? r.to(kUInt8) : r;
+}
+Tensor any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
+  Tensor r = reduce(self, dim, keepdim, ReduceOp::Any, kBool, "any");
+  return self.dtype() == kUInt8 ? r.to(kUInt8) : r;
+}
 Tensor count_nonzero(const Tensor& self, OptionalIntArrayRef dim) {
   return reduce(ne(self, scalar_tensor_of(0, self.dtype())), dim, false, ReduceOp::Sum, kInt64, "count_nonzero");
 }
@@ -272,7 +291,8 @@ Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
 std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   int64_t d = wrap_dim(dim, self.dim(), "topk");
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
-  KINDLE_CHECK_INDEX(k >= 0 && k <= n, "topk(): selected index k out of range (k=", k, ", dimension ", d, " has size ", n, ")");
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() != kBool, "topk: \"topk_cpu\" not implemented for 'Bool'");
+  KINDLE_CHECK(k >= 0 && k <= n, "topk(): selected index k out of range (k=", k, ", dimension ", d, " has size ", n, ")");
   auto [v, i] = sort(self, d, largest, true);
   if (self.dim() == 0) return {v, i};
   return {contiguous(narrow(v, d, 0, k)), contiguous(narrow(i, d, 0, k))};
@@ -313,7 +333,7 @@ std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, boo
 
 Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
   KINDLE_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs, got a ", self.dim(), "-d tensor");
-  KINDLE_CHECK_TYPE(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
   KINDLE_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
   Tensor x = contiguous(self.to(kInt64));
   const int64_t* p = x.data_ptr<int64_t>();

@@ -183,6 +183,11 @@ Tensor adjoint(const Tensor& self) {
 }
 
 Tensor movedim(const Tensor& self, IntArrayRef source, IntArrayRef destination) {
+  if (self.dim() == 0) {
+    for (int64_t s : source) wrap_dim(s, 0, "movedim");
+    for (int64_t d : destination) wrap_dim(d, 0, "movedim");
+    return self.detach();
+  }
   KINDLE_CHECK(source.size() == destination.size(), "movedim: Invalid source or destination dims: source (",
                source, " dims) should contain the same number of dims as destination (", destination, " dims)");
   int64_t n = self.dim();
@@ -231,6 +236,7 @@ Tensor expand(const Tensor& self, IntArrayRef size) {
 Tensor expand_as(const Tensor& self, const Tensor& other) { return expand(self, other.sizes()); }
 Tensor broadcast_to(const Tensor& self, IntArrayRef size) { return expand(self, size); }
 std::vector<Tensor> broadcast_tensors(TensorList tensors) {
+  if (tensors.size() == 1) return {tensors[0].detach()};
   DimVector shape;
   for (const Tensor& t : tensors) shape = broadcast_shapes(shape, t.sizes(), "broadcast_tensors");
   std::vector<Tensor> out;
@@ -324,8 +330,8 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   KINDLE_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   int64_t d = wrap_dim(dim, self.dim(), "chunk");
   int64_t n = self.sizes()[d];
+  if (n == 0) return std::vector<Tensor>(size_t(chunks), narrow(self, d, 0, 0));
   int64_t size = (n + chunks - 1) / chunks;
-  if (size == 0) size = 1;
   return split(self, {size}, d);
 }
 
@@ -337,7 +343,7 @@ std::vector<Tensor> unbind(const Tensor& self, int64_t dim) {
 }
 
 Tensor cat(TensorList tensors, int64_t dim) {
-  KINDLE_CHECK(!tensors.empty(), "cat(): expected a non-empty list of Tensors");
+  KINDLE_CHECK_VALUE(!tensors.empty(), "cat(): expected a non-empty list of Tensors");
   // 1-d empty tensors are skipped, as in PyTorch (legacy behaviour).
   const Tensor* ref = nullptr;
   for (const Tensor& t : tensors) if (!(t.dim() == 1 && t.numel() == 0)) { ref = &t; break; }
@@ -441,6 +447,7 @@ Tensor flipud(const Tensor& self) {
 }
 
 Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
+  if (self.dim() == 0) return self.clone();
   if (dims.empty()) {
     KINDLE_CHECK(shifts.size() == 1, "roll: shifts and dims must align when dims is empty (shifts: ", shifts, ")");
     return roll(self.flatten(), shifts, {0}).view(self.sizes());

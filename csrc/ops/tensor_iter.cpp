@@ -63,6 +63,15 @@ TensorIter TensorIterConfig::build(const char* op) {
                  " doesn't match the broadcast shape ", shape);
     if (IntArrayRef(outputs[i].sizes()) != IntArrayRef(shape)) shape = DimVector(outputs[i].sizes());
   }
+  if (check_internal_overlap)
+    for (int i = 0; i < n_out; ++i) {
+      if (!outputs[i].defined()) continue;
+      for (int64_t d = 0; d < outputs[i].dim(); ++d)
+        KINDLE_CHECK(outputs[i].strides()[d] != 0 || outputs[i].sizes()[d] <= 1, op,
+                     ": unsupported operation: more than one element of the written-to tensor refers to a single "
+                     "memory location (shape ", outputs[i].sizes(), ", strides ", outputs[i].strides(),
+                     "). Please clone() the tensor before performing the operation.");
+    }
   // 2. dtypes
   DType common;
   if (compute_dtype) common = *compute_dtype;

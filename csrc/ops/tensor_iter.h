@@ -46,6 +46,9 @@ struct TensorIterConfig {
   std::optional<DType> output_dtype;
   // Promote integer and bool computation to the default float type (true division, sqrt, ...).
   bool int_to_float = false;
+  // Refuse to write into an output whose elements alias each other (an expanded tensor); the
+  // index kernels write through deliberately restrided views and turn this off.
+  bool check_internal_overlap = true;
 
   TensorIter build(const char* op);
 

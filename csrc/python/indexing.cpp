@@ -127,8 +127,8 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
 }  // namespace
 
 void bind_indexing(nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", &getitem);
-  cls.def("__setitem__", &setitem);
+  cls.def("__getitem__", &getitem, nb::arg("idx").none());
+  cls.def("__setitem__", &setitem, nb::arg("idx").none(), nb::arg("value").none());
 }
 
 }  // namespace kindle::python

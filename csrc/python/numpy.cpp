@@ -136,6 +136,10 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
     return r;
   }
   AnyArray arr;
+  // NumPy scalars (np.float64(2.5), np.int8(3)) keep their dtype: go through a 0-d array.
+  if (PyObject_HasAttrString(data.ptr(), "dtype") &&
+      !PySequence_Check(data.ptr()) && !nb::isinstance<Tensor>(data))
+    return from_data(nb::module_::import_("numpy").attr("asarray")(data), dtype, true);
   if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && nb::try_cast<AnyArray>(data, arr, false)) {
     Tensor t = wrap_array(arr, "tensor");
     if (dtype && *dtype != t.dtype()) return t.to(*dtype);
@@ -181,7 +185,16 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     nb::object a = to_numpy(self, false);
     return dtype.is_none() ? a : a.attr("astype")(dtype);
   }, nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none());
-  cls.def("__dlpack__", [](nb::handle self, nb::kwargs kw) { return to_numpy(self, false).attr("__dlpack__")(**kw); });
+  // DLPack through nanobind's own array type, which (unlike NumPy) also carries bfloat16.
+  cls.def("__dlpack__", [](nb::handle self_obj, nb::kwargs kw) {
+    const Tensor& t = *nb::inst_ptr<Tensor>(self_obj);
+    std::vector<size_t> shape;
+    std::vector<int64_t> strides;
+    for (int64_t i = 0; i < t.dim(); ++i) { shape.push_back(size_t(t.sizes()[i])); strides.push_back(t.strides()[i]); }
+    nb::object owner = nb::cast(t.detach());
+    nb::ndarray<> arr(t.data_ptr(), size_t(t.dim()), shape.data(), owner, strides.data(), nb_dtype(t.dtype()));
+    return nb::cast(arr, nb::rv_policy::reference).attr("__dlpack__")(**kw);
+  });
   cls.def("__dlpack_device__", [](const Tensor&) { return std::make_tuple(1, 0); });
 }
 

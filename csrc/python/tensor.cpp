@@ -33,7 +33,8 @@ nb::object tolist_rec(const Tensor& t, const char* p, int64_t d) {
 }
 
 // Tensor.to(...): to(dtype), to(device), to(device, dtype), to(other), with keyword forms.
-Tensor to_any(const Tensor& self, nb::args args, nb::kwargs kwargs) {
+nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) {
+  const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
   std::optional<DType> dtype;
   bool copy = false;
   auto take = [&](nb::handle h) {
@@ -59,8 +60,9 @@ Tensor to_any(const Tensor& self, nb::args args, nb::kwargs kwargs) {
     else if (key == "non_blocking" || key == "memory_format") continue;
     else throw TypeError("to() got an unexpected keyword argument '" + key + "'");
   }
-  if (!dtype) return copy ? self.clone() : self;
-  return self.to(*dtype, copy);
+  if ((!dtype || *dtype == self.dtype()) && !copy) return nb::borrow(self_obj);  // nothing changes: self
+  if (!dtype) return nb::cast(self.clone());
+  return nb::cast(self.to(*dtype, copy));
 }
 
 }  // namespace

@@ -7,7 +7,9 @@ import builtins as _builtins
 
 from . import _C
 from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
-from ._C import Tensor, Generator, dtype, default_generator  # noqa: F401
+from ._C import Tensor, Generator, dtype  # noqa: F401
+
+default_generator = _C.default_generator()  # shares its state with kindle.manual_seed
 
 __version__ = "0.1.0"
 _builtin_int = _builtins.int
