@@ -14,8 +14,11 @@ struct BadIndex {
     bool expected = false;
     if (bad.compare_exchange_strong(expected, true)) { value = v; dim_size = n; }
   }
-  void check() const {
-    KINDLE_CHECK_INDEX(!bad.load(), "index ", value, " is out of bounds for dimension with size ", dim_size);
+  void check(bool index_error) const {
+    if (!bad.load()) return;
+    std::string msg = detail::str_cat("index ", value, " is out of bounds for dimension with size ", dim_size);
+    if (index_error) throw IndexError(msg);
+    throw Error(msg);
   }
 };
 
@@ -44,7 +47,7 @@ void index_kernel(TensorIter& it, const IndexDims& d) {
       }
     });
   });
-  bad.check();
+  bad.check(d.index_error);
 }
 
 void index_put_kernel(TensorIter& it, const IndexDims& d, bool accumulate) {
@@ -66,7 +69,7 @@ void index_put_kernel(TensorIter& it, const IndexDims& d, bool accumulate) {
       }
     }, /*serial=*/true);  // duplicate indices: the last write (or every addition) wins, in order
   });
-  bad.check();
+  bad.check(d.index_error);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@ enum class UKind { Float, Numeric, Any, BoolOut, Integral };
 Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const Tensor& out = {}) {
   DType dt = self.dtype();
   if (kind == UKind::Numeric)
-    KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
+    KINDLE_CHECK(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
   if (kind == UKind::Integral)
-    KINDLE_CHECK_NOT_IMPLEMENTED(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
+    KINDLE_CHECK(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self);
   cfg.int_to_float = kind == UKind::Float;
@@ -37,7 +37,7 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   TensorIter it = cfg.build(name);
   DType ct = it.common_dtype;
   if (kind == BKind::Bitwise)
-    KINDLE_CHECK_NOT_IMPLEMENTED(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
+    KINDLE_CHECK(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
                       a.dtype(), " and ", b.dtype());
   if (op == BinaryOp::Sub)
     KINDLE_CHECK(a.dtype() != kBool && b.dtype() != kBool, name, ": subtraction, the `-` operator, with a bool tensor is not "
@@ -74,7 +74,7 @@ Tensor param(const char* name, const Tensor& self, ParamOp op, std::initializer_
   cfg.add_output(out).add_input(self);
   cfg.compute_dtype = compute;
   TensorIter it = cfg.build(name);
-  KINDLE_CHECK_NOT_IMPLEMENTED(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  KINDLE_CHECK(it.common_dtype != kBool, name, ": not supported for bool tensors");
   if (it.numel) param_stub[it.device()](it, op, p.begin());
   it.finish();
   if (out.defined()) out.bump_version();
@@ -137,11 +137,11 @@ KINDLE_UNARY(relu, Relu, Numeric)
 #undef KINDLE_UNARY
 
 Tensor frac(const Tensor& self) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
   return unary("frac", self, UnaryOp::Frac, UKind::Float);
 }
 const Tensor& frac_(const Tensor& self) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
   unary("frac_", self, UnaryOp::Frac, UKind::Float, self);
   return self;
 }
@@ -173,12 +173,12 @@ const Tensor& round_(const Tensor& self, int64_t decimals) {
 Tensor gelu(const Tensor& self, std::string_view approximate) {
   KINDLE_CHECK_VALUE(approximate == "none" || approximate == "tanh",
                      "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
   return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, UKind::Float);
 }
 
 Tensor softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "softplus: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "softplus: expected a floating point tensor, got ", self.dtype());
   return float_param("softplus", self, ParamOp::Softplus, {beta.to_double(), threshold.to_double()});
 }
 
@@ -227,17 +227,22 @@ Tensor clamp_min(const Tensor& self, const Scalar& min) { return clamp(self, min
 Tensor clamp_max(const Tensor& self, const Scalar& max) { return clamp(self, std::nullopt, max); }
 
 Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "leaky_relu: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "leaky_relu: expected a floating point tensor, got ", self.dtype());
   return float_param("leaky_relu", self, ParamOp::LeakyRelu, {negative_slope.to_double()});
 }
 Tensor hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  KINDLE_CHECK(self.dtype() != kBool, "hardtanh: Bool inputs not supported for hardtanh");
+  KINDLE_CHECK(self.dtype() != kUInt8 || (min_val.to_double() >= 0 && max_val.to_double() >= 0),
+               "hardtanh: cannot do hardtanh on an unsigned type with negative limits");
   return param("hardtanh", self, ParamOp::Hardtanh, {min_val.to_double(), max_val.to_double()});
 }
 Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
   return float_param("elu", self, ParamOp::Elu, {alpha.to_double(), scale.to_double(), input_scale.to_double()});
 }
 Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
+  KINDLE_CHECK(self.dtype() != kUInt8 || value.to_double() >= 0, "threshold: value ", value,
+               " cannot be converted to type uint8 without overflow");
   return param("threshold", self, ParamOp::Threshold, {threshold.to_double(), value.to_double()});
 }
 
@@ -325,7 +330,7 @@ KINDLE_BINARY(fmin, Fmin, Arith)
 #undef KINDLE_BINARY_INPLACE
 
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(condition.dtype() == kBool || condition.dtype() == kUInt8,
+  KINDLE_CHECK(condition.dtype() == kBool || condition.dtype() == kUInt8,
                     "where: expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());
   Tensor cond = condition.dtype() == kBool ? condition : condition.to(kBool);
   TensorIterConfig cfg;
@@ -337,7 +342,7 @@ Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
 }
 
 static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point() && end.dtype() == self.dtype(), name,
+  KINDLE_CHECK(self.is_floating_point() && end.dtype() == self.dtype(), name,
                     ": expected start and end to be floating point tensors of the same dtype, got ",
                     self.dtype(), " and ", end.dtype());
   if (weight.impl()->wrapped_number || weight.dim() == 0) {
@@ -370,7 +375,7 @@ static Tensor addc(const char* name, ParamOp op, const Tensor& self, const Tenso
                  ": integer division with addcdiv is not supported; use a floating point tensor");
   }
   TensorIter it = cfg.build(name);
-  KINDLE_CHECK_NOT_IMPLEMENTED(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  KINDLE_CHECK(it.common_dtype != kBool, name, ": not supported for bool tensors");
   double v = value.to_double();
   if (it.numel) param_stub[it.device()](it, op, &v);
   it.finish();
@@ -383,7 +388,7 @@ Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Sca
 const Tensor& addcdiv_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcdiv_", ParamOp::Addcdiv, self, t1, t2, value, self); return self; }
 
 Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",
+  KINDLE_CHECK(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",
                     self.dtype(), " and ", other.dtype());
   if (!self.is_floating_point()) {  // integers and bools: compare in float64, where atol means something
     return isclose(self.to(kFloat64), other.to(kFloat64), rtol, atol, equal_nan);

@@ -75,7 +75,7 @@ Tensor full_like(const Tensor& self, const Scalar& v, std::optional<DType> dtype
 Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
             std::optional<Device> device, bool requires_grad) {
   DType dt = dtype.value_or(default_dtype());
-  KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt), "rand: expected a floating point dtype, got ", dt);
+  KINDLE_CHECK(is_floating_point(dt), "rand: expected a floating point dtype, got ", dt);
   Tensor t = empty_tensor(size, dt, dev(device));
   fill_random(t, RandomKind::Uniform, 0, 1, generator);
   return finish_factory(t, requires_grad, "rand");
@@ -83,7 +83,7 @@ Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::op
 Tensor randn(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
              std::optional<Device> device, bool requires_grad) {
   DType dt = dtype.value_or(default_dtype());
-  KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt), "randn: expected a floating point dtype, got ", dt);
+  KINDLE_CHECK(is_floating_point(dt), "randn: expected a floating point dtype, got ", dt);
   Tensor t = empty_tensor(size, dt, dev(device));
   fill_random(t, RandomKind::Normal, 0, 1, generator);
   return finish_factory(t, requires_grad, "randn");
@@ -128,13 +128,13 @@ Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optio
 
 const Tensor& uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
   KINDLE_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "uniform_: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "uniform_: expected a floating point tensor, got ", self.dtype());
   fill_random(self, RandomKind::Uniform, from, to, generator);
   return self;
 }
 const Tensor& normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
   KINDLE_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "normal_: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "normal_: expected a floating point tensor, got ", self.dtype());
   fill_random(self, RandomKind::Normal, mean, std, generator);
   return self;
 }
@@ -155,7 +155,7 @@ const Tensor& bernoulli_(const Tensor& self, double p, const std::optional<Gener
   return self;
 }
 Tensor bernoulli(const Tensor& self, const std::optional<Generator>& generator) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "bernoulli: expected a floating point tensor of probabilities, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "bernoulli: expected a floating point tensor of probabilities, got ", self.dtype());
   KINDLE_CHECK(all(logical_and(ge(self, scalar_to_tensor(0)), le(self, scalar_to_tensor(1)))).item().to_bool(),
                "bernoulli: all elements of input must be in [0, 1]");
   Tensor u = empty_tensor(self.sizes(), self.dtype(), self.device());
@@ -165,7 +165,7 @@ Tensor bernoulli(const Tensor& self, const std::optional<Generator>& generator) 
 
 Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement, const std::optional<Generator>& generator) {
   KINDLE_CHECK(self.dim() == 1 || self.dim() == 2, "multinomial: prob_dist must be 1 or 2 dim, got ", self.dim());
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "multinomial: only floating point probabilities are supported, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "multinomial: only floating point probabilities are supported, got ", self.dtype());
   KINDLE_CHECK(num_samples > 0, "multinomial: cannot sample num_samples <= 0 samples");
   int64_t n_dist = self.dim() == 1 ? 1 : self.size(0), n_cat = self.size(-1);
   KINDLE_CHECK(replacement || num_samples <= n_cat, "multinomial: cannot sample n_sample > prob_dist.size(-1) samples "

@@ -139,8 +139,8 @@ static std::vector<std::optional<Tensor>> at_dim(int64_t d, const Tensor& index)
 
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   KINDLE_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got a ", index.dim(), "-d tensor");
-  KINDLE_CHECK_INDEX(index.dtype() == kInt64 || index.dtype() == kInt32,
-                     "index_select(): Expected dtype int32 or int64 for index, got ", index.dtype());
+  KINDLE_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32,
+               "index_select(): Expected dtype int32 or int64 for index, got ", index.dtype());
   Tensor idx = index.reshape({-1});
   if (idx.numel()) {
     int64_t n = self.dim() == 0 ? 1 : self.sizes()[wrap_dim(dim, self.dim(), "index_select")];
@@ -160,7 +160,7 @@ Tensor take(const Tensor& self, const Tensor& idx) {
 
 // gather/scatter: self restrided to index's shape with 0 along dim; the index adds idx * stride.
 static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
+  KINDLE_CHECK(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   KINDLE_CHECK(std::max<int64_t>(index.dim(), 1) == nd, op, "(): Index tensor must have the same number of dimensions as input tensor (",
                index.dim(), " vs ", self.dim(), ")");
@@ -177,6 +177,7 @@ static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& inde
   pl.src = make_view(s, pl.shape, st, s.storage_offset());
   pl.idx.push_back(ix);
   pl.dims.n = 1;
+  pl.dims.index_error = false;
   pl.dims.sizes[0] = s.sizes()[d];
   pl.dims.strides[0] = s.strides()[d] * int64_t(s.element_size());
   return pl;
@@ -258,8 +259,22 @@ const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, 
   return index_put_(self, at_dim(d, index.reshape({-1})), source, false);
 }
 
+static void check_fits(const Scalar& v, DType t, const char* op) {
+  if (is_floating_point(t) || t == kBool) return;
+  double x = v.to_double(), lo = 0, hi = 0;
+  switch (t) {
+    case kUInt8: lo = 0; hi = 255; break;
+    case kInt8: lo = -128; hi = 127; break;
+    case kInt16: lo = -32768; hi = 32767; break;
+    case kInt32: lo = -2147483648.0; hi = 2147483647.0; break;
+    default: return;
+  }
+  KINDLE_CHECK(x >= lo && x <= hi, op, ": value ", v, " cannot be converted to type ", t, " without overflow");
+}
+
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
+  if (value.dim() == 0 && value.numel() == 1) check_fits(value.item(), self.dtype(), "masked_fill");
+  KINDLE_CHECK(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
   KINDLE_CHECK(value.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
                value.dim(), " dimension(s).");
   return where(mask, value.to(self.dtype()), self);
@@ -272,7 +287,7 @@ const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor&
 }
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(mask.dtype() == kBool, "masked_select: expected the mask to be a bool tensor, got ", mask.dtype());
+  KINDLE_CHECK(mask.dtype() == kBool, "masked_select: expected the mask to be a bool tensor, got ", mask.dtype());
   DimVector b = broadcast_shapes(self.sizes(), mask.sizes(), "masked_select");
   return index(self.expand(b), {std::optional<Tensor>(mask.expand(b))});
 }

@@ -96,6 +96,7 @@ namespace kindle {
 struct IndexDims {
   int n = 0;
   int64_t sizes[kMaxOperands], strides[kMaxOperands];  // strides in bytes
+  bool index_error = true;  // out of range: IndexError (indexing) or RuntimeError (gather, scatter)
 };
 extern KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub;
 extern KernelStub<void (*)(TensorIter&, const IndexDims&, bool accumulate)> index_put_stub;

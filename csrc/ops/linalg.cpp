@@ -176,10 +176,54 @@ Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayR
   return r.view(out_shape);
 }
 
+// Replaces "..." by letters the equation does not use: each operand's ellipsis covers its
+// leading extra dims (right-aligned, so fewer dims take the last letters).
+static std::string expand_ellipsis(const std::string& eq, TensorList tensors) {
+  std::string pool;
+  for (char c = 'A'; c <= 'Z'; ++c) if (eq.find(c) == std::string::npos) pool += c;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t s = 0, e; s <= lhs.size(); s = e + 1) {
+    e = lhs.find(',', s);
+    if (e == std::string::npos) e = lhs.size();
+    terms.push_back(lhs.substr(s, e - s));
+  }
+  KINDLE_CHECK(terms.size() == tensors.size(), "einsum(): ", terms.size(), " operands in the equation, got ", tensors.size());
+  int64_t most = 0;
+  std::vector<int64_t> counts;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    int64_t named = int64_t(terms[i].size()) - (terms[i].find("...") != std::string::npos ? 3 : 0);
+    int64_t k = terms[i].find("...") != std::string::npos ? tensors[i].dim() - named : 0;
+    KINDLE_CHECK(k >= 0, "einsum(): the number of subscripts in the equation (", named,
+                 ") is more than the number of dimensions (", tensors[i].dim(), ") for operand ", i);
+    counts.push_back(k);
+    most = std::max(most, k);
+  }
+  KINDLE_CHECK(most <= int64_t(pool.size()), "einsum(): too many dimensions covered by '...'");
+  std::string ell = pool.substr(0, size_t(most)), out;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    size_t pos = terms[i].find("...");
+    if (pos != std::string::npos) terms[i].replace(pos, 3, ell.substr(size_t(most - counts[i])));
+    out += (i ? "," : "") + terms[i];
+  }
+  if (arrow != std::string::npos) {
+    std::string rhs = eq.substr(arrow + 2);
+    size_t pos = rhs.find("...");
+    if (pos != std::string::npos) rhs.replace(pos, 3, ell);
+    return out + "->" + rhs;
+  }
+  std::map<char, int> count;
+  for (char c : lhs) if (c != '.' && c != ',') count[c]++;
+  std::string rhs = ell;
+  for (auto& [c, n] : count) if (n == 1) rhs += c;
+  return out + "->" + rhs;
+}
+
 Tensor einsum(std::string_view equation, TensorList tensors) {
   std::string eq;
   for (char c : equation) if (c != ' ') eq += c;
-  KINDLE_CHECK_NOT_IMPLEMENTED(eq.find("...") == std::string::npos, "einsum: ellipsis ('...') is not supported yet");
+  if (eq.find("...") != std::string::npos) eq = expand_ellipsis(eq, tensors);
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow);
   std::vector<std::string> terms;

@@ -1,6 +1,8 @@
 // Reductions: the reduced dims are folded into one (strided) dim and the kept dims into M
 // outputs; the kernel does the rest (deterministic blocking, see cpu/reduce.cpp).
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "ops/kernels.h"
 
@@ -131,10 +133,12 @@ Tensor prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::o
 }
 
 static Tensor minmax_reduce(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, bool is_max, const char* name) {
+  KINDLE_CHECK(self.numel() > 0 || (dim && !dim->empty()), name, "(): Expected reduction dim to be specified for "
+               "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
   if (self.numel() == 0) {
     auto mask = reduced_mask(self, dim, name);
     for (int64_t i = 0; i < self.dim(); ++i)
-      KINDLE_CHECK(!mask[i] || self.sizes()[i] != 0, name, "(): Expected reduction dim ", i,
+      KINDLE_CHECK_AS(IndexError, !mask[i] || self.sizes()[i] != 0, name, "(): Expected reduction dim ", i,
                          " to have non-zero size (the input has shape ", self.sizes(), ")");
   }
   return reduce(self, dim, keepdim, is_max ? ReduceOp::Max : ReduceOp::Min, self.dtype(), name);
@@ -156,7 +160,7 @@ Tensor min(const Tensor& self, const Tensor& other) { return minimum(self, other
 
 static std::tuple<Tensor, Tensor> arg_reduce(const Tensor& self, int64_t dim, bool keepdim, bool is_max, bool want_values,
                                              const char* name) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(want_values || self.dtype() != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
+  KINDLE_CHECK(want_values || self.dtype() != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
   int64_t d = wrap_dim(dim, self.dim(), name);
   KINDLE_CHECK_INDEX(self.dim() == 0 || self.sizes()[d] > 0, name, "(): Expected reduction dim ", d,
                      " to have non-zero size (the input has shape ", self.sizes(), ")");
@@ -194,7 +198,7 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
 }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
   if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) {  // 16-bit intermediates overflow
     auto [v, m] = var_mean(self.to(kFloat32), dim, unbiased, keepdim, correction);
     return {v.to(self.dtype()), m.to(self.dtype())};
@@ -221,7 +225,7 @@ std::tuple<Tensor, Tensor> std_mean(const Tensor& self, OptionalIntArrayRef dim,
 
 Tensor norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   Tensor x = dtype ? self.to(*dtype) : self;
-  KINDLE_CHECK_NOT_IMPLEMENTED(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
+  KINDLE_CHECK(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
   if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return norm(x.to(kFloat32), p, dim, keepdim, std::nullopt).to(x.dtype());
   double pv = p ? p->to_double() : 2.0;
   if (pv == 2.0) return sqrt(reduce(x, dim, keepdim, ReduceOp::SumSq, x.dtype(), "norm"));
@@ -242,7 +246,7 @@ Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
 
 static Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool log, const char* name) {
   Tensor x = dtype ? self.to(*dtype) : self;
-  KINDLE_CHECK_NOT_IMPLEMENTED(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
+  KINDLE_CHECK(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
   int64_t d = wrap_dim(dim, x.dim(), name);
   Tensor rows = rows_last(x, d);
   Tensor out = empty_tensor(rows.sizes(), x.dtype(), x.device());
@@ -291,16 +295,41 @@ Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
 std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   int64_t d = wrap_dim(dim, self.dim(), "topk");
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() != kBool, "topk: \"topk_cpu\" not implemented for 'Bool'");
+  KINDLE_CHECK(self.dtype() != kBool, "topk: \"topk_cpu\" not implemented for 'Bool'");
   KINDLE_CHECK(k >= 0 && k <= n, "topk(): selected index k out of range (k=", k, ", dimension ", d, " has size ", n, ")");
   auto [v, i] = sort(self, d, largest, true);
   if (self.dim() == 0) return {v, i};
   return {contiguous(narrow(v, d, 0, k)), contiguous(narrow(i, d, 0, k))};
 }
 
+// unique along a dim: the slices along `dim` are compared as rows, in lexicographic order.
+static std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& self, int64_t dim, bool return_inverse, bool return_counts) {
+  int64_t d = wrap_dim(dim, self.dim(), "unique");
+  Tensor rows = contiguous(movedim(self, {d}, {0})).to(kFloat64);
+  int64_t n = rows.dim() ? rows.size(0) : 1, m = n ? rows.numel() / n : 0;
+  const double* p = rows.data_ptr<double>();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  auto less = [&](int64_t a, int64_t b) { return std::lexicographical_compare(p + a * m, p + (a + 1) * m, p + b * m, p + (b + 1) * m); };
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<int64_t> firsts, counts;
+  Tensor inverse = empty_tensor({n}, kInt64, self.device());
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == 0 || less(order[i - 1], order[i])) { firsts.push_back(order[i]); counts.push_back(0); }
+    counts.back()++;
+    inverse.data_ptr<int64_t>()[order[i]] = int64_t(firsts.size()) - 1;
+  }
+  Tensor idx = empty_tensor({int64_t(firsts.size())}, kInt64, self.device());
+  Tensor cnt = empty_tensor({int64_t(counts.size())}, kInt64, self.device());
+  std::copy(firsts.begin(), firsts.end(), idx.data_ptr<int64_t>());
+  std::copy(counts.begin(), counts.end(), cnt.data_ptr<int64_t>());
+  return {index_select(self, d, idx), return_inverse ? inverse : empty_tensor({0}, kInt64),
+          return_counts ? cnt : empty_tensor({0}, kInt64)};
+}
+
 std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, bool return_inverse, bool return_counts,
                                             std::optional<int64_t> dim) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(!dim, "unique: the dim argument is not supported yet");
+  if (dim) return unique_dim(self, *dim, return_inverse, return_counts);
   Tensor flat = contiguous(self.reshape({-1}));
   auto [sv, si] = sort(flat, 0, false, true);
   int64_t n = flat.numel();
@@ -333,7 +362,7 @@ std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, boo
 
 Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
   KINDLE_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs, got a ", self.dim(), "-d tensor");
-  KINDLE_CHECK_NOT_IMPLEMENTED(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
+  KINDLE_CHECK(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
   KINDLE_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
   Tensor x = contiguous(self.to(kInt64));
   const int64_t* p = x.data_ptr<int64_t>();

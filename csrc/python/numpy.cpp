@@ -158,6 +158,11 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
 }  // namespace
 
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
+  // A NumPy array where a Tensor is expected (t + ndarray) converts to a tensor, as in PyTorch.
+  cls.def("__init__", [](Tensor* t, nb::ndarray<nb::numpy, nb::device::cpu> a) {
+    new (t) Tensor(wrap_array(AnyArray(a), "tensor").clone());
+  }, nb::is_implicit());
+  nb::implicitly_convertible<nb::ndarray<nb::numpy, nb::device::cpu>, Tensor>();
   m.def("from_numpy", [](nb::handle a) {
     nb::object np = nb::module_::import_("numpy");
     KINDLE_CHECK_TYPE(nb::isinstance(a, np.attr("ndarray")), "expected np.ndarray (got ", nb::inst_name(a).c_str(), ")");
@@ -193,7 +198,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     for (int64_t i = 0; i < t.dim(); ++i) { shape.push_back(size_t(t.sizes()[i])); strides.push_back(t.strides()[i]); }
     nb::object owner = nb::cast(t.detach());
     nb::ndarray<> arr(t.data_ptr(), size_t(t.dim()), shape.data(), owner, strides.data(), nb_dtype(t.dtype()));
-    return nb::cast(arr, nb::rv_policy::reference).attr("__dlpack__")(**kw);
+    return nb::cast(arr, nb::rv_policy::reference);  // a "dltensor" capsule
   });
   cls.def("__dlpack_device__", [](const Tensor&) { return std::make_tuple(1, 0); });
 }

@@ -168,11 +168,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("__pos__", [](const Tensor& t) { return t.detach(); });
   cls.def("__neg__", [](const Tensor& t) { return neg(t); });
   cls.def("__abs__", [](const Tensor& t) { return abs(t); });
-  cls.def("__invert__", [](const Tensor& t) { return t.dtype() == kBool ? logical_not(t) : bitwise_not(t); });
+  cls.def("__invert__", [](const Tensor& t) {
+    KINDLE_CHECK_TYPE(!t.is_floating_point(), "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+    return t.dtype() == kBool ? logical_not(t) : bitwise_not(t);
+  });
 
 #define KINDLE_BINOP(py, expr)                                                           \
-  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return expr(a, b); });    \
-  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) { return expr(b, a); });
+  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return expr(a, b); }, nb::is_operator()); \
+  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) { return expr(b, a); }, nb::is_operator());
   KINDLE_BINOP("mul", mul)
   KINDLE_BINOP("mod", remainder)
   KINDLE_BINOP("pow", pow)
@@ -203,15 +206,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_IOP("lshift", bitwise_left_shift_)
   KINDLE_IOP("rshift", bitwise_right_shift_)
 #undef KINDLE_IOP
-  cls.def("__eq__", [](const Tensor& a, const Tensor& b) { return eq(a, b); });
-  cls.def("__ne__", [](const Tensor& a, const Tensor& b) { return ne(a, b); });
-  cls.def("__lt__", [](const Tensor& a, const Tensor& b) { return lt(a, b); });
-  cls.def("__le__", [](const Tensor& a, const Tensor& b) { return le(a, b); });
-  cls.def("__gt__", [](const Tensor& a, const Tensor& b) { return gt(a, b); });
-  cls.def("__ge__", [](const Tensor& a, const Tensor& b) { return ge(a, b); });
-  // Comparisons with something that is not a number or tensor: NotImplemented, as in Python.
-  cls.def("__eq__", [](const Tensor&, nb::handle) { return nb::borrow(Py_NotImplemented); });
-  cls.def("__ne__", [](const Tensor&, nb::handle) { return nb::borrow(Py_NotImplemented); });
+  cls.def("__eq__", [](const Tensor& a, const Tensor& b) { return eq(a, b); }, nb::is_operator());
+  cls.def("__ne__", [](const Tensor& a, const Tensor& b) { return ne(a, b); }, nb::is_operator());
+  cls.def("__lt__", [](const Tensor& a, const Tensor& b) { return lt(a, b); }, nb::is_operator());
+  cls.def("__le__", [](const Tensor& a, const Tensor& b) { return le(a, b); }, nb::is_operator());
+  cls.def("__gt__", [](const Tensor& a, const Tensor& b) { return gt(a, b); }, nb::is_operator());
+  cls.def("__ge__", [](const Tensor& a, const Tensor& b) { return ge(a, b); }, nb::is_operator());
   m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"));
 }
 

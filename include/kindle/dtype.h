@@ -137,11 +137,11 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
     case DType::Float64: return f(TypeTag<double>{});
     default: break;
   }
-  throw NotImplementedError(detail::str_cat(op, ": expected a floating point tensor, got ", t));
+  throw Error(detail::str_cat(op, ": expected a floating point tensor, got ", t));
 }
 template <typename F>
 decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {  // all but bool
-  KINDLE_CHECK_NOT_IMPLEMENTED(t != DType::Bool, op, ": not supported for kindle.bool tensors");
+  KINDLE_CHECK(t != DType::Bool, op, ": not supported for kindle.bool tensors");
   return dispatch_all(t, op, f);
 }
 template <typename F>
@@ -155,7 +155,7 @@ decltype(auto) dispatch_integral(DType t, const char* op, F&& f, bool include_bo
     case DType::Int64: return f(TypeTag<int64_t>{});
     default: break;
   }
-  throw NotImplementedError(detail::str_cat(op, ": expected an integer", include_bool ? " or bool" : "",
+  throw Error(detail::str_cat(op, ": expected an integer", include_bool ? " or bool" : "",
                                   " tensor, got ", t));
 }
 
