@@ -55,8 +55,16 @@ IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tens
   // Broadcast the index tensors.
   DimVector b;
   std::vector<int64_t> adv;
-  for (size_t d = 0; d < idx.size(); ++d)
-    if (idx[d].defined()) { b = broadcast_shapes(b, idx[d].sizes(), op); adv.push_back(int64_t(d)); }
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (!idx[d].defined()) continue;
+    try {
+      b = broadcast_shapes(b, idx[d].sizes(), op);
+    } catch (const Error&) {
+      throw IndexError(detail::str_cat(op, ": shape mismatch: indexing tensors could not be broadcast together "
+                                           "with shapes ", b, " and ", idx[d].sizes()));
+    }
+    adv.push_back(int64_t(d));
+  }
   KINDLE_INTERNAL_ASSERT(!adv.empty());
   KINDLE_CHECK_NOT_IMPLEMENTED(adv.size() <= size_t(kMaxOperands - 2), op, ": at most ", kMaxOperands - 2,
                                " index tensors are supported, got ", adv.size());
@@ -238,6 +246,11 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
   if (self.dim() == 0) { index_add_(self.view({1}), 0, index, source.reshape({-1}), alpha); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_add_");
   KINDLE_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  if (index.numel()) {
+    int64_t lo = amin(index, {}, false).item().to_int(), hi = amax(index, {}, false).item().to_int();
+    KINDLE_CHECK(lo >= -self.size(d) && hi < self.size(d), "index_add_(): index ", hi >= self.size(d) ? hi : lo,
+                 " is out of bounds for dimension ", d, " with size ", self.size(d));
+  }
   Tensor src = (alpha.to_double() == 1.0) ? source : mul(source, scalar_to_tensor(alpha));
   return index_put_(self, at_dim(d, index.reshape({-1})), src, true);
 }

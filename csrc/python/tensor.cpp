@@ -165,7 +165,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     return t.item().to_int();
   });
   cls.def("__hash__", [](nb::handle h) { return std::hash<PyObject*>()(h.ptr()); });
-  cls.def("__pos__", [](const Tensor& t) { return t.detach(); });
+  cls.def("__pos__", [](const Tensor& t) {
+    KINDLE_CHECK(t.dtype() != kBool, "The `+` operator, on a bool tensor is not supported.");
+    return t.detach();
+  });
   cls.def("__neg__", [](const Tensor& t) { return neg(t); });
   cls.def("__abs__", [](const Tensor& t) { return abs(t); });
   cls.def("__invert__", [](const Tensor& t) {

@@ -129,6 +129,8 @@ def test_matches_numpy_reference(op, dtype):
         ts = leaves((s.input, s.args))
         if s.kwargs or not ts or any(not isinstance(t, TArg) or t.dtype != dtype for t in ts):
             continue
+        if op.name in ("sub", "subtract") and any(isinstance(a, bool) for a in s.args):
+            continue  # NumPy subtracts a bool; PyTorch (the spec) raises, which test_ops checks
         args = [a.numpy() if isinstance(a, TArg) else a for a in (s.input,) + tuple(s.args)]
         with np.errstate(all="ignore"):
             expected = np.asarray(op.ref(*args))
