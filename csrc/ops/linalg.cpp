@@ -176,6 +176,17 @@ Tensor tensordot(const Tensor& a, const Tensor& b, IntArrayRef dims_a, IntArrayR
   return r.view(out_shape);
 }
 
+// "ij,jk" -> {"ij", "jk"}
+static std::vector<std::string> split_terms(const std::string& lhs) {
+  std::vector<std::string> terms;
+  for (size_t s = 0, e; s <= lhs.size(); s = e + 1) {
+    e = lhs.find(',', s);
+    if (e == std::string::npos) e = lhs.size();
+    terms.push_back(lhs.substr(s, e - s));
+  }
+  return terms;
+}
+
 // Replaces "..." by letters the equation does not use: each operand's ellipsis covers its
 // leading extra dims (right-aligned, so fewer dims take the last letters).
 static std::string expand_ellipsis(const std::string& eq, TensorList tensors) {
@@ -183,12 +194,7 @@ static std::string expand_ellipsis(const std::string& eq, TensorList tensors) {
   for (char c = 'A'; c <= 'Z'; ++c) if (eq.find(c) == std::string::npos) pool += c;
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t s = 0, e; s <= lhs.size(); s = e + 1) {
-    e = lhs.find(',', s);
-    if (e == std::string::npos) e = lhs.size();
-    terms.push_back(lhs.substr(s, e - s));
-  }
+  std::vector<std::string> terms = split_terms(lhs);
   KINDLE_CHECK(terms.size() == tensors.size(), "einsum(): ", terms.size(), " operands in the equation, got ", tensors.size());
   int64_t most = 0;
   std::vector<int64_t> counts;
@@ -226,12 +232,7 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
   if (eq.find("...") != std::string::npos) eq = expand_ellipsis(eq, tensors);
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t s = 0, e; s <= lhs.size(); s = e + 1) {
-    e = lhs.find(',', s);
-    if (e == std::string::npos) e = lhs.size();
-    terms.push_back(lhs.substr(s, e - s));
-  }
+  std::vector<std::string> terms = split_terms(lhs);
   KINDLE_CHECK(terms.size() == tensors.size(), "einsum(): more operands were provided than specified in the equation"
                " (equation has ", terms.size(), ", got ", tensors.size(), ")");
   std::map<char, int> count;

@@ -151,10 +151,9 @@ def test_matches_numpy_reference(op, dtype):
 
 
 def _op_table():
-    yaml = pytest.importorskip("yaml")
+    import yaml  # a build requirement of kindle, so always present where the tests run
+
     path = os.path.join(os.path.dirname(__file__), "..", "..", "csrc", "ops", "ops.yaml")
-    if not os.path.exists(path):
-        pytest.skip("ops.yaml is not next to the tests (installed test tree)")
     with open(path) as f:
         return yaml.safe_load(f)
 
