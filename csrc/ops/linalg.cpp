@@ -262,7 +262,7 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
       char c = l[a];
       bool elsewhere = out.find(c) != std::string::npos;
       for (size_t j = 0; j < terms.size(); ++j) if (j != i && terms[j].find(c) != std::string::npos) elsewhere = true;
-      if (!elsewhere) { t = t.sum(int64_t(a)); l.erase(a, 1); } else ++a;
+      if (!elsewhere) { t = t.sum(IntArrayRef{int64_t(a)}); l.erase(a, 1); } else ++a;
     }
     ops.push_back(t);
     labels.push_back(l);

@@ -129,7 +129,7 @@ Tensor prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::o
   DType dt = sum_dtype(self, dtype);
   Tensor in = dtype && *dtype != self.dtype() && !(is_integral(self.dtype(), true) && *dtype == kInt64) ? self.to(*dtype) : self;
   if (!dim) return reduce(in, std::nullopt, false, ReduceOp::Prod, dt, "prod");
-  return reduce(in, IntArrayRef(*dim), keepdim, ReduceOp::Prod, dt, "prod");
+  return reduce(in, IntArrayRef{*dim}, keepdim, ReduceOp::Prod, dt, "prod");
 }
 
 static Tensor minmax_reduce(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, bool is_max, const char* name) {
@@ -180,7 +180,7 @@ std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim) { 
 std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, false, true, "min"); }
 std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (!dim) return {amin(self, {}, keepdim), amax(self, {}, keepdim)};
-  return {amin(self, *dim, keepdim), amax(self, *dim, keepdim)};
+  return {amin(self, IntArrayRef{*dim}, keepdim), amax(self, IntArrayRef{*dim}, keepdim)};
 }
 Tensor argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (!dim) return std::get<1>(arg_reduce(self.reshape({-1}), 0, false, true, false, "argmax")).reshape(keepdim ? DimVector(size_t(self.dim()), 1) : DimVector());
