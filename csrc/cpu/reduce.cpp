@@ -120,7 +120,7 @@ void reduce_typed(const ReducePlan& pl) {
   // Columns: the innermost kept dim is contiguous and the reduced dim is not. Accumulate whole
   // rows of outputs at once (vectorised); each output still sums its inputs in order.
   if (rs != 1 && nk >= 1 && pl.kept_strides[nk - 1] == 1 && pl.kept_sizes[nk - 1] > 1) {
-    int64_t inner = pl.kept_sizes[nk - 1], outer = M / inner;
+    int64_t inner = pl.kept_sizes[nk - 1];
     parallel_for(0, M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t m0, int64_t m1) {
       std::vector<A> acc;
       for (int64_t m = m0; m < m1;) {
@@ -134,7 +134,6 @@ void reduce_typed(const ReducePlan& pl) {
         for (int64_t j = 0; j < len; ++j) store(m + j, acc[j]);
         m += len;
       }
-      (void)outer;
     });
     return;
   }

@@ -67,18 +67,10 @@ Tensor reduce(const Tensor& self_in, OptionalIntArrayRef dim, bool keepdim, Redu
     self = contiguous(permute(self, perm));
   }
   pl.M = numel_of(pl.kept_sizes);
-  if (self.numel() == 0) pl.R = 0, pl.M = numel_of(oshape);
   if (pl.kept_sizes.empty()) { pl.kept_sizes.push_back(1); pl.kept_strides.push_back(0); }
   pl.input = &self;
   pl.out = empty_tensor({pl.M}, out_dtype, self.device());
-  if (pl.M) {
-    if (pl.R == 0) {
-      double id = (op == ReduceOp::Prod || op == ReduceOp::All) ? 1.0 : 0.0;
-      pl.out.fill_(op == ReduceOp::All ? Scalar(true) : op == ReduceOp::Any ? Scalar(false) : Scalar(id));
-    } else {
-      reduce_stub[self.device()](pl, op);
-    }
-  }
+  reduce_stub[self.device()](pl, op);  // non-empty input: M >= 1 and R >= 1
   return pl.out.view(oshape);
 }
 
