@@ -4,14 +4,11 @@
 
 #include "kindle/error.h"
 
-extern "C" void scipy_openblas_set_num_threads(int num_threads);
-
 namespace kindle {
 
 void set_num_threads(int n) {
   KINDLE_CHECK_VALUE(n > 0, "set_num_threads: expected a positive number of threads, got ", n);
   omp_set_num_threads(n);
-  scipy_openblas_set_num_threads(n);
 }
 
 int get_num_threads() { return omp_get_max_threads(); }
