@@ -1,9 +1,10 @@
 // Copies, fills and dtype conversion.
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
 
-const Tensor& copy_(const Tensor& self, const Tensor& src) {
+const Tensor& native_copy_(const Tensor& self, const Tensor& src) {
   if (self.is_same(src)) return self;
   TensorIterConfig cfg;
   cfg.add_output(self).add_input(src);
@@ -15,7 +16,7 @@ const Tensor& copy_(const Tensor& self, const Tensor& src) {
   return self;
 }
 
-const Tensor& fill_(const Tensor& self, const Scalar& value) {
+const Tensor& native_fill_(const Tensor& self, const Scalar& value) {
   TensorIterConfig cfg;
   cfg.add_output(self);
   cfg.compute_dtype = self.dtype();
@@ -28,7 +29,7 @@ const Tensor& fill_(const Tensor& self, const Scalar& value) {
 
 const Tensor& zero_(const Tensor& self) { return fill_(self, 0); }
 
-Tensor clone(const Tensor& self) {
+Tensor native_clone(const Tensor& self) {
   // Keep the memory layout of a dense input (as PyTorch's preserve_format does).
   TensorIterConfig cfg;
   cfg.add_output(Tensor()).add_input(self);
@@ -46,7 +47,7 @@ Tensor contiguous(const Tensor& self) {
   return out;
 }
 
-Tensor to(const Tensor& self, DType dtype, bool copy) {
+Tensor native_to(const Tensor& self, DType dtype, bool copy) {
   if (self.dtype() == dtype && !copy) return self;
   TensorIterConfig cfg;
   cfg.add_output(Tensor()).add_input(self);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -89,9 +90,9 @@ Tensor float_param(const char* name, const Tensor& self, ParamOp op, std::initia
 
 }  // namespace
 
-#define KINDLE_UNARY(name, OP, KIND)                                                     \
-  Tensor name(const Tensor& self) { return unary(#name, self, UnaryOp::OP, UKind::KIND); } \
-  const Tensor& name##_(const Tensor& self) {                                            \
+#define KINDLE_UNARY(name, OP, KIND)                                                             \
+  Tensor native_##name(const Tensor& self) { return unary(#name, self, UnaryOp::OP, UKind::KIND); } \
+  const Tensor& native_##name##_(const Tensor& self) {                                            \
     unary(#name "_", self, UnaryOp::OP, UKind::KIND, self);                              \
     return self;                                                                         \
   }
@@ -125,10 +126,10 @@ KINDLE_UNARY(sgn, Sgn, Any)
 KINDLE_UNARY(floor, Floor, Numeric)
 KINDLE_UNARY(ceil, Ceil, Numeric)
 KINDLE_UNARY(trunc, Trunc, Numeric)
-Tensor square(const Tensor& self) {  // bool squares to int64, as pow(self, 2) does in PyTorch
+Tensor native_square(const Tensor& self) {  // bool squares to int64, as pow(self, 2) does in PyTorch
   return unary("square", self.dtype() == kBool ? self.to(kInt64) : self, UnaryOp::Square, UKind::Any);
 }
-const Tensor& square_(const Tensor& self) {
+const Tensor& native_square_(const Tensor& self) {
   KINDLE_CHECK(self.dtype() != kBool, "square_: result type Long can't be cast to the desired output type Bool");
   unary("square_", self, UnaryOp::Square, UKind::Any, self);
   return self;
@@ -136,11 +137,11 @@ const Tensor& square_(const Tensor& self) {
 KINDLE_UNARY(relu, Relu, Numeric)
 #undef KINDLE_UNARY
 
-Tensor frac(const Tensor& self) {
+Tensor native_frac(const Tensor& self) {
   KINDLE_CHECK(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
   return unary("frac", self, UnaryOp::Frac, UKind::Float);
 }
-const Tensor& frac_(const Tensor& self) {
+const Tensor& native_frac_(const Tensor& self) {
   KINDLE_CHECK(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
   unary("frac_", self, UnaryOp::Frac, UKind::Float, self);
   return self;
@@ -160,24 +161,24 @@ const Tensor& bitwise_not_(const Tensor& self) {
   return self;
 }
 
-Tensor round(const Tensor& self, int64_t decimals) {
+Tensor native_round(const Tensor& self, int64_t decimals) {
   if (decimals == 0 || !self.is_floating_point()) return unary("round", self, UnaryOp::Round, UKind::Numeric);
   return float_param("round", self, ParamOp::RoundDecimals, {double(decimals)});
 }
-const Tensor& round_(const Tensor& self, int64_t decimals) {
+const Tensor& native_round_(const Tensor& self, int64_t decimals) {
   if (decimals == 0 || !self.is_floating_point()) unary("round_", self, UnaryOp::Round, UKind::Numeric, self);
   else float_param("round_", self, ParamOp::RoundDecimals, {double(decimals)}, self);
   return self;
 }
 
-Tensor gelu(const Tensor& self, std::string_view approximate) {
+Tensor native_gelu(const Tensor& self, std::string_view approximate) {
   KINDLE_CHECK_VALUE(approximate == "none" || approximate == "tanh",
                      "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
   KINDLE_CHECK(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
   return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, UKind::Float);
 }
 
-Tensor softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+Tensor native_softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   KINDLE_CHECK(self.is_floating_point(), "softplus: expected a floating point tensor, got ", self.dtype());
   return float_param("softplus", self, ParamOp::Softplus, {beta.to_double(), threshold.to_double()});
 }
@@ -189,13 +190,13 @@ static std::array<double, 3> nan_to_num_params(const Tensor& self, std::optional
              : self.dtype() == kFloat16 ? 65504.0 : 3.3895313892515355e38;
   return {nan.value_or(0.0), posinf.value_or(big), neginf.value_or(-big)};
 }
-Tensor nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+Tensor native_nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                   std::optional<double> neginf) {
   if (!self.is_floating_point()) return self.clone();
   auto p = nan_to_num_params(self, nan, posinf, neginf);
   return float_param("nan_to_num", self, ParamOp::NanToNum, {p[0], p[1], p[2]});
 }
-const Tensor& nan_to_num_(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+const Tensor& native_nan_to_num_(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                           std::optional<double> neginf) {
   if (!self.is_floating_point()) return self;
   auto p = nan_to_num_params(self, nan, posinf, neginf);
@@ -214,10 +215,10 @@ static Tensor clamp_impl(const char* name, const Tensor& self, const std::option
   if (min) return param(name, self, ParamOp::ClampMin, {min->to_double()}, out, ct);
   return param(name, self, ParamOp::ClampMax, {max->to_double()}, out, ct);
 }
-Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+Tensor native_clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   return clamp_impl("clamp", self, min, max, {});
 }
-const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+const Tensor& native_clamp_(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   clamp_impl("clamp_", self, min, max, self);
   return self;
 }
@@ -226,31 +227,31 @@ const Tensor& clip_(const Tensor& self, const std::optional<Scalar>& min, const 
 Tensor clamp_min(const Tensor& self, const Scalar& min) { return clamp(self, min, std::nullopt); }
 Tensor clamp_max(const Tensor& self, const Scalar& max) { return clamp(self, std::nullopt, max); }
 
-Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope) {
+Tensor native_leaky_relu(const Tensor& self, const Scalar& negative_slope) {
   KINDLE_CHECK(self.is_floating_point(), "leaky_relu: expected a floating point tensor, got ", self.dtype());
   return float_param("leaky_relu", self, ParamOp::LeakyRelu, {negative_slope.to_double()});
 }
-Tensor hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+Tensor native_hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   KINDLE_CHECK(self.dtype() != kBool, "hardtanh: Bool inputs not supported for hardtanh");
   KINDLE_CHECK(self.dtype() != kUInt8 || (min_val.to_double() >= 0 && max_val.to_double() >= 0),
                "hardtanh: cannot do hardtanh on an unsigned type with negative limits");
   return param("hardtanh", self, ParamOp::Hardtanh, {min_val.to_double(), max_val.to_double()});
 }
-Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+Tensor native_elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
   KINDLE_CHECK(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
   return float_param("elu", self, ParamOp::Elu, {alpha.to_double(), scale.to_double(), input_scale.to_double()});
 }
-Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
+Tensor native_threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
   KINDLE_CHECK(self.dtype() != kUInt8 || value.to_double() >= 0, "threshold: value ", value,
                " cannot be converted to type uint8 without overflow");
   return param("threshold", self, ParamOp::Threshold, {threshold.to_double(), value.to_double()});
 }
 
 // ---- binary
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("add", a, b, alpha, false); }
-const Tensor& add_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("add_", a, b, alpha, false, a); return a; }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("sub", a, b, alpha, true); }
-const Tensor& sub_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("sub_", a, b, alpha, true, a); return a; }
+Tensor native_add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("add", a, b, alpha, false); }
+const Tensor& native_add_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("add_", a, b, alpha, false, a); return a; }
+Tensor native_sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("sub", a, b, alpha, true); }
+const Tensor& native_sub_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("sub_", a, b, alpha, true, a); return a; }
 Tensor subtract(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub(a, b, alpha); }
 const Tensor& subtract_(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub_(a, b, alpha); }
 
@@ -260,11 +261,11 @@ static BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {
   if (*mode == "floor") return BinaryOp::DivFloor;
   throw ValueError(detail::str_cat(name, ": expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'"));
 }
-Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+Tensor native_div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div", rounding_mode);
   return binary("div", a, b, op, op == BinaryOp::Div ? BKind::TrueDiv : BKind::Arith);
 }
-const Tensor& div_(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+const Tensor& native_div_(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div_", rounding_mode);
   binary("div_", a, b, op, op == BinaryOp::Div ? BKind::TrueDiv : BKind::Arith, a);
   return a;
@@ -275,61 +276,64 @@ const Tensor& true_divide_(const Tensor& a, const Tensor& b) { return div_(a, b,
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }
 const Tensor& floor_divide_(const Tensor& a, const Tensor& b) { return div_(a, b, "floor"); }
 
-Tensor pow(const Tensor& a, const Tensor& b) {
+Tensor native_pow(const Tensor& a, const Tensor& b) {
   if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()) && b.impl()->wrapped_number)
     KINDLE_CHECK(b.item().to_int() >= 0, "pow: integers to negative integer powers are not allowed.");
   return binary("pow", a, b, BinaryOp::Pow, BKind::Arith);
 }
-const Tensor& pow_(const Tensor& a, const Tensor& b) {
+const Tensor& native_pow_(const Tensor& a, const Tensor& b) {
   if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()) && b.impl()->wrapped_number)
     KINDLE_CHECK(b.item().to_int() >= 0, "pow_: integers to negative integer powers are not allowed.");
   binary("pow_", a, b, BinaryOp::Pow, BKind::Arith, a);
   return a;
 }
 
-#define KINDLE_BINARY(name, OP, KIND)                                                              \
-  Tensor name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::KIND); }
-#define KINDLE_BINARY_INPLACE(name, OP, KIND)                                                      \
-  KINDLE_BINARY(name, OP, KIND)                                                                    \
-  const Tensor& name##_(const Tensor& a, const Tensor& b) {                                        \
+// NS is `native_` for the ops with derivatives (their autograd wrappers are generated).
+#define KINDLE_BINARY(NS, name, OP, KIND)                                                          \
+  Tensor NS##name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::KIND); }
+#define KINDLE_BINARY_INPLACE(NS, name, OP, KIND)                                                  \
+  KINDLE_BINARY(NS, name, OP, KIND)                                                                \
+  const Tensor& NS##name##_(const Tensor& a, const Tensor& b) {                                     \
     binary(#name "_", a, b, BinaryOp::OP, BKind::KIND, a);                                          \
     return a;                                                                                      \
   }
-KINDLE_BINARY_INPLACE(mul, Mul, Arith)
-KINDLE_BINARY_INPLACE(multiply, Mul, Arith)
-KINDLE_BINARY_INPLACE(atan2, Atan2, Float)
-KINDLE_BINARY_INPLACE(hypot, Hypot, Float)
-KINDLE_BINARY_INPLACE(copysign, Copysign, Float)
-KINDLE_BINARY_INPLACE(xlogy, Xlogy, Float)
-KINDLE_BINARY_INPLACE(fmod, Fmod, Arith)
-KINDLE_BINARY_INPLACE(remainder, Remainder, Arith)
-KINDLE_BINARY_INPLACE(eq, Eq, Compare)
-KINDLE_BINARY_INPLACE(ne, Ne, Compare)
-KINDLE_BINARY_INPLACE(lt, Lt, Compare)
-KINDLE_BINARY_INPLACE(le, Le, Compare)
-KINDLE_BINARY_INPLACE(gt, Gt, Compare)
-KINDLE_BINARY_INPLACE(ge, Ge, Compare)
-KINDLE_BINARY(greater, Gt, Compare)
-KINDLE_BINARY(greater_equal, Ge, Compare)
-KINDLE_BINARY(less, Lt, Compare)
-KINDLE_BINARY(less_equal, Le, Compare)
-KINDLE_BINARY(not_equal, Ne, Compare)
-KINDLE_BINARY_INPLACE(logical_and, LogicalAnd, Logical)
-KINDLE_BINARY_INPLACE(logical_or, LogicalOr, Logical)
-KINDLE_BINARY_INPLACE(logical_xor, LogicalXor, Logical)
-KINDLE_BINARY_INPLACE(bitwise_and, BitAnd, Bitwise)
-KINDLE_BINARY_INPLACE(bitwise_or, BitOr, Bitwise)
-KINDLE_BINARY_INPLACE(bitwise_xor, BitXor, Bitwise)
-KINDLE_BINARY_INPLACE(bitwise_left_shift, Shl, Bitwise)
-KINDLE_BINARY_INPLACE(bitwise_right_shift, Shr, Bitwise)
-KINDLE_BINARY(maximum, Maximum, Arith)
-KINDLE_BINARY(minimum, Minimum, Arith)
-KINDLE_BINARY(fmax, Fmax, Arith)
-KINDLE_BINARY(fmin, Fmin, Arith)
+KINDLE_BINARY_INPLACE(native_, mul, Mul, Arith)
+
+KINDLE_BINARY_INPLACE(native_, atan2, Atan2, Float)
+KINDLE_BINARY_INPLACE(native_, hypot, Hypot, Float)
+KINDLE_BINARY_INPLACE(native_, copysign, Copysign, Float)
+KINDLE_BINARY_INPLACE(native_, xlogy, Xlogy, Float)
+KINDLE_BINARY_INPLACE(native_, fmod, Fmod, Arith)
+KINDLE_BINARY_INPLACE(native_, remainder, Remainder, Arith)
+KINDLE_BINARY_INPLACE(, eq, Eq, Compare)
+KINDLE_BINARY_INPLACE(, ne, Ne, Compare)
+KINDLE_BINARY_INPLACE(, lt, Lt, Compare)
+KINDLE_BINARY_INPLACE(, le, Le, Compare)
+KINDLE_BINARY_INPLACE(, gt, Gt, Compare)
+KINDLE_BINARY_INPLACE(, ge, Ge, Compare)
+KINDLE_BINARY(, greater, Gt, Compare)
+KINDLE_BINARY(, greater_equal, Ge, Compare)
+KINDLE_BINARY(, less, Lt, Compare)
+KINDLE_BINARY(, less_equal, Le, Compare)
+KINDLE_BINARY(, not_equal, Ne, Compare)
+KINDLE_BINARY_INPLACE(, logical_and, LogicalAnd, Logical)
+KINDLE_BINARY_INPLACE(, logical_or, LogicalOr, Logical)
+KINDLE_BINARY_INPLACE(, logical_xor, LogicalXor, Logical)
+KINDLE_BINARY_INPLACE(, bitwise_and, BitAnd, Bitwise)
+KINDLE_BINARY_INPLACE(, bitwise_or, BitOr, Bitwise)
+KINDLE_BINARY_INPLACE(, bitwise_xor, BitXor, Bitwise)
+KINDLE_BINARY_INPLACE(, bitwise_left_shift, Shl, Bitwise)
+KINDLE_BINARY_INPLACE(, bitwise_right_shift, Shr, Bitwise)
+KINDLE_BINARY(native_, maximum, Maximum, Arith)
+KINDLE_BINARY(native_, minimum, Minimum, Arith)
+KINDLE_BINARY(native_, fmax, Fmax, Arith)
+KINDLE_BINARY(native_, fmin, Fmin, Arith)
 #undef KINDLE_BINARY
 #undef KINDLE_BINARY_INPLACE
+Tensor multiply(const Tensor& a, const Tensor& b) { return mul(a, b); }
+const Tensor& multiply_(const Tensor& a, const Tensor& b) { return mul_(a, b); }
 
-Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
+Tensor native_where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   KINDLE_CHECK(condition.dtype() == kBool || condition.dtype() == kUInt8,
                     "where: expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());
   Tensor cond = condition.dtype() == kBool ? condition : condition.to(kBool);
@@ -363,8 +367,8 @@ static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end,
   if (out.defined()) { out.copy_(r); return out; }
   return r;
 }
-Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight) { return lerp_impl("lerp", self, end, weight, {}); }
-const Tensor& lerp_(const Tensor& self, const Tensor& end, const Tensor& weight) { lerp_impl("lerp_", self, end, weight, self); return self; }
+Tensor native_lerp(const Tensor& self, const Tensor& end, const Tensor& weight) { return lerp_impl("lerp", self, end, weight, {}); }
+const Tensor& native_lerp_(const Tensor& self, const Tensor& end, const Tensor& weight) { lerp_impl("lerp_", self, end, weight, self); return self; }
 
 static Tensor addc(const char* name, ParamOp op, const Tensor& self, const Tensor& t1, const Tensor& t2,
                    const Scalar& value, const Tensor& out) {
@@ -382,10 +386,10 @@ static Tensor addc(const char* name, ParamOp op, const Tensor& self, const Tenso
   if (out.defined()) out.bump_version();
   return it.output();
 }
-Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { return addc("addcmul", ParamOp::Addcmul, self, t1, t2, value, {}); }
-const Tensor& addcmul_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcmul_", ParamOp::Addcmul, self, t1, t2, value, self); return self; }
-Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { return addc("addcdiv", ParamOp::Addcdiv, self, t1, t2, value, {}); }
-const Tensor& addcdiv_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcdiv_", ParamOp::Addcdiv, self, t1, t2, value, self); return self; }
+Tensor native_addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { return addc("addcmul", ParamOp::Addcmul, self, t1, t2, value, {}); }
+const Tensor& native_addcmul_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcmul_", ParamOp::Addcmul, self, t1, t2, value, self); return self; }
+Tensor native_addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { return addc("addcdiv", ParamOp::Addcdiv, self, t1, t2, value, {}); }
+const Tensor& native_addcdiv_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) { addc("addcdiv_", ParamOp::Addcdiv, self, t1, t2, value, self); return self; }
 
 Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
   KINDLE_CHECK(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -126,30 +127,30 @@ Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optio
   return finish_factory(dtype && *dtype != kInt64 ? idx.to(*dtype) : idx, requires_grad, "randperm");
 }
 
-const Tensor& uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
+const Tensor& native_uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
   KINDLE_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
   KINDLE_CHECK(self.is_floating_point(), "uniform_: expected a floating point tensor, got ", self.dtype());
   fill_random(self, RandomKind::Uniform, from, to, generator);
   return self;
 }
-const Tensor& normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
+const Tensor& native_normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
   KINDLE_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
   KINDLE_CHECK(self.is_floating_point(), "normal_: expected a floating point tensor, got ", self.dtype());
   fill_random(self, RandomKind::Normal, mean, std, generator);
   return self;
 }
-const Tensor& exponential_(const Tensor& self, double lambd, const std::optional<Generator>& generator) {
+const Tensor& native_exponential_(const Tensor& self, double lambd, const std::optional<Generator>& generator) {
   KINDLE_CHECK(lambd > 0, "exponential_: expects lambda > 0.0, but found lambda=", lambd);
   fill_random(self, RandomKind::Exponential, lambd, 0, generator);
   return self;
 }
-const Tensor& random_(const Tensor& self, int64_t from, std::optional<int64_t> to, const std::optional<Generator>& generator) {
+const Tensor& native_random_(const Tensor& self, int64_t from, std::optional<int64_t> to, const std::optional<Generator>& generator) {
   int64_t lo = to ? from : 0, hi = to ? *to : from;
   KINDLE_CHECK(lo < hi, "random_: expects 'from' to be less than 'to', but got from=", lo, " >= to=", hi);
   fill_random(self, RandomKind::Integer, double(lo), double(hi), generator);
   return self;
 }
-const Tensor& bernoulli_(const Tensor& self, double p, const std::optional<Generator>& generator) {
+const Tensor& native_bernoulli_(const Tensor& self, double p, const std::optional<Generator>& generator) {
   KINDLE_CHECK(p >= 0 && p <= 1, "bernoulli_: expects p to be in [0, 1], but got p=", p);
   fill_random(self, RandomKind::Bernoulli, p, 0, generator);
   return self;

@@ -1,5 +1,6 @@
 // Indexing ops. index / index_put_ implement PyTorch's advanced indexing; gather, scatter,
 // index_select, index_add, take, ... are expressed through the same two kernels.
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -104,7 +105,7 @@ IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tens
 
 }  // namespace
 
-Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
+Tensor native_index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
   IndexPlan pl = plan_index(self, indices, "index");
   TensorIterConfig cfg;
   cfg.add_output(Tensor()).add_input(pl.src);
@@ -116,7 +117,7 @@ Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indic
   return it.output();
 }
 
-const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+const Tensor& native_index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
                          bool accumulate) {
   IndexPlan pl = plan_index(self, indices, "index_put_");
   Tensor v = values.dtype() == self.dtype() ? values : values.to(self.dtype());
@@ -191,7 +192,7 @@ static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& inde
   return pl;
 }
 
-Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
+Tensor native_gather(const Tensor& self, int64_t dim, const Tensor& index) {
   IndexPlan pl = plan_gather(self, dim, index, "gather");
   TensorIterConfig cfg;
   cfg.add_output(Tensor()).add_input(pl.src).add_input(pl.idx[0]);
@@ -224,8 +225,8 @@ static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor&
   self.bump_version();
   return self;
 }
-const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, false, "scatter_"); }
-const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, true, "scatter_add_"); }
+const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, false, "scatter_"); }
+const Tensor& native_scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, true, "scatter_add_"); }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_(o, dim, index, src); return o; }
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_add_(o, dim, index, src); return o; }
 

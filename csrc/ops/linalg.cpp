@@ -2,6 +2,7 @@
 #include <map>
 #include <string>
 
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -42,7 +43,7 @@ void batched_gemm(const Tensor& a, const Tensor& bm, const Tensor& out, double a
 
 }  // namespace
 
-Tensor mm(const Tensor& self, const Tensor& mat2) {
+Tensor native_mm(const Tensor& self, const Tensor& mat2) {
   KINDLE_CHECK(self.dim() == 2, "mm: self must be a matrix, got a ", self.dim(), "-d tensor");
   KINDLE_CHECK(mat2.dim() == 2, "mm: mat2 must be a matrix, got a ", mat2.dim(), "-d tensor");
   KINDLE_CHECK(self.size(1) == mat2.size(0), "mm: mat1 and mat2 shapes cannot be multiplied (", self.size(0), "x",
@@ -53,7 +54,7 @@ Tensor mm(const Tensor& self, const Tensor& mat2) {
   return out;
 }
 
-Tensor bmm(const Tensor& self, const Tensor& mat2) {
+Tensor native_bmm(const Tensor& self, const Tensor& mat2) {
   KINDLE_CHECK(self.dim() == 3 && mat2.dim() == 3, "bmm: expected 3-d tensors, got ", self.dim(), "-d and ", mat2.dim(), "-d");
   KINDLE_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1), "bmm: batch1 and batch2 shapes cannot be multiplied (",
                self.sizes(), " and ", mat2.sizes(), ")");
@@ -63,7 +64,7 @@ Tensor bmm(const Tensor& self, const Tensor& mat2) {
   return out;
 }
 
-Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+Tensor native_addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
   KINDLE_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "addmm: expected 2-d mat1 and mat2, got ", mat1.dim(), "-d and ", mat2.dim(), "-d");
   KINDLE_CHECK(mat1.size(1) == mat2.size(0), "addmm: mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x",
                mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
@@ -74,11 +75,11 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   batched_gemm(mat1.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0), alpha.to_double(), b);
   return out;
 }
-const Tensor& addmm_(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+const Tensor& native_addmm_(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
   return self.copy_(addmm(self, mat1, mat2, beta, alpha));
 }
 
-Tensor baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const Scalar& beta, const Scalar& alpha) {
+Tensor native_baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const Scalar& beta, const Scalar& alpha) {
   Tensor prod = bmm(b1, b2);
   Tensor out = empty_tensor(prod.sizes(), prod.dtype(), prod.device());
   double b = beta.to_double();

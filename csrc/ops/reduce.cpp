@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -98,7 +99,7 @@ Tensor rows_back(const Tensor& t, const Tensor& like, int64_t d) {
 
 }  // namespace
 
-Tensor sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+Tensor native_sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   DType dt = sum_dtype(self, dtype);
   Tensor in = dtype && *dtype != self.dtype() && !(is_integral(self.dtype(), true) && *dtype == kInt64) ? self.to(*dtype) : self;
   return reduce(in, dim, keepdim, ReduceOp::Sum, dt, "sum");
@@ -117,7 +118,7 @@ Tensor mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::opti
   return div(s, scalar_tensor_of(double(n), dt));
 }
 
-Tensor prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+Tensor native_prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
   DType dt = sum_dtype(self, dtype);
   Tensor in = dtype && *dtype != self.dtype() && !(is_integral(self.dtype(), true) && *dtype == kInt64) ? self.to(*dtype) : self;
   if (!dim) return reduce(in, std::nullopt, false, ReduceOp::Prod, dt, "prod");
@@ -135,14 +136,14 @@ static Tensor minmax_reduce(const Tensor& self, OptionalIntArrayRef dim, bool ke
   }
   return reduce(self, dim, keepdim, is_max ? ReduceOp::Max : ReduceOp::Min, self.dtype(), name);
 }
-Tensor amax(const Tensor& self, IntArrayRef dim, bool keepdim) { return minmax_reduce(self, dim, keepdim, true, "amax"); }
-Tensor amin(const Tensor& self, IntArrayRef dim, bool keepdim) { return minmax_reduce(self, dim, keepdim, false, "amin"); }
-Tensor max(const Tensor& self) {
+Tensor native_amax(const Tensor& self, IntArrayRef dim, bool keepdim) { return minmax_reduce(self, dim, keepdim, true, "amax"); }
+Tensor native_amin(const Tensor& self, IntArrayRef dim, bool keepdim) { return minmax_reduce(self, dim, keepdim, false, "amin"); }
+Tensor native_max(const Tensor& self) {
   KINDLE_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. "
                "Specify the reduction dim with the 'dim' argument.");
   return minmax_reduce(self, std::nullopt, false, true, "max");
 }
-Tensor min(const Tensor& self) {
+Tensor native_min(const Tensor& self) {
   KINDLE_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. "
                "Specify the reduction dim with the 'dim' argument.");
   return minmax_reduce(self, std::nullopt, false, false, "min");
@@ -168,8 +169,8 @@ static std::tuple<Tensor, Tensor> arg_reduce(const Tensor& self, int64_t dim, bo
   }
   return {values, indices};
 }
-std::tuple<Tensor, Tensor> max(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, true, true, "max"); }
-std::tuple<Tensor, Tensor> min(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, false, true, "min"); }
+std::tuple<Tensor, Tensor> native_max(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, true, true, "max"); }
+std::tuple<Tensor, Tensor> native_min(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, false, true, "min"); }
 std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (!dim) return {amin(self, {}, keepdim), amax(self, {}, keepdim)};
   return {amin(self, IntArrayRef{*dim}, keepdim), amax(self, IntArrayRef{*dim}, keepdim)};
@@ -188,7 +189,7 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
   if (correction) return correction->to_double();
   return unbiased.value_or(true) ? 1.0 : 0.0;
 }
-std::tuple<Tensor, Tensor> var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+std::tuple<Tensor, Tensor> native_var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
   KINDLE_CHECK(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
   if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) {  // 16-bit intermediates overflow
@@ -215,7 +216,7 @@ std::tuple<Tensor, Tensor> std_mean(const Tensor& self, OptionalIntArrayRef dim,
   return {sqrt(v), m};
 }
 
-Tensor norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+Tensor native_norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   Tensor x = dtype ? self.to(*dtype) : self;
   KINDLE_CHECK(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
   if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return norm(x.to(kFloat32), p, dim, keepdim, std::nullopt).to(x.dtype());
@@ -227,7 +228,7 @@ Tensor norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArray
   return pow(sum(pow(abs(x), scalar_tensor_of(pv, x.dtype())), dim, keepdim), scalar_tensor_of(1.0 / pv, x.dtype()));
 }
 
-Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+Tensor native_logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
   Tensor x = self.is_floating_point() ? self : self.to(default_dtype());
   if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));
   Tensor m = amax(x, dim, true);
@@ -245,8 +246,8 @@ static Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<DType>
   if (out.numel()) softmax_stub[x.device()](rows, out, log);
   return contiguous(rows_back(out, x, d));
 }
-Tensor softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, false, "softmax"); }
-Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, true, "log_softmax"); }
+Tensor native_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, false, "softmax"); }
+Tensor native_log_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, true, "log_softmax"); }
 
 static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool prod, const char* name) {
   int64_t d = wrap_dim(dim, self.dim(), name);
@@ -257,8 +258,8 @@ static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, 
   if (out.numel()) scan_stub[x.device()](rows, out, prod);
   return contiguous(rows_back(out, x, d));
 }
-Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, false, "cumsum"); }
-Tensor cumprod(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, true, "cumprod"); }
+Tensor native_cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, false, "cumsum"); }
+Tensor native_cumprod(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, true, "cumprod"); }
 
 // all/any give bool, except for uint8 input, which gives uint8 (as in PyTorch).
 Tensor all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
@@ -273,7 +274,7 @@ Tensor count_nonzero(const Tensor& self, OptionalIntArrayRef dim) {
   return reduce(ne(self, scalar_tensor_of(0, self.dtype())), dim, false, ReduceOp::Sum, kInt64, "count_nonzero");
 }
 
-std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+std::tuple<Tensor, Tensor> native_sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
   int64_t d = wrap_dim(dim, self.dim(), "sort");
   Tensor rows = rows_last(self, d);
   Tensor values = empty_tensor(rows.sizes(), self.dtype(), self.device());
@@ -284,7 +285,7 @@ std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending
 Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
   return std::get<1>(sort(self, dim, descending, stable));
 }
-std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+std::tuple<Tensor, Tensor> native_topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   int64_t d = wrap_dim(dim, self.dim(), "topk");
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   KINDLE_CHECK(self.dtype() != kBool, "topk: \"topk_cpu\" not implemented for 'Bool'");

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -69,7 +70,7 @@ Tensor view_of(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64
 
 }  // namespace
 
-Tensor view(const Tensor& self, IntArrayRef size) {
+Tensor native_view(const Tensor& self, IntArrayRef size) {
   DimVector shape = infer_size(size, self.numel(), "view");
   auto st = compute_stride(self.sizes(), self.strides(), shape);
   KINDLE_CHECK(st.has_value(), "view: size ", shape, " is not compatible with input tensor's size ", self.sizes(),
@@ -80,7 +81,7 @@ Tensor view(const Tensor& self, IntArrayRef size) {
 
 Tensor reshape(const Tensor& self, IntArrayRef shape) {
   DimVector sz = infer_size(shape, self.numel(), "reshape");
-  if (auto st = compute_stride(self.sizes(), self.strides(), sz)) return view_of(self, sz, *st, self.storage_offset());
+  if (compute_stride(self.sizes(), self.strides(), sz)) return view(self, sz);
   return contiguous(self).view(sz);
 }
 
@@ -112,7 +113,7 @@ Tensor unflatten(const Tensor& self, int64_t dim, IntArrayRef sizes) {
   return view(self, shape);
 }
 
-Tensor squeeze(const Tensor& self, OptionalIntArrayRef dim) {
+Tensor native_squeeze(const Tensor& self, OptionalIntArrayRef dim) {
   std::vector<bool> drop(size_t(self.dim()), false);
   if (!dim) {
     for (int64_t i = 0; i < self.dim(); ++i) drop[i] = self.sizes()[i] == 1;
@@ -129,7 +130,7 @@ Tensor squeeze(const Tensor& self, OptionalIntArrayRef dim) {
   return view_of(self, sz, st, self.storage_offset());
 }
 
-Tensor unsqueeze(const Tensor& self, int64_t dim) {
+Tensor native_unsqueeze(const Tensor& self, int64_t dim) {
   int64_t d = wrap_dim(dim, self.dim() + 1, "unsqueeze");
   DimVector sz(self.sizes()), st(self.strides());
   int64_t stride = d < self.dim() ? self.sizes()[d] * self.strides()[d] : 1;
@@ -142,10 +143,10 @@ static const Tensor& set_geometry(const Tensor& self, const Tensor& v) {
   self.impl()->set_sizes_and_strides(v.sizes(), v.strides(), v.storage_offset());
   return self;
 }
-const Tensor& squeeze_(const Tensor& self, OptionalIntArrayRef dim) { return set_geometry(self, squeeze(self, dim)); }
-const Tensor& unsqueeze_(const Tensor& self, int64_t dim) { return set_geometry(self, unsqueeze(self, dim)); }
+const Tensor& native_squeeze_(const Tensor& self, OptionalIntArrayRef dim) { return set_geometry(self, squeeze(self, dim)); }
+const Tensor& native_unsqueeze_(const Tensor& self, int64_t dim) { return set_geometry(self, unsqueeze(self, dim)); }
 
-Tensor permute(const Tensor& self, IntArrayRef dims) {
+Tensor native_permute(const Tensor& self, IntArrayRef dims) {
   KINDLE_CHECK(int64_t(dims.size()) == self.dim(), "permute: number of dims don't match in permute (got ",
                dims.size(), " dims for a tensor of shape ", self.sizes(), ")");
   DimVector sz(dims.size()), st(dims.size());
@@ -160,7 +161,7 @@ Tensor permute(const Tensor& self, IntArrayRef dims) {
   return view_of(self, sz, st, self.storage_offset());
 }
 
-Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
+Tensor native_transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
   if (self.dim() == 0) { wrap_dim(dim0, 0, "transpose"); wrap_dim(dim1, 0, "transpose"); return view_of(self, {}, {}, self.storage_offset()); }
   int64_t a = wrap_dim(dim0, self.dim(), "transpose"), b = wrap_dim(dim1, self.dim(), "transpose");
   DimVector sz(self.sizes()), st(self.strides());
@@ -170,13 +171,13 @@ Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
 }
 Tensor swapaxes(const Tensor& self, int64_t a, int64_t b) { return transpose(self, a, b); }
 Tensor swapdims(const Tensor& self, int64_t a, int64_t b) { return transpose(self, a, b); }
-const Tensor& transpose_(const Tensor& self, int64_t a, int64_t b) { return set_geometry(self, transpose(self, a, b)); }
+const Tensor& native_transpose_(const Tensor& self, int64_t a, int64_t b) { return set_geometry(self, transpose(self, a, b)); }
 
 Tensor t(const Tensor& self) {
   KINDLE_CHECK(self.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
-  return self.dim() < 2 ? self.detach() : transpose(self, 0, 1);
+  return self.dim() < 2 ? view(self, self.sizes()) : transpose(self, 0, 1);
 }
-const Tensor& t_(const Tensor& self) { return set_geometry(self, t(self)); }
+const Tensor& native_t_(const Tensor& self) { return set_geometry(self, t(self)); }
 Tensor adjoint(const Tensor& self) {
   KINDLE_CHECK(self.dim() >= 2, "adjoint: tensor must have at least 2 dimensions, got ", self.dim());
   return transpose(self, -2, -1);
@@ -186,7 +187,7 @@ Tensor movedim(const Tensor& self, IntArrayRef source, IntArrayRef destination) 
   if (self.dim() == 0) {
     for (int64_t s : source) wrap_dim(s, 0, "movedim");
     for (int64_t d : destination) wrap_dim(d, 0, "movedim");
-    return self.detach();
+    return view(self, self.sizes());
   }
   KINDLE_CHECK(source.size() == destination.size(), "movedim: Invalid source or destination dims: source (",
                source, " dims) should contain the same number of dims as destination (", destination, " dims)");
@@ -210,7 +211,7 @@ Tensor movedim(const Tensor& self, IntArrayRef source, IntArrayRef destination) 
 }
 Tensor moveaxis(const Tensor& self, IntArrayRef s, IntArrayRef d) { return movedim(self, s, d); }
 
-Tensor expand(const Tensor& self, IntArrayRef size) {
+Tensor native_expand(const Tensor& self, IntArrayRef size) {
   KINDLE_CHECK(int64_t(size.size()) >= self.dim(), "expand: the number of sizes provided (", size.size(),
                ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
   int64_t n = int64_t(size.size()), off = n - self.dim();
@@ -236,7 +237,7 @@ Tensor expand(const Tensor& self, IntArrayRef size) {
 Tensor expand_as(const Tensor& self, const Tensor& other) { return expand(self, other.sizes()); }
 Tensor broadcast_to(const Tensor& self, IntArrayRef size) { return expand(self, size); }
 std::vector<Tensor> broadcast_tensors(TensorList tensors) {
-  if (tensors.size() == 1) return {tensors[0].detach()};
+  if (tensors.size() == 1) return {view(tensors[0], tensors[0].sizes())};
   DimVector shape;
   for (const Tensor& t : tensors) shape = broadcast_shapes(shape, t.sizes(), "broadcast_tensors");
   std::vector<Tensor> out;
@@ -244,7 +245,7 @@ std::vector<Tensor> broadcast_tensors(TensorList tensors) {
   return out;
 }
 
-Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride, std::optional<int64_t> storage_offset) {
+Tensor native_as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride, std::optional<int64_t> storage_offset) {
   KINDLE_CHECK(size.size() == stride.size(), "as_strided: mismatch in length of strides and shape");
   int64_t off = storage_offset.value_or(self.storage_offset());
   int64_t last = off;
@@ -260,7 +261,7 @@ Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride, std:
   return view_of(self, size, stride, off);
 }
 
-Tensor select(const Tensor& self, int64_t dim, int64_t index) {
+Tensor native_select(const Tensor& self, int64_t dim, int64_t index) {
   KINDLE_CHECK_INDEX(self.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
   int64_t d = wrap_dim(dim, self.dim(), "select");
   int64_t n = self.sizes()[d];
@@ -273,7 +274,7 @@ Tensor select(const Tensor& self, int64_t dim, int64_t index) {
   return view_of(self, sz, st, self.storage_offset() + index * self.strides()[d]);
 }
 
-Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+Tensor native_slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   int64_t d = wrap_dim(dim, self.dim(), "slice");
   KINDLE_CHECK_VALUE(step > 0, "slice step must be positive, got ", step);
   int64_t n = self.sizes()[d];
@@ -299,7 +300,7 @@ Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
   return slice(self, d, start, start + length, 1);
 }
 
-std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+std::vector<Tensor> native_split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
   int64_t d = wrap_dim(dim, self.dim(), "split_with_sizes");
   int64_t total = 0;
   for (int64_t s : split_sizes) {
@@ -314,7 +315,7 @@ std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes
   return out;
 }
 
-std::vector<Tensor> split(const Tensor& self, IntArrayRef split_size_or_sections, int64_t dim) {
+std::vector<Tensor> native_split(const Tensor& self, IntArrayRef split_size_or_sections, int64_t dim) {
   if (split_size_or_sections.size() != 1) return split_with_sizes(self, split_size_or_sections, dim);
   int64_t d = wrap_dim(dim, self.dim(), "split");
   int64_t size = split_size_or_sections[0], n = self.sizes()[d];
@@ -325,7 +326,7 @@ std::vector<Tensor> split(const Tensor& self, IntArrayRef split_size_or_sections
   return out;
 }
 
-std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
+std::vector<Tensor> native_chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   KINDLE_CHECK(self.dim() > 0, "chunk expects at least a 1-dimensional tensor");
   KINDLE_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   int64_t d = wrap_dim(dim, self.dim(), "chunk");
@@ -335,14 +336,14 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   return split(self, {size}, d);
 }
 
-std::vector<Tensor> unbind(const Tensor& self, int64_t dim) {
+std::vector<Tensor> native_unbind(const Tensor& self, int64_t dim) {
   int64_t d = wrap_dim(dim, self.dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < self.sizes()[d]; ++i) out.push_back(select(self, d, i));
   return out;
 }
 
-Tensor cat(TensorList tensors, int64_t dim) {
+Tensor native_cat(TensorList tensors, int64_t dim) {
   KINDLE_CHECK_VALUE(!tensors.empty(), "cat(): expected a non-empty list of Tensors");
   // 1-d empty tensors are skipped, as in PyTorch (legacy behaviour).
   const Tensor* ref = nullptr;
@@ -419,7 +420,7 @@ Tensor tile(const Tensor& self, IntArrayRef dims) {
   return repeat(self, r);
 }
 
-Tensor flip(const Tensor& self, IntArrayRef dims) {
+Tensor native_flip(const Tensor& self, IntArrayRef dims) {
   DimVector st(self.strides());
   int64_t off = self.storage_offset();
   std::vector<bool> seen(size_t(std::max<int64_t>(self.dim(), 1)), false);
@@ -483,7 +484,7 @@ Tensor triu(const Tensor& self, int64_t diagonal) {
 const Tensor& tril_(const Tensor& self, int64_t diagonal) { return self.copy_(tril(self, diagonal)); }
 const Tensor& triu_(const Tensor& self, int64_t diagonal) { return self.copy_(triu(self, diagonal)); }
 
-Tensor diagonal(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
+Tensor native_diagonal(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
   int64_t a = wrap_dim(dim1, self.dim(), "diagonal"), b = wrap_dim(dim2, self.dim(), "diagonal");
   KINDLE_CHECK(a != b, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
   int64_t off = self.storage_offset(), len;
@@ -525,7 +526,7 @@ Tensor diag(const Tensor& self, int64_t d) {
   return out;
 }
 
-Tensor unfold(const Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+Tensor native_unfold(const Tensor& self, int64_t dimension, int64_t size, int64_t step) {
   int64_t d = self.dim() == 0 ? 0 : wrap_dim(dimension, self.dim(), "unfold");
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   KINDLE_CHECK(size <= n, "unfold: maximum size for tensor at dimension ", d, " is ", n, " but size is ", size);

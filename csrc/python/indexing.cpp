@@ -103,7 +103,7 @@ Tensor getitem(const Tensor& self, nb::handle idx) {
     return self.select(0, k);
   }
   Parsed p = parse(self, idx);
-  if (!p.advanced) return p.view.is_same(self) ? self.detach() : p.view;
+  if (!p.advanced) return p.view.is_same(self) ? self.view(self.sizes()) : p.view;
   return index(p.view, p.indices);
 }
 

@@ -90,17 +90,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_CHECK(t.dim() >= 2, "tensor.mT is only supported on matrices or batches of matrices. Got ", t.dim(), "-D tensor.");
     return t.transpose(-2, -1);
   });
-  cls.def_prop_ro("H", [](const Tensor& t) { return t.dim() < 2 ? t.detach() : t.t(); });
+  cls.def_prop_ro("H", [](const Tensor& t) { return t.dim() < 2 ? t.view(t.sizes()) : t.t(); });
   cls.def_prop_ro("mH", [](const Tensor& t) { return t.transpose(-2, -1); });
   cls.def_prop_rw("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-                  [](const Tensor& t, bool r) {
-                    KINDLE_CHECK(!r || t.is_floating_point(), "only Tensors of floating point dtype can require gradients");
-                    t.impl()->requires_grad = r;
-                  });
+                  [](const Tensor& t, bool r) { t.requires_grad_(r); });
   cls.def("requires_grad_", [](nb::handle_t<Tensor> h, bool r) {
-    const Tensor& t = *nb::inst_ptr<Tensor>(h);
-    KINDLE_CHECK(!r || t.is_floating_point(), "only Tensors of floating point dtype can require gradients");
-    t.impl()->requires_grad = r;
+    nb::inst_ptr<Tensor>(h)->requires_grad_(r);
     return nb::borrow(h);
   }, nb::arg("requires_grad") = true);
   cls.def_prop_rw("data", [](const Tensor& t) { return t.detach(); },
@@ -167,7 +162,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("__hash__", [](nb::handle h) { return std::hash<PyObject*>()(h.ptr()); });
   cls.def("__pos__", [](const Tensor& t) {
     KINDLE_CHECK(t.dtype() != kBool, "The `+` operator, on a bool tensor is not supported.");
-    return t.detach();
+    return t.view(t.sizes());
   });
   cls.def("__neg__", [](const Tensor& t) { return neg(t); });
   cls.def("__abs__", [](const Tensor& t) { return abs(t); });

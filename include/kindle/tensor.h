@@ -1,6 +1,7 @@
 // Tensor: a cheap, reference-counted handle to a TensorImpl (sizes, strides, storage offset,
 // dtype, device). Views share the Storage, and with it the version counter.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -17,6 +18,9 @@ namespace kindle {
 
 class Tensor;
 class Generator;
+namespace autograd {
+struct Node;
+}
 using TensorList = ArrayRef<Tensor>;
 using OptionalIntArrayRef = std::optional<IntArrayRef>;
 
@@ -106,6 +110,24 @@ class Tensor {
   T item() const { return item().to<T>(); }
 
   std::string to_string() const;  // the same text as Python's repr
+
+  // Autograd (csrc/autograd/variable.cpp).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  bool is_leaf() const;
+  uint32_t output_nr() const;
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  void retain_grad() const;
+  bool retains_grad() const;
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  // The hook gets the gradient and returns a replacement (or an undefined Tensor to keep it).
+  uint64_t register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  void remove_hook(uint64_t handle) const;
+  const Tensor& detach_() const;
+  bool is_view() const;   // made as a view while grad mode was on
+  Tensor base() const;
 
 #include "kindle/tensor_methods.inc"
 

@@ -1,0 +1,294 @@
+// The backward pass: runs the graph from the roots in dependency order on the calling thread.
+#include <algorithm>
+#include <queue>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/functions.h"
+#include "kindle/operators.h"
+
+namespace kindle::autograd {
+
+namespace {
+
+bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
+  if (shape.size() > desired.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t s = shape[shape.size() - 1 - i], d = desired[desired.size() - 1 - i];
+    if (s != d && s != 1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Sums a broadcast gradient back to `shape`.
+Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
+  if (grad.sizes() == shape) return grad;
+  int64_t lead = grad.dim() - int64_t(shape.size());
+  DimVector dims;
+  for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
+  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
+    if (shape[i] == 1 && grad.sizes()[lead + i] != 1) dims.push_back(lead + i);
+  Tensor r = dims.empty() ? grad : grad.sum(IntArrayRef(dims), true);
+  if (lead > 0 || r.sizes() != shape) r = r.reshape(shape);
+  return r;
+}
+
+namespace {
+
+// Checks one gradient produced by `fn` for its input i against what the next node expects,
+// reducing broadcast gradients and casting dtypes.
+Tensor validate_grad(const Node& fn, size_t i, Tensor grad, const OutputMeta& meta) {
+  if (!grad.defined()) return grad;
+  if (grad.sizes() != IntArrayRef(meta.sizes)) {
+    if (!is_expandable_to(meta.sizes, grad.sizes())) {
+      std::ostringstream os;
+      os << "Function " << fn.name() << " returned an invalid gradient at index " << i << " - got " << grad.sizes()
+         << " but expected shape compatible with " << IntArrayRef(meta.sizes);
+      throw Error(os.str());
+    }
+    grad = sum_to(grad, meta.sizes);
+  }
+  if (grad.dtype() != meta.dtype) grad = grad.to(meta.dtype);
+  return grad;
+}
+
+struct GraphTask {
+  std::unordered_map<Node*, int> dependencies;
+  std::unordered_map<Node*, tensor_list> buffers;
+  // autograd.grad / backward(inputs=...): where the wanted gradients arrive
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;  // node -> (input_nr, slot)
+  std::unordered_set<Node*> needed;  // empty: every node runs
+  tensor_list captured;
+  bool keep_graph = false;
+  bool create_graph = false;
+};
+
+void accumulate(tensor_list& buf, size_t i, Tensor g) {
+  if (!g.defined()) return;
+  if (!buf[i].defined()) buf[i] = std::move(g);
+  else buf[i] = buf[i] + g;
+}
+
+// Counts, for every node reachable from the roots, how many edges lead into it; and, when only
+// some gradients are wanted, which nodes lie on a path to them.
+void compute_dependencies(GraphTask& task, const std::vector<Edge>& roots, bool restrict,
+                          const std::unordered_set<Node*>& targets) {
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  for (auto& e : roots) {
+    if (!e.fn) continue;
+    task.dependencies[e.fn.get()] += 1;  // the root's own gradient is one delivery
+    if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  }
+  std::vector<Node*> order;  // DFS discovery order
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (auto& e : n->next_edges) {
+      if (!e.fn) continue;
+      task.dependencies[e.fn.get()] += 1;
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  if (!restrict) return;
+  // A node is needed if it is a target or leads to one; iterate to a fixed point (the graph is a
+  // DAG, so a reverse topological pass would do; this stays simple and linear in practice).
+  bool changed = true;
+  for (Node* n : order)
+    if (targets.count(n)) task.needed.insert(n);
+  while (changed) {
+    changed = false;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node* n = *it;
+      if (task.needed.count(n)) continue;
+      for (auto& e : n->next_edges)
+        if (e.fn && task.needed.count(e.fn.get())) {
+          task.needed.insert(n);
+          changed = true;
+          break;
+        }
+    }
+  }
+}
+
+tensor_list call_node(Node& fn, tensor_list&& inputs) {
+  for (auto& hook : fn.tensor_hooks) {
+    Tensor& g = inputs[hook.output_nr];
+    if (!g.defined()) continue;
+    Tensor r = hook.fn(g);
+    if (r.defined()) {
+      KINDLE_CHECK(r.sizes() == g.sizes(), "hook: a hook on an output of ", fn.name(), " of shape ", g.sizes(),
+                   " returned a gradient of shape ", r.sizes(), "; it must keep the gradient's shape");
+      g = r;
+    }
+  }
+  for (auto& hook : fn.pre_hooks) {
+    tensor_list r = hook(inputs);
+    if (!r.empty()) inputs = std::move(r);
+  }
+  tensor_list grad_outputs_copy;
+  if (!fn.post_hooks.empty()) grad_outputs_copy = inputs;
+  tensor_list outputs = fn.apply(std::move(inputs));
+  for (auto& hook : fn.post_hooks) {
+    tensor_list r = hook(outputs, grad_outputs_copy);
+    if (!r.empty()) outputs = std::move(r);
+  }
+  return outputs;
+}
+
+void check_anomaly(const Node& fn, const tensor_list& outputs) {
+  if (!AnomalyMode::is_enabled() || !AnomalyMode::check_nan()) return;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& o = outputs[i];
+    if (o.defined() && o.is_floating_point() && isnan(o).any().item<bool>()) {
+      std::ostringstream os;
+      os << "Function '" << fn.name() << "' returned nan values in its " << i << "th output.";
+      if (!fn.anomaly_trace.empty())
+        os << "\nThe forward call that created it (anomaly mode traceback):\n" << fn.anomaly_trace;
+      else
+        os << " (Enable anomaly detection before the forward pass to see where it was created.)";
+      throw Error(os.str());
+    }
+  }
+}
+
+void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root_grads) {
+  // Nodes run in order of readiness, latest-created first among the ready ones (as PyTorch).
+  auto cmp = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+    return a->sequence_nr < b->sequence_nr;
+  };
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(cmp)> ready(cmp);
+  auto deliver = [&](const Edge& e, Tensor g, bool& became_ready) {
+    Node* n = e.fn.get();
+    auto cap = task.captures.find(n);
+    if (cap != task.captures.end())
+      for (auto& [input_nr, slot] : cap->second)
+        if (input_nr == e.input_nr && g.defined()) {
+          Tensor& c = task.captured[slot];
+          c = c.defined() ? c + g : g;
+        }
+    auto& buf = task.buffers[n];
+    if (buf.empty()) buf.resize(n->num_outputs());
+    if (e.input_nr < buf.size()) accumulate(buf, e.input_nr, std::move(g));
+    became_ready = --task.dependencies[n] == 0;
+  };
+  for (size_t i = 0; i < roots.size(); ++i) {
+    bool r = false;
+    if (!roots[i].fn) continue;
+    deliver(roots[i], std::move(root_grads[i]), r);
+    if (r) ready.push(roots[i].fn);
+  }
+  while (!ready.empty()) {
+    std::shared_ptr<Node> fn = ready.top();
+    ready.pop();
+    tensor_list inputs = std::move(task.buffers[fn.get()]);
+    task.buffers.erase(fn.get());
+    bool run = task.needed.empty() ? true : task.needed.count(fn.get()) > 0;
+    bool is_capture_only = !task.captures.empty() && dynamic_cast<AccumulateGrad*>(fn.get()) != nullptr;
+    if (!run || is_capture_only) {
+      // Not on a path to a wanted gradient: release its dependents without running it.
+      for (auto& e : fn->next_edges) {
+        if (!e.fn) continue;
+        bool r = false;
+        deliver(e, Tensor(), r);
+        if (r) ready.push(e.fn);
+      }
+      continue;
+    }
+    bool any = false;
+    for (auto& g : inputs) any = any || g.defined();
+    tensor_list outputs;
+    if (any) {
+      outputs = call_node(*fn, std::move(inputs));
+      check_anomaly(*fn, outputs);
+    } else {
+      outputs.resize(fn->next_edges.size());
+    }
+    if (!task.keep_graph) fn->release_variables();
+    KINDLE_CHECK(outputs.size() == fn->next_edges.size() || outputs.empty(), "internal error: ", fn->name(),
+                 " returned ", outputs.size(), " gradients for ", fn->next_edges.size(), " inputs");
+    for (size_t i = 0; i < fn->next_edges.size(); ++i) {
+      const Edge& e = fn->next_edges[i];
+      if (!e.fn) continue;
+      Tensor g = i < outputs.size() ? validate_grad(*fn, i, std::move(outputs[i]), e.fn->output_meta[e.input_nr])
+                                    : Tensor();
+      bool r = false;
+      deliver(e, std::move(g), r);
+      if (r) ready.push(e.fn);
+    }
+  }
+}
+
+}  // namespace
+
+tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
+                         bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate_into_grad) {
+  KINDLE_CHECK(grad_outputs.empty() || grad_outputs.size() == roots.size(), "backward: got ", roots.size(),
+               " tensors and ", grad_outputs.size(), " gradients; expected one gradient per tensor");
+  std::vector<Edge> root_edges;
+  tensor_list root_grads;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& t = roots[i];
+    KINDLE_CHECK(t.requires_grad(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (!g.defined()) {
+      KINDLE_CHECK(t.numel() == 1, "grad can be implicitly created only for scalar outputs (got a tensor of shape ",
+                   t.sizes(), "; pass gradient= with the same shape)");
+      g = ones_like(t);
+    } else {
+      KINDLE_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ", g.sizes(),
+                   " and output[", i, "] has a shape of ", t.sizes(), ".");
+      KINDLE_CHECK(g.is_floating_point(), "backward: gradient ", i, " must be a floating point tensor, got ", g.dtype());
+    }
+    root_edges.push_back(gradient_edge(t));
+    root_grads.push_back(std::move(g));
+  }
+  GraphTask task;
+  task.keep_graph = keep_graph;
+  task.create_graph = create_graph;
+  std::unordered_set<Node*> targets;
+  std::vector<Edge> input_edges;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    KINDLE_CHECK(t.requires_grad(), "One of the differentiated Tensors (input ", i, ", of shape ", t.sizes(),
+                 ") does not require grad");
+    Edge e = gradient_edge(t);
+    input_edges.push_back(e);
+    targets.insert(e.fn.get());
+    if (!accumulate_into_grad) task.captures[e.fn.get()].emplace_back(e.input_nr, i);
+  }
+  task.captured.resize(inputs.size());
+  compute_dependencies(task, root_edges, !inputs.empty(), targets);
+  {
+    AutoGradMode mode(create_graph);
+    execute(task, root_edges, std::move(root_grads));
+  }
+  if (accumulate_into_grad) return {};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!task.captured[i].defined())
+      KINDLE_CHECK(allow_unused, "One of the differentiated Tensors (input ", i, ", of shape ", inputs[i].sizes(),
+                   ") appears to not have been used in the graph. Set allow_unused=True if this is the desired "
+                   "behavior.");
+    else if (!create_graph)
+      task.captured[i] = task.captured[i].detach();
+  }
+  return task.captured;
+}
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::optional<bool> retain_graph,
+              bool create_graph, const tensor_list& inputs) {
+  run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph), create_graph, inputs, true, true);
+}
+
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs,
+                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+  KINDLE_CHECK(!inputs.empty(), "grad requires at least one input tensor");
+  return run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, inputs, allow_unused,
+                      false);
+}
+
+}  // namespace kindle::autograd

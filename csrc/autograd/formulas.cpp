@@ -1,0 +1,296 @@
+#include "autograd/formulas.h"
+
+#include <algorithm>
+
+namespace kindle::autograd {
+
+Tensor zero_of(const Tensor& like) { return scalar_tensor_of(0, like.dtype()); }
+
+Tensor scale_grad(const Tensor& grad, const Scalar& s) {
+  if (!s.is_floating_point() && s.to_int() == 1) return grad;
+  return grad * s;
+}
+
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
+  return where(self > threshold, grad, zero_of(grad));
+}
+
+Tensor silu_backward(const Tensor& grad, const Tensor& self) {
+  Tensor s = self.sigmoid();
+  return grad * s * (1 + self * (1 - s));
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate) {
+  if (approximate == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    Tensor x2 = self.square();
+    Tensor t = (k * (self + c * x2 * self)).tanh();
+    Tensor d = 0.5 * (1 + t) + 0.5 * self * (1 - t.square()) * k * (1 + 3 * c * x2);
+    return grad * d;
+  }
+  Tensor cdf = 0.5 * (1 + (self * M_SQRT1_2).erf());
+  Tensor pdf = (-0.5 * self.square()).exp() * (1.0 / std::sqrt(2 * M_PI));
+  return grad * (cdf + self * pdf);
+}
+
+Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  Tensor z = self * beta;
+  return where(z > threshold, grad, grad * z.sigmoid());
+}
+
+Tensor elu_backward(const Tensor& grad, const Tensor& self, const Scalar& alpha, const Scalar& scale,
+                    const Scalar& input_scale) {
+  double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
+  Tensor neg = (self * is).exp() * (s * a * is);
+  return grad * where(self > 0, scalar_tensor_of(s, grad.dtype()), neg);
+}
+
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                      const std::optional<Scalar>& max) {
+  Tensor keep;
+  if (min) keep = self >= *min;
+  if (max) keep = keep.defined() ? logical_and(keep, self <= *max) : self <= *max;
+  if (!keep.defined()) return grad;
+  return where(keep, grad, zero_of(grad));
+}
+
+Tensor div_self_backward(const Tensor& grad, const Tensor& other, std::optional<std::string_view> rounding_mode) {
+  if (rounding_mode) return zeros_like(grad);
+  return grad / other;
+}
+
+Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
+                          std::optional<std::string_view> rounding_mode) {
+  if (rounding_mode) return zeros_like(grad);
+  return -grad * self / (other * other);
+}
+
+Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max) {
+  // Ties split the gradient evenly, as in PyTorch.
+  Tensor g = where(self == other, grad / 2, grad);
+  return g.masked_fill(is_max ? self < other : self > other, zero_of(grad));
+}
+
+Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+  return where(exponent == 0, zero_of(grad), grad * exponent * self.pow(exponent - 1));
+}
+
+Tensor pow_exponent_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent, const Tensor& result) {
+  return where(logical_and(self == 0, exponent >= 0), zero_of(grad), grad * result * self.log());
+}
+
+Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
+  return where(self == 0, zero_of(grad), grad * result / self);
+}
+
+Tensor xlogy_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other) {
+  return where(logical_and(self == 0, other <= 0), zero_of(grad), grad * other.log());
+}
+
+Tensor permute_backward(const Tensor& grad, IntArrayRef dims) {
+  DimVector inv(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inv[size_t(wrap_dim(dims[i], grad.dim(), "permute"))] = int64_t(i);
+  return grad.permute(inv);
+}
+
+Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index) {
+  Tensor z = zeros(sizes, grad.dtype());
+  z.select(dim, index).copy_(grad);
+  return z;
+}
+
+Tensor slice_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, std::optional<int64_t> start,
+                      std::optional<int64_t> end, int64_t step) {
+  Tensor z = zeros(sizes, grad.dtype());
+  kindle::slice(z, dim, start, end, step).copy_(grad);
+  return z;
+}
+
+Tensor diagonal_backward(const Tensor& grad, IntArrayRef sizes, int64_t offset, int64_t dim1, int64_t dim2) {
+  Tensor z = zeros(sizes, grad.dtype());
+  z.diagonal(offset, dim1, dim2).copy_(grad);
+  return z;
+}
+
+Tensor unfold_backward(const Tensor& grad, IntArrayRef sizes, IntArrayRef strides, int64_t offset, int64_t dimension,
+                       int64_t size, int64_t step) {
+  DimVector vs(sizes), vst(strides);
+  if (sizes.empty()) {
+    vs.push_back(size);
+    vst.push_back(1);
+  } else {
+    int64_t d = wrap_dim(dimension, int64_t(sizes.size()), "unfold");
+    vs[d] = (sizes[d] - size) / step + 1;
+    vst[d] = strides[d] * step;
+    vs.push_back(size);
+    vst.push_back(strides[d]);
+  }
+  return as_strided_backward(grad, TensorGeometry(sizes, strides, offset), TensorGeometry(vs, vst, offset));
+}
+
+namespace {
+tensor_list filled(const tensor_list& grads, const std::vector<OutputMeta>& outputs) {
+  tensor_list parts;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    parts.push_back(i < grads.size() && grads[i].defined() ? grads[i] : zeros(outputs[i].sizes, outputs[i].dtype));
+  return parts;
+}
+}  // namespace
+
+Tensor cat_outputs_backward(const tensor_list& grads, const std::vector<OutputMeta>& outputs, int64_t dim) {
+  return cat(filled(grads, outputs), dim);
+}
+
+Tensor stack_outputs_backward(const tensor_list& grads, const std::vector<OutputMeta>& outputs, int64_t dim) {
+  return stack(filled(grads, outputs), dim);
+}
+
+tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimVector>& sizes) {
+  tensor_list out;
+  int64_t d = wrap_dim(dim, grad.dim(), "cat"), off = 0;
+  for (const DimVector& s : sizes) {
+    if (s.size() == 1 && s[0] == 0) {  // skipped by cat (legacy 1-d empty tensors)
+      out.push_back(zeros({0}, grad.dtype()));
+      continue;
+    }
+    out.push_back(grad.narrow(d, off, s[size_t(d)]));
+    off += s[size_t(d)];
+  }
+  return out;
+}
+
+namespace {
+// grad (or result) of a reduction over `dim`, reshaped to broadcast against the input.
+Tensor unsqueeze_reduced(const Tensor& g, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim) {
+  if (keepdim || sizes.empty()) return g;
+  if (!dim || dim->empty()) return g.reshape(DimVector(sizes.size(), 1));
+  DimVector ds;
+  for (int64_t d : *dim) ds.push_back(wrap_dim(d, int64_t(sizes.size()), "reduce"));
+  std::sort(ds.begin(), ds.end());
+  Tensor r = g;
+  for (int64_t d : ds) r = r.unsqueeze(d);
+  return r;
+}
+
+int64_t reduced_numel(IntArrayRef sizes, OptionalIntArrayRef dim) {
+  if (!dim || dim->empty()) return numel_of(sizes);
+  int64_t n = 1;
+  for (int64_t d : *dim) n *= sizes.empty() ? 1 : sizes[size_t(wrap_dim(d, int64_t(sizes.size()), "reduce"))];
+  return n;
+}
+
+// The product of all other elements along d, for every element (no division: zeros are fine).
+Tensor prod_of_others(const Tensor& x, int64_t d) {
+  int64_t n = x.size(d);
+  if (n <= 1) return ones_like(x);
+  Tensor one = ones_like(x.narrow(d, 0, 1));
+  Tensor left = cat({one, x.narrow(d, 0, n - 1)}, d).cumprod(d);
+  Tensor right = cat({x.narrow(d, 1, n - 1), one}, d).flip({d}).cumprod(d).flip({d});
+  return left * right;
+}
+}  // namespace
+
+Tensor sum_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim) {
+  return unsqueeze_reduced(grad, sizes, dim, keepdim).expand(sizes);
+}
+
+Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, std::optional<int64_t> dim,
+                     bool keepdim) {
+  if (self.dim() == 0) return grad;
+  if (!dim) return (grad * prod_of_others(self.reshape({-1}), 0)).reshape(self.sizes());
+  int64_t d = wrap_dim(*dim, self.dim(), "prod");
+  Tensor g = keepdim ? grad : grad.unsqueeze(d);
+  return g * prod_of_others(self, d);
+}
+
+Tensor extremum_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
+                         bool keepdim) {
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
+  Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
+  Tensor mask = self == r;
+  Tensor count = (dim && !dim->empty()) ? mask.sum(*dim, true) : mask.sum(std::nullopt, true);
+  return where(mask, g / count, zero_of(grad));
+}
+
+Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices, bool keepdim) {
+  if (sizes.empty()) return grad.reshape({});
+  int64_t d = wrap_dim(dim, int64_t(sizes.size()), "backward");
+  Tensor g = keepdim ? grad : grad.unsqueeze(d);
+  Tensor idx = keepdim ? indices : indices.unsqueeze(d);
+  return zeros(sizes, grad.dtype()).scatter(d, idx, g);
+}
+
+Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const Tensor& self, OptionalIntArrayRef dim,
+                         std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
+  double c = correction ? correction->to_double() : (unbiased.value_or(true) ? 1.0 : 0.0);
+  double n = double(reduced_numel(self.sizes(), dim));
+  Tensor r;
+  if (grad_var.defined()) {
+    Tensor dev = self - self.mean(dim, true);
+    r = unsqueeze_reduced(grad_var, self.sizes(), dim, keepdim) * dev * (2.0 / (n - c));
+  }
+  if (grad_mean.defined()) {
+    Tensor t = unsqueeze_reduced(grad_mean, self.sizes(), dim, keepdim).expand(self.sizes()) / n;
+    r = r.defined() ? r + t : t;
+  }
+  return r;
+}
+
+Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p, const Tensor& result,
+                     OptionalIntArrayRef dim, bool keepdim) {
+  double pv = p ? p->to_double() : 2.0;
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
+  Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim).to(self.dtype());
+  if (pv == 0.0) return zeros_like(self);
+  if (pv == 1.0) return self.sgn() * g;
+  if (std::isinf(pv)) {
+    Tensor mask = self.abs() == r;
+    Tensor count = (dim && !dim->empty()) ? mask.sum(*dim, true) : mask.sum(std::nullopt, true);
+    return self.sgn() * where(mask, g / count, zero_of(g));
+  }
+  Tensor scale = pv == 2.0 ? g / r : g * self.abs().pow(scalar_to_tensor(pv - 2)) / r.pow(scalar_to_tensor(pv - 1));
+  if (pv == 2.0) return self * scale.masked_fill(r == 0, zero_of(scale));
+  return (self * scale).masked_fill(r == 0, zero_of(scale));
+}
+
+Tensor logsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, IntArrayRef dim, bool keepdim) {
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
+  Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
+  return g * (self - r).exp();
+}
+
+Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  return result * (grad - (grad * result).sum(IntArrayRef{dim}, true));
+}
+
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  return grad - result.exp() * grad.sum(IntArrayRef{dim}, true);
+}
+
+Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
+  if (grad.dim() == 0) return grad;
+  int64_t d = wrap_dim(dim, grad.dim(), "cumsum");
+  return grad.flip({d}).cumsum(d).flip({d});
+}
+
+Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim) {
+  if (self.dim() == 0 || self.numel() == 0) return grad;
+  int64_t d = wrap_dim(dim, self.dim(), "cumprod");
+  if (!(self == 0).any().item<bool>()) return cumsum_backward(grad * result, d) / self;
+  // With zeros, division is wrong: position i's gradient is sum_{j>=i} grad_j * prod_{k<=j,k!=i} x_k.
+  int64_t n = self.size(d);
+  tensor_list parts;
+  Tensor one = ones_like(self.narrow(d, 0, 1));
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor x = cat({self.narrow(d, 0, i), one, self.narrow(d, i + 1, n - i - 1)}, d);
+    Tensor cp = x.cumprod(d);
+    parts.push_back((grad * cp).narrow(d, i, n - i).sum(IntArrayRef{d}, true));
+  }
+  return cat(parts, d);
+}
+
+Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<std::optional<Tensor>>& indices) {
+  return zeros(sizes, grad.dtype()).index_put_(indices, grad, true);
+}
+
+}  // namespace kindle::autograd

@@ -1,0 +1,68 @@
+// Helpers for the backward formulas of ops.yaml. Every formula is written with ops, so that
+// backward is itself differentiable (create_graph=True gives higher derivatives).
+#pragma once
+#include <cmath>
+
+#include "autograd/functions.h"
+#include "kindle/operators.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#define M_LN2 0.69314718055994530942
+#define M_LN10 2.30258509299404568402
+#define M_2_SQRTPI 1.12837916709551257390
+#endif
+
+namespace kindle::autograd {
+
+Tensor sum_to(const Tensor& grad, IntArrayRef shape);
+Tensor zero_of(const Tensor& like);  // a 0-d zero of like's dtype
+Tensor scale_grad(const Tensor& grad, const Scalar& s);
+
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
+Tensor silu_backward(const Tensor& grad, const Tensor& self);
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
+Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold);
+Tensor elu_backward(const Tensor& grad, const Tensor& self, const Scalar& alpha, const Scalar& scale,
+                    const Scalar& input_scale);
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                      const std::optional<Scalar>& max);
+
+Tensor div_self_backward(const Tensor& grad, const Tensor& other, std::optional<std::string_view> rounding_mode);
+Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
+                          std::optional<std::string_view> rounding_mode);
+Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max);
+Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent);
+Tensor pow_exponent_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent, const Tensor& result);
+Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
+Tensor xlogy_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other);
+
+Tensor permute_backward(const Tensor& grad, IntArrayRef dims);
+Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index);
+Tensor slice_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, std::optional<int64_t> start,
+                      std::optional<int64_t> end, int64_t step);
+Tensor diagonal_backward(const Tensor& grad, IntArrayRef sizes, int64_t offset, int64_t dim1, int64_t dim2);
+Tensor unfold_backward(const Tensor& grad, IntArrayRef sizes, IntArrayRef strides, int64_t offset, int64_t dimension,
+                       int64_t size, int64_t step);
+Tensor cat_outputs_backward(const tensor_list& grads, const std::vector<OutputMeta>& outputs, int64_t dim);
+Tensor stack_outputs_backward(const tensor_list& grads, const std::vector<OutputMeta>& outputs, int64_t dim);
+tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimVector>& sizes);
+
+Tensor sum_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim);
+Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, std::optional<int64_t> dim,
+                     bool keepdim);
+Tensor extremum_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
+                         bool keepdim);
+Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices, bool keepdim);
+Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const Tensor& self, OptionalIntArrayRef dim,
+                         std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction);
+Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p, const Tensor& result,
+                     OptionalIntArrayRef dim, bool keepdim);
+Tensor logsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, IntArrayRef dim, bool keepdim);
+Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
+Tensor cumsum_backward(const Tensor& grad, int64_t dim);
+Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim);
+Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<std::optional<Tensor>>& indices);
+
+}  // namespace kindle::autograd

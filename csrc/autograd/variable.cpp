@@ -1,0 +1,322 @@
+// A tensor's autograd state: grad, grad_fn, leaves' accumulators, views, hooks, saved tensors.
+#include "autograd/variable.h"
+
+#include <atomic>
+#include <sstream>
+
+#include "autograd/functions.h"
+#include "kindle/operators.h"
+
+namespace kindle::autograd {
+
+namespace {
+thread_local bool grad_enabled = true;
+std::atomic<uint64_t> next_sequence_nr{0};
+std::atomic<uint64_t> next_hook_id{1};
+std::atomic<bool> anomaly_enabled{false};
+std::atomic<bool> anomaly_check_nan{true};
+std::function<std::string()> stack_provider;
+}  // namespace
+
+bool GradMode::is_enabled() { return grad_enabled; }
+void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
+
+bool AnomalyMode::is_enabled() { return anomaly_enabled.load(std::memory_order_relaxed); }
+bool AnomalyMode::check_nan() { return anomaly_check_nan.load(std::memory_order_relaxed); }
+void AnomalyMode::set_enabled(bool enabled, bool check_nan) {
+  anomaly_enabled = enabled;
+  anomaly_check_nan = check_nan;
+}
+void AnomalyMode::set_stack_provider(std::function<std::string()> provider) { stack_provider = std::move(provider); }
+std::string AnomalyMode::current_stack() { return stack_provider ? stack_provider() : std::string(); }
+
+Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
+  if (AnomalyMode::is_enabled()) anomaly_trace = AnomalyMode::current_stack();
+}
+Node::~Node() = default;
+
+uint32_t Node::add_output(const Tensor& t) {
+  output_meta.push_back(OutputMeta{DimVector(t.sizes()), t.dtype()});
+  return uint32_t(output_meta.size() - 1);
+}
+
+AutogradMeta* get_meta(const Tensor& t) { return static_cast<AutogradMeta*>(t.impl()->autograd_meta.get()); }
+
+AutogradMeta& materialize_meta(const Tensor& t) {
+  auto& m = t.impl()->autograd_meta;
+  if (!m) m = std::make_unique<AutogradMeta>();
+  return *static_cast<AutogradMeta*>(m.get());
+}
+
+bool is_differentiable_type(DType dt) { return is_floating_point(dt); }
+
+namespace {
+
+// A view whose memory was modified in place since grad_fn was set gets a fresh grad_fn: a
+// strided view of its base's current history.
+void refresh_view_grad_fn(const Tensor& t, AutogradMeta& m) {
+  if (!m.base.defined() || t.version() == m.view_version) return;
+  m.view_version = t.version();
+  if (!m.base.requires_grad()) return;
+  auto fn = std::make_shared<AsStridedBackward>(m.base, t);
+  fn->next_edges.push_back(gradient_edge(m.base));
+  fn->add_output(t);
+  m.grad_fn = std::move(fn);
+  m.output_nr = 0;
+  t.impl()->requires_grad = true;
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
+  AutogradMeta& m = materialize_meta(t);
+  if (auto acc = m.grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(t);
+  acc->add_output(t);
+  m.grad_accumulator = acc;
+  return acc;
+}
+
+}  // namespace
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.impl()->requires_grad) return {};
+  AutogradMeta* m = get_meta(t);
+  if (m) {
+    refresh_view_grad_fn(t, *m);
+    if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  }
+  return {grad_accumulator(t), 0};
+}
+
+void add_edge(std::vector<Edge>& edges, const Tensor& t) { edges.push_back(gradient_edge(t)); }
+void add_edge(std::vector<Edge>& edges, const std::optional<Tensor>& t) {
+  edges.push_back(t ? gradient_edge(*t) : Edge{});
+}
+void add_edges(std::vector<Edge>& edges, TensorList ts) {
+  for (const Tensor& t : ts) edges.push_back(gradient_edge(t));
+}
+
+std::vector<Edge> collect_edges(std::initializer_list<const Tensor*> inputs) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) edges.push_back(gradient_edge(*t));
+  return edges;
+}
+
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
+  AutogradMeta& m = materialize_meta(t);
+  m.grad_fn = fn;
+  m.output_nr = output_nr;
+  if (m.base.defined()) m.view_version = t.version();
+  t.impl()->requires_grad = true;
+}
+
+void set_output(const Tensor& t, const std::shared_ptr<Node>& node) {
+  uint32_t nr = node->add_output(t);
+  if (is_differentiable_type(t.dtype())) set_history(t, node, nr);
+}
+
+void set_view_of(const Tensor& out, const Tensor& self) {
+  if (out.is_same(self) || out.impl()->storage().get() != self.impl()->storage().get()) return;
+  AutogradMeta& m = materialize_meta(out);
+  AutogradMeta* sm = get_meta(self);
+  m.base = sm && sm->base.defined() ? sm->base : self;
+  m.view_version = out.version();
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  if (!GradMode::is_enabled() || !self.impl()->requires_grad) return;
+  AutogradMeta* m = get_meta(self);
+  if (m && m->base.defined()) {
+    const Tensor& b = m->base;
+    AutogradMeta* bm = get_meta(b);
+    KINDLE_CHECK(!(b.impl()->requires_grad && !(bm && bm->grad_fn)), op,
+                 ": a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    return;
+  }
+  KINDLE_CHECK(m && m->grad_fn, op, ": a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
+  AutogradMeta& m = materialize_meta(self);
+  if (!m.base.defined()) {
+    set_output(self, node);
+    return;
+  }
+  // An in-place op on a view: the base's history becomes "the old base with this region
+  // replaced by the op's result", and the view is regenerated from the base.
+  node->add_output(self);
+  const Tensor& base = m.base;
+  auto copy = std::make_shared<CopySlices>(base, self, node);
+  copy->next_edges.push_back(gradient_edge(base));
+  for (size_t i = 1; i < node->next_edges.size(); ++i) copy->next_edges.push_back(node->next_edges[i]);
+  set_output(base, copy);
+  m.view_version = self.version() - 1;  // forces refresh_view_grad_fn on next use
+  refresh_view_grad_fn(self, m);
+}
+
+// ---- SavedVariable ----
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  defined_ = true;
+  version_ = t.version();
+  requires_grad_ = t.requires_grad();
+  is_output_ = is_output && requires_grad_;
+  if (is_output_) {
+    // Keep the data, not the tensor object: its grad_fn would be the saving node itself.
+    data_ = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+    AutogradMeta* m = get_meta(t);
+    output_nr_ = m ? m->output_nr : 0;
+    if (m) weak_fn_ = m->grad_fn;
+  } else {
+    data_ = t;
+  }
+}
+
+void SavedVariable::reset() {
+  data_ = Tensor();
+  released_ = true;
+}
+
+Tensor SavedVariable::unpack(const Node* owner) const {
+  if (!defined_) return {};
+  std::string name = owner ? owner->name() : std::string("a backward function");
+  KINDLE_CHECK(!released_, "Trying to backward through the graph a second time (or directly access saved tensors "
+               "after they have already been freed). Saved intermediate values of the graph are freed when you "
+               "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through "
+               "the graph a second time or if you need to access saved tensors after calling backward. (The "
+               "saved tensor belonged to ", name, ".)");
+  if (data_.version() != version_) {
+    std::ostringstream os;
+    os << "one of the variables needed for gradient computation has been modified by an inplace operation: "
+       << "the tensor of shape " << data_.sizes() << " and dtype " << data_.dtype() << " saved by " << name
+       << " is at version " << data_.version() << "; expected version " << version_
+       << " instead (the version counts in-place changes). Hint: make a copy with .clone() before modifying it "
+       << "in place, or move the in-place operation after backward.";
+    throw Error(os.str());
+  }
+  if (!is_output_) return data_;
+  auto fn = weak_fn_.lock();
+  if (!fn || !GradMode::is_enabled()) return data_;
+  Tensor t = make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());
+  set_history(t, fn, output_nr_);
+  return t;
+}
+
+}  // namespace kindle::autograd
+
+// ---- Tensor's autograd methods ----
+namespace kindle {
+using namespace autograd;
+
+Tensor Tensor::grad() const {
+  AutogradMeta* m = get_meta(*this);
+  if (!m) return {};
+  if (m->retained_grad) return *m->retained_grad;
+  return m->grad;
+}
+
+void Tensor::set_grad(const Tensor& g) const {
+  if (g.defined()) {
+    KINDLE_CHECK(g.dtype() == dtype(), "assigned grad has data of a different type: expected ", dtype(), ", got ",
+                 g.dtype());
+    KINDLE_CHECK(g.sizes() == sizes(), "assigned grad has data of a different size: expected ", sizes(), ", got ",
+                 g.sizes());
+  }
+  AutogradMeta& m = materialize_meta(*this);
+  if (m.retained_grad) *m.retained_grad = g;
+  else m.grad = g;
+}
+
+std::shared_ptr<Node> Tensor::grad_fn() const {
+  AutogradMeta* m = get_meta(*this);
+  if (!m) return nullptr;
+  refresh_view_grad_fn(*this, *m);
+  return m->grad_fn;
+}
+
+bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
+
+uint32_t Tensor::output_nr() const {
+  AutogradMeta* m = get_meta(*this);
+  return m ? m->output_nr : 0;
+}
+
+const Tensor& Tensor::requires_grad_(bool r) const {
+  KINDLE_CHECK(!r || is_differentiable_type(dtype()),
+               "only Tensors of floating point dtype can require gradients (got a tensor of dtype ", dtype(), ")");
+  if (!r && grad_fn())
+    throw Error("requires_grad_: you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  impl()->requires_grad = r;
+  return *this;
+}
+
+bool Tensor::retains_grad() const {
+  AutogradMeta* m = get_meta(*this);
+  return m && m->retained_grad != nullptr;
+}
+
+void Tensor::retain_grad() const {
+  KINDLE_CHECK(requires_grad(), "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf() || retains_grad()) return;
+  AutogradMeta& m = materialize_meta(*this);
+  auto box = std::make_shared<Tensor>();
+  m.retained_grad = box;
+  m.grad_fn->tensor_hooks.push_back({m.output_nr, 0, [box](const Tensor& g) {
+    if (!box->defined()) *box = g.detach().clone();
+    else *box = *box + g.detach();
+    return Tensor();
+  }});
+}
+
+uint64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  KINDLE_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  uint64_t id = next_hook_id.fetch_add(1);
+  auto fn = grad_fn();
+  if (fn) {
+    // Before retain_grad's hook, so that the retained grad is the hooked one.
+    auto& hooks = fn->tensor_hooks;
+    auto pos = hooks.end();
+    for (auto it = hooks.begin(); it != hooks.end(); ++it)
+      if (it->id == 0 && it->output_nr == output_nr()) { pos = it; break; }
+    hooks.insert(pos, Node::OutputHook{output_nr(), id, std::move(hook)});
+  } else {
+    materialize_meta(*this).leaf_hooks.emplace_back(id, std::move(hook));
+  }
+  return id;
+}
+
+void Tensor::remove_hook(uint64_t id) const {
+  AutogradMeta* m = get_meta(*this);
+  if (!m) return;
+  std::erase_if(m->leaf_hooks, [id](auto& h) { return h.first == id; });
+  if (m->grad_fn) std::erase_if(m->grad_fn->tensor_hooks, [id](auto& h) { return h.id == id; });
+}
+
+const Tensor& Tensor::detach_() const {
+  AutogradMeta* m = get_meta(*this);
+  if (m) {
+    KINDLE_CHECK(!m->base.defined() || !m->grad_fn, "detach_: can't detach views in-place. Use detach() instead.");
+    m->grad_fn.reset();
+    m->output_nr = 0;
+  }
+  impl()->requires_grad = false;
+  return *this;
+}
+
+bool Tensor::is_view() const {
+  AutogradMeta* m = get_meta(*this);
+  return m && m->base.defined();
+}
+
+Tensor Tensor::base() const {
+  AutogradMeta* m = get_meta(*this);
+  return m ? m->base : Tensor();
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph, {});
+}
+
+}  // namespace kindle

@@ -1,0 +1,173 @@
+// Python bindings of the autograd engine: Tensor's autograd attributes, graph nodes, backward,
+// grad modes, anomaly mode and the C++ side of autograd.Function.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/shared_ptr.h>
+
+#include "autograd/functions.h"
+#include "python/bind_common.h"
+
+namespace kindle::python {
+
+using namespace autograd;
+
+namespace {
+
+Tensor tensor_or_undefined(nb::handle h) { return h.is_none() ? Tensor() : nb::cast<Tensor>(h); }
+nb::object tensor_or_none(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
+
+tensor_list to_tensors(nb::handle seq) {
+  tensor_list out;
+  if (seq.is_none()) return out;
+  for (nb::handle h : seq) out.push_back(tensor_or_undefined(h));
+  return out;
+}
+
+nb::tuple to_tuple(const tensor_list& ts) {
+  nb::list l;
+  for (const Tensor& t : ts) l.append(tensor_or_none(t));
+  return nb::tuple(l);
+}
+
+// A Python tensor hook: returns None (keep) or a replacement gradient.
+TensorHook make_tensor_hook(nb::object fn) {
+  return [fn = std::move(fn)](const Tensor& g) -> Tensor {
+    nb::gil_scoped_acquire gil;
+    nb::object r = fn(g);
+    if (r.is_none()) return Tensor();
+    KINDLE_CHECK_TYPE(nb::isinstance<Tensor>(r), "hook: a tensor hook must return None or a Tensor, got ",
+                      nb::type_name(r.type()).c_str());
+    return nb::cast<Tensor>(r);
+  };
+}
+
+struct HookHandle {
+  Tensor tensor;
+  std::shared_ptr<Node> node;
+  uint64_t id;
+  int kind;  // 0 tensor hook, 1 node post hook, 2 node pre hook
+  size_t index;
+  void remove() {
+    if (kind == 0 && tensor.defined()) tensor.remove_hook(id);
+    // Node hooks are replaced by no-ops: indices of later hooks stay valid.
+    if (kind == 1 && node && index < node->post_hooks.size())
+      node->post_hooks[index] = [](const tensor_list&, const tensor_list&) { return tensor_list(); };
+    if (kind == 2 && node && index < node->pre_hooks.size())
+      node->pre_hooks[index] = [](const tensor_list&) { return tensor_list(); };
+  }
+};
+
+std::string format_python_stack() {
+  nb::gil_scoped_acquire gil;
+  nb::object tb = nb::module_::import_("traceback");
+  nb::object lines = tb.attr("format_stack")();
+  std::string out;
+  for (nb::handle l : lines) out += nb::cast<std::string>(l);
+  return out;
+}
+
+}  // namespace
+
+void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
+  nb::class_<HookHandle>(m, "_HookHandle")
+      .def("remove", &HookHandle::remove)
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](HookHandle& h, nb::args) { h.remove(); });
+
+  nb::class_<Node>(m, "Node", nb::is_weak_referenceable())
+      .def("name", &Node::name)
+      .def_prop_ro("next_functions", [](const Node& n) {
+        nb::list l;
+        for (auto& e : n.next_edges) l.append(nb::make_tuple(e.fn ? nb::cast(e.fn) : nb::none(), e.input_nr));
+        return nb::tuple(l);
+      })
+      .def("register_hook", [](std::shared_ptr<Node> n, nb::object fn) {
+        n->post_hooks.push_back([fn](const tensor_list& gi, const tensor_list& go) -> tensor_list {
+          nb::gil_scoped_acquire gil;
+          nb::object r = fn(to_tuple(gi), to_tuple(go));
+          return r.is_none() ? tensor_list() : to_tensors(r);
+        });
+        return HookHandle{Tensor(), n, 0, 1, n->post_hooks.size() - 1};
+      })
+      .def("register_prehook", [](std::shared_ptr<Node> n, nb::object fn) {
+        n->pre_hooks.push_back([fn](const tensor_list& go) -> tensor_list {
+          nb::gil_scoped_acquire gil;
+          nb::object r = fn(to_tuple(go));
+          return r.is_none() ? tensor_list() : to_tensors(r);
+        });
+        return HookHandle{Tensor(), n, 0, 2, n->pre_hooks.size() - 1};
+      })
+      .def("__repr__", [](const Node& n) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " object at %p>", static_cast<const void*>(&n));
+        return "<" + n.name() + buf;
+      });
+
+  cls.def_prop_rw("grad", [](const Tensor& t) { return tensor_or_none(t.grad()); },
+                  [](const Tensor& t, nb::handle g) { t.set_grad(tensor_or_undefined(g)); }, nb::arg("grad").none());
+  cls.def_prop_ro("grad_fn", [](const Tensor& t) { return t.grad_fn(); });
+  cls.def_prop_ro("is_leaf", &Tensor::is_leaf);
+  cls.def_prop_ro("output_nr", &Tensor::output_nr);
+  cls.def_prop_ro("retains_grad", &Tensor::retains_grad);
+  cls.def_prop_ro("_version", &Tensor::version);
+  cls.def_prop_ro("_base", [](const Tensor& t) { return tensor_or_none(t.base()); });
+  cls.def("_is_view", &Tensor::is_view);
+  cls.def("retain_grad", &Tensor::retain_grad);
+  cls.def("detach_", [](nb::handle_t<Tensor> h) {
+    nb::inst_ptr<Tensor>(h)->detach_();
+    return nb::borrow(h);
+  });
+  cls.def("register_hook", [](const Tensor& t, nb::object fn) {
+    uint64_t id = t.register_hook(make_tensor_hook(std::move(fn)));
+    return HookHandle{t, nullptr, id, 0, 0};
+  }, nb::arg("hook"));
+
+  m.def("is_grad_enabled", &GradMode::is_enabled);
+  m.def("_set_grad_enabled", &GradMode::set_enabled);
+  m.def("_set_anomaly_enabled", [](bool enabled, bool check_nan) {
+    AnomalyMode::set_enabled(enabled, check_nan);
+    if (enabled) AnomalyMode::set_stack_provider(format_python_stack);
+  });
+  m.def("_is_anomaly_enabled", &AnomalyMode::is_enabled);
+  m.def("_is_anomaly_check_nan_enabled", &AnomalyMode::check_nan);
+
+  m.def("_run_backward", [](nb::handle tensors, nb::handle grads, bool keep_graph, bool create_graph,
+                            nb::handle inputs, bool allow_unused, bool accumulate) {
+    tensor_list r = run_backward(to_tensors(tensors), to_tensors(grads), keep_graph, create_graph, to_tensors(inputs),
+                                 allow_unused, accumulate);
+    return to_tuple(r);
+  });
+
+  // autograd.Function: the context is a C++ FunctionCtx that Python code can add attributes to.
+  nb::class_<FunctionCtx>(m, "FunctionCtx", nb::dynamic_attr())
+      .def(nb::init<>())
+      .def("save_for_backward", [](FunctionCtx& c, nb::args ts) {
+        tensor_list v;
+        for (nb::handle h : ts) v.push_back(tensor_or_undefined(h));
+        c.save_for_backward(std::move(v));
+      })
+      .def("mark_dirty", [](FunctionCtx& c, nb::args ts) { c.mark_dirty(to_tensors(ts)); })
+      .def("mark_non_differentiable", [](FunctionCtx& c, nb::args ts) { c.mark_non_differentiable(to_tensors(ts)); })
+      .def_prop_ro("saved_tensors", [](const FunctionCtx& c) { return to_tuple(c.saved_tensors()); });
+
+  m.def("_function_apply", [](const std::string& name, std::shared_ptr<FunctionCtx> ctx, nb::handle inputs,
+                              nb::list outputs, nb::object backward) {
+    tensor_list ins = to_tensors(inputs);
+    std::vector<size_t> where;
+    tensor_list outs;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (nb::isinstance<Tensor>(outputs[i])) {
+        where.push_back(i);
+        outs.push_back(nb::cast<Tensor>(outputs[i]));
+      }
+    auto fn = [backward](FunctionCtx& c, tensor_list grads) -> tensor_list {
+      nb::gil_scoped_acquire gil;
+      nb::object r = backward(nb::find(&c), to_tuple(grads));
+      return to_tensors(r);
+    };
+    tensor_list wrapped = wrap_outputs(name, ins, outs, ctx, fn);
+    for (size_t k = 0; k < where.size(); ++k) outputs[where[k]] = nb::cast(wrapped[k]);
+    return outputs;
+  });
+}
+
+}  // namespace kindle::python

@@ -1,0 +1,199 @@
+// Reverse-mode automatic differentiation on the dynamic graph (DESIGN.md, Autograd).
+//
+// Every differentiable op run with grad mode on and an input that requires grad records a Node:
+// its backward, with edges to the nodes that produced its inputs and the tensors it saved.
+// `backward()` runs the graph in dependency order, accumulates into the leaves' `.grad` and
+// frees the graph unless asked to keep it.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kindle/tensor.h"
+
+namespace kindle::autograd {
+
+struct Node;
+using tensor_list = std::vector<Tensor>;
+
+// Grad mode is per thread, as in PyTorch.
+struct GradMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+class AutoGradMode {
+ public:
+  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~AutoGradMode() { GradMode::set_enabled(prev_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
+
+ private:
+  bool prev_;
+};
+struct NoGradGuard : AutoGradMode {
+  NoGradGuard() : AutoGradMode(false) {}
+};
+struct EnableGradGuard : AutoGradMode {
+  EnableGradGuard() : AutoGradMode(true) {}
+};
+
+// Anomaly detection: nodes remember where they were created; a NaN produced in backward raises.
+struct AnomalyMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled, bool check_nan = true);
+  static bool check_nan();
+  // Returns the caller's stack (the Python front end installs one that formats the Python stack).
+  static void set_stack_provider(std::function<std::string()> provider);
+  static std::string current_stack();
+};
+
+// The gradient of one forward output goes to `fn`'s input `input_nr`.
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// What a gradient arriving for one forward output must look like: the engine reduces a
+// broadcast gradient to this shape and casts it to this dtype.
+struct OutputMeta {
+  DimVector sizes;
+  DType dtype = kFloat32;
+};
+
+// A tensor hook: gets the gradient; returns a replacement, or an undefined Tensor to keep it.
+using TensorHook = std::function<Tensor(const Tensor&)>;
+// A node hook after backward: (gradients for the inputs, gradients of the outputs).
+using NodePostHook = std::function<tensor_list(const tensor_list&, const tensor_list&)>;
+using NodePreHook = std::function<tensor_list(const tensor_list&)>;
+
+struct Node : std::enable_shared_from_this<Node> {
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // grads: one per forward output (undefined where no gradient flowed); returns one gradient
+  // per forward input (undefined where none is needed).
+  virtual tensor_list apply(tensor_list&& grads) = 0;
+  virtual std::string name() const = 0;
+  // Frees what the node saved for backward; a later apply raises.
+  virtual void release_variables() {}
+
+  uint32_t num_outputs() const { return uint32_t(output_meta.size()); }
+  bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+  // Registers the node's forward output `output_nr` (of `t`) and returns its index.
+  uint32_t add_output(const Tensor& t);
+
+  std::vector<Edge> next_edges;          // one per forward input
+  std::vector<OutputMeta> output_meta;   // one per forward output
+  uint64_t sequence_nr;                  // creation order; later nodes run first
+  struct OutputHook {
+    uint32_t output_nr;
+    uint64_t id;
+    TensorHook fn;
+  };
+  std::vector<OutputHook> tensor_hooks;  // hooks of non-leaf outputs, run before apply
+  std::vector<NodePreHook> pre_hooks;
+  std::vector<NodePostHook> post_hooks;
+  std::string anomaly_trace;  // the creation stack, when anomaly mode was on
+};
+
+// A tensor saved for backward: remembers its version so that a later in-place change is caught.
+// An op's own output is saved without its grad_fn (which is the saving node: a cycle) and
+// re-attached when unpacked.
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  SavedVariable(const Tensor& t, bool is_output);
+  Tensor unpack(const Node* owner) const;
+  void reset();
+  bool defined() const { return defined_; }
+
+ private:
+  Tensor data_;
+  uint32_t version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
+  bool defined_ = false;
+  bool released_ = false;
+  bool requires_grad_ = false;
+  std::weak_ptr<Node> weak_fn_;  // the saving node, for outputs
+};
+
+// The gradient edge of a tensor: its grad_fn, or the accumulator of a leaf that requires grad.
+Edge gradient_edge(const Tensor& t);
+// Makes `t` an output of `fn` (output number `output_nr`): sets grad_fn and requires_grad.
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
+std::vector<Edge> collect_edges(std::initializer_list<const Tensor*> inputs);
+
+// Runs the backward pass. roots: the outputs; grad_outputs: their gradients (undefined: a
+// scalar root gets 1). With `inputs` empty, gradients accumulate into every leaf's `.grad`;
+// otherwise only into `inputs` (backward) or are returned (grad, accumulate=false).
+tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
+                         bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate);
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+              const tensor_list& inputs = {});
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs = {},
+                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                 bool allow_unused = false);
+
+// ---- C++ custom functions (the equivalent of Python's autograd.Function) ----
+struct FunctionCtx {
+  void save_for_backward(tensor_list tensors);
+  tensor_list saved_tensors() const;  // checks that none was modified in place since
+  void mark_non_differentiable(const tensor_list& outputs);
+  void mark_dirty(const tensor_list& inputs);
+  std::vector<bool> needs_input_grad;
+  // free-form state for backward, as in libtorch's ctx->saved_data
+  std::vector<Scalar> saved_scalars;
+  std::vector<DimVector> saved_sizes;
+
+  // internals
+  tensor_list to_save_, non_differentiable_, dirty_;
+  std::vector<SavedVariable> saved_;
+  std::weak_ptr<Node> node_;  // weak: the node owns the ctx
+};
+
+// Wires outputs computed (without grad) from inputs to a node that calls `backward_fn`.
+// Used by Function<T>::apply and by the Python front end's autograd.Function.
+tensor_list wrap_outputs(const std::string& name, const tensor_list& inputs, tensor_list outputs,
+                         std::shared_ptr<FunctionCtx> ctx,
+                         std::function<tensor_list(FunctionCtx&, tensor_list)> backward_fn);
+
+// A user-defined differentiable function:
+//   struct MyExp : Function<MyExp> {
+//     static Tensor forward(FunctionCtx& ctx, const Tensor& x) { ... ctx.save_for_backward({y}); }
+//     static tensor_list backward(FunctionCtx& ctx, tensor_list grads) { ... }
+//   };
+//   Tensor y = MyExp::apply(x);
+template <typename Derived>
+struct Function {
+  template <typename... Args>
+  static Tensor apply(Args&&... args) {
+    auto ctx = std::make_shared<FunctionCtx>();
+    tensor_list inputs;
+    (collect(inputs, args), ...);
+    for (auto& t : inputs) ctx->needs_input_grad.push_back(t.defined() && t.requires_grad());
+    Tensor out;
+    {
+      NoGradGuard g;
+      out = Derived::forward(*ctx, std::forward<Args>(args)...);
+    }
+    auto outs = wrap_outputs(typeid(Derived).name(), inputs, {out}, ctx,
+                             [](FunctionCtx& c, tensor_list g) { return Derived::backward(c, std::move(g)); });
+    return outs[0];
+  }
+
+ private:
+  static void collect(tensor_list& v, const Tensor& t) { v.push_back(t); }
+  template <typename T>
+  static void collect(tensor_list&, const T&) {}
+};
+
+}  // namespace kindle::autograd

@@ -1,0 +1,76 @@
+"""Reverse-mode automatic differentiation (torch.autograd). The engine and the graph are C++."""
+from .. import _C
+from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from . import graph  # noqa: F401
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    if isinstance(x, _C.Tensor):
+        return [x]
+    return list(x)
+
+
+def _make_grads(outputs, grad_outputs, op):
+    if grad_outputs is None:
+        return [None] * len(outputs)
+    grads = _as_list(grad_outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"{op}: got {len(outputs)} tensors and {len(grads)} gradients; expected one gradient per "
+                           f"tensor")
+    out = []
+    for g, o in zip(grads, outputs):
+        if g is not None and not isinstance(g, _C.Tensor):
+            g = _C.full_like(o, g)
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Computes the sum of gradients of `tensors` with respect to the graph leaves and accumulates
+    them into the leaves' `.grad` (only into `inputs` when given)."""
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _as_list(tensors)
+    grads = _make_grads(tensors, grad_tensors, "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    ins = _as_list(inputs) or []
+    if inputs is not None and not ins:
+        raise RuntimeError("backward: 'inputs' argument to backward() cannot be empty.")
+    _C._run_backward(tensors, grads, bool(retain_graph), bool(create_graph), ins, True, True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Returns the gradients of `outputs` with respect to `inputs` (without touching `.grad`)."""
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    single = isinstance(inputs, _C.Tensor)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    grads = _make_grads(outs, grad_outputs, "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    r = _C._run_backward(outs, grads, bool(retain_graph), bool(create_graph), ins, bool(allow_unused), False)
+    if materialize_grads:
+        r = tuple(_C.zeros_like(i) if g is None else g for g, i in zip(r, ins))
+    return tuple(r)
+
+
+Tensor = _C.Tensor
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+Tensor.backward = _tensor_backward

@@ -1,0 +1,133 @@
+"""Finite-difference checks of analytical gradients (torch.autograd.gradcheck / gradgradcheck)."""
+import numpy as np
+
+from .. import _C
+from .grad_mode import no_grad
+
+
+class GradcheckError(RuntimeError):
+    pass
+
+
+def _as_tuple(x):
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
+
+
+def _differentiable_outputs(outputs):
+    return [o for o in outputs if isinstance(o, _C.Tensor) and o.requires_grad]
+
+
+def _numpy(t):
+    return t.detach().to(_C.float64).numpy().reshape(-1)
+
+
+def _numerical_jacobian(func, inputs, diff_idx, eps):
+    """Central differences: one column per element of each differentiable input."""
+    jacs = []
+    for i in diff_idx:
+        t = inputs[i]
+        alias = t.detach()
+        cols = []
+        for k in range(t.numel()):
+            pos = np.unravel_index(k, tuple(t.shape)) if t.dim() else ()
+            orig = alias[pos].item()
+            _set(alias, pos, orig + eps)
+            plus = [_numpy(o) for o in _differentiable_like(func(*inputs))]
+            _set(alias, pos, orig - eps)
+            minus = [_numpy(o) for o in _differentiable_like(func(*inputs))]
+            _set(alias, pos, orig)
+            cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
+        jacs.append(cols)  # jacs[input][element][output] -> vector over output elements
+    return jacs
+
+
+def _set(alias, pos, value):
+    with no_grad():
+        alias[pos] = value
+
+
+def _differentiable_like(outputs):
+    return [o for o in _as_tuple(outputs) if isinstance(o, _C.Tensor) and o.is_floating_point()]
+
+
+def _analytical_jacobian(outputs, inputs, diff_idx):
+    """One vector-Jacobian product per output element: rows of the Jacobian."""
+    from . import grad as autograd_grad
+
+    diff_inputs = [inputs[i] for i in diff_idx]
+    jacs = [[np.zeros((inputs[i].numel(), o.numel())) for o in outputs] for i in diff_idx]
+    for oi, o in enumerate(outputs):
+        for j in range(o.numel()):
+            g = _C.zeros_like(o)
+            g.view(-1)[j] = 1
+            grads = autograd_grad([o], diff_inputs, [g], retain_graph=True, allow_unused=True)
+            for ii, gr in enumerate(grads):
+                if gr is not None:
+                    if tuple(gr.shape) != tuple(diff_inputs[ii].shape):
+                        raise GradcheckError(f"gradcheck: the gradient of input {diff_idx[ii]} has shape "
+                                             f"{list(gr.shape)}, expected {list(diff_inputs[ii].shape)}")
+                    jacs[ii][oi][:, j] = _numpy(gr)
+    return jacs
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True, fast_mode=False,
+              masked=None):
+    """Checks the gradients computed by backward against finite differences (use float64 inputs)."""
+    inputs = _as_tuple(inputs)
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, _C.Tensor) and t.requires_grad]
+    if not diff_idx:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
+                         "have requires_grad=True.")
+    outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
+    analytical = _analytical_jacobian(outputs, inputs, diff_idx)
+    numerical = _numerical_jacobian(func, inputs, diff_idx, eps)
+    for ii, i in enumerate(diff_idx):
+        for oi, o in enumerate(outputs):
+            a = analytical[ii][oi]
+            n = np.stack([numerical[ii][k][oi] for k in range(inputs[i].numel())]) if inputs[i].numel() else a
+            n = n.reshape(a.shape)
+            bad = ~(np.abs(a - n) <= atol + rtol * np.abs(n))
+            bad &= ~(np.isnan(a) & np.isnan(n))
+            if bad.any():
+                k, j = np.argwhere(bad)[0]
+                msg = (f"Jacobian mismatch for output {oi} with respect to input {i},\n"
+                       f"numerical:{n}\nanalytical:{a}\n"
+                       f"first mismatch at input element {k}, output element {j}: numerical {n[k, j]!r}, "
+                       f"analytical {a[k, j]!r} (atol={atol}, rtol={rtol})")
+                if raise_exception:
+                    raise GradcheckError(msg)
+                return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, gen_non_contig_grad_outputs=False,
+                  raise_exception=True, nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+                  check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """Checks second derivatives: gradcheck of the function that returns the first gradients."""
+    from . import grad as autograd_grad
+
+    inputs = _as_tuple(inputs)
+    outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
+    if grad_outputs is None:
+        gen = _C.Generator()
+        gen.manual_seed(0)
+        grad_outputs = tuple(_C.randn(list(o.shape), generator=gen, dtype=o.dtype).requires_grad_() for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, _C.Tensor) and t.requires_grad]
+
+    def first_grads(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outs = _differentiable_outputs(_as_tuple(func(*ins)))
+        grads = autograd_grad(outs, [ins[i] for i in diff_idx], list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_grads, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

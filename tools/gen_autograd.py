@@ -1,0 +1,334 @@
+"""Generates the autograd layer from the `derivatives` of ops.yaml entries.
+
+For an op with derivatives, the implementation is `kindle::native_<name>` and the generated
+`kindle::name` records a backward node when grad mode is on and an input requires grad:
+
+    - func: mul(Tensor self, Tensor other) -> Tensor
+      derivatives:
+        self: grad * other
+        other: grad * self
+
+A formula is a C++ expression (it may call any op and the helpers in csrc/autograd/formulas.h)
+over: `grad` (the gradient of the output; `grads[i]` for several outputs), the op's arguments
+by name, its outputs (`result`, or the names in the schema's return tuple), and `<arg>_sizes`,
+`<arg>_strides`, `<arg>_offset`, `<arg>_dtype` for tensor arguments (saved without the tensor).
+Only what a formula uses is saved, and a tensor only when a formula that needs it may run.
+An in-place op (`name_`) without derivatives takes those of `name`; there `result` is the
+modified tensor and `self` its value before the op (saved as a copy when a formula needs it).
+`view: true` marks ops whose outputs share memory with `self`.
+Ops without derivatives are composites: autograd flows through the ops they call.
+"""
+import re
+
+# arg type -> (member type in the node, how a local of the original type is made from it)
+STORE = {
+    "int": ("int64_t", "{m}"),
+    "int?": ("std::optional<int64_t>", "{m}"),
+    "float": ("double", "{m}"),
+    "float?": ("std::optional<double>", "{m}"),
+    "bool": ("bool", "{m}"),
+    "bool?": ("std::optional<bool>", "{m}"),
+    "Scalar": ("Scalar", "{m}"),
+    "Scalar?": ("std::optional<Scalar>", "{m}"),
+    "int[]": ("DimVector", "IntArrayRef({m})"),
+    "int[]?": ("std::optional<DimVector>", "{m} ? OptionalIntArrayRef(IntArrayRef(*{m})) : std::nullopt"),
+    "ScalarType": ("DType", "{m}"),
+    "ScalarType?": ("std::optional<DType>", "{m}"),
+    "str": ("std::string", "std::string_view({m})"),
+    "str?": ("std::optional<std::string>",
+             "{m} ? std::optional<std::string_view>(*{m}) : std::nullopt"),
+    "Tensor?[]": ("std::vector<std::optional<Tensor>>", "{m}"),
+    "Device?": ("std::optional<Device>", "{m}"),
+}
+# how the wrapper stores an argument into the member
+STORE_FROM = {
+    "int[]": "DimVector({a})",
+    "int[]?": "{a} ? std::optional<DimVector>(DimVector(*{a})) : std::nullopt",
+    "str": "std::string({a})",
+    "str?": "{a} ? std::optional<std::string>(std::string(*{a})) : std::nullopt",
+}
+DERIVED = {  # suffix -> (member type, expression on the tensor)
+    "sizes": ("DimVector", "DimVector({t}.sizes())"),
+    "strides": ("DimVector", "DimVector({t}.strides())"),
+    "offset": ("int64_t", "{t}.storage_offset()"),
+    "dtype": ("DType", "{t}.dtype()"),
+}
+
+
+def uses(text, name):
+    return re.search(r"(?<![\w.])" + re.escape(name) + r"\b(?!\s*\()", text) is not None
+
+
+def camel(name):
+    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
+
+
+class AutogradOp:
+    def __init__(self, op, derivatives, view, inherited):
+        self.op = op
+        self.view = view
+        self.inplace = op.returns_self and op.name.endswith("_")
+        suffix = "Backward" + ("1" if self.inplace or op.overload else "0")
+        self.node = camel(op.name) + (camel(op.overload) if op.overload else "") + suffix
+        self.formulas = []  # (arg, formula) in argument order
+        for a in op.args:
+            if a.name in derivatives:
+                self.formulas.append((a, derivatives[a.name].strip()))
+        unknown = set(derivatives) - {a.name for a in op.args}
+        if unknown:
+            raise SystemExit(f"gen_autograd: {op.name}: derivatives for unknown arguments {sorted(unknown)}")
+        if op.ret_names:
+            self.out_names = op.ret_names
+            self.out_types = op.ret_types
+        else:
+            self.out_names = ["result"]
+            self.out_types = [op.ret.replace("(a!)", "")]
+
+    # which formulas (by slot index) use a name
+    def users(self, name):
+        return [i for i, (_, f) in enumerate(self.formulas) if uses(f, name)]
+
+
+def slot_expr(aop, i):
+    """C++ expression: is formula i's input gradient needed (in the node)."""
+    a, _ = aop.formulas[i]
+    if a.type == "Tensor[]":
+        return f"any_needed({slot_base(aop, i)}, {a.name}_n)"
+    return f"needs_input_grad({slot_base(aop, i)})"
+
+
+def slot_base(aop, i):
+    parts = ["0"]
+    for a, _ in aop.formulas[:i]:
+        parts.append(f"{a.name}_n" if a.type == "Tensor[]" else "1")
+    s = " + ".join(p for p in parts if p != "0")
+    return s or "0"
+
+
+def gen_node(aop):
+    op = aop.op
+    members, apply_locals, saves_before, saves_after = [], [], [], []
+    releases = []
+    all_text = " ".join(f for _, f in aop.formulas)
+    # list sizes
+    for a, _ in aop.formulas:
+        if a.type == "Tensor[]":
+            members.append(f"size_t {a.name}_n = 0;")
+            saves_before.append(f"node->{a.name}_n = {a.name}.size();")
+    for a in op.args:
+        is_tensor = a.type in ("Tensor", "Tensor?", "Tensor[]")
+        if is_tensor:
+            for suf, (mt, expr) in DERIVED.items():
+                nm = f"{a.name}_{suf}"
+                if not uses(all_text, nm):
+                    continue
+                if a.type == "Tensor[]":
+                    members.append(f"std::vector<{mt}> {nm};")
+                    saves_before.append(f"for (const Tensor& t_ : {a.name}) node->{nm}.push_back({expr.format(t='t_')});")
+                elif a.type == "Tensor?":
+                    members.append(f"{mt} {nm}{{}};")
+                    saves_before.append(f"if ({a.name}) node->{nm} = {expr.format(t='(*' + a.name + ')')};")
+                else:
+                    members.append(f"{mt} {nm};")
+                    saves_before.append(f"node->{nm} = {expr.format(t=a.name)};")
+            user_slots = aop.users(a.name)
+            if not user_slots:
+                continue
+            cond = " || ".join(slot_expr(aop, i).replace("needs_input_grad", "node->needs_input_grad")
+                               .replace("any_needed", "node->any_needed") for i in user_slots)
+            if a.type == "Tensor[]":
+                members.append(f"std::vector<SavedVariable> {a.name}_;")
+                saves_before.append(f"if ({cond}) for (const Tensor& t_ : {a.name}) node->{a.name}_.emplace_back(t_, false);")
+                releases.append(f"{a.name}_.clear();")
+            else:
+                members.append(f"SavedVariable {a.name}_;")
+                val = a.name if a.type == "Tensor" else f"{a.name}.value_or(Tensor())"
+                if aop.inplace and a.name == op.args[0].name:
+                    # the value before the in-place op
+                    saves_before.append(f"if ({cond}) {{ NoGradGuard g_; node->{a.name}_ = SavedVariable({val}.clone(), false); }}")
+                else:
+                    saves_before.append(f"if ({cond}) node->{a.name}_ = SavedVariable({val}, false);")
+                releases.append(f"{a.name}_.reset();")
+        else:
+            if not uses(all_text, a.name):
+                continue
+            mt, local = STORE[a.type]
+            members.append(f"{mt} {a.name}_;")
+            frm = STORE_FROM.get(a.type, "{a}").format(a=a.name)
+            saves_before.append(f"node->{a.name}_ = {frm};")
+            ltype = "auto"
+            apply_locals.append(f"{ltype} {a.name} = {local.format(m=a.name + '_')};")
+    for i, (nm, ty) in enumerate(zip(aop.out_names, aop.out_types)):
+        if not uses(all_text, nm):
+            continue
+        if ty == "Tensor[]":
+            members.append(f"std::vector<SavedVariable> {nm}_;")
+            saves_after.append(f"for (const Tensor& t_ : {'result' if not op.ret_names else nm}) node->{nm}_.emplace_back(t_, true);")
+            releases.append(f"{nm}_.clear();")
+        else:
+            members.append(f"SavedVariable {nm}_;")
+            src = "self" if aop.inplace else ("result" if not op.ret_names else f"std::get<{i}>(result)")
+            saves_after.append(f"node->{nm}_ = SavedVariable({src}, true);")
+            releases.append(f"{nm}_.reset();")
+
+    # apply
+    body = []
+    multi = len(aop.out_names) > 1 or aop.out_types[0] == "Tensor[]"
+    body.append("tensor_list grad_inputs(next_edges.size());")
+    if multi:
+        body.append("bool any_grad_ = false;")
+        body.append("for (auto& g_ : grads) any_grad_ = any_grad_ || g_.defined();")
+        body.append("if (!any_grad_) return grad_inputs;")
+    else:
+        body.append("const Tensor& grad = grads[0];")
+        body.append("if (!grad.defined()) return grad_inputs;")
+    body.extend(apply_locals)
+    for i, (a, f) in enumerate(aop.formulas):
+        unpack = []
+        for b in op.args:
+            if b.type in ("Tensor", "Tensor?") and uses(f, b.name):
+                unpack.append(f"Tensor {b.name} = {b.name}_.unpack(this);")
+            elif b.type == "Tensor[]" and uses(f, b.name):
+                unpack.append(f"tensor_list {b.name}; for (auto& s_ : {b.name}_) {b.name}.push_back(s_.unpack(this));")
+        for nm, ty in zip(aop.out_names, aop.out_types):
+            if uses(f, nm):
+                if ty == "Tensor[]":
+                    unpack.append(f"tensor_list {nm}; for (auto& s_ : {nm}_) {nm}.push_back(s_.unpack(this));")
+                else:
+                    unpack.append(f"Tensor {nm} = {nm}_.unpack(this);")
+        base = slot_base(aop, i)
+        if a.type == "Tensor[]":
+            assign = (f"tensor_list r_ = {f}; for (size_t k_ = 0; k_ < r_.size() && k_ < {a.name}_n; ++k_) "
+                      f"grad_inputs[{base} + k_] = std::move(r_[k_]);")
+        else:
+            assign = f"grad_inputs[{base}] = {f};"
+        body.append(f"if ({slot_expr(aop, i)}) {{ {' '.join(unpack)} {assign} }}")
+    body.append("return grad_inputs;")
+    rel = ""
+    if releases:
+        rel = "  void release_variables() override { " + " ".join(releases) + " }\n"
+    cls = (f"struct {aop.node} final : Node {{\n"
+           f"  std::string name() const override {{ return \"{aop.node}\"; }}\n"
+           f"  tensor_list apply(tensor_list&& grads) override {{\n    " + "\n    ".join(body) + "\n  }\n"
+           f"{rel}"
+           f"  bool any_needed(size_t b, size_t n) const {{ for (size_t i = 0; i < n; ++i) if (needs_input_grad(b + i)) return true; return false; }}\n"
+           + "".join(f"  {m}\n" for m in members) + "};\n")
+    return cls, saves_before, saves_after
+
+
+def gen_wrapper(aop, saves_before, saves_after):
+    op = aop.op
+    params = op.params(op.args, False)
+    call_args = ", ".join(a.name for a in op.args)
+    diff_args = [a for a, _ in aop.formulas]
+    rg = ", ".join(a.name for a in diff_args)
+    edges = []
+    for a in diff_args:
+        edges.append(f"add_edges(node->next_edges, {a.name});" if a.type == "Tensor[]"
+                     else f"add_edge(node->next_edges, {a.name});")
+    self_name = op.args[0].name if op.args else None
+    view_fast = ""
+    out_multi = bool(op.ret_names)
+    outs_list = (["result"] if not out_multi and aop.out_types[0] != "Tensor[]" else None)
+    if aop.view:
+        if aop.out_types[0] == "Tensor[]":
+            view_mark = f"for (const Tensor& t_ : result) set_view_of(t_, {self_name});"
+        else:
+            view_mark = f"set_view_of(result, {self_name});"
+        view_fast = f"if (GradMode::is_enabled()) {view_mark} "
+    lines = []
+    list_sizes = [f"const size_t {a.name}_n = {a.name}.size(); (void){a.name}_n;" for a in diff_args if a.type == "Tensor[]"]
+    if aop.inplace:
+        lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ native_{op.name}({call_args}); return {self_name}; }}")
+        lines.append(f"check_inplace({self_name}, \"{op.name}\");")
+        lines.append(f"auto node = std::make_shared<{aop.node}>();")
+        lines.append(f"node->next_edges.reserve({len(diff_args)});")
+        lines.extend(edges)
+        lines.extend(list_sizes)
+        lines.extend(saves_before)
+        lines.append(f"{{ NoGradGuard g_; native_{op.name}({call_args}); }}")
+        lines.append(f"rebase_history({self_name}, node);")
+        lines.extend(saves_after)
+        lines.append(f"return {self_name};")
+    else:
+        lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ "
+                     + (f"auto result = native_{op.name}({call_args}); {view_fast}return result; }}" if aop.view
+                        else f"return native_{op.name}({call_args}); }}"))
+        lines.append(f"auto node = std::make_shared<{aop.node}>();")
+        lines.append(f"node->next_edges.reserve({len(diff_args)});")
+        lines.extend(edges)
+        lines.extend(list_sizes)
+        lines.extend(saves_before)
+        lines.append(f"{op.cpp_ret} result;")
+        lines.append(f"{{ NoGradGuard g_; result = native_{op.name}({call_args}); }}")
+        if aop.view:
+            lines.append(view_mark)
+        tensor_inputs = [a.name for a in op.args if a.type == "Tensor"]
+        alias = " || ".join(f"t_.is_same({n})" for n in tensor_inputs) or "false"
+        if aop.out_types[0] == "Tensor[]":
+            lines.append("for (const Tensor& t_ : result) set_output(t_, node);")
+        elif out_multi:
+            for i in range(len(aop.out_names)):
+                lines.append(f"set_output(std::get<{i}>(result), node);")
+        else:
+            # An op that returned one of its inputs unchanged records nothing (the input keeps its history).
+            lines.append(f"{{ const Tensor& t_ = result; if ({alias}) return result; }}")
+            lines.append("set_output(result, node);")
+        lines.extend(saves_after)
+        lines.append("return result;")
+    return f"{op.cpp_ret} {op.name}({params}) {{\n  " + "\n  ".join(lines) + "\n}\n"
+
+
+def build(ops, entries):
+    """Returns (native declarations, autograd source) for the ops with derivatives."""
+    by_name = {}
+    for op, e in zip(ops, entries):
+        by_name[(op.name, op.overload)] = (op, e)
+    aops = []
+    for op, e in zip(ops, entries):
+        der = e.get("derivatives")
+        inherited = False
+        if der is None and op.returns_self and op.name.endswith("_"):
+            base = by_name.get((op.name[:-1], op.overload))
+            if base and base[1].get("derivatives") is not None:
+                der = base[1]["derivatives"]
+                inherited = True
+        if der is None:
+            continue
+        aops.append(AutogradOp(op, der, bool(e.get("view")), inherited))
+    decls, nodes, wrappers = [], [], []
+    for aop in aops:
+        op = aop.op
+        decls.append(f"{op.cpp_ret} native_{op.name}({op.params(op.args, False)});")
+        cls, before, after = gen_node(aop)
+        nodes.append(cls)
+        wrappers.append(gen_wrapper(aop, before, after))
+    return aops, decls, nodes, wrappers
+
+
+NATIVE_H = """// Generated by tools/gen_autograd.py from csrc/ops/ops.yaml. Do not edit.
+// The implementations of the ops that have derivatives; kindle::<op> wraps them with autograd.
+#pragma once
+#include "kindle/ops.h"
+
+namespace kindle {{
+
+{decls}
+
+}}  // namespace kindle
+"""
+
+AUTOGRAD_CPP = """// Generated by tools/gen_autograd.py from csrc/ops/ops.yaml. Do not edit.
+#include "autograd/formulas.h"
+#include "native_ops.h"
+
+namespace kindle {{
+using namespace autograd;
+
+namespace {{
+{nodes}
+}}  // namespace
+
+{wrappers}
+}}  // namespace kindle
+"""
