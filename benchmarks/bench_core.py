@@ -194,10 +194,14 @@ def make_namespaces(wl, seed=0):
 
 
 # ----------------------------------------------------------------------------- timing
-def measure(wl, cfg, fixed_reps=None):
-    """Median-ready samples (seconds per call) for each variant of `wl`, interleaved."""
-    spaces = make_namespaces(wl)
-    check_results(wl, spaces)
+def measure(wl, cfg, fixed_reps=None, spaces=None):
+    """Median-ready samples (seconds per call) for each variant of `wl`, interleaved.
+
+    `spaces` (lib -> namespace) replaces the inputs made from `wl.inputs`; a caller that passes
+    it checks the results itself (as benchmarks/bench_autograd.py does for gradients)."""
+    if spaces is None:
+        spaces = make_namespaces(wl)
+        check_results(wl, spaces)
     timers = {}
     for label, v in wl.variants.items():
         ns = spaces[v.lib]
@@ -340,24 +344,29 @@ def header_lines(args, cfg, np_setter):
     ]
 
 
+LEFT = (1, 9, 10, 11)  # left-aligned columns of COLUMNS (text); the others are numbers
+
+
 class Table:
-    def __init__(self, widths):
+    def __init__(self, widths, left=LEFT):
         self.widths = widths
+        self.left = left
 
     def line(self, cells):
         out = []
         for i, (c, w) in enumerate(zip(cells, self.widths)):
-            out.append(c.ljust(w) if i in (1, 9, 10, 11) else c.rjust(w))
+            out.append(c.ljust(w) if i in self.left else c.rjust(w))
         return "  ".join(out).rstrip()
 
 
-def write_markdown(path, header, rows):
+def write_markdown(path, header, rows, title="Core benchmark: Kindle vs PyTorch",
+                   columns=COLUMNS, left=LEFT):
     with open(path, "w") as f:
-        f.write("## Core benchmark: Kindle vs PyTorch\n\n")
+        f.write(f"## {title}\n\n")
         for ln in header:
             f.write(f"- {ln.replace('|', '/')}\n")
-        f.write("\n| " + " | ".join(COLUMNS) + " |\n")
-        f.write("|" + "|".join("---" if i in (1, 9, 10, 11) else "---:" for i in range(len(COLUMNS))) + "|\n")
+        f.write("\n| " + " | ".join(columns) + " |\n")
+        f.write("|" + "|".join("---" if i in left else "---:" for i in range(len(columns))) + "|\n")
         for r in rows:
             f.write("| " + " | ".join(c.replace("|", "/") for c in r) + " |\n")
 

@@ -227,19 +227,18 @@ def gen_wrapper(aop, saves_before, saves_after):
         edges.append(f"add_edges(node->next_edges, {a.name});" if a.type == "Tensor[]"
                      else f"add_edge(node->next_edges, {a.name});")
     self_name = op.args[0].name if op.args else None
-    view_fast = ""
     out_multi = bool(op.ret_names)
     outs_list = (["result"] if not out_multi and aop.out_types[0] != "Tensor[]" else None)
+    view_mark = ""
     if aop.view:
         if aop.out_types[0] == "Tensor[]":
             view_mark = f"for (const Tensor& t_ : result) set_view_of(t_, {self_name});"
         else:
             view_mark = f"set_view_of(result, {self_name});"
-        view_fast = f"if (GradMode::is_enabled()) {view_mark} "
     lines = []
     list_sizes = [f"const size_t {a.name}_n = {a.name}.size(); (void){a.name}_n;" for a in diff_args if a.type == "Tensor[]"]
     if aop.inplace:
-        lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ native_{op.name}({call_args}); return {self_name}; }}")
+        lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ NoGradGuard g_; native_{op.name}({call_args}); return {self_name}; }}")
         lines.append(f"check_inplace({self_name}, \"{op.name}\");")
         lines.append(f"auto node = std::make_shared<{aop.node}>();")
         lines.append(f"node->next_edges.reserve({len(diff_args)});")
@@ -251,9 +250,13 @@ def gen_wrapper(aop, saves_before, saves_after):
         lines.extend(saves_after)
         lines.append(f"return {self_name};")
     else:
+        # Fast path: nothing to record. Grad mode is switched off inside the kernel so that views
+        # the implementation makes internally are not tracked.
         lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ "
-                     + (f"auto result = native_{op.name}({call_args}); {view_fast}return result; }}" if aop.view
-                        else f"return native_{op.name}({call_args}); }}"))
+                     + (f"bool track_ = GradMode::is_enabled(); {op.cpp_ret} result; "
+                        f"{{ NoGradGuard g_; result = native_{op.name}({call_args}); }} "
+                        f"if (track_) {{ {view_mark} }} return result; }}" if aop.view
+                        else f"NoGradGuard g_; return native_{op.name}({call_args}); }}"))
         lines.append(f"auto node = std::make_shared<{aop.node}>();")
         lines.append(f"node->next_edges.reserve({len(diff_args)});")
         lines.extend(edges)

@@ -4,3 +4,4 @@
 #include "kindle/random.h"
 #include "kindle/parallel.h"
 #include "kindle/operators.h"
+#include "kindle/autograd.h"

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include <kindle/kindle.h>
+
+using namespace kindle;
+namespace ag = kindle::autograd;
+
+static std::vector<double> values(const Tensor& t) {
+  Tensor c = t.to(kFloat64).contiguous();
+  const double* p = c.data_ptr<double>();
+  return std::vector<double>(p, p + c.numel());
+}
+
+TEST(Autograd, BackwardAccumulatesIntoLeaves) {
+  Tensor x = arange(0, 3, 1, kFloat64).requires_grad_();
+  Tensor y = (x * x + x).sum();
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_EQ(y.grad_fn()->name(), "SumBackward0");
+  y.backward();
+  EXPECT_EQ(values(x.grad()), std::vector<double>({1, 3, 5}));  // 2x + 1
+  (x * 2).sum().backward();                                      // accumulates
+  EXPECT_EQ(values(x.grad()), std::vector<double>({3, 5, 7}));
+}
+
+TEST(Autograd, BroadcastGradientsAreReducedToInputShapes) {
+  Tensor a = ones({3, 1}, kFloat32).requires_grad_();
+  Tensor b = ones({4}, kFloat64).requires_grad_();
+  (a * b).sum().backward();
+  EXPECT_EQ(a.grad().sizes(), IntArrayRef({3, 1}));
+  EXPECT_EQ(a.grad().dtype(), kFloat32);
+  EXPECT_EQ(values(a.grad()), std::vector<double>({4, 4, 4}));
+  EXPECT_EQ(values(b.grad()), std::vector<double>({3, 3, 3, 3}));
+}
+
+TEST(Autograd, NoGradGuardRecordsNothing) {
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y;
+  {
+    ag::NoGradGuard g;
+    y = x * 2;
+  }
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_EQ(y.grad_fn(), nullptr);
+}
+
+TEST(Autograd, ModifiedSavedTensorRaisesWithNodeName) {
+  Tensor x = ones({2, 3}).requires_grad_();
+  Tensor y = x.exp();
+  y.add_(scalar_to_tensor(1));
+  try {
+    y.sum().backward();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("ExpBackward0"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("version 1"), std::string::npos) << m;
+  }
+}
+
+TEST(Autograd, InPlaceOnViewOfNonLeaf) {
+  Tensor x = ones({2, 2}, kFloat64).requires_grad_();
+  Tensor y = x * 1;
+  y.select(0, 0).mul_(scalar_to_tensor(3));
+  y.sum().backward();
+  EXPECT_EQ(values(x.grad()), std::vector<double>({3, 3, 1, 1}));
+}
+
+TEST(Autograd, GradWithCreateGraphGivesSecondDerivative) {
+  Tensor x = full({1}, 2.0, kFloat64).requires_grad_();
+  Tensor y = (x * x * x).sum();
+  auto g = ag::grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true);
+  EXPECT_EQ(values(g[0]), std::vector<double>({12}));  // 3x^2
+  auto gg = ag::grad({g[0].sum()}, {x});
+  EXPECT_EQ(values(gg[0]), std::vector<double>({12}));  // 6x
+}
+
+struct CubeFn : ag::Function<CubeFn> {
+  static Tensor forward(ag::FunctionCtx& ctx, const Tensor& x) {
+    ctx.save_for_backward({x});
+    return x * x * x;
+  }
+  static ag::tensor_list backward(ag::FunctionCtx& ctx, ag::tensor_list grads) {
+    Tensor x = ctx.saved_tensors()[0];
+    return {grads[0] * 3 * x * x};
+  }
+};
+
+TEST(Autograd, CustomCppFunction) {
+  Tensor x = full({2}, 2.0, kFloat64).requires_grad_();
+  Tensor y = CubeFn::apply(x);
+  EXPECT_TRUE(y.requires_grad());
+  y.sum().backward();
+  EXPECT_EQ(values(x.grad()), std::vector<double>({12, 12}));
+}
+
+TEST(Autograd, HookReplacesGradient) {
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y = x * 2;
+  y.register_hook([](const Tensor& g) { return g * 10; });
+  y.sum().backward();
+  EXPECT_EQ(values(x.grad()), std::vector<double>({20, 20}));
+}
+
+TEST(Autograd, BackwardTwiceWithoutRetainGraphRaises) {
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y = (x.exp()).sum();
+  y.backward(Tensor(), true);
+  y.backward();
+  EXPECT_THROW(y.backward(), Error);
+}

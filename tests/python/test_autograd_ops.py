@@ -1,0 +1,431 @@
+"""Generic autograd tests, parametrized over the op database (opdb.py).
+
+Every floating-point tensor argument of a sample becomes a leaf that requires grad: the leaf holds
+the sample's contiguous base data (`TArg.data`) and the sample's view ops (transpose, step slice,
+expand, permute) are applied to it inside the differentiated function, so the op really sees the
+non-contiguous / expanded input and the gradient flows back through the view ops to the leaf.
+
+1. test_gradcheck: kindle.autograd.gradcheck (finite differences) on the small float64 samples of
+   every op that PyTorch differentiates. A sample where torch's own gradcheck fails too (a kink: a
+   tie of max, abs at 0, an inf or nan input, ...) is left to test 2.
+2. test_grad_matches_torch: backward with the same random grad_outputs in both libraries, every
+   leaf's .grad compared with torch's (None must match None), float64 and float32 samples.
+3. test_requires_grad_matches_torch: for every op and sample, each output requires grad in kindle
+   exactly when it does in torch (no op silently drops the graph, none invents one), and nothing
+   requires grad under no_grad.
+4. test_inplace_grad_matches_torch: the in-place variants applied to a non-leaf (`leaf * 1`, then
+   the sample's view ops), gradients w.r.t. the leaf and the other arguments compared with torch.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+# torch warns on degenerate inputs we sample on purpose (var with one element, ...)
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+import kindle  # noqa: E402
+from common import compare, report  # noqa: E402
+from opdb import FLOATS, OPS, Dt, TArg, _lib_view, _map_args, leaves  # noqa: E402
+
+GRADCHECK_MAX_ELEMS = 60     # floating elements (logical) across a sample's tensor args, test 1
+TORCH_MAX_ELEMS = 40000      # test 2 and 4: everything up to the LARGE (131, 263) samples
+GRAD_DTYPES = ("float64", "float32")
+
+# gradient tolerances (rtol, atol) by dtype: a gradient is computed by other formulas than the
+# forward (and torch's own formulas differ in rounding), so float32 is looser than assert_close's
+GRAD_TOL = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3),
+            "bfloat16": (5e-2, 1e-2)}
+
+
+def _id(p):
+    return p.name if hasattr(p, "name") else str(p)
+
+
+def _main_variant(op):
+    return "function" if op.function else "method"
+
+
+# ---------------------------------------------------------------------------------------------
+# building a sample on leaves
+
+
+def _float_targs(sample):
+    """The distinct (by identity) floating-point TArgs of a sample, in order."""
+    out, seen = [], set()
+    for t in leaves((sample.input, sample.args, sample.kwargs)):
+        if isinstance(t, TArg) and t.dtype in FLOATS and id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
+def _numel(shape):
+    return int(np.prod(shape)) if len(shape) else 1
+
+
+def _float_elems(sample):
+    return sum(_numel(t.shape) for t in _float_targs(sample))
+
+
+def _make_leaf(lib, targ):
+    t = lib.tensor(targ.data)
+    if targ.dtype == "bfloat16":
+        t = t.to(lib.bfloat16)
+    return t.requires_grad_()
+
+
+class Built:
+    """A sample materialized for `lib` on the given leaves: inp/args/kwargs, and the non-leaf
+    base of the input when it is made for an in-place op (`leaf * 1`, before the view ops)."""
+
+    def __init__(self, lib, sample, targs, tensors, inplace_input=False):
+        by_id = {id(t): x for t, x in zip(targs, tensors)}
+        self.base = None
+
+        def f(leaf, is_input=False):
+            if isinstance(leaf, Dt):
+                return getattr(lib, leaf.name)
+            t = by_id.get(id(leaf))
+            if t is None:
+                t = lib.tensor(leaf.data)
+                if leaf.dtype == "bfloat16":
+                    t = t.to(lib.bfloat16)
+            if is_input and inplace_input:
+                t = t * 1
+                self.base = t
+            for v in leaf.views:
+                t = _lib_view(t, v)
+            return t
+
+        if inplace_input and isinstance(sample.input, TArg):
+            self.inp = f(sample.input, True)
+        else:
+            self.inp = _map_args(sample.input, f)
+        self.args = _map_args(sample.args, f)
+        self.kwargs = _map_args(sample.kwargs, f)
+
+
+def _lib_function(lib, name):
+    fn = getattr(lib, name, None)
+    if fn is None and lib is torch:
+        fn = getattr(torch._C._nn, name, None)
+        if fn is None:
+            def fn(x, *args, **kwargs):
+                return getattr(x, name)(*args, **kwargs)
+    return fn
+
+
+def _call(op, lib, b: Built, variant):
+    if variant == "function":
+        fn = _lib_function(lib, op.name)
+        return fn(*b.args, **b.kwargs) if b.inp is None else fn(b.inp, *b.args, **b.kwargs)
+    if variant == "method":
+        return getattr(b.inp, op.name)(*b.args, **b.kwargs)
+    if variant == "inplace":
+        return getattr(b.inp, op.inplace)(*b.args, **b.kwargs)
+    if variant == "inplace_function":
+        return _lib_function(lib, op.inplace)(b.inp, *b.args, **b.kwargs)
+    raise ValueError(variant)
+
+
+def _is_tensor(x):
+    return isinstance(x, (kindle.Tensor, torch.Tensor))
+
+
+def _flat(r):
+    """The tensors of a result (a tensor, a (named) tuple or list of them, nested), in order;
+    non-tensor items (Python numbers) are skipped."""
+    if _is_tensor(r):
+        return [r]
+    if isinstance(r, (tuple, list)):
+        return [t for x in r for t in _flat(x)]
+    return []
+
+
+def _uses_inplace_input(op, variant):
+    return variant.startswith("inplace") or op.inplace_only
+
+
+def _run(op, lib, sample, targs, variant, grad_targs=None):
+    """Build leaves (for `grad_targs`, default: all floating TArgs), run the op; returns
+    (leaves, built, output tensors). With an in-place op the base of the input (`leaf * 1`) is
+    appended to the outputs."""
+    grad_targs = targs if grad_targs is None else grad_targs
+    lv = [_make_leaf(lib, t) for t in grad_targs]
+    inplace = _uses_inplace_input(op, variant)
+    b = Built(lib, sample, grad_targs, lv, inplace_input=inplace)
+    outs = _flat(_call(op, lib, b, variant))
+    if inplace and b.base is not None:
+        outs.append(b.base)
+    return lv, b, outs
+
+
+def _try(f, *a, **k):
+    try:
+        return f(*a, **k), None
+    except Exception as e:  # noqa: BLE001
+        return None, e
+
+
+def _short(e):
+    s = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {s[0][:220] if s else ''}"
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. gradcheck
+
+def _gradcheck_ops():
+    return [o for o in OPS if "float64" in o.dtypes and o.kind != "creation"]
+
+
+def _gradcheck_fn(op, lib, sample, targs, variant, out_idx):
+    def fn(*lv):
+        b = Built(lib, sample, targs, lv, inplace_input=_uses_inplace_input(op, variant))
+        outs = _flat(_call(op, lib, b, variant))
+        if b.base is not None:
+            outs.append(b.base)
+        return tuple(outs[i] for i in out_idx)
+    return fn
+
+
+@pytest.mark.parametrize("op", _gradcheck_ops(), ids=_id)
+def test_gradcheck(op):
+    """Finite differences against kindle's backward, for the small float64 samples (every
+    float64 argument a leaf; the outputs torch differentiates)."""
+    failures, checked = [], 0
+    variant = _main_variant(op)
+    for s in op.get_samples("float64"):
+        targs = [t for t in _float_targs(s) if t.dtype == "float64"]
+        if not targs or _float_elems(s) > GRADCHECK_MAX_ELEMS:
+            continue
+        res, terr = _try(_run, op, torch, s, targs, variant)
+        if terr is not None:
+            continue  # torch rejects the sample (test_ops checks kindle does too)
+        touts = res[2]
+        out_idx = [i for i, o in enumerate(touts) if o.requires_grad]
+        if not out_idx:
+            continue  # not differentiable in torch: test 3
+        res, kerr = _try(_run, op, kindle, s, targs, variant)
+        if kerr is not None:
+            failures.append((s, f"forward raised {_short(kerr)}"))
+            continue
+        kouts = res[2]
+        if len(kouts) != len(touts):
+            failures.append((s, f"{len(kouts)} output tensors, torch has {len(touts)}"))
+            continue
+        dropped = [i for i in out_idx if not kouts[i].requires_grad]
+        if dropped:
+            failures.append((s, f"output(s) {dropped} do not require grad (torch's do): graph dropped"))
+            continue
+        kleaves = [_make_leaf(kindle, t) for t in targs]
+        ok, e = _try(kindle.autograd.gradcheck, _gradcheck_fn(op, kindle, s, targs, variant, out_idx), kleaves)
+        checked += 1
+        if e is None and ok:
+            continue
+        # a sample at a point where the op is not differentiable (a kink, a tie, inf/nan):
+        # torch's gradcheck fails on it too; test_grad_matches_torch still compares it
+        tleaves = [_make_leaf(torch, t) for t in targs]
+        tok, te = _try(torch.autograd.gradcheck, _gradcheck_fn(op, torch, s, targs, variant, out_idx), tleaves,
+                       raise_exception=False)
+        if te is not None or not tok:
+            continue
+        if e is None:
+            failures.append((s, "gradcheck returned False"))
+        elif isinstance(e, kindle.autograd.GradcheckError):
+            failures.append((s, _gradcheck_summary(str(e))))
+        else:
+            failures.append((s, f"gradcheck raised {_short(e)}"))
+    assert not failures, report(failures, limit=20)
+
+
+def _gradcheck_summary(msg):
+    lines = msg.strip().splitlines()
+    first = lines[0] if lines else msg
+    last = next((ln for ln in reversed(lines) if ln.startswith("first mismatch")), "")
+    return f"{first} {last}".strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. gradients against torch
+
+
+def _grad_outputs(outs, seed):
+    """Seeded standard-normal grad_outputs (NumPy float64 values, cast to each output's dtype)."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(tuple(o.shape)) for o in outs]
+
+
+def _to_lib(lib, a, like):
+    t = lib.tensor(np.asarray(a, dtype=np.float64))
+    return t.to(like.dtype)
+
+
+def _compare_grads(op, s, lib_res, torch_res, seed):
+    """Backward in both libraries with the same grad_outputs; a list of problems."""
+    (klv, _, kouts), (tlv, _, touts) = lib_res, torch_res
+    if len(kouts) != len(touts):
+        return [f"{len(kouts)} output tensors, torch has {len(touts)}"]
+    idx = [i for i, o in enumerate(touts) if o.requires_grad]
+    problems = []
+    req = [i for i, o in enumerate(kouts) if o.requires_grad]
+    if req != idx:
+        return [f"outputs requiring grad {req}, torch {idx}"]
+    if not idx:
+        return []
+    gos = _grad_outputs([touts[i] for i in idx], seed)
+    tgo = [_to_lib(torch, g, touts[i]) for g, i in zip(gos, idx)]
+    kgo = [_to_lib(kindle, g, kouts[i]) for g, i in zip(gos, idx)]
+    torch.autograd.backward([touts[i] for i in idx], tgo)
+    _, e = _try(kindle.autograd.backward, [kouts[i] for i in idx], kgo)
+    if e is not None:
+        return [f"backward raised {_short(e)}"]
+    for j, (kl, tl) in enumerate(zip(klv, tlv)):
+        kg, tg = kl.grad, tl.grad
+        if tg is None or kg is None:
+            if (tg is None) != (kg is None):
+                problems.append(f"grad[{j}] is {'None' if kg is None else 'a tensor'}, torch's is "
+                                f"{'None' if tg is None else 'a tensor'}")
+            continue
+        tol = GRAD_TOL.get(str(tg.dtype).rsplit(".", 1)[-1])
+        errs = compare(kg, tg, path=f"grad[{j}]", op=_Tol(tol, op))
+        problems += errs
+    return problems
+
+
+class _Tol:
+    """The op's forward tolerance or GRAD_TOL, whichever is looser."""
+
+    def __init__(self, tol, op):
+        self.tol, self.op = tol, op
+
+    def tolerance(self, dtype):
+        r, a = self.op.tolerance(dtype)
+        if self.tol:
+            r, a = max(r, self.tol[0]), max(a, self.tol[1])
+        return r, a
+
+
+def _torch_params():
+    return [(o, d) for o in OPS if o.kind != "creation" for d in GRAD_DTYPES if d in o.dtypes]
+
+
+@pytest.mark.parametrize("op,dtype", _torch_params(), ids=_id)
+def test_grad_matches_torch(op, dtype):
+    """The same samples in kindle and torch, floating arguments as leaves, backward from the
+    same random grad_outputs: every leaf's .grad matches torch's (shape, dtype, values)."""
+    failures = []
+    variant = _main_variant(op)
+    for k, s in enumerate(op.get_samples(dtype)):
+        targs = _float_targs(s)
+        if not targs or _float_elems(s) > TORCH_MAX_ELEMS:
+            continue
+        tres, terr = _try(_run, op, torch, s, targs, variant)
+        if terr is not None:
+            continue
+        if not any(o.requires_grad for o in tres[2]):
+            continue
+        kres, kerr = _try(_run, op, kindle, s, targs, variant)
+        if kerr is not None:
+            failures.append((s, f"forward raised {_short(kerr)}"))
+            continue
+        errs = _compare_grads(op, s, kres, tres, seed=k)
+        if errs:
+            failures.append((s, "; ".join(errs)))
+    assert not failures, report(failures, limit=20)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. requires_grad of the outputs
+
+
+def _rg_dtype(op):
+    for d in ("float64", "float32"):
+        if d in op.dtypes:
+            return d
+    return op.dtypes[0]
+
+
+@pytest.mark.parametrize("op", OPS, ids=_id)
+def test_requires_grad_matches_torch(op):
+    """Each output tensor requires grad in kindle exactly when it does in torch (for all ops:
+    comparisons, argmax, detach, *_like, ... must not; differentiable ops must not drop the
+    graph); under no_grad no output requires grad."""
+    failures = []
+    variant = _main_variant(op)
+    for s in op.get_samples(_rg_dtype(op)):
+        targs = _float_targs(s)
+        if _float_elems(s) > TORCH_MAX_ELEMS:
+            continue
+        tres, terr = _try(_run, op, torch, s, targs, variant)
+        if terr is not None:
+            continue
+        kres, kerr = _try(_run, op, kindle, s, targs, variant)
+        if kerr is not None:
+            failures.append((s, f"forward raised {_short(kerr)}"))
+            continue
+        touts, kouts = tres[2], kres[2]
+        if len(kouts) != len(touts):
+            failures.append((s, f"{len(kouts)} output tensors, torch has {len(touts)}"))
+            continue
+        treq = [o.requires_grad for o in touts]
+        kreq = [o.requires_grad for o in kouts]
+        if treq != kreq:
+            failures.append((s, f"requires_grad {kreq}, torch {treq}"))
+            continue
+        # an output requiring grad must have a grad_fn unless it is one of the leaves
+        for i, o in enumerate(kouts):
+            if o.requires_grad and o.grad_fn is None and not any(o is lf for lf in kres[0]):
+                failures.append((s, f"output {i} requires grad but has no grad_fn and is not a leaf input"))
+        with kindle.autograd.no_grad():
+            kres2, kerr2 = _try(_run, op, kindle, s, targs, variant)
+        if kerr2 is not None:
+            failures.append((s, f"under no_grad: forward raised {_short(kerr2)}"))
+            continue
+        leaves2 = kres2[0]
+        bad = [i for i, o in enumerate(kres2[2]) if o.requires_grad and not any(o is lf for lf in leaves2)]
+        if bad:
+            failures.append((s, f"under no_grad: output(s) {bad} require grad"))
+    assert not failures, report(failures, limit=20)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. in-place variants
+
+
+def _inplace_params():
+    out = []
+    for o in OPS:
+        if not o.inplace:
+            continue
+        for v in ("inplace", "inplace_function"):
+            if o.inplace_method if v == "inplace" else o.inplace_function:
+                out += [(o, d, v) for d in GRAD_DTYPES if d in o.dtypes]
+    return out
+
+
+@pytest.mark.parametrize("op,dtype,variant", _inplace_params(), ids=_id)
+def test_inplace_grad_matches_torch(op, dtype, variant):
+    """x = leaf * 1 (a non-leaf), the sample's view ops on x, then the in-place op: the gradients
+    (of the result and of x's base, from the same grad_outputs) w.r.t. the leaf and the other
+    floating arguments match torch's."""
+    failures = []
+    for k, s in enumerate(op.get_samples(dtype)):
+        targs = _float_targs(s)
+        if not isinstance(s.input, TArg) or s.input.dtype not in FLOATS or _float_elems(s) > TORCH_MAX_ELEMS:
+            continue
+        tres, terr = _try(_run, op, torch, s, targs, variant)
+        if terr is not None:
+            continue  # e.g. writing into an expanded view, a result torch cannot cast
+        kres, kerr = _try(_run, op, kindle, s, targs, variant)
+        if kerr is not None:
+            failures.append((s, f"forward raised {_short(kerr)}"))
+            continue
+        errs = _compare_grads(op, s, kres, tres, seed=k)
+        if errs:
+            failures.append((s, "; ".join(errs)))
+    assert not failures, report(failures, limit=20)
