@@ -15,7 +15,9 @@ by name, its outputs (`result`, or the names in the schema's return tuple), and 
 Only what a formula uses is saved, and a tensor only when a formula that needs it may run.
 An in-place op (`name_`) without derivatives takes those of `name`; there `result` is the
 modified tensor and `self` its value before the op (saved as a copy when a formula needs it).
-`view: true` marks ops whose outputs share memory with `self`.
+`view: true` marks ops whose outputs share memory with `self`; `inplace_view: true` in-place ops
+that only change the geometry (squeeze_, t_): the tensor simply becomes the node's output.
+`node: Name` overrides the node's name (to match PyTorch's).
 Ops without derivatives are composites: autograd flows through the ops they call.
 """
 import re
@@ -64,12 +66,13 @@ def camel(name):
 
 
 class AutogradOp:
-    def __init__(self, op, derivatives, view, inherited):
+    def __init__(self, op, derivatives, view, inherited, node_name=None, inplace_view=False):
         self.op = op
         self.view = view
+        self.inplace_view = inplace_view
         self.inplace = op.returns_self and op.name.endswith("_")
         suffix = "Backward" + ("1" if self.inplace or op.overload else "0")
-        self.node = camel(op.name) + (camel(op.overload) if op.overload else "") + suffix
+        self.node = node_name or camel(op.name) + (camel(op.overload) if op.overload else "") + suffix
         self.formulas = []  # (arg, formula) in argument order
         for a in op.args:
             if a.name in derivatives:
@@ -144,8 +147,8 @@ def gen_node(aop):
                 members.append(f"SavedVariable {a.name}_;")
                 val = a.name if a.type == "Tensor" else f"{a.name}.value_or(Tensor())"
                 if aop.inplace and a.name == op.args[0].name:
-                    # the value before the in-place op
-                    saves_before.append(f"if ({cond}) {{ NoGradGuard g_; node->{a.name}_ = SavedVariable({val}.clone(), false); }}")
+                    # the value before the in-place op (a differentiable copy, for double backward)
+                    saves_before.append(f"if ({cond}) node->{a.name}_ = SavedVariable({val}.clone(), false);")
                 else:
                     saves_before.append(f"if ({cond}) node->{a.name}_ = SavedVariable({val}, false);")
                 releases.append(f"{a.name}_.reset();")
@@ -229,16 +232,20 @@ def gen_wrapper(aop, saves_before, saves_after):
     self_name = op.args[0].name if op.args else None
     out_multi = bool(op.ret_names)
     outs_list = (["result"] if not out_multi and aop.out_types[0] != "Tensor[]" else None)
-    view_mark = ""
+    view_mark = nograd_mark = ""
     if aop.view:
         if aop.out_types[0] == "Tensor[]":
             view_mark = f"for (const Tensor& t_ : result) set_view_of(t_, {self_name});"
+            nograd_mark = f"for (const Tensor& t_ : result) mark_no_grad_view(t_, {self_name});"
         else:
             view_mark = f"set_view_of(result, {self_name});"
+            nograd_mark = f"mark_no_grad_view(result, {self_name});"
     lines = []
     list_sizes = [f"const size_t {a.name}_n = {a.name}.size(); (void){a.name}_n;" for a in diff_args if a.type == "Tensor[]"]
     if aop.inplace:
-        lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ NoGradGuard g_; native_{op.name}({call_args}); return {self_name}; }}")
+        lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ "
+                     f"if (GradMode::is_enabled()) check_inplace({self_name}, \"{op.name}\"); "
+                     f"NoGradGuard g_; native_{op.name}({call_args}); return {self_name}; }}")
         lines.append(f"check_inplace({self_name}, \"{op.name}\");")
         lines.append(f"auto node = std::make_shared<{aop.node}>();")
         lines.append(f"node->next_edges.reserve({len(diff_args)});")
@@ -246,7 +253,7 @@ def gen_wrapper(aop, saves_before, saves_after):
         lines.extend(list_sizes)
         lines.extend(saves_before)
         lines.append(f"{{ NoGradGuard g_; native_{op.name}({call_args}); }}")
-        lines.append(f"rebase_history({self_name}, node);")
+        lines.append(f"{'set_output' if aop.inplace_view else 'rebase_history'}({self_name}, node);")
         lines.extend(saves_after)
         lines.append(f"return {self_name};")
     else:
@@ -255,7 +262,8 @@ def gen_wrapper(aop, saves_before, saves_after):
         lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ "
                      + (f"bool track_ = GradMode::is_enabled(); {op.cpp_ret} result; "
                         f"{{ NoGradGuard g_; result = native_{op.name}({call_args}); }} "
-                        f"if (track_) {{ {view_mark} }} return result; }}" if aop.view
+                        f"if (track_) {{ {view_mark} }} else if (needs_grad({self_name})) {{ {nograd_mark} }} "
+                        f"return result; }}" if aop.view
                         else f"NoGradGuard g_; return native_{op.name}({call_args}); }}"))
         lines.append(f"auto node = std::make_shared<{aop.node}>();")
         lines.append(f"node->next_edges.reserve({len(diff_args)});")
@@ -298,7 +306,8 @@ def build(ops, entries):
                 inherited = True
         if der is None:
             continue
-        aops.append(AutogradOp(op, der, bool(e.get("view")), inherited))
+        aops.append(AutogradOp(op, der, bool(e.get("view")), inherited, None if inherited else e.get("node"),
+                               bool(e.get("inplace_view"))))
     decls, nodes, wrappers = [], [], []
     for aop in aops:
         op = aop.op

@@ -75,7 +75,7 @@ void accumulate(tensor_list& buf, size_t i, Tensor g) {
 // Counts, for every node reachable from the roots, how many edges lead into it; and, when only
 // some gradients are wanted, which nodes lie on a path to them.
 void compute_dependencies(GraphTask& task, const std::vector<Edge>& roots, bool restrict,
-                          const std::unordered_set<Node*>& targets) {
+                          const std::unordered_set<Node*>& targets, const std::unordered_set<Node*>& must_run) {
   std::vector<Node*> stack;
   std::unordered_set<Node*> seen;
   for (auto& e : roots) {
@@ -95,18 +95,19 @@ void compute_dependencies(GraphTask& task, const std::vector<Edge>& roots, bool 
     }
   }
   if (!restrict) return;
-  // A node is needed if it is a target or leads to one; iterate to a fixed point (the graph is a
-  // DAG, so a reverse topological pass would do; this stays simple and linear in practice).
+  // A node runs only if a wanted gradient lies beyond it: a target itself does not run (its
+  // incoming gradient is captured), unless it must (a leaf's accumulator in backward(inputs=)).
+  // Iterate to a fixed point (a reverse topological pass would do; this stays simple).
+  task.needed.insert(nullptr);  // marks the set as in use even when nothing runs
+  for (Node* n : must_run) task.needed.insert(n);
   bool changed = true;
-  for (Node* n : order)
-    if (targets.count(n)) task.needed.insert(n);
   while (changed) {
     changed = false;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = *it;
       if (task.needed.count(n)) continue;
       for (auto& e : n->next_edges)
-        if (e.fn && task.needed.count(e.fn.get())) {
+        if (e.fn && (task.needed.count(e.fn.get()) || targets.count(e.fn.get()))) {
           task.needed.insert(n);
           changed = true;
           break;
@@ -188,8 +189,7 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
     tensor_list inputs = std::move(task.buffers[fn.get()]);
     task.buffers.erase(fn.get());
     bool run = task.needed.empty() ? true : task.needed.count(fn.get()) > 0;
-    bool is_capture_only = !task.captures.empty() && dynamic_cast<AccumulateGrad*>(fn.get()) != nullptr;
-    if (!run || is_capture_only) {
+    if (!run) {
       // Not on a path to a wanted gradient: release its dependents without running it.
       for (auto& e : fn->next_edges) {
         if (!e.fn) continue;
@@ -250,24 +250,48 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
   GraphTask task;
   task.keep_graph = keep_graph;
   task.create_graph = create_graph;
-  std::unordered_set<Node*> targets;
-  std::vector<Edge> input_edges;
+  std::unordered_set<Node*> targets, must_run;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     KINDLE_CHECK(t.requires_grad(), "One of the differentiated Tensors (input ", i, ", of shape ", t.sizes(),
                  ") does not require grad");
     Edge e = gradient_edge(t);
-    input_edges.push_back(e);
     targets.insert(e.fn.get());
-    if (!accumulate_into_grad) task.captures[e.fn.get()].emplace_back(e.input_nr, i);
+    bool leaf = t.is_leaf();
+    if (accumulate_into_grad && leaf) must_run.insert(e.fn.get());  // its accumulator does the work
+    else task.captures[e.fn.get()].emplace_back(e.input_nr, i);
   }
   task.captured.resize(inputs.size());
-  compute_dependencies(task, root_edges, !inputs.empty(), targets);
+  compute_dependencies(task, root_edges, !inputs.empty(), targets, must_run);
   {
     AutoGradMode mode(create_graph);
     execute(task, root_edges, std::move(root_grads));
+    // The inputs' own hooks apply to the gradients returned for them (as in PyTorch).
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor& g = task.captured[i];
+      if (!g.defined()) continue;
+      const Tensor& t = inputs[i];
+      if (AutogradMeta* m = get_meta(t); m && !m->grad_fn) {
+        for (auto& [id, hook] : m->leaf_hooks)
+          if (Tensor r = hook(g); r.defined()) g = r;
+      } else if (auto fn = t.grad_fn()) {
+        for (auto& h : fn->tensor_hooks)
+          if (h.id != 0 && h.output_nr == t.output_nr())
+            if (Tensor r = h.fn(g); r.defined()) g = r;
+      }
+    }
   }
-  if (accumulate_into_grad) return {};
+  if (accumulate_into_grad) {
+    // backward(inputs=[non-leaf]): its gradient accumulates into its .grad, like a leaf's.
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor g = task.captured[i];
+      if (!g.defined()) continue;
+      if (!create_graph) g = g.detach();
+      Tensor cur = inputs[i].grad();
+      inputs[i].set_grad(cur.defined() ? cur + g : (create_graph ? g : g.clone()));
+    }
+    return {};
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!task.captured[i].defined())
       KINDLE_CHECK(allow_unused, "One of the differentiated Tensors (input ", i, ", of shape ", inputs[i].sizes(),

@@ -12,7 +12,7 @@ Tensor scale_grad(const Tensor& grad, const Scalar& s) {
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
-  return where(self > threshold, grad, zero_of(grad));
+  return where(self <= threshold, zero_of(grad), grad);  // NaN passes the gradient, as in PyTorch
 }
 
 Tensor silu_backward(const Tensor& grad, const Tensor& self) {
@@ -42,7 +42,7 @@ Tensor elu_backward(const Tensor& grad, const Tensor& self, const Scalar& alpha,
                     const Scalar& input_scale) {
   double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
   Tensor neg = (self * is).exp() * (s * a * is);
-  return grad * where(self > 0, scalar_tensor_of(s, grad.dtype()), neg);
+  return grad * where(self <= 0, neg, scalar_tensor_of(s, grad.dtype()));
 }
 
 Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
@@ -84,7 +84,8 @@ Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& r
 }
 
 Tensor xlogy_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other) {
-  return where(logical_and(self == 0, other <= 0), zero_of(grad), grad * other.log());
+  // log in the result's precision (other may be a lower-precision float)
+  return where(logical_and(self == 0, other <= 0), zero_of(grad), grad * other.to(grad.dtype()).log());
 }
 
 Tensor permute_backward(const Tensor& grad, IntArrayRef dims) {
@@ -194,22 +195,40 @@ Tensor sum_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef d
   return unsqueeze_reduced(grad, sizes, dim, keepdim).expand(sizes);
 }
 
+Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim) {
+  return sum_backward(grad, sizes, dim, keepdim) / double(reduced_numel(sizes, dim));
+}
+
+Tensor hardtanh_backward(const Tensor& grad, const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  // At a NaN input PyTorch's CPU kernels pass the gradient for float32 and give 0 for float64;
+  // Kindle matches that (the derivative is undefined there anyway).
+  if (self.dtype() == kFloat64) return where(logical_and(self > min_val, self < max_val), grad, zero_of(grad));
+  return where(logical_or(self <= min_val, self >= max_val), zero_of(grad), grad);
+}
+
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, std::optional<int64_t> dim,
                      bool keepdim) {
   if (self.dim() == 0) return grad;
-  if (!dim) return (grad * prod_of_others(self.reshape({-1}), 0)).reshape(self.sizes());
+  if (!dim) {  // as PyTorch: divide when no zero, exclusive products for one zero, else all zero
+    int64_t zeros_n = (self == 0).sum().item<int64_t>();
+    if (zeros_n == 0) return grad * result / self;
+    if (zeros_n > 1) return zeros_like(self);
+    return (grad * prod_of_others(self.reshape({-1}), 0)).reshape(self.sizes());
+  }
   int64_t d = wrap_dim(*dim, self.dim(), "prod");
   Tensor g = keepdim ? grad : grad.unsqueeze(d);
   return g * prod_of_others(self, d);
 }
 
 Tensor extremum_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
-                         bool keepdim) {
+                         bool keepdim, bool evenly) {
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
   Tensor mask = self == r;
+  if (evenly) mask = logical_or(mask, logical_and(self.isnan(), r.isnan()));
   Tensor count = (dim && !dim->empty()) ? mask.sum(*dim, true) : mask.sum(std::nullopt, true);
-  return where(mask, g / count, zero_of(grad));
+  if (evenly) return where(mask, g / count, zero_of(grad));
+  return (g / count) * mask;  // a slice holding a NaN gets NaN (0/0), as PyTorch's amax
 }
 
 Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices, bool keepdim) {
@@ -236,12 +255,31 @@ Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const 
   return r;
 }
 
+Tensor std_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
+                    std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
+  // d std = d var / (2 std); where std is 0 the gradient is 0 (PyTorch masks it the same way)
+  Tensor gv = (grad / (2 * result)).masked_fill(result == 0, zero_of(grad));
+  return var_mean_backward(gv, Tensor(), self, dim, unbiased, keepdim, correction);
+}
+
+Tensor std_mean_backward(const Tensor& grad_std, const Tensor& grad_mean, const Tensor& self, const Tensor& std,
+                         OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+                         const std::optional<Scalar>& correction) {
+  Tensor gv;
+  if (grad_std.defined()) gv = (grad_std / (2 * std)).masked_fill(std == 0, zero_of(grad_std));
+  return var_mean_backward(gv, grad_mean, self, dim, unbiased, keepdim, correction);
+}
+
+Tensor not_implemented_grad(const char* op) {
+  throw NotImplementedError(detail::str_cat("the derivative for '", op, "' is not implemented."));
+}
+
 Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p, const Tensor& result,
                      OptionalIntArrayRef dim, bool keepdim) {
   double pv = p ? p->to_double() : 2.0;
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim).to(self.dtype());
-  if (pv == 0.0) return zeros_like(self);
+  if (pv == 0.0) return Tensor();  // no gradient (None), as in PyTorch
   if (pv == 1.0) return self.sgn() * g;
   if (std::isinf(pv)) {
     Tensor mask = self.abs() == r;
@@ -276,7 +314,8 @@ Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
 Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim) {
   if (self.dim() == 0 || self.numel() == 0) return grad;
   int64_t d = wrap_dim(dim, self.dim(), "cumprod");
-  if (!(self == 0).any().item<bool>()) return cumsum_backward(grad * result, d) / self;
+  Tensor is_zero = self == 0;
+  if (!is_zero.any().item<bool>()) return cumsum_backward(grad * result, d) / self;
   // With zeros, division is wrong: position i's gradient is sum_{j>=i} grad_j * prod_{k<=j,k!=i} x_k.
   int64_t n = self.size(d);
   tensor_list parts;
@@ -286,7 +325,11 @@ Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& re
     Tensor cp = x.cumprod(d);
     parts.push_back((grad * cp).narrow(d, i, n - i).sum(IntArrayRef{d}, true));
   }
-  return cat(parts, d);
+  // Past the first zero every product includes it: the gradient is exactly 0 (also when a NaN or
+  // inf elsewhere would make the products above NaN).
+  Tensor zi = is_zero.to(kInt64);
+  Tensor after_first_zero = (zi.cumsum(d) - zi) > 0;
+  return cat(parts, d).masked_fill(after_first_zero, zero_of(grad));
 }
 
 Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<std::optional<Tensor>>& indices) {

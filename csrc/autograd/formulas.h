@@ -48,14 +48,23 @@ Tensor cat_outputs_backward(const tensor_list& grads, const std::vector<OutputMe
 Tensor stack_outputs_backward(const tensor_list& grads, const std::vector<OutputMeta>& outputs, int64_t dim);
 tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimVector>& sizes);
 
+Tensor hardtanh_backward(const Tensor& grad, const Tensor& self, const Scalar& min_val, const Scalar& max_val);
+Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim);
 Tensor sum_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim);
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, std::optional<int64_t> dim,
                      bool keepdim);
+// evenly: max()/min() (the gradient is split among ties, NaNs count as ties); otherwise amax/amin.
 Tensor extremum_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
-                         bool keepdim);
+                         bool keepdim, bool evenly);
 Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices, bool keepdim);
 Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const Tensor& self, OptionalIntArrayRef dim,
                          std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction);
+Tensor std_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
+                    std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction);
+Tensor std_mean_backward(const Tensor& grad_std, const Tensor& grad_mean, const Tensor& self, const Tensor& std,
+                         OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+                         const std::optional<Scalar>& correction);
+Tensor not_implemented_grad(const char* op);  // throws
 Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p, const Tensor& result,
                      OptionalIntArrayRef dim, bool keepdim);
 Tensor logsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, IntArrayRef dim, bool keepdim);

@@ -99,8 +99,9 @@ tensor_list CustomFunctionNode::apply(tensor_list&& grads) {
                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph "
                "a second time. (In ", name_, ".)");
   // Missing gradients of outputs arrive as zeros, as PyTorch's materialize_grads does.
-  for (size_t i = 0; i < grads.size(); ++i)
-    if (!grads[i].defined()) grads[i] = zeros(output_meta[i].sizes, output_meta[i].dtype);
+  if (ctx->materialize_grads)
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (!grads[i].defined()) grads[i] = zeros(output_meta[i].sizes, output_meta[i].dtype);
   tensor_list r = backward_fn(*ctx, std::move(grads));
   KINDLE_CHECK(r.size() == next_edges.size(), name_, ".backward: function backward returned an incorrect number of "
                "gradients (expected ", next_edges.size(), ", got ", r.size(), ")");

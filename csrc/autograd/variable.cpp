@@ -123,9 +123,19 @@ void set_view_of(const Tensor& out, const Tensor& self) {
   m.view_version = out.version();
 }
 
+void mark_no_grad_view(const Tensor& out, const Tensor& self) {
+  if (out.is_same(self) || out.impl()->storage().get() != self.impl()->storage().get()) return;
+  materialize_meta(out).no_grad_view = true;
+}
+
 void check_inplace(const Tensor& self, const char* op) {
-  if (!GradMode::is_enabled() || !self.impl()->requires_grad) return;
+  if (!GradMode::is_enabled()) return;
   AutogradMeta* m = get_meta(self);
+  KINDLE_CHECK(!(m && m->no_grad_view), op, ": a view was created in no_grad mode and is being modified inplace with "
+               "grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+               "clarify your code by moving both the view and the inplace either both inside the no_grad block (if "
+               "you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+  if (!self.impl()->requires_grad) return;
   if (m && m->base.defined()) {
     const Tensor& b = m->base;
     AutogradMeta* bm = get_meta(b);

@@ -20,6 +20,9 @@ struct AutogradMeta : AutogradMetaInterface {
   // view bumps the shared version; grad_fn is then regenerated as a strided view of the base.
   Tensor base;
   uint32_t view_version = 0;
+  // A view of a tensor that requires grad, made under no_grad: modifying it in place with grad
+  // mode on is ambiguous and raises (as in PyTorch).
+  bool no_grad_view = false;
   std::string name;
 };
 
@@ -49,6 +52,7 @@ void add_edges(std::vector<Edge>& edges, TensorList ts);
 void set_output(const Tensor& t, const std::shared_ptr<Node>& node);
 // Marks `out` (which shares memory with `self`) as a view, for in-place correctness later.
 void set_view_of(const Tensor& out, const Tensor& self);
+void mark_no_grad_view(const Tensor& out, const Tensor& self);
 // In-place ops: errors for leaves that require grad (and their views).
 void check_inplace(const Tensor& self, const char* op);
 // After an in-place op recorded as `node`: makes `self` the node's output. For a view, the base's

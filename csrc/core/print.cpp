@@ -1,6 +1,7 @@
 // Tensor printing, shared by the C++ operator<< and Python's repr. It follows PyTorch's rules
 // (torch/_tensor_str.py): one formatter for the whole tensor (integer, fixed or scientific mode),
 // common width, 80-column lines, and 3 edge items per dimension past 1000 elements.
+#include "kindle/autograd.h"
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -159,7 +160,8 @@ std::string Tensor::to_string() const {
     Formatter f(*this, summarize);
     body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, f);
   }
-  if (requires_grad()) suffixes.push_back("requires_grad=True");
+  if (auto fn = grad_fn()) suffixes.push_back("grad_fn=<" + fn->name() + ">");
+  else if (requires_grad()) suffixes.push_back("requires_grad=True");
   std::string out = prefix + body;
   size_t last_line = out.size() - (out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n')) + 1;
   for (auto& s : suffixes) {

@@ -27,6 +27,12 @@ const Tensor& native_fill_(const Tensor& self, const Scalar& value) {
   return self;
 }
 
+const Tensor& native_fill_(const Tensor& self, const Tensor& value) {
+  KINDLE_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+               " dimensions.");
+  return fill_(self, value.item());
+}
+
 const Tensor& zero_(const Tensor& self) { return fill_(self, 0); }
 
 Tensor native_clone(const Tensor& self) {

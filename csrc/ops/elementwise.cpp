@@ -288,6 +288,13 @@ const Tensor& native_pow_(const Tensor& a, const Tensor& b) {
   return a;
 }
 
+// Comparisons: the in-place form has a (zero) derivative, as in PyTorch.
+#define KINDLE_COMPARE(name, OP)                                                                   \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::Compare); } \
+  const Tensor& native_##name##_(const Tensor& a, const Tensor& b) {                               \
+    binary(#name "_", a, b, BinaryOp::OP, BKind::Compare, a);                                       \
+    return a;                                                                                      \
+  }
 // NS is `native_` for the ops with derivatives (their autograd wrappers are generated).
 #define KINDLE_BINARY(NS, name, OP, KIND)                                                          \
   Tensor NS##name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::KIND); }
@@ -305,12 +312,12 @@ KINDLE_BINARY_INPLACE(native_, copysign, Copysign, Float)
 KINDLE_BINARY_INPLACE(native_, xlogy, Xlogy, Float)
 KINDLE_BINARY_INPLACE(native_, fmod, Fmod, Arith)
 KINDLE_BINARY_INPLACE(native_, remainder, Remainder, Arith)
-KINDLE_BINARY_INPLACE(, eq, Eq, Compare)
-KINDLE_BINARY_INPLACE(, ne, Ne, Compare)
-KINDLE_BINARY_INPLACE(, lt, Lt, Compare)
-KINDLE_BINARY_INPLACE(, le, Le, Compare)
-KINDLE_BINARY_INPLACE(, gt, Gt, Compare)
-KINDLE_BINARY_INPLACE(, ge, Ge, Compare)
+KINDLE_COMPARE(eq, Eq)
+KINDLE_COMPARE(ne, Ne)
+KINDLE_COMPARE(lt, Lt)
+KINDLE_COMPARE(le, Le)
+KINDLE_COMPARE(gt, Gt)
+KINDLE_COMPARE(ge, Ge)
 KINDLE_BINARY(, greater, Gt, Compare)
 KINDLE_BINARY(, greater_equal, Ge, Compare)
 KINDLE_BINARY(, less, Lt, Compare)
@@ -330,6 +337,7 @@ KINDLE_BINARY(native_, fmax, Fmax, Arith)
 KINDLE_BINARY(native_, fmin, Fmin, Arith)
 #undef KINDLE_BINARY
 #undef KINDLE_BINARY_INPLACE
+#undef KINDLE_COMPARE
 Tensor multiply(const Tensor& a, const Tensor& b) { return mul(a, b); }
 const Tensor& multiply_(const Tensor& a, const Tensor& b) { return mul_(a, b); }
 

@@ -265,6 +265,11 @@ const Tensor& index_fill_(const Tensor& self, int64_t dim, const Tensor& index, 
   int64_t d = wrap_dim(dim, self.dim(), "index_fill_");
   return index_put_(self, at_dim(d, index.reshape({-1})), scalar_tensor_of(value, self.dtype()), false);
 }
+const Tensor& native_index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
+  KINDLE_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+               value.dim(), " dimension(s).");
+  return index_fill_(self, dim, index, value.item());
+}
 const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
   if (self.dim() == 0) { index_copy_(self.view({1}), 0, index, source.reshape({-1})); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_copy_");

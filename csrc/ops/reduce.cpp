@@ -109,7 +109,7 @@ Tensor nansum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::op
   return sum(where(isnan(self), scalar_tensor_of(0, self.dtype()), self), dim, keepdim, dtype);
 }
 
-Tensor mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+Tensor native_mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   DType dt = dtype.value_or(self.dtype());
   KINDLE_CHECK(is_floating_point(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
                "point or complex dtype. Got: ", self.dtype());
@@ -192,8 +192,10 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
 std::tuple<Tensor, Tensor> native_var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
   KINDLE_CHECK(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
-  if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) {  // 16-bit intermediates overflow
-    auto [v, m] = var_mean(self.to(kFloat32), dim, unbiased, keepdim, correction);
+  if (self.dtype() != kFloat64) {
+    // In float64: 16-bit intermediates overflow, and a float32 mean is not exact, so identical
+    // values would get a tiny nonzero variance (PyTorch's Welford pass gives exactly 0).
+    auto [v, m] = var_mean(self.to(kFloat64), dim, unbiased, keepdim, correction);
     return {v.to(self.dtype()), m.to(self.dtype())};
   }
   double c = correction_of(unbiased, correction, "var");
@@ -207,10 +209,10 @@ std::tuple<Tensor, Tensor> native_var_mean(const Tensor& self, OptionalIntArrayR
 Tensor var(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
   return std::get<0>(var_mean(self, dim, unbiased, keepdim, correction));
 }
-Tensor std(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
+Tensor native_std(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
   return sqrt(var(self, dim, unbiased, keepdim, correction));
 }
-std::tuple<Tensor, Tensor> std_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+std::tuple<Tensor, Tensor> native_std_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
   auto [v, m] = var_mean(self, dim, unbiased, keepdim, correction);
   return {sqrt(v), m};
@@ -353,7 +355,7 @@ std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, boo
           return_counts ? counts : empty_tensor({0}, kInt64)};
 }
 
-Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
+Tensor native_bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
   KINDLE_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs, got a ", self.dim(), "-d tensor");
   KINDLE_CHECK(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
   KINDLE_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);

@@ -173,7 +173,7 @@ Tensor swapaxes(const Tensor& self, int64_t a, int64_t b) { return transpose(sel
 Tensor swapdims(const Tensor& self, int64_t a, int64_t b) { return transpose(self, a, b); }
 const Tensor& native_transpose_(const Tensor& self, int64_t a, int64_t b) { return set_geometry(self, transpose(self, a, b)); }
 
-Tensor t(const Tensor& self) {
+Tensor native_t(const Tensor& self) {
   KINDLE_CHECK(self.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
   return self.dim() < 2 ? view(self, self.sizes()) : transpose(self, 0, 1);
 }
@@ -377,7 +377,7 @@ Tensor native_cat(TensorList tensors, int64_t dim) {
 Tensor concat(TensorList t, int64_t dim) { return cat(t, dim); }
 Tensor concatenate(TensorList t, int64_t dim) { return cat(t, dim); }
 
-Tensor stack(TensorList tensors, int64_t dim) {
+Tensor native_stack(TensorList tensors, int64_t dim) {
   KINDLE_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;

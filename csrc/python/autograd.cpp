@@ -28,16 +28,34 @@ nb::tuple to_tuple(const tensor_list& ts) {
   return nb::tuple(l);
 }
 
-// A Python tensor hook: returns None (keep) or a replacement gradient.
-TensorHook make_tensor_hook(nb::object fn) {
-  return [fn = std::move(fn)](const Tensor& g) -> Tensor {
+// A Python tensor hook: returns None (keep) or a replacement gradient. A named type, so that the
+// garbage collector's traversal (below) can find the Python function inside the std::function.
+struct PyTensorHook {
+  nb::object fn;
+  Tensor operator()(const Tensor& g) const {
     nb::gil_scoped_acquire gil;
     nb::object r = fn(g);
     if (r.is_none()) return Tensor();
     KINDLE_CHECK_TYPE(nb::isinstance<Tensor>(r), "hook: a tensor hook must return None or a Tensor, got ",
                       nb::type_name(r.type()).c_str());
     return nb::cast<Tensor>(r);
-  };
+  }
+};
+TensorHook make_tensor_hook(nb::object fn) { return PyTensorHook{std::move(fn)}; }
+
+// The Python hooks a tensor owns alone: on its meta (leaf hooks) and on a grad_fn that nothing
+// else holds. Only a tensor whose TensorImpl has no other owner reports them, so that two Python
+// objects sharing one impl never both claim the same hook (the collector's counts must be exact).
+template <typename F>
+void for_each_owned_py_hook(const Tensor& t, F&& f) {
+  if (!t.defined() || t.impl()->use_count() != 1) return;
+  AutogradMeta* m = get_meta(t);
+  if (!m) return;
+  for (auto& h : m->leaf_hooks)
+    if (auto* p = h.second.target<PyTensorHook>()) f(p->fn);
+  if (m->grad_fn && m->grad_fn.use_count() == 1)
+    for (auto& h : m->grad_fn->tensor_hooks)
+      if (auto* p = h.fn.target<PyTensorHook>()) f(p->fn);
 }
 
 struct HookHandle {
@@ -66,6 +84,32 @@ std::string format_python_stack() {
 }
 
 }  // namespace
+
+// Cyclic garbage collection of tensors: a hook that refers to its own tensor (p.register_hook(
+// lambda g: g + p)) forms a cycle through C++ that Python can only break if it sees it.
+int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_VISIT(*dict);
+  if (!nb::inst_ready(self)) return 0;
+  int rc = 0;
+  for_each_owned_py_hook(*nb::inst_ptr<Tensor>(self), [&](const nb::object& o) {
+    if (rc == 0 && o.ptr()) rc = visit(o.ptr(), arg);
+  });
+  return rc;
+}
+
+int tensor_tp_clear(PyObject* self) {
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_CLEAR(*dict);
+  if (!nb::inst_ready(self)) return 0;
+  const Tensor& t = *nb::inst_ptr<Tensor>(self);
+  if (!t.defined() || t.impl()->use_count() != 1) return 0;
+  AutogradMeta* m = get_meta(t);
+  if (!m) return 0;
+  std::erase_if(m->leaf_hooks, [](auto& h) { return h.second.template target<PyTensorHook>() != nullptr; });
+  if (m->grad_fn && m->grad_fn.use_count() == 1)
+    std::erase_if(m->grad_fn->tensor_hooks, [](auto& h) { return h.fn.template target<PyTensorHook>() != nullptr; });
+  return 0;
+}
 
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   nb::class_<HookHandle>(m, "_HookHandle")
@@ -142,9 +186,15 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def(nb::init<>())
       .def("save_for_backward", [](FunctionCtx& c, nb::args ts) {
         tensor_list v;
-        for (nb::handle h : ts) v.push_back(tensor_or_undefined(h));
+        for (nb::handle h : ts) {
+          KINDLE_CHECK_TYPE(h.is_none() || nb::isinstance<Tensor>(h), "save_for_backward can only save variables, "
+                            "but argument ", v.size(), " is not a Tensor or None (got ", nb::type_name(h.type()).c_str(),
+                            "); keep other values as attributes of ctx");
+          v.push_back(tensor_or_undefined(h));
+        }
         c.save_for_backward(std::move(v));
       })
+      .def("set_materialize_grads", [](FunctionCtx& c, bool v) { c.materialize_grads = v; }, nb::arg("value"))
       .def("mark_dirty", [](FunctionCtx& c, nb::args ts) { c.mark_dirty(to_tensors(ts)); })
       .def("mark_non_differentiable", [](FunctionCtx& c, nb::args ts) { c.mark_non_differentiable(to_tensors(ts)); })
       .def_prop_ro("saved_tensors", [](const FunctionCtx& c) { return to_tuple(c.saved_tensors()); });

@@ -139,7 +139,10 @@ NB_MODULE(_C, m) {
   m.def("cpu_cache_stats", []() { auto s = cpu_cache_stats(); return std::make_tuple(s.cached_bytes, s.cache_hits, s.cache_misses); });
   m.def("cpu_cache_set_limit", &cpu_cache_set_limit, nb::arg("bytes"));
 
-  nb::class_<Tensor> cls(m, "Tensor", nb::dynamic_attr());
+  static PyType_Slot tensor_slots[] = {{Py_tp_traverse, (void*)tensor_tp_traverse},
+                                       {Py_tp_clear, (void*)tensor_tp_clear},
+                                       {0, nullptr}};
+  nb::class_<Tensor> cls(m, "Tensor", nb::dynamic_attr(), nb::type_slots(tensor_slots));
   bind_tensor(m, cls);
   bind_indexing(cls);
   bind_numpy(m, cls);

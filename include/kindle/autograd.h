@@ -150,6 +150,7 @@ struct FunctionCtx {
   void mark_non_differentiable(const tensor_list& outputs);
   void mark_dirty(const tensor_list& inputs);
   std::vector<bool> needs_input_grad;
+  bool materialize_grads = true;  // missing output gradients arrive as zeros (else undefined)
   // free-form state for backward, as in libtorch's ctx->saved_data
   std::vector<Scalar> saved_scalars;
   std::vector<DimVector> saved_sizes;

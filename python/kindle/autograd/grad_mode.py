@@ -1,23 +1,75 @@
-"""Grad modes: context managers that are also decorators. The mode is per thread."""
+"""Grad modes: context managers that are also decorators (with or without parentheses, and on
+generator functions). The mode is per thread."""
 import functools
+import inspect
+import threading
 
 from .. import _C
 
 
 class _DecoratorContextManager:
+    """Base: `with mode(...)`, `@mode(...)` and, for modes without arguments, bare `@mode`."""
+
+    _args = ()
+
+    def __new__(cls, *args, **kwargs):
+        if cls._bare_decorator and len(args) == 1 and callable(args[0]) and not kwargs:
+            return cls()(args[0])  # @no_grad without parentheses
+        return super().__new__(cls)
+
+    _bare_decorator = False
+
+    def clone(self):
+        return self.__class__(*self._args)
+
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    request = None
+                    try:
+                        request = next(gen)
+                    except StopIteration as e:
+                        return e.value
+                while True:
+                    try:
+                        sent = yield request
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as exc:
+                        with self.clone():
+                            try:
+                                request = gen.throw(exc)
+                            except StopIteration as e:
+                                return e.value
+                        continue
+                    with self.clone():
+                        try:
+                            request = gen.send(sent)
+                        except StopIteration as e:
+                            return e.value
+
+            return gen_wrapper
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__(*self._args):
+            with self.clone():
                 return fn(*args, **kwargs)
 
         return wrapper
 
-    _args = ()
-
 
 class no_grad(_DecoratorContextManager):
     """Disables gradient recording inside the block (or the decorated function)."""
+
+    _bare_decorator = True
+
+    def __init__(self, *args):
+        pass
 
     def __enter__(self):
         self._prev = _C.is_grad_enabled()
@@ -29,6 +81,11 @@ class no_grad(_DecoratorContextManager):
 
 class enable_grad(_DecoratorContextManager):
     """Enables gradient recording inside the block, e.g. within no_grad."""
+
+    _bare_decorator = True
+
+    def __init__(self, *args):
+        pass
 
     def __enter__(self):
         self._prev = _C.is_grad_enabled()
@@ -46,8 +103,16 @@ class set_grad_enabled(_DecoratorContextManager):
         self._prev = _C.is_grad_enabled()
         _C._set_grad_enabled(bool(mode))
 
+    def clone(self):
+        prev = _C.is_grad_enabled()
+        c = set_grad_enabled(self._args[0])
+        _C._set_grad_enabled(prev)  # cloning for a decorator must not change the mode by itself
+        c._prev = prev
+        return c
+
     def __enter__(self):
-        pass
+        self._prev_enter = _C.is_grad_enabled()
+        _C._set_grad_enabled(bool(self._args[0]))
 
     def __exit__(self, *exc):
         _C._set_grad_enabled(self._prev)
@@ -57,11 +122,13 @@ class set_grad_enabled(_DecoratorContextManager):
         return super().__call__(fn)
 
 
-_inference = __import__("threading").local()
+_inference = threading.local()
 
 
 class inference_mode(_DecoratorContextManager):
     """Like no_grad, for code that never needs gradients (Kindle treats it as no_grad)."""
+
+    _bare_decorator = True
 
     def __init__(self, mode=True):
         self._args = (mode,)

@@ -22,7 +22,8 @@ def _differentiable_outputs(outputs):
 
 
 def _numpy(t):
-    return t.detach().to(_C.float64).numpy().reshape(-1)
+    # a copy: the output may share memory with the input that the next perturbation changes
+    return t.detach().to(_C.float64).numpy().reshape(-1).copy()
 
 
 def _numerical_jacobian(func, inputs, diff_idx, eps):
