@@ -11,10 +11,6 @@ Tensor scale_grad(const Tensor& grad, const Scalar& s) {
   return grad * s;
 }
 
-Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
-  return where(self <= threshold, zero_of(grad), grad);  // NaN passes the gradient, as in PyTorch
-}
-
 Tensor silu_backward(const Tensor& grad, const Tensor& self) {
   Tensor s = self.sigmoid();
   return grad * s * (1 + self * (1 - s));

@@ -19,7 +19,6 @@ Tensor sum_to(const Tensor& grad, IntArrayRef shape);
 Tensor zero_of(const Tensor& like);  // a 0-d zero of like's dtype
 Tensor scale_grad(const Tensor& grad, const Scalar& s);
 
-Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
 Tensor silu_backward(const Tensor& grad, const Tensor& self);
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold);

@@ -86,6 +86,10 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
     case BinaryOp::Hypot: if constexpr (is_float) return run([](M a, M b) { return vm::hypot(a, b); }); break;
     case BinaryOp::Copysign: if constexpr (is_float) return run([](M a, M b) { return std::copysign(a, b); }); break;
     case BinaryOp::Xlogy: if constexpr (is_float) return run([](M a, M b) { return b != b ? b : a == 0 ? M(0) : a * vm::log(b); }); break;
+    // NaN in b passes the gradient (as PyTorch's threshold_backward)
+    case BinaryOp::ReluGrad: if constexpr (is_float) return run([](M g, M r) { return r <= M(0) ? M(0) : g; }); break;
+    case BinaryOp::TanhGrad: if constexpr (is_float) return run([](M g, M y) { return g * (M(1) - y * y); }); break;
+    case BinaryOp::SigmoidGrad: if constexpr (is_float) return run([](M g, M y) { return g * (M(1) - y) * y; }); break;
     case BinaryOp::Maximum:
       if constexpr (is_float) return run([](M a, M b) { return a != a ? a : b != b ? b : std::max(a, b); });
       else return run([](M a, M b) { return std::max(a, b); });

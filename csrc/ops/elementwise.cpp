@@ -341,6 +341,19 @@ KINDLE_BINARY(native_, fmin, Fmin, Arith)
 Tensor multiply(const Tensor& a, const Tensor& b) { return mul(a, b); }
 const Tensor& multiply_(const Tensor& a, const Tensor& b) { return mul_(a, b); }
 
+// Backward kernels of relu, tanh and sigmoid: one fused pass instead of three or four.
+Tensor native_threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
+  if (threshold.to_double() == 0.0 && is_floating_point(promote_types(grad_output.dtype(), self.dtype())))
+    return binary("threshold_backward", grad_output, self, BinaryOp::ReluGrad, BKind::Arith);
+  return where(le(self, scalar_to_tensor(threshold)), scalar_tensor_of(0, grad_output.dtype()), grad_output);
+}
+Tensor native_tanh_backward(const Tensor& grad_output, const Tensor& output) {
+  return binary("tanh_backward", grad_output, output, BinaryOp::TanhGrad, BKind::Float);
+}
+Tensor native_sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
+  return binary("sigmoid_backward", grad_output, output, BinaryOp::SigmoidGrad, BKind::Float);
+}
+
 Tensor native_where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   KINDLE_CHECK(condition.dtype() == kBool || condition.dtype() == kUInt8,
                     "where: expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());

@@ -29,6 +29,8 @@ enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, Atan2, Maximum, Minimum, Fmod, Remainder,
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor, BitAnd, BitOr, BitXor, Shl, Shr,
   Hypot, Copysign, Fmax, Fmin, Xlogy,
+  // backward kernels (a = incoming gradient, b = the forward's input or output)
+  ReluGrad, TanhGrad, SigmoidGrad,
 };
 
 inline const char* binary_op_name(BinaryOp op) {
@@ -36,7 +38,8 @@ inline const char* binary_op_name(BinaryOp op) {
                                 "maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le", "gt",
                                 "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
                                 "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
-                                "hypot", "copysign", "fmax", "fmin", "xlogy"};
+                                "hypot", "copysign", "fmax", "fmin", "xlogy", "threshold_backward",
+                                "tanh_backward", "sigmoid_backward"};
   return names[int(op)];
 }
 
