@@ -26,6 +26,12 @@ void check_mm_dtypes(const Tensor& a, const Tensor& b, const char* op) {
   KINDLE_CHECK(a.dtype() == b.dtype(), op, ": expected m1 and m2 to have the same dtype, but got: ", a.dtype(), " != ", b.dtype());
 }
 
+// A matrix as a batch of one (an internal view: no op call, nothing for autograd to track).
+Tensor batch_of_one(const Tensor& m) {
+  DimVector sz{1, m.size(0), m.size(1)}, st{m.size(0) * m.stride(0), m.stride(0), m.stride(1)};
+  return make_view(m, sz, st, m.storage_offset());
+}
+
 // out[b] = alpha * a[b] @ bm[b] + beta * out[b]; a (B, m, k), bm (B, k, n), out (B, m, n) contiguous.
 void batched_gemm(const Tensor& a, const Tensor& bm, const Tensor& out, double alpha, double beta) {
   int64_t B = a.size(0), m = a.size(1), k = a.size(2), n = bm.size(2);
@@ -50,7 +56,7 @@ Tensor native_mm(const Tensor& self, const Tensor& mat2) {
                self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   check_mm_dtypes(self, mat2, "mm");
   Tensor out = empty_tensor({self.size(0), mat2.size(1)}, self.dtype(), self.device());
-  batched_gemm(self.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0), 1.0, 0.0);
+  batched_gemm(batch_of_one(self), batch_of_one(mat2), batch_of_one(out), 1.0, 0.0);
   return out;
 }
 
@@ -72,7 +78,7 @@ Tensor native_addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, 
   Tensor out = empty_tensor({mat1.size(0), mat2.size(1)}, mat1.dtype(), mat1.device());
   double b = beta.to_double();
   if (b != 0) out.copy_(self.expand(out.sizes()));
-  batched_gemm(mat1.unsqueeze(0), mat2.unsqueeze(0), out.unsqueeze(0), alpha.to_double(), b);
+  batched_gemm(batch_of_one(mat1), batch_of_one(mat2), batch_of_one(out), alpha.to_double(), b);
   return out;
 }
 const Tensor& native_addmm_(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
