@@ -118,4 +118,15 @@ struct GemmArgs {
   double alpha, beta;
 };
 extern KernelStub<void (*)(DType, const GemmArgs*, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)> gemm_stub;
+// Sliding windows of an (N, C, H, W) image (csrc/nn/conv.cpp): im2col writes, for each output
+// position l = (oh, ow), the window's C*kh*kw values as one row of an (N, L, C*kh*kw) matrix,
+// zero outside the image; col2im is its adjoint (sums rows back into the image).
+struct WindowGeom {
+  int64_t N, C, H, W;      // image
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t oh, ow;          // output positions
+};
+extern KernelStub<void (*)(const Tensor& image, const Tensor& cols, const WindowGeom&)> im2col_stub;
+extern KernelStub<void (*)(const Tensor& cols, const Tensor& image, const WindowGeom&)> col2im_stub;
+
 }  // namespace kindle

@@ -1,0 +1,54 @@
+// Activations of torch.nn.functional that are compositions of core ops.
+#include "nn/common.h"
+
+namespace kindle {
+
+Tensor relu6(const Tensor& self) { return hardtanh(self, 0, 6); }
+
+Tensor selu(const Tensor& self) { return elu(self, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946); }
+
+Tensor celu(const Tensor& self, const Scalar& alpha) {
+  double a = alpha.to_double();
+  KINDLE_CHECK(a != 0, "celu: ZeroDivisionError: alpha cannot be 0 for CELU");
+  return elu(self, a, 1, 1.0 / a);
+}
+
+Tensor mish(const Tensor& self) { return self * softplus(self).tanh(); }
+
+Tensor hardswish(const Tensor& self) { return self * hardtanh(self + 3, 0, 6) / 6; }
+
+Tensor hardsigmoid(const Tensor& self) { return hardtanh(self + 3, 0, 6) / 6; }
+
+Tensor softsign(const Tensor& self) { return self / (self.abs() + 1); }
+
+Tensor tanhshrink(const Tensor& self) { return self - self.tanh(); }
+
+Tensor logsigmoid(const Tensor& self) { return -softplus(-self); }
+
+Tensor softmin(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
+  return softmax(dtype ? -self.to(*dtype) : -self, dim);
+}
+
+Tensor glu(const Tensor& self, int64_t dim) {
+  KINDLE_CHECK(self.dim() > 0, "glu: glu does not support scalars because halving size must be even");
+  int64_t d = wrap_dim(dim, self.dim(), "glu");
+  KINDLE_CHECK(self.size(d) % 2 == 0, "glu: Halving dimension must be even, but dimension ", d, " is size ",
+               self.size(d));
+  int64_t h = self.size(d) / 2;
+  return self.narrow(d, 0, h) * self.narrow(d, h, h).sigmoid();
+}
+
+Tensor prelu(const Tensor& self, const Tensor& weight) {
+  int64_t channels = self.dim() >= 2 ? self.size(1) : 1;
+  KINDLE_CHECK(weight.numel() == 1 || weight.numel() == channels, "prelu: Mismatch of parameter numbers and input "
+               "channel size. Found parameter numbers = ", weight.numel(), " and channel size = ", channels, ".");
+  Tensor w = weight.numel() == 1 ? weight.reshape({}) : weight;
+  if (self.dim() >= 2) {
+    DimVector shape(size_t(self.dim()), 1);
+    shape[1] = weight.numel();
+    w = weight.reshape(shape);
+  }
+  return where(self > 0, self, w * self);
+}
+
+}  // namespace kindle

@@ -1,0 +1,15 @@
+// Shared by the functional ops of csrc/nn: they are composites of the core ops, so autograd
+// differentiates them through the ops they call (no backward code of their own).
+#pragma once
+#include <string_view>
+
+#include "kindle/operators.h"
+
+namespace kindle::nn_detail {
+
+// reduction='none'|'mean'|'sum', as in torch.nn.functional
+Tensor reduce_loss(const Tensor& loss, std::string_view reduction, const char* op);
+void check_reduction(std::string_view reduction, const char* op);
+inline Tensor zero_like_scalar(const Tensor& t) { return scalar_tensor_of(0, t.dtype()); }
+
+}  // namespace kindle::nn_detail

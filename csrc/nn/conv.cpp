@@ -1,0 +1,306 @@
+// Convolution and pooling: im2col/col2im (csrc/cpu/im2col.cpp) plus GEMMs and reductions. The
+// two window ops have derivatives (each other); the rest are composites.
+#include <cmath>
+
+#include "nn/common.h"
+#include "ops/kernels.h"
+
+namespace kindle {
+
+namespace {
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode = false) {
+  int64_t span = in + 2 * p - d * (k - 1) - 1;
+  if (span < 0) return 0;
+  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // With ceil_mode, the last window must start inside the input or the left padding.
+  if (ceil_mode && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op) {
+  KINDLE_CHECK(image.dim() == 4, op, ": expected a 4-D (N, C, H, W) input, got shape ", image.sizes());
+  KINDLE_CHECK(k.size() == 2 && d.size() == 2 && p.size() == 2 && s.size() == 2, op,
+               ": kernel_size, dilation, padding and stride must have 2 elements each");
+  for (int i = 0; i < 2; ++i) {
+    KINDLE_CHECK(k[i] > 0 && s[i] > 0 && d[i] > 0, op, ": kernel size, stride and dilation must be greater than "
+                 "zero, got kernel_size=", k, ", stride=", s, ", dilation=", d);
+    KINDLE_CHECK(p[i] >= 0, op, ": padding must be non-negative, got ", p);
+  }
+  WindowGeom g{image.size(0), image.size(1), image.size(2), image.size(3), k[0], k[1], s[0], s[1], p[0], p[1],
+               d[0], d[1], 0, 0};
+  g.oh = out_size(g.H, g.kh, g.sh, g.ph, g.dh);
+  g.ow = out_size(g.W, g.kw, g.sw, g.pw, g.dw);
+  KINDLE_CHECK(g.oh > 0 && g.ow > 0, op, ": Calculated padded input size per channel: (", g.H + 2 * g.ph, " x ",
+               g.W + 2 * g.pw, "). Kernel size: (", g.dh * (g.kh - 1) + 1, " x ", g.dw * (g.kw - 1) + 1,
+               "). Kernel size can't be greater than actual input size");
+  return g;
+}
+
+}  // namespace
+
+Tensor native_im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                     IntArrayRef stride) {
+  WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "im2col");
+  KINDLE_CHECK(self.is_floating_point(), "im2col: expected a floating point input, got ", self.dtype());
+  Tensor x = self.contiguous();
+  Tensor cols = empty_tensor({g.N, g.oh * g.ow, g.C * g.kh * g.kw}, self.dtype(), self.device());
+  if (cols.numel()) im2col_stub[self.device()](x, cols, g);
+  return cols;
+}
+
+Tensor native_col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation,
+                     IntArrayRef padding, IntArrayRef stride) {
+  KINDLE_CHECK(self.dim() == 3 && output_size.size() == 2, "col2im: expected a 3-D (N, L, C*kh*kw) input and a "
+               "2-element output_size, got shapes ", self.sizes(), " and ", output_size);
+  KINDLE_CHECK(kernel_size.size() == 2, "col2im: kernel_size must have 2 elements");
+  int64_t k = kernel_size[0] * kernel_size[1];
+  KINDLE_CHECK(k > 0 && self.size(2) % k == 0, "col2im: Expected size of input's last dimension to be divisible by "
+               "the product of kernel_size, but got input.size(2)=", self.size(2), " and kernel_size=", kernel_size);
+  Tensor image = empty_tensor({self.size(0), self.size(2) / k, output_size[0], output_size[1]}, self.dtype(),
+                              self.device());
+  WindowGeom g = geom(image, kernel_size, dilation, padding, stride, "col2im");
+  KINDLE_CHECK(g.oh * g.ow == self.size(1), "col2im: Given output_size=", output_size, ", kernel_size=", kernel_size,
+               ", dilation=", dilation, ", padding=", padding, ", stride=", stride, ", expected size of input's "
+               "dimension 2 to match the calculated number of sliding blocks ", g.oh, " * ", g.ow, " = ",
+               g.oh * g.ow, ", but got input.size(2)=", self.size(1), ".");
+  Tensor c = self.contiguous();
+  if (image.numel()) col2im_stub[self.device()](c, image, g);
+  return image;
+}
+
+namespace {
+
+void check_conv(const Tensor& input, const Tensor& weight, int64_t groups, int64_t spatial, const char* op) {
+  KINDLE_CHECK(input.dim() == spatial + 2, op, ": Expected ", spatial + 1, "D (unbatched) or ", spatial + 2,
+               "D (batched) input, but got input of size: ", input.sizes());
+  KINDLE_CHECK(weight.dim() == spatial + 2, op, ": expected a ", spatial + 2, "-D weight, got shape ", weight.sizes());
+  KINDLE_CHECK(groups > 0, op, ": non-positive groups is not supported");
+  KINDLE_CHECK(input.size(1) == weight.size(1) * groups, op, ": Given groups=", groups, ", weight of size ",
+               weight.sizes(), ", expected input", input.sizes(), " to have ", weight.size(1) * groups,
+               " channels, but got ", input.size(1), " channels instead");
+  KINDLE_CHECK(weight.size(0) % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ",
+               groups, " at dimension 0, but got weight of size ", weight.sizes(), " instead");
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  if (input.dim() == 3) return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(IntArrayRef{0});
+  check_conv(input, weight, groups, 2, "conv2d");
+  int64_t N = input.size(0), O = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  if (bias) KINDLE_CHECK(bias->dim() == 1 && bias->size(0) == O, "conv2d: Given weight of size ", weight.sizes(),
+                         ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ",
+                         bias->sizes(), " instead");
+  Tensor cols = im2col(input, {kh, kw}, dilation, padding, stride);  // (N, L, C*kh*kw)
+  int64_t L = cols.size(1), K = cols.size(2);
+  Tensor rows = cols.reshape({N * L, K});
+  Tensor w = weight.reshape({O, -1});  // (O, Cg*kh*kw)
+  Tensor out;
+  if (groups == 1) {
+    out = bias ? addmm(*bias, rows, w.t()) : mm(rows, w.t());
+  } else {
+    int64_t Kg = K / groups, Og = O / groups;
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < groups; ++g)
+      parts.push_back(mm(rows.narrow(1, g * Kg, Kg), w.narrow(0, g * Og, Og).t()));
+    out = cat(parts, 1);
+    if (bias) out = out + *bias;
+  }
+  // (N*L, O) -> (N, O, oh, ow)
+  int64_t oh = out_size(input.size(2), kh, stride[0], padding[0], dilation[0]);
+  int64_t ow = out_size(input.size(3), kw, stride[1], padding[1], dilation[1]);
+  return out.reshape({N, oh, ow, O}).permute({0, 3, 1, 2}).contiguous();
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  if (input.dim() == 2) return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(IntArrayRef{0});
+  check_conv(input, weight, groups, 1, "conv1d");
+  return conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, {1, stride[0]}, {0, padding[0]}, {1, dilation[0]},
+                groups)
+      .squeeze(IntArrayRef{2});
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                        IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                        IntArrayRef dilation) {
+  if (input.dim() == 3)
+    return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation)
+        .squeeze(IntArrayRef{0});
+  KINDLE_CHECK(input.dim() == 4 && weight.dim() == 4, "conv_transpose2d: expected a 4-D input and weight, got ",
+               input.sizes(), " and ", weight.sizes());
+  KINDLE_CHECK(groups > 0 && input.size(1) == weight.size(0) && weight.size(0) % groups == 0,
+               "conv_transpose2d: Given transposed=1, weight of size ", weight.sizes(), ", expected input",
+               input.sizes(), " to have ", weight.size(0), " channels, but got ", input.size(1), " channels instead");
+  for (int i = 0; i < 2; ++i)
+    KINDLE_CHECK(output_padding[i] < stride[i] || output_padding[i] < dilation[i], "conv_transpose2d: output padding "
+                 "must be smaller than either stride or dilation, but got output_padding=", output_padding,
+                 ", stride=", stride, ", dilation=", dilation);
+  int64_t N = input.size(0), Cin = input.size(1), H = input.size(2), W = input.size(3);
+  int64_t Og = weight.size(1), kh = weight.size(2), kw = weight.size(3), O = Og * groups;
+  int64_t OH = (H - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1;
+  int64_t OW = (W - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + output_padding[1] + 1;
+  KINDLE_CHECK(OH > 0 && OW > 0, "conv_transpose2d: the output size (", OH, " x ", OW, ") would not be positive");
+  Tensor rows = input.permute({0, 2, 3, 1}).reshape({N * H * W, Cin});
+  int64_t Cg = Cin / groups;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < groups; ++g)  // (N*H*W, Og*kh*kw) per group
+    parts.push_back(mm(rows.narrow(1, g * Cg, Cg), weight.narrow(0, g * Cg, Cg).reshape({Cg, Og * kh * kw})));
+  Tensor cols = (groups == 1 ? parts[0] : cat(parts, 1)).reshape({N, H * W, O * kh * kw});
+  Tensor out = col2im(cols, {OH, OW}, {kh, kw}, dilation, padding, stride);
+  if (bias) out = out + bias->reshape({1, O, 1, 1});
+  return out;
+}
+
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                        IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                        IntArrayRef dilation) {
+  if (input.dim() == 2)
+    return conv_transpose1d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation)
+        .squeeze(IntArrayRef{0});
+  return conv_transpose2d(input.unsqueeze(2), weight.unsqueeze(2), bias, {1, stride[0]}, {0, padding[0]},
+                          {0, output_padding[0]}, groups, {1, dilation[0]})
+      .squeeze(IntArrayRef{2});
+}
+
+// ---- pooling
+
+namespace {
+
+// Pads (right/bottom) so that ceil_mode's last windows fit; returns the extra padding per dim.
+std::pair<int64_t, int64_t> ceil_extra(const Tensor& x, IntArrayRef k, IntArrayRef s, IntArrayRef p, IntArrayRef d,
+                                       bool ceil_mode) {
+  if (!ceil_mode) return {0, 0};
+  int64_t oh = out_size(x.size(-2), k[0], s[0], p[0], d[0], true);
+  int64_t ow = out_size(x.size(-1), k[1], s[1], p[1], d[1], true);
+  int64_t eh = std::max<int64_t>(0, (oh - 1) * s[0] + d[0] * (k[0] - 1) + 1 - (x.size(-2) + 2 * p[0]));
+  int64_t ew = std::max<int64_t>(0, (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1 - (x.size(-1) + 2 * p[1]));
+  return {eh, ew};
+}
+
+void check_pool(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p, const char* op) {
+  KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, op, ": Expected 3D or 4D (batch mode) tensor for input, got ",
+               self.sizes());
+  KINDLE_CHECK(k.size() == 2 && s.size() == 2 && p.size() == 2, op, ": kernel_size, stride and padding need 2 values");
+  for (int i = 0; i < 2; ++i)
+    KINDLE_CHECK(p[i] * 2 <= k[i], op, ": pad should be at most half of effective kernel size, but got pad=", p[i],
+                 ", kernel_size=", k[i]);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  DimVector s(stride.empty() ? kernel_size : stride);
+  check_pool(self, kernel_size, s, padding, "max_pool2d");
+  if (self.dim() == 3) {
+    auto [v, i] = max_pool2d_with_indices(self.unsqueeze(0), kernel_size, s, padding, dilation, ceil_mode);
+    return {v.squeeze(IntArrayRef{0}), i.squeeze(IntArrayRef{0})};
+  }
+  int64_t N = self.size(0), C = self.size(1), H = self.size(2), W = self.size(3);
+  auto [eh, ew] = ceil_extra(self, kernel_size, s, padding, dilation, ceil_mode);
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = pad(self, {padding[1], padding[1] + ew, padding[0], padding[0] + eh}, "constant", -inf);
+  Tensor cols = im2col(x, kernel_size, dilation, {0, 0}, s);  // (N, L, C*k)
+  int64_t L = cols.size(1), k = kernel_size[0] * kernel_size[1];
+  int64_t oh = out_size(H + 2 * padding[0] + eh, kernel_size[0], s[0], 0, dilation[0]);
+  int64_t ow = L / std::max<int64_t>(oh, 1);
+  auto [vals, arg] = cols.reshape({N, L, C, k}).max(3);  // (N, L, C)
+  // window offset -> flat index into the (unpadded) input plane
+  Tensor ki = arg.div(scalar_to_tensor(kernel_size[1]), "floor"), kj = arg.remainder(scalar_to_tensor(kernel_size[1]));
+  Tensor pos = arange(0, L, 1, kInt64).reshape({1, L, 1});
+  Tensor ih = pos.div(scalar_to_tensor(ow), "floor") * s[0] - padding[0] + ki * dilation[0];
+  Tensor iw = pos.remainder(scalar_to_tensor(ow)) * s[1] - padding[1] + kj * dilation[1];
+  Tensor idx = ih * W + iw;
+  auto to_nchw = [&](const Tensor& t) { return t.reshape({N, oh, ow, C}).permute({0, 3, 1, 2}).contiguous(); };
+  (void)H;
+  return {to_nchw(vals), to_nchw(idx)};
+}
+
+Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  DimVector s(stride.empty() ? kernel_size : stride);
+  check_pool(self, kernel_size, s, padding, "avg_pool2d");
+  if (self.dim() == 3)
+    return avg_pool2d(self.unsqueeze(0), kernel_size, s, padding, ceil_mode, count_include_pad, divisor_override)
+        .squeeze(IntArrayRef{0});
+  KINDLE_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
+  int64_t N = self.size(0), C = self.size(1), H = self.size(2), W = self.size(3);
+  auto [eh, ew] = ceil_extra(self, kernel_size, s, padding, {1, 1}, ceil_mode);
+  DimVector pad4{padding[1], padding[1] + ew, padding[0], padding[0] + eh};
+  Tensor x = pad(self, pad4, "constant", 0.0);
+  Tensor cols = im2col(x, kernel_size, {1, 1}, {0, 0}, s);
+  int64_t L = cols.size(1), k = kernel_size[0] * kernel_size[1];
+  int64_t oh = out_size(H + 2 * padding[0] + eh, kernel_size[0], s[0], 0, 1);
+  int64_t ow = L / std::max<int64_t>(oh, 1);
+  Tensor sums = cols.reshape({N, L, C, k}).sum(IntArrayRef{3});  // (N, L, C)
+  Tensor div;
+  if (divisor_override) {
+    div = scalar_tensor_of(double(*divisor_override), self.dtype());
+  } else {
+    // Count the window's elements: inside the input, or (count_include_pad) inside the padding,
+    // never in ceil_mode's extra overhang.
+    Tensor ones = count_include_pad ? pad(ones_like(self.select(0, 0).select(0, 0)).unsqueeze(0).unsqueeze(0),
+                                          {padding[1], padding[1], padding[0], padding[0]}, "constant", 1.0)
+                                    : pad(ones_like(self.select(0, 0).select(0, 0)).unsqueeze(0).unsqueeze(0),
+                                          {padding[1], padding[1], padding[0], padding[0]}, "constant", 0.0);
+    ones = pad(ones, {0, ew, 0, eh}, "constant", 0.0);
+    div = im2col(ones, kernel_size, {1, 1}, {0, 0}, s).sum(IntArrayRef{2}).reshape({1, L, 1});
+  }
+  return (sums / div).reshape({N, oh, ow, C}).permute({0, 3, 1, 2}).contiguous();
+}
+
+namespace {
+// (out, in) matrix averaging the adaptive windows [floor(i*in/out), ceil((i+1)*in/out))
+Tensor adaptive_matrix(int64_t in, int64_t out, DType dt) {
+  Tensor m = zeros({out, in}, dt);
+  for (int64_t i = 0; i < out; ++i) {
+    int64_t a = (i * in) / out, b = ((i + 1) * in + out - 1) / out;
+    m.select(0, i).narrow(0, a, b - a).fill_(1.0 / double(b - a));
+  }
+  return m;
+}
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
+  KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
+               self.sizes());
+  KINDLE_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
+  int64_t H = self.size(-2), W = self.size(-1);
+  int64_t oh = output_size[0] < 0 ? H : output_size[0], ow = output_size[1] < 0 ? W : output_size[1];
+  KINDLE_CHECK(H > 0 && W > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+               "dimensions, but input has sizes ", self.sizes());
+  if (oh == 1 && ow == 1) return self.mean(IntArrayRef{-2, -1}, true);
+  Tensor y = matmul(self, adaptive_matrix(W, ow, self.dtype()).t());            // (..., H, ow)
+  return matmul(adaptive_matrix(H, oh, self.dtype()), y);                        // (..., oh, ow)
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef output_size) {
+  KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got ",
+               self.sizes());
+  KINDLE_CHECK(output_size.size() == 2, "adaptive_max_pool2d: output_size must be 2");
+  int64_t H = self.size(-2), W = self.size(-1);
+  int64_t oh = output_size[0] < 0 ? H : output_size[0], ow = output_size[1] < 0 ? W : output_size[1];
+  std::vector<Tensor> vals, idxs;
+  for (int64_t i = 0; i < oh; ++i) {
+    int64_t a = (i * H) / oh, b = ((i + 1) * H + oh - 1) / oh;
+    for (int64_t j = 0; j < ow; ++j) {
+      int64_t c = (j * W) / ow, e = ((j + 1) * W + ow - 1) / ow;
+      Tensor win = self.narrow(-2, a, b - a).narrow(-1, c, e - c);
+      DimVector flat(self.sizes().slice(0, size_t(self.dim() - 2)));
+      flat.push_back((b - a) * (e - c));
+      auto [v, k] = win.reshape(flat).max(-1);
+      vals.push_back(v);
+      Tensor kk = k.div(scalar_to_tensor(e - c), "floor"), kj = k.remainder(scalar_to_tensor(e - c));
+      idxs.push_back((kk + a) * W + kj + c);
+    }
+  }
+  DimVector shape(self.sizes().slice(0, size_t(self.dim() - 2)));
+  shape.push_back(oh);
+  shape.push_back(ow);
+  return {stack(vals, -1).reshape(shape), stack(idxs, -1).reshape(shape)};
+}
+
+}  // namespace kindle

@@ -1,0 +1,241 @@
+// linear/bilinear, dropout, embedding, one_hot, pad and pixel shuffle of torch.nn.functional.
+#include <cmath>
+
+#include "kindle/autograd.h"
+#include "nn/common.h"
+
+namespace kindle {
+
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  KINDLE_CHECK(weight.dim() == 1 || weight.dim() == 2, "linear: weight must be 1-D or 2-D, got shape ",
+               weight.sizes());
+  KINDLE_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(-1), "linear: mat1 and mat2 shapes cannot be "
+               "multiplied (input of shape ", input.sizes(), ", weight of shape ", weight.sizes(), "; expected the "
+               "input's last dim to be ", weight.size(-1), ")");
+  if (input.dim() == 2 && weight.dim() == 2 && bias) return addmm(*bias, input, weight.t());
+  Tensor y = matmul(input, weight.dim() == 2 ? weight.t() : weight);
+  return bias ? y + *bias : y;
+}
+
+Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const std::optional<Tensor>& bias) {
+  KINDLE_CHECK(weight.dim() == 3, "bilinear: expected a 3-D weight (out, in1, in2), got shape ", weight.sizes());
+  KINDLE_CHECK(input1.size(-1) == weight.size(1) && input2.size(-1) == weight.size(2),
+               "bilinear: input1 of shape ", input1.sizes(), " and input2 of shape ", input2.sizes(),
+               " do not match weight of shape ", weight.sizes());
+  int64_t O = weight.size(0), I1 = weight.size(1), I2 = weight.size(2);
+  // y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j]
+  Tensor t = matmul(input1, weight.permute({1, 0, 2}).reshape({I1, O * I2}));  // (..., O*I2)
+  DimVector shape(input1.sizes());
+  shape.pop_back();
+  shape.push_back(O);
+  shape.push_back(I2);
+  Tensor y = (t.reshape(shape) * input2.unsqueeze(-2)).sum(IntArrayRef{-1});
+  return bias ? y + *bias : y;
+}
+
+namespace {
+
+void check_p(double p, const char* op) {
+  KINDLE_CHECK_VALUE(p >= 0 && p <= 1, op, ": dropout probability has to be between 0 and 1, but got ", p);
+}
+
+// Keeps each element (or each channel, for feature dropout) with probability 1 - p.
+Tensor keep_mask(const Tensor& self, double p, bool feature) {
+  DimVector shape(self.sizes());
+  if (feature)
+    for (size_t i = 2; i < shape.size(); ++i) shape[i] = 1;
+  Tensor m = empty(shape, self.dtype());
+  m.bernoulli_(1 - p);
+  return m;
+}
+
+Tensor dropout_impl(const Tensor& self, double p, bool training, bool feature, const char* op) {
+  check_p(p, op);
+  if (!training || p == 0) return self;
+  if (p == 1) return self * 0;
+  return self * (keep_mask(self, p, feature) / (1 - p));
+}
+
+}  // namespace
+
+Tensor dropout(const Tensor& self, double p, bool training) { return dropout_impl(self, p, training, false, "dropout"); }
+
+Tensor dropout1d(const Tensor& self, double p, bool training) {
+  KINDLE_CHECK(self.dim() == 2 || self.dim() == 3, "dropout1d: Expected 2D or 3D input, but received a ", self.dim(),
+               "D input. Note that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+               "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).");
+  if (self.dim() == 2) return dropout_impl(self.unsqueeze(0), p, training, true, "dropout1d").squeeze(IntArrayRef{0});
+  return dropout_impl(self, p, training, true, "dropout1d");
+}
+
+Tensor dropout2d(const Tensor& self, double p, bool training) {
+  KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "dropout2d: Expected 3D or 4D input, but received a ", self.dim(),
+               "D input (channel-wise dropout over 2 spatial dimensions, a channel dimension and an optional batch "
+               "dimension)");
+  if (self.dim() == 3) return dropout_impl(self.unsqueeze(0), p, training, true, "dropout2d").squeeze(IntArrayRef{0});
+  return dropout_impl(self, p, training, true, "dropout2d");
+}
+
+Tensor alpha_dropout(const Tensor& self, double p, bool training) {
+  check_p(p, "alpha_dropout");
+  if (!training || p == 0) return self;
+  if (p == 1) return self * 0;
+  // Keeps SELU's self-normalisation: dropped units take the saturation value, then an affine
+  // correction restores mean and variance.
+  const double alpha = 1.7580993408473766;
+  double a = 1.0 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
+  Tensor keep = keep_mask(self, p, false);
+  Tensor b = (keep - 1) * (alpha * a) + alpha * a * p;
+  return self * (keep * a) + b;
+}
+
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
+                 std::optional<double> max_norm, double norm_type) {
+  KINDLE_CHECK(weight.dim() == 2, "embedding: 'weight' must be 2-D, got shape ", weight.sizes());
+  KINDLE_CHECK(!input.is_floating_point() && input.dtype() != kBool, "embedding: Expected tensor for argument #1 "
+               "'indices' to have one of the following scalar types: Long, Int; but got ", input.dtype(), " instead");
+  int64_t V = weight.size(0);
+  Tensor idx = input.to(kInt64).reshape({-1});
+  if (idx.numel() > 0) {
+    int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+    KINDLE_CHECK_INDEX(lo >= 0 && hi < V, "embedding: index out of range in self (indices span [", lo, ", ", hi,
+                       "], the table has ", V, " rows)");
+  }
+  std::optional<int64_t> pad;
+  if (padding_idx) {
+    KINDLE_CHECK(*padding_idx < V && *padding_idx >= -V, "embedding: padding_idx must be within num_embeddings");
+    pad = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
+  }
+  if (max_norm) {
+    // Rows that are looked up and exceed max_norm are rescaled in place (as PyTorch's embedding_renorm_).
+    autograd::NoGradGuard g;
+    Tensor rows = std::get<0>(_unique2(idx, true, false, false, std::nullopt));
+    Tensor w = weight.index_select(0, rows);
+    Tensor norms = w.norm(norm_type, IntArrayRef{1}, true);
+    Tensor scale = where(norms > *max_norm, *max_norm / (norms + 1e-7), scalar_tensor_of(1, weight.dtype()));
+    weight.index_copy_(0, rows, w * scale);
+  }
+  DimVector shape(input.sizes());
+  shape.push_back(weight.size(1));
+  Tensor out = weight.index_select(0, idx);
+  if (pad) {
+    // The padding row's value is used, but it receives no gradient.
+    Tensor is_pad = (idx == *pad).unsqueeze(1);
+    out = where(is_pad, out.detach(), out);
+  }
+  return out.reshape(shape);
+}
+
+Tensor one_hot(const Tensor& self, int64_t num_classes) {
+  KINDLE_CHECK(self.dtype() == kInt64, "one_hot is only applicable to index tensor of type LongTensor (got ",
+               self.dtype(), ")");
+  if (self.numel() == 0) {
+    KINDLE_CHECK(num_classes > 0, "one_hot: Can not infer total number of classes from empty tensor.");
+  } else {
+    KINDLE_CHECK((self >= 0).all().item<bool>(), "one_hot: Class values must be non-negative.");
+    int64_t mx = self.max().item<int64_t>();
+    if (num_classes == -1) num_classes = mx + 1;
+    else KINDLE_CHECK(mx < num_classes, "one_hot: Class values must be smaller than num_classes.");
+  }
+  DimVector shape(self.sizes());
+  shape.push_back(num_classes);
+  Tensor out = zeros(shape, kInt64);
+  return out.scatter_(-1, self.unsqueeze(-1), ones_like(self.unsqueeze(-1)));
+}
+
+Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::optional<double> value) {
+  KINDLE_CHECK(pad.size() % 2 == 0, "pad: Padding length must be divisible by 2 (got ", pad.size(), ")");
+  KINDLE_CHECK(int64_t(pad.size()) / 2 <= self.dim(), "pad: Padding length should be less than or equal to two times "
+               "the input dimension but got padding length ", pad.size(), " and input of dimension ", self.dim());
+  KINDLE_CHECK_NOT_IMPLEMENTED(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
+                               "pad: Unrecognised padding mode ", mode,
+                               " (expected 'constant', 'reflect', 'replicate' or 'circular')");
+  size_t np = pad.size() / 2;
+  if (mode == "constant") {
+    // Negative pads crop; then the input goes into a region of a tensor filled with `value`.
+    Tensor x = self;
+    DimVector shape(self.sizes());
+    for (size_t k = 0; k < np; ++k) {
+      int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1];
+      int64_t n = x.size(d);
+      int64_t start = lo < 0 ? -lo : 0, stop = hi < 0 ? n + hi : n;
+      KINDLE_CHECK(stop - start + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0) >= 0, "pad: The input size ",
+                   n, ", plus negative padding ", lo, " and ", hi, " resulted in a negative output size");
+      x = x.narrow(d, start, std::max<int64_t>(stop - start, 0));
+      shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
+    }
+    Tensor out = full(shape, value.value_or(0.0), self.dtype());
+    Tensor region = out;
+    for (size_t k = 0; k < np; ++k) {
+      int64_t d = self.dim() - 1 - int64_t(k);
+      region = region.narrow(d, std::max<int64_t>(pad[2 * k], 0), x.size(d));
+    }
+    region.copy_(x);
+    return out;
+  }
+  KINDLE_CHECK_NOT_IMPLEMENTED(!value || *value == 0, "pad: Padding mode \"", mode,
+                               "\" doesn't take in value argument");
+  // reflect / replicate / circular: gather along each padded dim with computed source indices.
+  Tensor x = self;
+  for (size_t k = 0; k < np; ++k) {
+    int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1];
+    int64_t n = x.size(d);
+    if (mode == "reflect")
+      KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
+                   "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());
+    if (mode == "circular")
+      KINDLE_CHECK(lo <= n && hi <= n, "pad: Padding value causes wrapping around more than once.");
+    KINDLE_CHECK(n > 0 || (lo <= 0 && hi <= 0), "pad: input dimension ", d, " is empty and cannot be padded in ",
+                 mode, " mode");
+    Tensor i = arange(-lo, n + hi, 1, kInt64);
+    if (mode == "replicate") i = clamp(i, 0, n - 1);
+    else if (mode == "circular") i = remainder(i, scalar_to_tensor(n));
+    else {  // reflect about the edges, without repeating them
+      Tensor period = scalar_to_tensor(std::max<int64_t>(2 * (n - 1), 1));
+      Tensor m = remainder(i, period);
+      i = where(m >= n, (2 * (n - 1)) - m, m);
+    }
+    x = x.index_select(d, i);
+  }
+  return x;
+}
+
+Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {
+  int64_t r = upscale_factor;
+  KINDLE_CHECK(self.dim() >= 3, "pixel_shuffle expects input to have at least 3 dimensions, but got input with ",
+               self.dim(), " dimension(s)");
+  KINDLE_CHECK(r > 0, "pixel_shuffle expects a positive upscale_factor, but got ", r);
+  int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
+  KINDLE_CHECK(c % (r * r) == 0, "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+               "of upscale_factor, but input.size(-3)=", c, " is not divisible by ", r * r);
+  DimVector lead(self.sizes().slice(0, size_t(self.dim() - 3)));
+  DimVector s1(lead), out(lead);
+  for (int64_t v : {c / (r * r), r, r, h, w}) s1.push_back(v);
+  for (int64_t v : {c / (r * r), h * r, w * r}) out.push_back(v);
+  int64_t b = int64_t(lead.size());
+  DimVector perm;
+  for (int64_t i = 0; i < b; ++i) perm.push_back(i);
+  for (int64_t v : {b, b + 3, b + 1, b + 4, b + 2}) perm.push_back(v);
+  return self.reshape(s1).permute(perm).reshape(out);
+}
+
+Tensor pixel_unshuffle(const Tensor& self, int64_t downscale_factor) {
+  int64_t r = downscale_factor;
+  KINDLE_CHECK(self.dim() >= 3, "pixel_unshuffle expects input to have at least 3 dimensions, but got input with ",
+               self.dim(), " dimension(s)");
+  KINDLE_CHECK(r > 0, "pixel_unshuffle expects a positive downscale_factor, but got ", r);
+  int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
+  KINDLE_CHECK(h % r == 0 && w % r == 0, "pixel_unshuffle expects height and width to be divisible by "
+               "downscale_factor, but input.size(-2)=", h, " and input.size(-1)=", w, " for downscale_factor ", r);
+  DimVector lead(self.sizes().slice(0, size_t(self.dim() - 3)));
+  DimVector s1(lead), out(lead);
+  for (int64_t v : {c, h / r, r, w / r, r}) s1.push_back(v);
+  for (int64_t v : {c * r * r, h / r, w / r}) out.push_back(v);
+  int64_t b = int64_t(lead.size());
+  DimVector perm;
+  for (int64_t i = 0; i < b; ++i) perm.push_back(i);
+  for (int64_t v : {b, b + 2, b + 4, b + 1, b + 3}) perm.push_back(v);
+  return self.reshape(s1).permute(perm).reshape(out);
+}
+
+}  // namespace kindle

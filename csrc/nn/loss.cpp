@@ -1,0 +1,258 @@
+// Losses of torch.nn.functional, composed of core ops (autograd comes from those).
+#include <cmath>
+
+#include "nn/common.h"
+
+namespace kindle {
+namespace nn_detail {
+
+void check_reduction(std::string_view reduction, const char* op) {
+  KINDLE_CHECK_VALUE(reduction == "none" || reduction == "mean" || reduction == "sum", op, ": ", reduction,
+                     " is not a valid value for reduction (expected 'none', 'mean' or 'sum')");
+}
+
+Tensor reduce_loss(const Tensor& loss, std::string_view reduction, const char* op) {
+  check_reduction(reduction, op);
+  if (reduction == "mean") return loss.mean();
+  if (reduction == "sum") return loss.sum();
+  return loss;
+}
+
+}  // namespace nn_detail
+
+using nn_detail::reduce_loss;
+
+namespace {
+
+void check_same_numel(const Tensor& input, const Tensor& target, const char* op) {
+  // PyTorch broadcasts with a warning; a mismatch that does not broadcast raises in the op below.
+  (void)input, (void)target, (void)op;
+}
+
+void check_float(const Tensor& t, const char* op, const char* what) {
+  KINDLE_CHECK(t.is_floating_point(), op, ": expected ", what, " to be a floating point tensor, got ", t.dtype());
+}
+
+}  // namespace
+
+Tensor mse_loss(const Tensor& self, const Tensor& target, std::string_view reduction) {
+  check_same_numel(self, target, "mse_loss");
+  return reduce_loss((self - target).square(), reduction, "mse_loss");
+}
+
+Tensor l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction) {
+  return reduce_loss((self - target).abs(), reduction, "l1_loss");
+}
+
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double beta) {
+  KINDLE_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  if (beta == 0) return l1_loss(self, target, reduction);
+  Tensor d = (self - target).abs();
+  return reduce_loss(where(d < beta, 0.5 * d.square() / beta, d - 0.5 * beta), reduction, "smooth_l1_loss");
+}
+
+Tensor huber_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double delta) {
+  KINDLE_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  Tensor d = (self - target).abs();
+  return reduce_loss(where(d < delta, 0.5 * d.square(), delta * (d - 0.5 * delta)), reduction, "huber_loss");
+}
+
+Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
+                std::string_view reduction) {
+  nn_detail::check_reduction(reduction, "nll_loss");
+  KINDLE_CHECK(self.dim() >= 1, "nll_loss: input tensor should be 1D or more (got a 0-d tensor)");
+  KINDLE_CHECK(!target.is_floating_point() && target.dtype() != kBool,
+               "nll_loss: expected target of an integer dtype (class indices), got ", target.dtype());
+  int64_t cdim = self.dim() == 1 ? 0 : 1;
+  int64_t C = self.size(cdim);
+  // Expected target shape: the input's shape without the class dim.
+  DimVector want;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (i != cdim) want.push_back(self.size(i));
+  KINDLE_CHECK(target.sizes() == IntArrayRef(want), "nll_loss: expected target of shape ", IntArrayRef(want),
+               " for input of shape ", self.sizes(), ", got ", target.sizes());
+  if (weight) {
+    KINDLE_CHECK(weight->dim() == 1 && weight->numel() == C, "nll_loss: weight tensor should be defined either for all ",
+                 C, " classes or no classes but got weight tensor of shape: ", weight->sizes());
+  }
+  Tensor tgt = target.to(kInt64);
+  Tensor valid = tgt != ignore_index;
+  Tensor bad = logical_and(valid, logical_or(tgt < 0, tgt >= C));
+  if (bad.any().item<bool>()) {
+    Tensor v = tgt.masked_select(bad);
+    KINDLE_CHECK_INDEX(false, "nll_loss: Target ", v.reshape({-1}).select(0, 0).item<int64_t>(), " is out of bounds (there are ",
+                       C, " classes; ignore_index is ", ignore_index, ")");
+  }
+  Tensor safe = where(valid, tgt, scalar_tensor_of(0, kInt64));
+  Tensor logp = cdim == 0 ? self : self.movedim({1}, {-1});  // classes last
+  Tensor picked = -logp.gather(-1, safe.unsqueeze(-1)).squeeze(IntArrayRef{-1});
+  Tensor w = valid.to(self.dtype());
+  if (weight) w = w * weight->index_select(0, safe.reshape({-1})).reshape(safe.sizes());
+  Tensor losses = picked * w;
+  if (reduction == "none") return losses;
+  if (reduction == "sum") return losses.sum();
+  return losses.sum() / w.sum();
+}
+
+Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+  nn_detail::check_reduction(reduction, "cross_entropy");
+  KINDLE_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing must be between 0.0 and "
+               "1.0. Got: ", label_smoothing);
+  KINDLE_CHECK(self.dim() >= 1, "cross_entropy: input tensor should be 1D or more (got a 0-d tensor)");
+  int64_t cdim = self.dim() == 1 ? 0 : 1;
+  int64_t C = self.size(cdim);
+  Tensor logp = self.log_softmax(cdim);
+  DimVector wshape(size_t(self.dim()), 1);
+  wshape[size_t(cdim)] = C;
+  if (target.is_floating_point()) {  // class probabilities
+    KINDLE_CHECK(target.sizes() == self.sizes(), "cross_entropy: expected target of the input's shape ", self.sizes(),
+                 " for class probabilities, got ", target.sizes());
+    Tensor t = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / double(C) : target;
+    Tensor prod = logp * t;
+    if (weight) prod = prod * weight->reshape(wshape);
+    Tensor losses = -prod.sum(IntArrayRef{cdim});
+    if (reduction == "mean") return self.dim() == 1 ? losses : losses.sum() / double(losses.numel());
+    return reduce_loss(losses, reduction, "cross_entropy");
+  }
+  Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
+  if (label_smoothing == 0) return nll;
+  Tensor ignored = target.to(kInt64) == ignore_index;
+  Tensor smooth = weight ? -(logp * weight->reshape(wshape)).sum(IntArrayRef{cdim}) : -logp.sum(IntArrayRef{cdim});
+  smooth = smooth.masked_fill(ignored, nn_detail::zero_like_scalar(smooth));
+  Tensor ret;
+  if (reduction == "none") ret = smooth;
+  else if (reduction == "sum") ret = smooth.sum();
+  else if (weight) {
+    Tensor safe = where(ignored, scalar_tensor_of(0, kInt64), target.to(kInt64));
+    Tensor wsum = (weight->index_select(0, safe.reshape({-1})) * logical_not(ignored).reshape({-1}).to(self.dtype())).sum();
+    ret = smooth.sum() / wsum;
+  } else {
+    ret = smooth.sum() / logical_not(ignored).sum().to(self.dtype());
+  }
+  return (1 - label_smoothing) * nll + ret * (label_smoothing / double(C));
+}
+
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                            std::string_view reduction) {
+  KINDLE_CHECK_VALUE(self.sizes() == target.sizes(), "binary_cross_entropy: Using a target size (", target.sizes(),
+                     ") that is different to the input size (", self.sizes(), ") is deprecated. Please ensure they "
+                     "have the same size.");
+  check_float(self, "binary_cross_entropy", "input");
+  KINDLE_CHECK(logical_and(self >= 0, self <= 1).all().item<bool>(),
+               "binary_cross_entropy: all elements of input should be between 0 and 1");
+  // log clamped at -100, as PyTorch, so that a 0 or 1 input gives a finite loss.
+  Tensor lx = clamp_min(self.log(), -100), l1x = clamp_min((1 - self).log(), -100);
+  Tensor loss = -(target * lx + (1 - target) * l1x);
+  if (weight) loss = loss * *weight;
+  return reduce_loss(loss, reduction, "binary_cross_entropy");
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                                        const std::optional<Tensor>& pos_weight, std::string_view reduction) {
+  KINDLE_CHECK_VALUE(self.sizes() == target.sizes(), "binary_cross_entropy_with_logits: Target size (", target.sizes(),
+                     ") must be the same as input size (", self.sizes(), ")");
+  // (1 - t) x + w_pos(t) * log(1 + exp(-x)), in the stable form log1p(exp(-|x|)) + relu(-x)
+  Tensor softplus_neg = (-self.abs()).exp().log1p() + (-self).relu();
+  Tensor loss;
+  if (pos_weight) {
+    Tensor lw = (*pos_weight - 1) * target + 1;
+    loss = (1 - target) * self + lw * softplus_neg;
+  } else {
+    loss = (1 - target) * self + softplus_neg;
+  }
+  if (weight) loss = loss * *weight;
+  return reduce_loss(loss, reduction, "binary_cross_entropy_with_logits");
+}
+
+Tensor kl_div(const Tensor& self, const Tensor& target, std::string_view reduction, bool log_target) {
+  KINDLE_CHECK_VALUE(reduction == "none" || reduction == "mean" || reduction == "sum" || reduction == "batchmean",
+                     "kl_div: ", reduction, " is not a valid value for reduction");
+  Tensor loss = log_target ? target.exp() * (target - self) : xlogy(target, target) - target * self;
+  if (reduction == "batchmean") return self.dim() == 0 ? loss.sum() : loss.sum() / double(self.size(0));
+  return reduce_loss(loss, reduction, "kl_div");
+}
+
+Tensor poisson_nll_loss(const Tensor& self, const Tensor& target, bool log_input, bool full, double eps,
+                        std::string_view reduction) {
+  Tensor loss = log_input ? self.exp() - target * self : self - target * (self + eps).log();
+  if (full) {
+    Tensor stirling = target * target.log() - target + 0.5 * (2 * M_PI * target).log();
+    loss = loss + stirling.masked_fill(target <= 1, nn_detail::zero_like_scalar(stirling));
+  }
+  return reduce_loss(loss, reduction, "poisson_nll_loss");
+}
+
+Tensor gaussian_nll_loss(const Tensor& self, const Tensor& target, const Tensor& var, bool full, double eps,
+                         std::string_view reduction) {
+  Tensor v = var;
+  if (v.sizes() != self.sizes()) {
+    // var may lack the last dim or have it of size 1 (one variance per sample)
+    if (self.dim() > 0 && v.dim() == self.dim() - 1 && v.sizes() == self.sizes().slice(0, size_t(self.dim() - 1)))
+      v = v.unsqueeze(-1);
+    else
+      KINDLE_CHECK_VALUE(v.dim() == self.dim() && v.size(-1) == 1 &&
+                             v.sizes().slice(0, size_t(v.dim() - 1)) == self.sizes().slice(0, size_t(self.dim() - 1)),
+                         "gaussian_nll_loss: var is of incorrect size (input ", self.sizes(), ", var ", var.sizes(), ")");
+  }
+  KINDLE_CHECK_VALUE(!(v < 0).any().item<bool>(), "gaussian_nll_loss: var has negative entry/entries");
+  // Clamp for stability without changing the gradient (PyTorch clamps in place under no_grad).
+  Tensor clamped = v + (clamp_min(v, eps) - v).detach();
+  Tensor loss = 0.5 * (clamped.log() + (self - target).square() / clamped);
+  if (full) loss = loss + 0.5 * std::log(2 * M_PI);
+  return reduce_loss(loss, reduction, "gaussian_nll_loss");
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                           std::string_view reduction) {
+  return reduce_loss(clamp_min(-target * (input1 - input2) + margin, 0), reduction, "margin_ranking_loss");
+}
+
+Tensor hinge_embedding_loss(const Tensor& self, const Tensor& target, double margin, std::string_view reduction) {
+  Tensor zero = nn_detail::zero_like_scalar(self);
+  Tensor margin_part = clamp_min(margin - self, 0).masked_fill(target != -1, zero);
+  Tensor self_part = self.masked_fill(target != 1, zero);
+  return reduce_loss(margin_part + self_part, reduction, "hinge_embedding_loss");
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  // Normalise first (as PyTorch), which keeps the result within [-1, 1].
+  Tensor n1 = clamp_min(x1.norm(2, IntArrayRef{dim}, true), eps);
+  Tensor n2 = clamp_min(x2.norm(2, IntArrayRef{dim}, true), eps);
+  return ((x1 / n1) * (x2 / n2)).sum(IntArrayRef{dim});
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                             std::string_view reduction) {
+  KINDLE_CHECK(input1.sizes() == input2.sizes(), "cosine_embedding_loss: the two inputs must have the same shape, got ",
+               input1.sizes(), " and ", input2.sizes());
+  const double e = 1e-12;
+  int64_t d = input1.dim() - 1;
+  Tensor prod = (input1 * input2).sum(IntArrayRef{d});
+  Tensor m1 = input1.square().sum(IntArrayRef{d}) + e, m2 = input2.square().sum(IntArrayRef{d}) + e;
+  Tensor cos = prod / (m1 * m2).sqrt();
+  Tensor zero = nn_detail::zero_like_scalar(cos);
+  Tensor pos = (1 - cos).masked_fill(target != 1, zero);
+  Tensor neg = clamp_min(cos - margin, 0).masked_fill(target != -1, zero);
+  return reduce_loss(pos + neg, reduction, "cosine_embedding_loss");
+}
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
+  int64_t d = std::max(x1.dim(), x2.dim()) - 1;
+  if (d < 0) return (x1 - x2 + eps).abs();
+  return (x1 - x2 + eps).norm(p, IntArrayRef{d}, keepdim);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
+                           double p, double eps, bool swap, std::string_view reduction) {
+  Tensor dp = pairwise_distance(anchor, positive, p, eps, false);
+  Tensor dn = pairwise_distance(anchor, negative, p, eps, false);
+  if (swap) dn = minimum(dn, pairwise_distance(positive, negative, p, eps, false));
+  return reduce_loss(clamp_min(margin + dp - dn, 0), reduction, "triplet_margin_loss");
+}
+
+Tensor normalize(const Tensor& self, double p, int64_t dim, double eps) {
+  return self / clamp_min(self.norm(p, IntArrayRef{dim}, true), eps).expand_as(self);
+}
+
+}  // namespace kindle

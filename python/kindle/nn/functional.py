@@ -1,0 +1,468 @@
+"""torch.nn.functional for Kindle: PyTorch's names, arguments and defaults. Every op is C++
+(kindle._C and kindle._C._nn); this module only maps PyTorch's Python signatures onto them."""
+import warnings
+
+from .. import _C
+
+_nn = _C._nn
+
+
+def _reduction(size_average, reduce, reduction):
+    """The legacy size_average/reduce arguments, as PyTorch maps them."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean' instead.")
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _inplace_result(input, result, inplace):  # noqa: A002
+    if inplace:
+        return input.copy_(result)
+    return result
+
+
+# ---- activations
+
+def relu(input, inplace=False):  # noqa: A002
+    return input.relu_() if inplace else input.relu()
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.relu6(input), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace_result(input, _C.elu(input, alpha), inplace)
+
+
+def selu(input, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.selu(input), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.celu(input, alpha), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    return _inplace_result(input, _C.leaky_relu(input, negative_slope), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    return _inplace_result(input, _C.hardtanh(input, min_val, max_val), inplace)
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    return _C.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):  # noqa: A002
+    return input.silu_() if inplace else input.silu()
+
+
+def mish(input, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.mish(input), inplace)
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.hardswish(input), inplace)
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.hardsigmoid(input), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    return _C.softplus(input, beta, threshold)
+
+
+def softsign(input):  # noqa: A002
+    return _nn.softsign(input)
+
+
+def tanhshrink(input):  # noqa: A002
+    return _nn.tanhshrink(input)
+
+
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    return _inplace_result(input, _C.threshold(input, threshold, value), inplace)
+
+
+def logsigmoid(input):  # noqa: A002
+    return _nn.logsigmoid(input)
+
+
+def sigmoid(input):  # noqa: A002
+    return input.sigmoid()
+
+
+def tanh(input):  # noqa: A002
+    return input.tanh()
+
+
+def _softmax_dim(ndim):
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return _C.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return _C.log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return _nn.softmin(input, dim, dtype)
+
+
+def glu(input, dim=-1):  # noqa: A002
+    return _nn.glu(input, dim)
+
+
+def prelu(input, weight):  # noqa: A002
+    return _nn.prelu(input, weight)
+
+
+# ---- linear
+
+def linear(input, weight, bias=None):  # noqa: A002
+    return _nn.linear(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    return _nn.bilinear(input1, input2, weight, bias)
+
+
+# ---- losses
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    loss = _nn.mse_loss(input, target, _reduction(size_average, reduce, reduction))
+    if weight is not None:
+        raise NotImplementedError("mse_loss: the weight argument is not supported yet")
+    return loss
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _nn.l1_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
+    return _nn.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    if weight is not None:
+        raise NotImplementedError("huber_loss: the weight argument is not supported yet")
+    return _nn.huber_loss(input, target, reduction, delta)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
+             reduction="mean"):
+    return _nn.nll_loss(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
+                  reduction="mean", label_smoothing=0.0):
+    return _nn.cross_entropy(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction),
+                             label_smoothing)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _nn.binary_cross_entropy(input, target, weight, _reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                     reduction="mean", pos_weight=None):
+    return _nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+                                                _reduction(size_average, reduce, reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    return _nn.kl_div(input, target, _reduction(size_average, reduce, reduction), log_target)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,  # noqa: A002
+                     reduction="mean"):
+    return _nn.poisson_nll_loss(input, target, log_input, full, eps, _reduction(size_average, reduce, reduction))
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    if not isinstance(var, _C.Tensor):
+        var = _C.full_like(input, float(var))
+    return _nn.gaussian_nll_loss(input, target, var, full, eps, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    return _nn.margin_ranking_loss(input1, input2, target, margin, _reduction(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _nn.hinge_embedding_loss(input, target, margin, _reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    return _nn.cosine_embedding_loss(input1, input2, target, margin, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    return _nn.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                   _reduction(size_average, reduce, reduction))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    return _nn.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return _nn.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    r = _nn.normalize(input, p, dim, eps)
+    return out.copy_(r) if out is not None else r
+
+
+# ---- normalisation
+
+def _shape(s):
+    return [s] if isinstance(s, int) else list(s)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    return _nn.layer_norm(input, _shape(normalized_shape), weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    return _nn.rms_norm(input, _shape(normalized_shape), weight, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    return _nn.group_norm(input, num_groups, weight, bias, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
+               eps=1e-5):
+    return _nn.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,  # noqa: A002
+                  momentum=0.1, eps=1e-5):
+    return _nn.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+# ---- dropout
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.dropout(input, p, training), inplace and training and p > 0)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.dropout1d(input, p, training), inplace and training and p > 0)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.dropout2d(input, p, training), inplace and training and p > 0)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    return _inplace_result(input, _nn.alpha_dropout(input, p, training), inplace and training and p > 0)
+
+
+# ---- sparse
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
+              sparse=False):
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+    return _nn.embedding(input, weight, padding_idx, max_norm, norm_type)
+
+
+def one_hot(tensor, num_classes=-1):
+    return _nn.one_hot(tensor, num_classes)
+
+
+# ---- vision
+
+def pad(input, pad, mode="constant", value=None):  # noqa: A002
+    return _nn.pad(input, list(pad), mode, None if value is None else float(value))
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    return _nn.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    return _nn.pixel_unshuffle(input, downscale_factor)
+
+
+# ---- convolution and pooling (im2col + GEMM in C++)
+
+def _pair(x, n=2):
+    if isinstance(x, int):
+        return [x] * n
+    x = list(x)
+    if len(x) == 1 and n > 1:
+        return x * n
+    return x
+
+
+def _same_padding(input, weight, stride, dilation, n):  # noqa: A002
+    """padding='same': total padding d*(k-1) per dim; an odd total pads the extra element at
+    the end (as PyTorch). Returns (input padded if needed, symmetric padding)."""
+    if any(s != 1 for s in _pair(stride, n)):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    dil = _pair(dilation, n)
+    ks = list(weight.shape[2:])
+    total = [d * (k - 1) for d, k in zip(dil, ks)]
+    left = [t // 2 for t in total]
+    extra = []
+    for t, lft in zip(reversed(total), reversed(left)):
+        extra += [0, t - 2 * lft]
+    if any(extra):
+        input = pad(input, extra)  # noqa: A001
+    return input, left
+
+
+def _conv_padding(input, weight, padding, stride, dilation, n):  # noqa: A002
+    if isinstance(padding, str):
+        if padding == "valid":
+            return input, [0] * n
+        if padding == "same":
+            return _same_padding(input, weight, stride, dilation, n)
+        raise ValueError(f"Invalid padding string '{padding}', should be one of ['valid', 'same']")
+    return input, _pair(padding, n)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    input, p = _conv_padding(input, weight, padding, stride, dilation, 1)  # noqa: A001
+    return _nn.conv1d(input, weight, bias, _pair(stride, 1), p, _pair(dilation, 1), groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    input, p = _conv_padding(input, weight, padding, stride, dilation, 2)  # noqa: A001
+    return _nn.conv2d(input, weight, bias, _pair(stride), p, _pair(dilation), groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    return _nn.conv_transpose1d(input, weight, bias, _pair(stride, 1), _pair(padding, 1), _pair(output_padding, 1),
+                                groups, _pair(dilation, 1))
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    return _nn.conv_transpose2d(input, weight, bias, _pair(stride), _pair(padding), _pair(output_padding), groups,
+                                _pair(dilation))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    cols = _nn.im2col(x, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride)).transpose(1, 2)
+    return cols if batched else cols.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    img = _nn.col2im(x.transpose(1, 2), _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding),
+                     _pair(stride))
+    return img if batched else img.squeeze(0)
+
+
+def _stride(stride, kernel_size, n=2):
+    return _pair(kernel_size, n) if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else _pair(stride, n)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    values, indices = _nn.max_pool2d_with_indices(input, _pair(kernel_size), _stride(stride, kernel_size),
+                                                  _pair(padding), _pair(dilation), ceil_mode)
+    return (values, indices) if return_indices else values
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    values, indices = _nn.max_pool2d_with_indices(input.unsqueeze(-2), [1, _pair(kernel_size, 1)[0]],
+                                                  [1, _stride(stride, kernel_size, 1)[0]], [0, _pair(padding, 1)[0]],
+                                                  [1, _pair(dilation, 1)[0]], ceil_mode)
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    return _nn.avg_pool2d(input, _pair(kernel_size), _stride(stride, kernel_size), _pair(padding), ceil_mode,
+                          count_include_pad, divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
+    return _nn.avg_pool2d(input.unsqueeze(-2), [1, _pair(kernel_size, 1)[0]], [1, _stride(stride, kernel_size, 1)[0]],
+                          [0, _pair(padding, 1)[0]], ceil_mode, count_include_pad, None).squeeze(-2)
+
+
+def _out_size(output_size, input, n):  # noqa: A002
+    sizes = _pair(output_size, n) if not isinstance(output_size, int) else [output_size] * n
+    return [input.shape[-n + i] if s is None else s for i, s in enumerate(sizes)]
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    return _nn.adaptive_avg_pool2d(input, _out_size(output_size, input, 2))
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    return _nn.adaptive_avg_pool2d(input.unsqueeze(-2), [1] + _out_size(output_size, input, 1)).squeeze(-2)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    values, indices = _nn.adaptive_max_pool2d(input, _out_size(output_size, input, 2))
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    values, indices = _nn.adaptive_max_pool2d(input.unsqueeze(-2), [1] + _out_size(output_size, input, 1))
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    n = input.dim() - 2
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined (and not both)")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported (nearest, linear, bilinear are)")
+    if align_corners is not None and mode == "nearest":
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    scales = [None] * n
+    if size is not None:
+        out = _pair(size, n) if not isinstance(size, int) else [size] * n
+    else:
+        sf = [float(s) for s in (_pair(scale_factor, n) if isinstance(scale_factor, (list, tuple))
+                                 else [scale_factor] * n)]
+        out = [int(input.shape[2 + i] * sf[i]) for i in range(n)]
+        if not recompute_scale_factor:
+            scales = sf
+    sh, sw = (None, scales[0]) if n == 1 else (scales[0], scales[1])
+    return _nn.interpolate(input, out, mode, align_corners, sh, sw)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode, align_corners)
