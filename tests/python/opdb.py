@@ -8,6 +8,12 @@ values plus the view ops (transpose, slice with steps, expand, permute) that mak
 non-contiguous; both libraries apply the same view ops themselves.
 
 Adding an op: one `OpInfo(...)` line, usually through a helper (`unary`, `binary`, `reduction`).
+
+torch.nn.functional ops (`functional=True`, in opdb_nn.py): called as `lib.nn.functional.<name>`
+for both libraries (kindle.nn.functional mirrors torch.nn.functional's names and signatures); their
+key in OP_DB and their test id is `nn.functional.<name>`; `op_names` lists the `variants: nn` ops of
+ops.yaml the entry covers (F.unfold covers im2col, F.max_pool1d max_pool2d_with_indices, ...); an
+in-place variant is the same function with `inplace=True` (`inplace="inplace"`).
 """
 from __future__ import annotations
 
@@ -106,6 +112,8 @@ class TArg:
     data: np.ndarray
     dtype: str
     views: tuple = ()
+    nograd: bool = False   # a constant for the autograd tests (running stats, targets torch
+                           # does not differentiate)
 
     def numpy(self) -> np.ndarray:
         a = self.data
@@ -126,7 +134,7 @@ class TArg:
         return t
 
     def contiguous(self) -> "TArg":
-        return TArg(np.array(self.numpy(), order="C"), self.dtype)
+        return TArg(np.array(self.numpy(), order="C"), self.dtype, nograd=self.nograd)
 
     def __repr__(self):
         vs = "".join(f".{v[0]}{v[1:]}" for v in self.views)
@@ -192,6 +200,7 @@ def values(shape, dtype, rng, low=None, high=None, nonzero=False, integer=False)
         lo = -9 if low is None else math.ceil(low)
         hi = 9 if high is None else math.floor(high)
         lo, hi = max(lo, info.min, 0 if dtype == "uint8" else info.min), min(hi, info.max)
+        hi = max(hi, lo)  # a float range without an integer in it (0.02..0.98): the nearest one
         a = np.asarray(rng.integers(lo, hi + 1, size=shape))
         if nonzero:
             a[a == 0] = hi if hi != 0 else lo
@@ -246,7 +255,7 @@ class G:
         self.op, self.dtype, self.rng = op, dtype, rng
 
     def t(self, shape=(3, 4), layout="C", dtype=None, low=None, high=None, nonzero=False,
-          integer=False, data=None):
+          integer=False, data=None, nograd=False):
         dtype = dtype or self.dtype
         base, views = layout_of(shape, layout)
         if data is not None:
@@ -257,7 +266,7 @@ class G:
             lo = self.op.domain[0] if low is None else low
             hi = self.op.domain[1] if high is None else high
             arr = values(base, dtype, self.rng, lo, hi, nonzero=nonzero, integer=integer)
-        return TArg(arr, dtype, views)
+        return TArg(arr, dtype, views, nograd)
 
     def other(self, shape=(3, 4), layout="C", dtype=None):
         """A second operand within the op's domain for its second argument."""
@@ -313,6 +322,25 @@ class OpInfo:
     compare_values: bool = True        # False for empty/empty_like (shape and dtype only)
     layout_sensitive: bool = False     # result legitimately depends on strides (view, as_strided)
     kind: str = "other"
+    functional: bool = False           # lib.nn.functional.name (kindle and torch); inplace="inplace"
+                                       # means the same function with inplace=True
+    op_names: tuple | None = None      # functional: the `variants: nn` ops of ops.yaml it covers
+    mutates: tuple = ()                # positions (in args) / names (in kwargs) of tensor arguments
+                                       # the op updates in place (running stats): compared with torch
+    dtypes_gap: tuple = ()             # functional: dtypes torch supports and kindle does not (yet);
+                                       # kindle must raise there (test_dtype_support_matches_torch)
+
+    @property
+    def qualname(self) -> str:
+        """The key in OP_DB and the test id: nn.functional.<name> for a functional op."""
+        return f"nn.functional.{self.name}" if self.functional else self.name
+
+    @property
+    def covers(self) -> tuple:
+        """The ops.yaml ops this entry covers."""
+        if self.op_names is not None:
+            return tuple(self.op_names)
+        return (self.name,)
 
     @property
     def inplace_only(self) -> bool:
@@ -324,29 +352,57 @@ class OpInfo:
         return DEFAULT_TOL.get(result_dtype, (0.0, 0.0))
 
     def get_samples(self, dtype: str, seed: int = 0):
-        rng = np.random.default_rng(_seed(self.name, dtype, seed))
+        rng = np.random.default_rng(_seed(self.qualname, dtype, seed))
         return list(self.samples(G(self, dtype, rng)))
 
     def get_errors(self, dtype: str = "float32"):
         if self.errors is None:
             return []
-        return list(self.errors(G(self, dtype, np.random.default_rng(_seed(self.name, dtype, 7)))))
+        return list(self.errors(G(self, dtype, np.random.default_rng(_seed(self.qualname, dtype, 7)))))
 
-    def call(self, lib, sample: Sample, variant="function", contiguous=False):
-        """Run the op on `sample` with `lib`. variant: function, method, inplace, inplace_function."""
+    def call(self, lib, sample: Sample, variant="function", contiguous=False, full=False):
+        """Run the op on `sample` with `lib`. variant: function, method, inplace, inplace_function.
+        Returns (result, input), or with full=True (result, input, args, kwargs) as materialized."""
         inp = materialize(sample.input, lib, contiguous)
         args = materialize(sample.args, lib, contiguous)
         kwargs = materialize(sample.kwargs, lib, contiguous)
+        res = self.invoke(lib, variant, inp, args, kwargs)
+        return (res, inp, args, kwargs) if full else (res, inp)
+
+    def fn(self, lib):
+        """The op's function in `lib`: lib.nn.functional.name for a functional op."""
+        if self.functional:
+            fn = getattr(lib.nn.functional, self.name, None)
+            if fn is None:
+                raise AttributeError(f"module {lib.__name__}.nn.functional has no attribute {self.name!r}")
+            return fn
+        return lib_function(lib, self.name)
+
+    def invoke(self, lib, variant, inp, args, kwargs):
+        """Call the op on materialized arguments (inp None: fn(*args, **kwargs))."""
         if variant == "function":
-            fn = lib_function(lib, self.name)
-            return (fn(*args, **kwargs) if inp is None else fn(inp, *args, **kwargs)), inp
+            fn = self.fn(lib)
+            return fn(*args, **kwargs) if inp is None else fn(inp, *args, **kwargs)
+        if self.functional:
+            if variant == "inplace":
+                return self.fn(lib)(inp, *args, **{**kwargs, "inplace": True})
+            raise ValueError(f"{self.qualname} has no {variant} variant")
         if variant == "method":
-            return getattr(inp, self.name)(*args, **kwargs), inp
+            return getattr(inp, self.name)(*args, **kwargs)
         if variant == "inplace":
-            return getattr(inp, self.inplace)(*args, **kwargs), inp
+            return getattr(inp, self.inplace)(*args, **kwargs)
         if variant == "inplace_function":
-            return lib_function(lib, self.inplace)(inp, *args, **kwargs), inp
+            return lib_function(lib, self.inplace)(inp, *args, **kwargs)
         raise ValueError(variant)
+
+    def mutated(self, args, kwargs):
+        """The materialized tensor arguments the op updates in place (`mutates`), by label."""
+        out = {}
+        for m in self.mutates:
+            t = args[m] if isinstance(m, int) and m < len(args) else kwargs.get(m) if isinstance(m, str) else None
+            if t is not None:
+                out[f"args[{m}]" if isinstance(m, int) else m] = t
+        return out
 
     @property
     def variants(self):
@@ -1731,7 +1787,12 @@ OPS: list[OpInfo] = [
     op("trace", _trace_samples, NUMERIC, tol=MM_TOL, errors=_trace_errors, domain=(-1, 1), kind="matmul"),
 ]
 
-OP_DB = {o.name: o for o in OPS}
+# torch.nn.functional ops (opdb_nn.py imports the helpers above from this module)
+from opdb_nn import NN_OPS  # noqa: E402
+
+OPS += NN_OPS
+
+OP_DB = {o.qualname: o for o in OPS}
 assert len(OP_DB) == len(OPS), "duplicate op names"
 
 # Ops of ops.yaml without a database entry, with the reason. test_opdb_covers_op_table checks
@@ -1747,7 +1808,7 @@ NOT_IN_DB = {
 }
 
 # in-place variants of the table that are exercised through OpInfo.inplace
-INPLACE_NAMES = {o.inplace for o in OPS if o.inplace}
+INPLACE_NAMES = {o.inplace for o in OPS if o.inplace and not o.functional}
 
 
 def ops_with(kind=None, pred=None):

@@ -42,7 +42,7 @@ GRAD_TOL = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-5), "float16": (1e-2, 
 
 
 def _id(p):
-    return p.name if hasattr(p, "name") else str(p)
+    return p.qualname if hasattr(p, "qualname") else str(p)
 
 
 def _main_variant(op):
@@ -54,10 +54,11 @@ def _main_variant(op):
 
 
 def _float_targs(sample):
-    """The distinct (by identity) floating-point TArgs of a sample, in order."""
+    """The distinct (by identity) floating-point TArgs of a sample, in order (not those marked
+    nograd: running stats, weights torch does not differentiate)."""
     out, seen = [], set()
     for t in leaves((sample.input, sample.args, sample.kwargs)):
-        if isinstance(t, TArg) and t.dtype in FLOATS and id(t) not in seen:
+        if isinstance(t, TArg) and t.dtype in FLOATS and not t.nograd and id(t) not in seen:
             seen.add(id(t))
             out.append(t)
     return out
@@ -109,27 +110,8 @@ class Built:
         self.kwargs = _map_args(sample.kwargs, f)
 
 
-def _lib_function(lib, name):
-    fn = getattr(lib, name, None)
-    if fn is None and lib is torch:
-        fn = getattr(torch._C._nn, name, None)
-        if fn is None:
-            def fn(x, *args, **kwargs):
-                return getattr(x, name)(*args, **kwargs)
-    return fn
-
-
 def _call(op, lib, b: Built, variant):
-    if variant == "function":
-        fn = _lib_function(lib, op.name)
-        return fn(*b.args, **b.kwargs) if b.inp is None else fn(b.inp, *b.args, **b.kwargs)
-    if variant == "method":
-        return getattr(b.inp, op.name)(*b.args, **b.kwargs)
-    if variant == "inplace":
-        return getattr(b.inp, op.inplace)(*b.args, **b.kwargs)
-    if variant == "inplace_function":
-        return _lib_function(lib, op.inplace)(b.inp, *b.args, **b.kwargs)
-    raise ValueError(variant)
+    return op.invoke(lib, variant, b.inp, b.args, b.kwargs)
 
 
 def _is_tensor(x):
@@ -167,7 +149,7 @@ def _run(op, lib, sample, targs, variant):
         lv = [_make_leaf(lib, t) for t in targs]
         b = Built(lib, sample, targs, lv, inplace_input=True)
         r = getattr(b.inp, op.name)(*b.args, **b.kwargs) if op.method else \
-            _lib_function(lib, op.name)(b.inp, *b.args, **b.kwargs)
+            op.invoke(lib, "function", b.inp, b.args, b.kwargs)
         outs = [b.inp.copy_(r)]
     if inplace and b.base is not None:
         outs.append(b.base)

@@ -13,14 +13,14 @@ from opdb import F32_64, INPLACE_NAMES, NOT_IN_DB, OP_DB, OPS, TArg, leaves, op_
 
 
 def _id(p):
-    return p.name if hasattr(p, "name") else str(p)
+    return p.qualname if hasattr(p, "qualname") else str(p)
 
 
-def _call(op, sample, variant, contiguous=False):
+def _call(op, sample, variant, contiguous=False, full=False):
     try:
-        return op.call(kindle, sample, variant, contiguous), None
+        return op.call(kindle, sample, variant, contiguous, full=full), None
     except Exception as e:  # noqa: BLE001
-        return (None, None), e
+        return ((None,) * (4 if full else 2)), e
 
 
 def _main_variant(op):
@@ -51,6 +51,12 @@ def test_noncontiguous_matches_contiguous(op, dtype):
         errs = compare(r, rc, op, check_values=op.compare_values)
         if op.inplace_only:
             errs += compare(inp, inpc, op, path="self")
+        if op.mutates:
+            (_, _, a, k), _ = _call(op, s, variant, full=True)
+            (_, _, ac, kc), _ = _call(op, s, variant, contiguous=True, full=True)
+            mc = op.mutated(ac, kc)
+            for label, t in op.mutated(a, k).items():
+                errs += compare(t, mc[label], op, path=label)
         if errs:
             failures.append((s, "; ".join(errs)))
     assert not failures, report(failures)
@@ -82,8 +88,7 @@ def _inplace_params():
     return out
 
 
-@pytest.mark.parametrize("op,dtype,variant", _inplace_params(),
-                         ids=lambda p: p.name if hasattr(p, "name") else str(p))
+@pytest.mark.parametrize("op,dtype,variant", _inplace_params(), ids=_id)
 def test_inplace_matches_out_of_place(op, dtype, variant):
     """x.op_(...) returns x itself, holding op(x, ...) cast to x's dtype. It raises where the
     result cannot be written into x (another shape, a dtype x cannot hold, overlapping memory)
@@ -160,13 +165,23 @@ def _op_table():
 
 def test_opdb_covers_op_table():
     """Every function/method op of csrc/ops/ops.yaml has a database entry (or is its in-place
-    variant, or is listed in NOT_IN_DB with a reason), and the variants agree with the table."""
+    variant, or is listed in NOT_IN_DB with a reason), and the variants agree with the table.
+    A `variants: nn` op must be covered by a torch.nn.functional entry (functional=True) that
+    names it in `op_names` (or has its name)."""
     problems = []
+    nn_covered = {n for o in OPS if o.functional for n in o.covers}
+    nn_names = set()
     for entry in _op_table():
         name = entry["func"].split("(")[0].split(".")[0]
         if entry.get("python") is False:
             continue
         variants = {v.strip() for v in entry.get("variants", "function").split(",")}
+        if "nn" in variants:
+            nn_names.add(name)
+            if name not in nn_covered and name not in NOT_IN_DB:
+                problems.append(f"{name}: a `variants: nn` op without a torch.nn.functional entry in opdb "
+                                f"(an OpInfo with functional=True and op_names including {name!r})")
+            continue
         if name in OP_DB:
             o = OP_DB[name]
             if ("function" in variants) != o.function and not o.inplace_only:
@@ -178,14 +193,45 @@ def test_opdb_covers_op_table():
             if ("function" in variants) != o.inplace_function or ("method" in variants) != o.inplace_method:
                 problems.append(f"{name}: in-place variants {sorted(variants)} in the table, "
                                 f"function={o.inplace_function} method={o.inplace_method} in opdb")
-        elif name not in NOT_IN_DB and not any(v.name == name for v in OPS):
+        elif name not in NOT_IN_DB and not any(v.name == name and not v.functional for v in OPS):
             problems.append(f"{name}: no opdb entry")
+    for o in OPS:
+        if o.functional and o.op_names is not None:
+            for n in o.op_names:
+                if n not in nn_names:
+                    problems.append(f"{o.qualname}: op_names names {n!r}, not a `variants: nn` op of the table")
     assert not problems, "\n".join(problems)
+
+
+def _public_functional():
+    import inspect
+
+    import kindle.nn.functional as F
+    return sorted(n for n, f in vars(F).items() if not n.startswith("_") and inspect.isfunction(f)
+                  and f.__module__ == F.__name__)
+
+
+def test_opdb_covers_nn_functional():
+    """Every public function of kindle.nn.functional has an opdb entry (functional=True)."""
+    have = {o.name for o in OPS if o.functional}
+    missing = [n for n in _public_functional() if n not in have]
+    assert not missing, f"kindle.nn.functional functions without an opdb entry: {missing}"
 
 
 @pytest.mark.parametrize("op", OPS, ids=_id)
 def test_declared_variants_exist(op):
     missing = []
+    if op.functional:
+        import inspect
+
+        import kindle.nn.functional as F
+        fn = getattr(F, op.name, None)
+        if fn is None:
+            missing.append(f"kindle.nn.functional.{op.name}")
+        elif op.inplace and "inplace" not in inspect.signature(fn).parameters:
+            missing.append(f"kindle.nn.functional.{op.name}(..., inplace=)")
+        assert not missing, missing
+        return
     if op.function and not hasattr(kindle, op.name):
         missing.append(f"kindle.{op.name}")
     if op.method and not hasattr(kindle.Tensor, op.name):

@@ -466,3 +466,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+# ---- attention and recurrent kernels
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa=True is not supported")
+    return _nn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
