@@ -126,6 +126,49 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   return out.reshape(shape);
 }
 
+Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& offsets,
+                     std::string_view mode, const std::optional<Tensor>& per_sample_weights,
+                     bool include_last_offset, std::optional<int64_t> padding_idx) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(mode == "sum" || mode == "mean", "embedding_bag: mode '", mode,
+                               "' is not supported (sum and mean are)");
+  KINDLE_CHECK(!per_sample_weights || mode == "sum", "embedding_bag: embedding_bag: per_sample_weights was not None. "
+               "per_sample_weights is only supported for mode='sum' (got mode='", mode, "'). Please open a feature "
+               "request on GitHub.");
+  Tensor idx, bag;
+  int64_t B;
+  if (input.dim() == 2) {
+    KINDLE_CHECK_VALUE(!offsets, "embedding_bag: if input is 2D, then offsets has to be None, as input is treated is a "
+                       "mini-batch of fixed length sequences.");
+    B = input.size(0);
+    idx = input.reshape({-1});
+    bag = arange(0, B, 1, kInt64).unsqueeze(1).expand(input.sizes()).reshape({-1});
+  } else {
+    KINDLE_CHECK_VALUE(input.dim() == 1 && offsets && offsets->dim() == 1, "embedding_bag: input has to be 1D or 2D "
+                       "Tensor, but got Tensor of dimension ", input.dim(), " (a 1D input needs 1D offsets)");
+    idx = input;
+    int64_t n = input.numel();
+    Tensor off = offsets->to(kInt64);
+    B = include_last_offset ? off.numel() - 1 : off.numel();
+    KINDLE_CHECK(B >= 0 && (off.numel() == 0 || off.select(0, 0).item<int64_t>() == 0), "embedding_bag: offsets[0] "
+                 "has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got ",
+                 off.numel() ? off.select(0, 0).item<int64_t>() : 0);
+    // bag id of every index: count how many bag starts lie at or before each position
+    Tensor starts = zeros({n + 1}, kInt64);
+    if (B > 1) starts.index_add_(0, off.narrow(0, 1, B - 1), ones({B - 1}, kInt64));
+    bag = starts.narrow(0, 0, n).cumsum(0);
+  }
+  Tensor rows = embedding(idx, weight, padding_idx, std::nullopt, 2.0);  // (n, D)
+  Tensor keep = padding_idx ? (idx != *padding_idx) : ones_like(idx, kBool);
+  Tensor w = keep.to(weight.dtype());
+  if (per_sample_weights) w = w * per_sample_weights->reshape({-1});
+  Tensor out = zeros({B, weight.size(1)}, weight.dtype()).index_add(0, bag, rows * w.unsqueeze(1));
+  if (mode == "mean") {
+    Tensor counts = zeros({B}, weight.dtype()).index_add(0, bag, keep.to(weight.dtype()));
+    out = out / clamp_min(counts, 1).unsqueeze(1);
+  }
+  return out;
+}
+
 Tensor one_hot(const Tensor& self, int64_t num_classes) {
   KINDLE_CHECK(self.dtype() == kInt64, "one_hot is only applicable to index tensor of type LongTensor (got ",
                self.dtype(), ")");

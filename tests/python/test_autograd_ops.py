@@ -310,8 +310,9 @@ class _Tol:
     def tolerance(self, dtype):
         r, a = self.op.tolerance(dtype)
         for d in self.dtypes:
-            if d in GRAD_TOL:
-                r, a = max(r, GRAD_TOL[d][0]), max(a, GRAD_TOL[d][1])
+            for table in (GRAD_TOL, self.op.grad_tol):
+                if d in table:
+                    r, a = max(r, table[d][0]), max(a, table[d][1])
         return r, a
 
 
@@ -434,6 +435,8 @@ def test_inplace_grad_matches_torch(op, dtype, variant):
         if terr is not None:
             continue  # e.g. writing into an expanded view, a result torch cannot cast
         kres, kerr = _try(_run, op, kindle, s, targs, variant)
+        if kerr is not None and s.expanded and isinstance(kerr, RuntimeError):
+            continue  # writing through an expanded view is an error by design (torch lets some pass)
         if kerr is not None:
             failures.append((s, f"forward raised {_short(kerr)}"))
             continue

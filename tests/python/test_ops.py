@@ -30,6 +30,8 @@ def _outcome_diff(op, sample, variant, strides):
     (kres, kin, kargs, kkw), kerr = _call(op, kindle, sample, variant)
     (tres, tin, targs, tkw), terr = _call(op, torch, sample, variant)
     if terr is not None or kerr is not None:
+        if terr is None and variant.startswith("inplace") and sample.expanded and isinstance(kerr, RuntimeError):
+            return None  # writing through an expanded view is an error by design (torch lets some pass)
         if terr is None:
             return f"kindle raised {type(kerr).__name__}: {str(kerr)[:200]}; torch returned a result"
         if kerr is None:
