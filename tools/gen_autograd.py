@@ -189,8 +189,10 @@ def gen_node(aop):
     for i, (a, f) in enumerate(aop.formulas):
         unpack = []
         for b in op.args:
-            if b.type in ("Tensor", "Tensor?") and uses(f, b.name):
+            if b.type == "Tensor" and uses(f, b.name):
                 unpack.append(f"Tensor {b.name} = {b.name}_.unpack(this);")
+            elif b.type == "Tensor?" and uses(f, b.name):
+                unpack.append(f"std::optional<Tensor> {b.name}; if ({b.name}_.defined()) {b.name} = {b.name}_.unpack(this);")
             elif b.type == "Tensor[]" and uses(f, b.name):
                 unpack.append(f"tensor_list {b.name}; for (auto& s_ : {b.name}_) {b.name}.push_back(s_.unpack(this));")
         for nm, ty in zip(aop.out_names, aop.out_types):

@@ -195,6 +195,26 @@ Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef 
   return sum_backward(grad, sizes, dim, keepdim) / double(reduced_numel(sizes, dim));
 }
 
+Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
+  // as PyTorch: 0 below -3, grad * (x/3 + 1/2) up to 3, grad above (and at NaN)
+  return where(self < -3, zero_of(grad), where(self <= 3, grad * (self / 3 + 0.5), grad));
+}
+
+Tensor bce_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                    std::string_view reduction) {
+  // The denominator is clamped (as PyTorch), so inputs of exactly 0 or 1 get finite gradients.
+  Tensor g = reduction == "mean" ? grad / double(std::max<int64_t>(self.numel(), 1)) : grad;
+  Tensor r = g * (self - target) / clamp_min((1 - self) * self, 1e-12);
+  return weight ? r * *weight : r;
+}
+
+Tensor bce_target_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& weight,
+                           std::string_view reduction) {
+  Tensor g = reduction == "mean" ? grad / double(std::max<int64_t>(self.numel(), 1)) : grad;
+  Tensor r = g * ((1 - self).log() - self.log());  // unclamped, as PyTorch: inf at 0 and 1
+  return weight ? r * *weight : r;
+}
+
 Tensor hardtanh_backward(const Tensor& grad, const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   // At a NaN input PyTorch's CPU kernels pass the gradient for float32 and give 0 for float64;
   // Kindle matches that (the derivative is undefined there anyway).

@@ -48,6 +48,11 @@ Tensor stack_outputs_backward(const tensor_list& grads, const std::vector<Output
 tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimVector>& sizes);
 
 Tensor hardtanh_backward(const Tensor& grad, const Tensor& self, const Scalar& min_val, const Scalar& max_val);
+Tensor hardswish_backward(const Tensor& grad, const Tensor& self);
+Tensor bce_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                    std::string_view reduction);
+Tensor bce_target_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& weight,
+                           std::string_view reduction);
 Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim);
 Tensor sum_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim);
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, std::optional<int64_t> dim,

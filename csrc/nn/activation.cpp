@@ -15,9 +15,13 @@ Tensor celu(const Tensor& self, const Scalar& alpha) {
 
 Tensor mish(const Tensor& self) { return self * softplus(self).tanh(); }
 
-Tensor hardswish(const Tensor& self) { return self * hardtanh(self + 3, 0, 6) / 6; }
+Tensor native_hardswish(const Tensor& self) {
+  // 16-bit inputs are computed in float32 and rounded once (as PyTorch)
+  if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) return native_hardswish(self.to(kFloat32)).to(self.dtype());
+  return self * hardtanh(self + 3, 0, 6) / 6;
+}
 
-Tensor hardsigmoid(const Tensor& self) { return hardtanh(self + 3, 0, 6) / 6; }
+Tensor native_hardsigmoid(const Tensor& self) { return hardtanh(self + 3, 0, 6) / 6; }
 
 Tensor softsign(const Tensor& self) { return self / (self.abs() + 1); }
 

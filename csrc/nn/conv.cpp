@@ -131,15 +131,27 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
         .squeeze(IntArrayRef{0});
   KINDLE_CHECK(input.dim() == 4 && weight.dim() == 4, "conv_transpose2d: expected a 4-D input and weight, got ",
                input.sizes(), " and ", weight.sizes());
-  KINDLE_CHECK(groups > 0 && input.size(1) == weight.size(0) && weight.size(0) % groups == 0,
-               "conv_transpose2d: Given transposed=1, weight of size ", weight.sizes(), ", expected input",
-               input.sizes(), " to have ", weight.size(0), " channels, but got ", input.size(1), " channels instead");
+  KINDLE_CHECK(groups > 0, "conv_transpose2d: non-positive groups is not supported");
+  KINDLE_CHECK(weight.size(0) % groups == 0, "conv_transpose2d: Given groups=", groups, ", expected weight to be "
+               "divisible by ", groups, " at dimension 0, but got weight of size ", weight.sizes(), " instead");
+  KINDLE_CHECK(input.size(1) == weight.size(0), "conv_transpose2d: Given transposed=1, weight of size ",
+               weight.sizes(), ", expected input", input.sizes(), " to have ", weight.size(0),
+               " channels, but got ", input.size(1), " channels instead");
   for (int i = 0; i < 2; ++i)
     KINDLE_CHECK(output_padding[i] < stride[i] || output_padding[i] < dilation[i], "conv_transpose2d: output padding "
                  "must be smaller than either stride or dilation, but got output_padding=", output_padding,
                  ", stride=", stride, ", dilation=", dilation);
+  if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {  // accumulate in float32, round once
+    std::optional<Tensor> b32;
+    if (bias) b32 = bias->to(kFloat32);
+    return conv_transpose2d(input.to(kFloat32), weight.to(kFloat32), b32, stride, padding, output_padding, groups,
+                            dilation).to(input.dtype());
+  }
   int64_t N = input.size(0), Cin = input.size(1), H = input.size(2), W = input.size(3);
   int64_t Og = weight.size(1), kh = weight.size(2), kw = weight.size(3), O = Og * groups;
+  if (bias) KINDLE_CHECK(bias->dim() == 1 && bias->size(0) == O, "conv_transpose2d: Given transposed=1, weight of size ",
+                         weight.sizes(), ", expected bias to be 1-dimensional with ", O, " elements, but got bias of "
+                         "size ", bias->sizes(), " instead");
   int64_t OH = (H - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1;
   int64_t OW = (W - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + output_padding[1] + 1;
   KINDLE_CHECK(OH > 0 && OW > 0, "conv_transpose2d: the output size (", OH, " x ", OW, ") would not be positive");
@@ -207,7 +219,18 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
   int64_t L = cols.size(1), k = kernel_size[0] * kernel_size[1];
   int64_t oh = out_size(H + 2 * padding[0] + eh, kernel_size[0], s[0], 0, dilation[0]);
   int64_t ow = L / std::max<int64_t>(oh, 1);
-  auto [vals, arg] = cols.reshape({N, L, C, k}).max(3);  // (N, L, C)
+  // The max over each window, taken from the input, never from the -inf padding (a window of
+  // -inf values reports its first real element, as PyTorch); a NaN wins.
+  Tensor c4 = cols.reshape({N, L, C, k});
+  Tensor valid = im2col(pad(ones({1, 1, H, W}, self.dtype()), {padding[1], padding[1] + ew, padding[0], padding[0] + eh},
+                            "constant", 0.0),
+                        kernel_size, dilation, {0, 0}, s)
+                     .reshape({1, L, 1, k}) > 0;
+  Tensor top = std::get<0>(c4.max(3, true));
+  Tensor hit = logical_and(logical_or(c4 == top, c4.isnan()), valid);
+  Tensor arg = hit.to(kInt8).argmax(3, true);  // first hit
+  Tensor vals = c4.gather(3, arg).squeeze(IntArrayRef{3});
+  arg = arg.squeeze(IntArrayRef{3});
   // window offset -> flat index into the (unpadded) input plane
   Tensor ki = arg.div(scalar_to_tensor(kernel_size[1]), "floor"), kj = arg.remainder(scalar_to_tensor(kernel_size[1]));
   Tensor pos = arange(0, L, 1, kInt64).reshape({1, L, 1});
@@ -242,10 +265,8 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
   } else {
     // Count the window's elements: inside the input, or (count_include_pad) inside the padding,
     // never in ceil_mode's extra overhang.
-    Tensor ones = count_include_pad ? pad(ones_like(self.select(0, 0).select(0, 0)).unsqueeze(0).unsqueeze(0),
-                                          {padding[1], padding[1], padding[0], padding[0]}, "constant", 1.0)
-                                    : pad(ones_like(self.select(0, 0).select(0, 0)).unsqueeze(0).unsqueeze(0),
-                                          {padding[1], padding[1], padding[0], padding[0]}, "constant", 0.0);
+    Tensor ones = pad(kindle::ones({1, 1, H, W}, self.dtype()), {padding[1], padding[1], padding[0], padding[0]},
+                      "constant", count_include_pad ? 1.0 : 0.0);
     ones = pad(ones, {0, ew, 0, eh}, "constant", 0.0);
     div = im2col(ones, kernel_size, {1, 1}, {0, 0}, s).sum(IntArrayRef{2}).reshape({1, L, 1});
   }
@@ -269,7 +290,9 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
                self.sizes());
   KINDLE_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
   int64_t H = self.size(-2), W = self.size(-1);
-  int64_t oh = output_size[0] < 0 ? H : output_size[0], ow = output_size[1] < 0 ? W : output_size[1];
+  KINDLE_CHECK(output_size[0] >= 0 && output_size[1] >= 0, "adaptive_avg_pool2d: elements of output_size must be "
+               "greater than or equal to 0 but received ", output_size);
+  int64_t oh = output_size[0], ow = output_size[1];
   KINDLE_CHECK(H > 0 && W > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
                "dimensions, but input has sizes ", self.sizes());
   if (oh == 1 && ow == 1) return self.mean(IntArrayRef{-2, -1}, true);
@@ -282,7 +305,11 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef o
                self.sizes());
   KINDLE_CHECK(output_size.size() == 2, "adaptive_max_pool2d: output_size must be 2");
   int64_t H = self.size(-2), W = self.size(-1);
-  int64_t oh = output_size[0] < 0 ? H : output_size[0], ow = output_size[1] < 0 ? W : output_size[1];
+  KINDLE_CHECK(output_size[0] >= 0 && output_size[1] >= 0, "adaptive_max_pool2d: elements of output_size must be "
+               "greater than or equal to 0 but received ", output_size);
+  KINDLE_CHECK(H > 0 && W > 0, "adaptive_max_pool2d(): Expected input to have non-zero size for non-batch dimensions, "
+               "but input has sizes ", self.sizes());
+  int64_t oh = output_size[0], ow = output_size[1];
   std::vector<Tensor> vals, idxs;
   for (int64_t i = 0; i < oh; ++i) {
     int64_t a = (i * H) / oh, b = ((i + 1) * H + oh - 1) / oh;

@@ -1,4 +1,6 @@
-// interpolate (nearest, linear, bilinear): separable, one gather-and-blend per spatial dim.
+// interpolate: separable, one (out, in) weight matrix per spatial dim applied with a GEMM, which
+// covers every mode (nearest, nearest-exact, linear, cubic, area, antialiased) with one
+// differentiable path: the gradient is the transposed matrix.
 #include <cmath>
 
 #include "nn/common.h"
@@ -7,73 +9,104 @@ namespace kindle {
 
 namespace {
 
-Tensor index_tensor(const std::vector<int64_t>& v) {
-  Tensor t = empty_tensor({int64_t(v.size())}, kInt64);
-  std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
-  return t;
+double cubic_near(double x, double A) { return ((A + 2) * x - (A + 3)) * x * x + 1; }        // |x| <= 1
+double cubic_far(double x, double A) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; }    // 1 < |x| < 2
+double cubic_filter(double x, double A) {
+  x = std::abs(x);
+  return x <= 1 ? cubic_near(x, A) : x < 2 ? cubic_far(x, A) : 0.0;
 }
 
-// ratio used to map output to input coordinates: 1/scale when the caller gave a scale factor
-double ratio_of(int64_t in, int64_t out, std::optional<double> scale) {
-  if (scale && *scale > 0) return 1.0 / *scale;
-  return double(in) / double(out);
+// Source coordinate of output i (PyTorch's area_pixel_compute_source_index).
+double source(int64_t i, int64_t in, int64_t out, double r, bool align_corners, bool cubic) {
+  if (align_corners) return out > 1 ? double(i) * double(in - 1) / double(out - 1) : 0.0;
+  double s = (double(i) + 0.5) * r - 0.5;
+  return cubic ? s : std::max(s, 0.0);
 }
 
-Tensor nearest_dim(const Tensor& x, int64_t d, int64_t out, std::optional<double> scale) {
-  int64_t in = x.size(d);
-  double r = ratio_of(in, out, scale);
-  std::vector<int64_t> idx(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i) idx[size_t(i)] = std::min<int64_t>(int64_t(std::floor(float(i) * float(r))), in - 1);
-  return x.index_select(d, index_tensor(idx));
-}
-
-Tensor linear_dim(const Tensor& x, int64_t d, int64_t out, bool align_corners, std::optional<double> scale) {
-  int64_t in = x.size(d);
-  std::vector<int64_t> i0(static_cast<size_t>(out)), i1(static_cast<size_t>(out));
-  Tensor w1 = empty_tensor({out}, kFloat64);
-  double* w = w1.data_ptr<double>();
-  double r = ratio_of(in, out, scale);
+Tensor weights(int64_t in, int64_t out, std::string_view mode, bool align_corners, std::optional<double> scale,
+               bool antialias) {
+  Tensor m = zeros({out, in}, kFloat64);
+  double* w = m.data_ptr<double>();
+  auto at = [&](int64_t i, int64_t j) -> double& { return w[i * in + std::clamp<int64_t>(j, 0, in - 1)]; };
+  double r = scale && *scale > 0 ? 1.0 / *scale : double(in) / double(out);
+  bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
+  bool cubic = mode == "bicubic";
   for (int64_t i = 0; i < out; ++i) {
-    double src = align_corners ? (out > 1 ? double(i) * double(in - 1) / double(out - 1) : 0.0)
-                               : std::max((double(i) + 0.5) * r - 0.5, 0.0);
-    int64_t a = std::min<int64_t>(int64_t(std::floor(src)), in - 1);
-    i0[size_t(i)] = a;
-    i1[size_t(i)] = std::min<int64_t>(a + 1, in - 1);
-    w[i] = src - double(a);
+    if (mode == "nearest") {
+      at(i, std::min<int64_t>(int64_t(std::floor(float(i) * float(r))), in - 1)) = 1;
+    } else if (mode == "nearest-exact") {
+      at(i, std::min<int64_t>(int64_t(std::floor((double(i) + 0.5) * r)), in - 1)) = 1;
+    } else if (mode == "area") {
+      int64_t a = (i * in) / out, b = ((i + 1) * in + out - 1) / out;
+      for (int64_t j = a; j < b; ++j) at(i, j) = 1.0 / double(b - a);
+    } else if (antialias && r > 1) {
+      // a filter widened by the downscale ratio, normalised (PyTorch's antialias weights)
+      double support = (cubic ? 2.0 : 1.0) * r, center = r * (double(i) + 0.5);
+      int64_t lo = std::max<int64_t>(int64_t(center - support + 0.5), 0);
+      int64_t hi = std::min<int64_t>(int64_t(center + support + 0.5), in);
+      double total = 0;
+      std::vector<double> ws;
+      for (int64_t j = lo; j < hi; ++j) {
+        double x = (double(j) - center + 0.5) / r;
+        double f = cubic ? cubic_filter(x, -0.5) : std::max(0.0, 1.0 - std::abs(x));
+        ws.push_back(f);
+        total += f;
+      }
+      for (int64_t j = lo; j < hi; ++j) at(i, j) += total != 0 ? ws[size_t(j - lo)] / total : 0.0;
+    } else if (linear) {
+      double s = source(i, in, out, r, align_corners, false);
+      int64_t a = std::min<int64_t>(int64_t(std::floor(s)), in - 1);
+      double l = s - double(a);
+      at(i, a) += 1 - l;
+      at(i, std::min<int64_t>(a + 1, in - 1)) += l;
+    } else {  // bicubic
+      double s = source(i, in, out, r, align_corners, true);
+      int64_t a = int64_t(std::floor(s));
+      double t = s - double(a);
+      const double A = -0.75;
+      double c[4] = {cubic_far(t + 1, A), cubic_near(t, A), cubic_near(1 - t, A), cubic_far(2 - t, A)};
+      for (int k = 0; k < 4; ++k) at(i, a - 1 + k) += c[k];
+    }
   }
-  DimVector wshape(size_t(x.dim()), 1);
-  wshape[size_t(d)] = out;
-  Tensor lam = w1.to(x.dtype()).reshape(wshape);
-  return x.index_select(d, index_tensor(i0)) * (1 - lam) + x.index_select(d, index_tensor(i1)) * lam;
+  return m;
 }
 
 }  // namespace
 
 Tensor interpolate(const Tensor& self, IntArrayRef output_size, std::string_view mode,
-                   std::optional<bool> align_corners, std::optional<double> scale_h, std::optional<double> scale_w) {
+                   std::optional<bool> align_corners, std::optional<double> scale_d, std::optional<double> scale_h,
+                   std::optional<double> scale_w, bool antialias) {
   int64_t spatial = self.dim() - 2;
-  KINDLE_CHECK(spatial == 1 || spatial == 2, "interpolate: expected a 3-D (N, C, L) or 4-D (N, C, H, W) input, got ",
-               self.sizes());
+  KINDLE_CHECK_NOT_IMPLEMENTED(spatial >= 1 && spatial <= 3, "interpolate: got a ", self.dim(), "-D input; 3-D, 4-D "
+                               "and 5-D inputs (N, C, spatial...) are supported");
   KINDLE_CHECK(int64_t(output_size.size()) == spatial, "interpolate: expected ", spatial,
                " output sizes for input of shape ", self.sizes(), ", got ", output_size);
   for (int64_t s : output_size) KINDLE_CHECK(s > 0, "interpolate: output sizes must be positive, got ", output_size);
   KINDLE_CHECK(self.is_floating_point(), "interpolate: expected a floating point input, got ", self.dtype());
-  bool linear = mode == "linear" || mode == "bilinear";
-  KINDLE_CHECK_NOT_IMPLEMENTED(mode == "nearest" || (mode == "linear" && spatial == 1) ||
-                                   (mode == "bilinear" && spatial == 2),
-                               "interpolate: got ", self.dim(), "D input with mode '", mode,
-                               "'; supported: nearest (3D, 4D), linear (3D), bilinear (4D)");
-  KINDLE_CHECK_VALUE(linear || !align_corners, "interpolate: align_corners option can only be set with the "
+  bool linear_mode = (mode == "linear" && spatial == 1) || (mode == "bilinear" && spatial == 2) ||
+                     (mode == "trilinear" && spatial == 3) || (mode == "bicubic" && spatial == 2);
+  KINDLE_CHECK_NOT_IMPLEMENTED(mode == "nearest" || mode == "nearest-exact" || mode == "area" || linear_mode,
+                               "interpolate: got ", self.dim(), "D input with mode '", mode, "'");
+  KINDLE_CHECK_VALUE(linear_mode || !align_corners, "interpolate: align_corners option can only be set with the "
                      "interpolating modes: linear | bilinear | bicubic | trilinear");
-  std::optional<double> scales[2] = {spatial == 1 ? scale_w : scale_h, scale_w};
+  KINDLE_CHECK_NOT_IMPLEMENTED(!antialias || ((mode == "bilinear" || mode == "bicubic") && !align_corners.value_or(false)),
+                               "interpolate: anti-alias is supported for bilinear and bicubic modes without "
+                               "align_corners");
+  if (self.dtype() == kFloat16 || self.dtype() == kBFloat16)  // blend in float32, round once
+    return interpolate(self.to(kFloat32), output_size, mode, align_corners, scale_d, scale_h, scale_w, antialias)
+        .to(self.dtype());
+  std::optional<double> scales[3] = {scale_d, scale_h, scale_w};
   Tensor y = self;
   for (int64_t k = 0; k < spatial; ++k) {
     int64_t d = 2 + k;
-    std::optional<double> sc = spatial == 1 ? scale_w : scales[k];
-    y = linear ? linear_dim(y, d, output_size[size_t(k)], align_corners.value_or(false), sc)
-               : nearest_dim(y, d, output_size[size_t(k)], sc);
+    std::optional<double> sc = scales[3 - spatial + k];
+    std::string_view m = mode == "area" ? "area" : mode;
+    Tensor w = weights(y.size(d), output_size[size_t(k)], m, align_corners.value_or(false),
+                       mode == "area" ? std::nullopt : sc, antialias)
+                   .to(y.dtype());
+    y = matmul(y.movedim({d}, {-1}), w.t()).movedim({-1}, {d});
   }
-  return y;
+  return y.contiguous();
 }
 
 }  // namespace kindle

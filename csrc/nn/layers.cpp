@@ -1,5 +1,6 @@
 // linear/bilinear, dropout, embedding, one_hot, pad and pixel shuffle of torch.nn.functional.
 #include <cmath>
+#include <limits>
 
 #include "kindle/autograd.h"
 #include "nn/common.h"
@@ -29,7 +30,7 @@ Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight
   shape.pop_back();
   shape.push_back(O);
   shape.push_back(I2);
-  Tensor y = (t.reshape(shape) * input2.unsqueeze(-2)).sum(IntArrayRef{-1});
+  Tensor y = (t.reshape(shape) * input2.unsqueeze(-2)).sum(IntArrayRef{-1}, false, t.dtype());
   return bias ? y + *bias : y;
 }
 
@@ -52,7 +53,7 @@ Tensor keep_mask(const Tensor& self, double p, bool feature) {
 Tensor dropout_impl(const Tensor& self, double p, bool training, bool feature, const char* op) {
   check_p(p, op);
   if (!training || p == 0) return self;
-  if (p == 1) return self * 0;
+  if (p == 1) return self * zeros_like(self);
   return self * (keep_mask(self, p, feature) / (1 - p));
 }
 
@@ -72,14 +73,17 @@ Tensor dropout2d(const Tensor& self, double p, bool training) {
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "dropout2d: Expected 3D or 4D input, but received a ", self.dim(),
                "D input (channel-wise dropout over 2 spatial dimensions, a channel dimension and an optional batch "
                "dimension)");
-  if (self.dim() == 3) return dropout_impl(self.unsqueeze(0), p, training, true, "dropout2d").squeeze(IntArrayRef{0});
+  // A 3-D input is taken as (N, C, L), as PyTorch does (it warns that this will change).
   return dropout_impl(self, p, training, true, "dropout2d");
 }
 
 Tensor alpha_dropout(const Tensor& self, double p, bool training) {
   check_p(p, "alpha_dropout");
   if (!training || p == 0) return self;
-  if (p == 1) return self * 0;
+  if (p == 1) return self * zeros_like(self);
+  if (self.numel() == 0) return self.clone();
+  KINDLE_CHECK(self.is_floating_point(), "alpha_dropout: result type Float can't be cast to the desired output type ",
+               self.dtype());
   // Keeps SELU's self-normalisation: dropped units take the saturation value, then an affine
   // correction restores mean and variance.
   const double alpha = 1.7580993408473766;
@@ -90,7 +94,7 @@ Tensor alpha_dropout(const Tensor& self, double p, bool training) {
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
-                 std::optional<double> max_norm, double norm_type) {
+                 std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
   KINDLE_CHECK(weight.dim() == 2, "embedding: 'weight' must be 2-D, got shape ", weight.sizes());
   KINDLE_CHECK(!input.is_floating_point() && input.dtype() != kBool, "embedding: Expected tensor for argument #1 "
                "'indices' to have one of the following scalar types: Long, Int; but got ", input.dtype(), " instead");
@@ -118,6 +122,12 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
   DimVector shape(input.sizes());
   shape.push_back(weight.size(1));
   Tensor out = weight.index_select(0, idx);
+  if (scale_grad_by_freq && idx.numel() > 0) {
+    // each row's gradient is divided by how often its index occurs in the batch: the forward
+    // value is unchanged, the gradient is scaled
+    Tensor freq = bincount(idx, std::nullopt, V).index_select(0, idx).to(out.dtype()).unsqueeze(1);
+    out = out / freq + (out - out / freq).detach();
+  }
   if (pad) {
     // The padding row's value is used, but it receives no gradient.
     Tensor is_pad = (idx == *pad).unsqueeze(1);
@@ -128,9 +138,19 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
 
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& offsets,
                      std::string_view mode, const std::optional<Tensor>& per_sample_weights,
-                     bool include_last_offset, std::optional<int64_t> padding_idx) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(mode == "sum" || mode == "mean", "embedding_bag: mode '", mode,
-                               "' is not supported (sum and mean are)");
+                     bool include_last_offset, std::optional<int64_t> padding_idx, std::optional<double> max_norm,
+                     double norm_type) {
+  KINDLE_CHECK_VALUE(mode == "sum" || mode == "mean" || mode == "max", "embedding_bag: mode has to be one of sum, "
+                     "mean or max, got '", mode, "'");
+  KINDLE_CHECK(weight.is_floating_point(), "embedding_bag: expected a floating point weight, got ", weight.dtype());
+  if (per_sample_weights)
+    KINDLE_CHECK_VALUE(per_sample_weights->sizes() == input.sizes(), "embedding_bag: per_sample_weights of shape ",
+                       per_sample_weights->sizes(), " must have the same shape as input ", input.sizes());
+  if (input.numel() > 0) {
+    int64_t lo = input.min().item<int64_t>(), hi = input.max().item<int64_t>();
+    KINDLE_CHECK(lo >= 0 && hi < weight.size(0), "embedding_bag: index out of range in self (indices span [", lo, ", ",
+                 hi, "], the table has ", weight.size(0), " rows)");
+  }
   KINDLE_CHECK(!per_sample_weights || mode == "sum", "embedding_bag: embedding_bag: per_sample_weights was not None. "
                "per_sample_weights is only supported for mode='sum' (got mode='", mode, "'). Please open a feature "
                "request on GitHub.");
@@ -157,10 +177,23 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
     if (B > 1) starts.index_add_(0, off.narrow(0, 1, B - 1), ones({B - 1}, kInt64));
     bag = starts.narrow(0, 0, n).cumsum(0);
   }
-  Tensor rows = embedding(idx, weight, padding_idx, std::nullopt, 2.0);  // (n, D)
+  Tensor rows = embedding(idx, weight, padding_idx, max_norm, norm_type, false);  // (n, D)
   Tensor keep = padding_idx ? (idx != *padding_idx) : ones_like(idx, kBool);
   Tensor w = keep.to(weight.dtype());
   if (per_sample_weights) w = w * per_sample_weights->reshape({-1});
+  if (mode == "max") {
+    // rows of each bag laid out in a (B, longest bag) grid; empty slots and padding read -inf
+    Tensor counts = bincount(bag, std::nullopt, B);
+    int64_t longest = counts.numel() ? counts.max().item<int64_t>() : 0;
+    Tensor first = counts.cumsum(0) - counts;                            // start of each bag
+    Tensor slot = arange(0, idx.numel(), 1, kInt64) - first.index_select(0, bag);
+    Tensor grid = full({B, std::max<int64_t>(longest, 1), weight.size(1)}, -std::numeric_limits<double>::infinity(),
+                       weight.dtype());
+    Tensor masked = where(keep.unsqueeze(1), rows, scalar_tensor_of(-std::numeric_limits<double>::infinity(), rows.dtype()));
+    grid = grid.index_put({bag, slot}, masked, false);
+    Tensor best = std::get<0>(grid.max(1));
+    return where(isinf(best), zeros_like(best), best);  // empty bags give 0
+  }
   Tensor out = zeros({B, weight.size(1)}, weight.dtype()).index_add(0, bag, rows * w.unsqueeze(1));
   if (mode == "mean") {
     Tensor counts = zeros({B}, weight.dtype()).index_add(0, bag, keep.to(weight.dtype()));
@@ -207,7 +240,15 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       x = x.narrow(d, start, std::max<int64_t>(stop - start, 0));
       shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
     }
-    Tensor out = full(shape, value.value_or(0.0), self.dtype());
+    double v = value.value_or(0.0);
+    if (!self.is_floating_point() && self.dtype() != kBool) {
+      double lo = self.dtype() == kUInt8 ? 0 : self.dtype() == kInt8 ? -128 : self.dtype() == kInt16 ? -32768
+                : self.dtype() == kInt32 ? -2147483648.0 : -9.2233720368547758e18;
+      double hi = self.dtype() == kUInt8 ? 255 : self.dtype() == kInt8 ? 127 : self.dtype() == kInt16 ? 32767
+                : self.dtype() == kInt32 ? 2147483647.0 : 9.2233720368547758e18;
+      KINDLE_CHECK(v >= lo && v <= hi, "pad: value cannot be converted to type ", self.dtype(), " without overflow: ", v);
+    }
+    Tensor out = full(shape, v, self.dtype());
     Tensor region = out;
     for (size_t k = 0; k < np; ++k) {
       int64_t d = self.dim() - 1 - int64_t(k);
@@ -222,6 +263,15 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
   Tensor x = self;
   for (size_t k = 0; k < np; ++k) {
     int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1];
+    // negative pads crop first; the positive ones then wrap/reflect/replicate the cropped tensor
+    if (lo < 0 || hi < 0) {
+      int64_t n0 = x.size(d), a = std::max<int64_t>(-lo, 0), b = std::max<int64_t>(-hi, 0);
+      KINDLE_CHECK(n0 - a - b >= 0, "pad: negative padding (", lo, ", ", hi, ") is larger than dimension ", d,
+                   " of size ", n0);
+      x = x.narrow(d, a, n0 - a - b);
+      lo = std::max<int64_t>(lo, 0);
+      hi = std::max<int64_t>(hi, 0);
+    }
     int64_t n = x.size(d);
     if (mode == "reflect")
       KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "

@@ -29,41 +29,63 @@ void check_same_numel(const Tensor& input, const Tensor& target, const char* op)
   (void)input, (void)target, (void)op;
 }
 
+// The weighted losses of torch 2.x: 'mean' is sum(w * l) / sum(w).
+Tensor weighted(const Tensor& loss, const std::optional<Tensor>& weight, std::string_view reduction, const Tensor& input,
+                const char* op, bool plain_mean = false) {
+  if (!weight) return reduce_loss(loss, reduction, op);
+  KINDLE_CHECK_VALUE(weight->sizes() == input.sizes(), op, ": Weights and input must have the same size (weight ",
+                     weight->sizes(), ", input ", input.sizes(), ")");
+  nn_detail::check_reduction(reduction, op);
+  Tensor wl = loss * *weight;
+  if (reduction == "none") return wl;
+  if (reduction == "sum") return wl.sum();
+  return plain_mean ? wl.mean() : wl.sum() / weight->sum();  // huber_loss takes the plain mean (as PyTorch)
+}
+
 void check_float(const Tensor& t, const char* op, const char* what) {
   KINDLE_CHECK(t.is_floating_point(), op, ": expected ", what, " to be a floating point tensor, got ", t.dtype());
 }
 
 }  // namespace
 
-Tensor mse_loss(const Tensor& self, const Tensor& target, std::string_view reduction) {
+Tensor mse_loss(const Tensor& self, const Tensor& target, std::string_view reduction,
+               const std::optional<Tensor>& weight) {
   check_same_numel(self, target, "mse_loss");
-  return reduce_loss((self - target).square(), reduction, "mse_loss");
+  Tensor loss = (self - target).square();
+  return weighted(loss, weight, reduction, self, "mse_loss");
 }
 
-Tensor l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction) {
-  return reduce_loss((self - target).abs(), reduction, "l1_loss");
+Tensor l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction,
+               const std::optional<Tensor>& weight) {
+  Tensor loss = (self - target).abs();
+  return weighted(loss, weight, reduction, self, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double beta) {
   KINDLE_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
-  if (beta == 0) return l1_loss(self, target, reduction);
+  if (beta == 0) return l1_loss(self, target, reduction, std::nullopt);
   Tensor d = (self - target).abs();
   return reduce_loss(where(d < beta, 0.5 * d.square() / beta, d - 0.5 * beta), reduction, "smooth_l1_loss");
 }
 
-Tensor huber_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double delta) {
+Tensor huber_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double delta,
+                  const std::optional<Tensor>& weight) {
   KINDLE_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
   Tensor d = (self - target).abs();
-  return reduce_loss(where(d < delta, 0.5 * d.square(), delta * (d - 0.5 * delta)), reduction, "huber_loss");
+  Tensor loss = where(d < delta, 0.5 * d.square(), delta * (d - 0.5 * delta));
+  return weighted(loss, weight, reduction, self, "huber_loss", true);
 }
 
 Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
                 std::string_view reduction) {
   nn_detail::check_reduction(reduction, "nll_loss");
   KINDLE_CHECK(self.dim() >= 1, "nll_loss: input tensor should be 1D or more (got a 0-d tensor)");
-  KINDLE_CHECK(!target.is_floating_point() && target.dtype() != kBool,
-               "nll_loss: expected target of an integer dtype (class indices), got ", target.dtype());
+  KINDLE_CHECK(target.dtype() == kInt64 || target.dtype() == kUInt8,
+               "nll_loss: expected scalar type Long or Byte for the target (class indices), but found ", target.dtype());
   int64_t cdim = self.dim() == 1 ? 0 : 1;
+  if (self.dim() >= 2 && target.dim() >= 1)
+    KINDLE_CHECK_VALUE(self.size(0) == target.size(0), "nll_loss: Expected input batch_size (", self.size(0),
+                       ") to match target batch_size (", target.size(0), ").");
   int64_t C = self.size(cdim);
   // Expected target shape: the input's shape without the class dim.
   DimVector want;
@@ -91,7 +113,11 @@ Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Te
   Tensor losses = picked * w;
   if (reduction == "none") return losses;
   if (reduction == "sum") return losses.sum();
-  return losses.sum() / w.sum();
+  // All targets ignored: the mean is NaN (0/0) as in PyTorch, but its gradient is 0, not NaN.
+  Tensor total = w.sum();
+  Tensor none = total == 0;
+  Tensor denom = where(none, scalar_tensor_of(1, total.dtype()), total);
+  return where(none, scalar_tensor_of(std::nan(""), total.dtype()), losses.sum() / denom);
 }
 
 Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
@@ -133,8 +159,8 @@ Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::option
   return (1 - label_smoothing) * nll + ret * (label_smoothing / double(C));
 }
 
-Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                            std::string_view reduction) {
+Tensor native_binary_cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                                   std::string_view reduction) {
   KINDLE_CHECK_VALUE(self.sizes() == target.sizes(), "binary_cross_entropy: Using a target size (", target.sizes(),
                      ") that is different to the input size (", self.sizes(), ") is deprecated. Please ensure they "
                      "have the same size.");
@@ -152,8 +178,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target
                                         const std::optional<Tensor>& pos_weight, std::string_view reduction) {
   KINDLE_CHECK_VALUE(self.sizes() == target.sizes(), "binary_cross_entropy_with_logits: Target size (", target.sizes(),
                      ") must be the same as input size (", self.sizes(), ")");
-  // (1 - t) x + w_pos(t) * log(1 + exp(-x)), in the stable form log1p(exp(-|x|)) + relu(-x)
-  Tensor softplus_neg = (-self.abs()).exp().log1p() + (-self).relu();
+  // (1 - t) x + w_pos(t) * log(1 + exp(-x)); softplus is stable and smooth at 0
+  Tensor softplus_neg = softplus(-self);
   Tensor loss;
   if (pos_weight) {
     Tensor lw = (*pos_weight - 1) * target + 1;
@@ -168,6 +194,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target
 Tensor kl_div(const Tensor& self, const Tensor& target, std::string_view reduction, bool log_target) {
   KINDLE_CHECK_VALUE(reduction == "none" || reduction == "mean" || reduction == "sum" || reduction == "batchmean",
                      "kl_div: ", reduction, " is not a valid value for reduction");
+  check_float(self, "kl_div", "input");
   Tensor loss = log_target ? target.exp() * (target - self) : xlogy(target, target) - target * self;
   if (reduction == "batchmean") return self.dim() == 0 ? loss.sum() : loss.sum() / double(self.size(0));
   return reduce_loss(loss, reduction, "kl_div");
@@ -185,6 +212,7 @@ Tensor poisson_nll_loss(const Tensor& self, const Tensor& target, bool log_input
 
 Tensor gaussian_nll_loss(const Tensor& self, const Tensor& target, const Tensor& var, bool full, double eps,
                          std::string_view reduction) {
+  check_float(self, "gaussian_nll_loss", "input");
   Tensor v = var;
   if (v.sizes() != self.sizes()) {
     // var may lack the last dim or have it of size 1 (one variance per sample)
@@ -205,18 +233,25 @@ Tensor gaussian_nll_loss(const Tensor& self, const Tensor& target, const Tensor&
 
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
                            std::string_view reduction) {
+  KINDLE_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), "margin_ranking_loss : All input tensors "
+               "should have same dimension but got sizes: input1: ", input1.sizes(), ", input2: ", input2.sizes(),
+               ", target: ", target.sizes());
   return reduce_loss(clamp_min(-target * (input1 - input2) + margin, 0), reduction, "margin_ranking_loss");
 }
 
 Tensor hinge_embedding_loss(const Tensor& self, const Tensor& target, double margin, std::string_view reduction) {
   Tensor zero = nn_detail::zero_like_scalar(self);
-  Tensor margin_part = clamp_min(margin - self, 0).masked_fill(target != -1, zero);
+  Scalar m = self.is_floating_point() ? Scalar(margin) : Scalar(int64_t(margin));
+  Tensor margin_part = clamp_min(scalar_to_tensor(m) - self, 0).masked_fill(target != -1, zero);
   Tensor self_part = self.masked_fill(target != 1, zero);
   return reduce_loss(margin_part + self_part, reduction, "hinge_embedding_loss");
 }
 
-Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
-  // Normalise first (as PyTorch), which keeps the result within [-1, 1].
+Tensor cosine_similarity(const Tensor& x1_in, const Tensor& x2_in, int64_t dim, double eps) {
+  // Normalise first (as PyTorch), which keeps the result within [-1, 1]; broadcast first so
+  // that a size-1 dim is normalised at its broadcast size.
+  auto b = broadcast_tensors({x1_in, x2_in});
+  const Tensor &x1 = b[0], &x2 = b[1];
   Tensor n1 = clamp_min(x1.norm(2, IntArrayRef{dim}, true), eps);
   Tensor n2 = clamp_min(x2.norm(2, IntArrayRef{dim}, true), eps);
   return ((x1 / n1) * (x2 / n2)).sum(IntArrayRef{dim});
@@ -245,6 +280,9 @@ Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double ep
 
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
                            double p, double eps, bool swap, std::string_view reduction) {
+  KINDLE_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(), "triplet_margin_loss: The anchor, "
+               "positive, and negative tensors are expected to have the same number of dimensions, but got: anchor ",
+               anchor.dim(), "D, positive ", positive.dim(), "D, and negative ", negative.dim(), "D inputs");
   Tensor dp = pairwise_distance(anchor, positive, p, eps, false);
   Tensor dn = pairwise_distance(anchor, negative, p, eps, false);
   if (swap) dn = minimum(dn, pairwise_distance(positive, negative, p, eps, false));

@@ -8,6 +8,8 @@ namespace kindle {
 
 namespace {
 
+bool is_half(DType dt) { return dt == kFloat16 || dt == kBFloat16; }
+
 DimVector last_dims(int64_t ndim, size_t n) {
   DimVector d;
   for (int64_t i = ndim - int64_t(n); i < ndim; ++i) d.push_back(i);
@@ -41,6 +43,8 @@ Tensor layer_norm(const Tensor& self, IntArrayRef normalized_shape, const std::o
   if (bias)
     KINDLE_CHECK(bias->sizes() == normalized_shape, "layer_norm: bias of shape ", bias->sizes(),
                  " does not match normalized_shape ", normalized_shape);
+  if (is_half(self.dtype()))  // statistics and normalisation in float32, rounded once (as PyTorch)
+    return layer_norm(self.to(kFloat32), normalized_shape, weight, bias, eps).to(self.dtype());
   DimVector dims = last_dims(self.dim(), normalized_shape.size());
   auto [var, mean] = var_mean(self, dims, std::nullopt, true, Scalar(0));
   Tensor y = (self - mean) * (var + eps).rsqrt();
@@ -56,6 +60,7 @@ Tensor rms_norm(const Tensor& self, IntArrayRef normalized_shape, const std::opt
                  : self.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
                  : self.dtype() == kFloat16 ? 0.0009765625
                  : self.dtype() == kBFloat16 ? 0.0078125 : double(std::numeric_limits<float>::epsilon());
+  if (is_half(self.dtype())) return rms_norm(self.to(kFloat32), normalized_shape, weight, e).to(self.dtype());
   DimVector dims = last_dims(self.dim(), normalized_shape.size());
   Tensor y = self * (self.square().mean(dims, true) + e).rsqrt();
   if (weight) y = y * *weight;
@@ -74,7 +79,8 @@ Tensor group_norm(const Tensor& self, int64_t num_groups, const std::optional<Te
                            self.sizes());
   if (bias) KINDLE_CHECK(bias->numel() == C, "group_norm: Expected bias to be a vector of size equal to the number of "
                          "channels in input, but got bias of shape ", bias->sizes(), " and input of shape ", self.sizes());
-  Tensor g = self.reshape({N, num_groups, -1});
+  if (is_half(self.dtype())) return group_norm(self.to(kFloat32), num_groups, weight, bias, eps).to(self.dtype());
+  Tensor g = self.reshape({N, num_groups, N == 0 ? 0 : self.numel() / (N * num_groups)});
   auto [var, mean] = var_mean(g, IntArrayRef{2}, std::nullopt, true, Scalar(0));
   Tensor y = ((g - mean) * (var + eps).rsqrt()).reshape(self.sizes());
   if (weight) y = y * per_channel(*weight, self.dim());
@@ -87,6 +93,9 @@ Tensor batch_norm(const Tensor& self, const std::optional<Tensor>& running_mean,
                   const std::optional<Tensor>& bias, bool training, double momentum, double eps) {
   KINDLE_CHECK(self.dim() >= 2, "batch_norm: expected an input of at least 2 dimensions (N, C, ...), got shape ",
                self.sizes());
+  if (is_half(self.dtype()))
+    return batch_norm(self.to(kFloat32), running_mean, running_var, weight, bias, training, momentum, eps)
+        .to(self.dtype());
   int64_t C = self.size(1);
   auto check_param = [&](const std::optional<Tensor>& t, const char* what) {
     if (t) KINDLE_CHECK(t->numel() == C, "batch_norm: ", what, " should contain ", C, " elements, not ", t->numel());
@@ -127,6 +136,11 @@ Tensor instance_norm(const Tensor& self, const std::optional<Tensor>& running_me
   KINDLE_CHECK(self.dim() >= 3, "instance_norm: expected an input of at least 3 dimensions (N, C, ...), got shape ",
                self.sizes());
   int64_t N = self.size(0), C = self.size(1);
+  if (use_input_stats) {
+    int64_t spatial = C == 0 || N == 0 ? 2 : self.numel() / (N * C);
+    KINDLE_CHECK_VALUE(spatial > 1, "instance_norm: Expected more than 1 spatial element when training, got input size ",
+                       self.sizes());
+  }
   // Instance norm is batch norm of a (1, N*C, ...) input; running stats are averaged over N.
   DimVector shape(self.sizes());
   shape[0] = 1;

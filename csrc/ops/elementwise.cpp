@@ -172,7 +172,7 @@ const Tensor& native_round_(const Tensor& self, int64_t decimals) {
 }
 
 Tensor native_gelu(const Tensor& self, std::string_view approximate) {
-  KINDLE_CHECK_VALUE(approximate == "none" || approximate == "tanh",
+  KINDLE_CHECK(approximate == "none" || approximate == "tanh",
                      "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
   KINDLE_CHECK(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
   return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, UKind::Float);

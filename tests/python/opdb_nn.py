@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from opdb import (ALL, EXTREMAL, F32_64, FINITE_EXTREMAL, FLOATS, INTS, LARGE, NUMERIC, SIGNED, Dt, OpInfo,
-                  TArg, unary_samples)
+                  layout_of, unary_samples)
 
 # float32 tolerances for ops that accumulate (convolutions, norms, losses): other summation orders
 ACC = {"float32": (1e-5, 1e-5), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
@@ -38,10 +38,6 @@ def fop(name, samples, dtypes=FLOATS, inplace=False, **kw):
     return OpInfo(name, samples, dtypes, function=True, method=False, functional=True,
                   inplace="inplace" if inplace else None, inplace_method=bool(inplace), kind=kw.pop("kind", "nn"),
                   **kw)
-
-
-def _kw(**k):
-    return k
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,7 +308,6 @@ def _pm1(g, shape, layout="C", nograd=False):
 
 
 def layout_base(shape, layout):
-    from opdb import layout_of
     return layout_of(shape, layout)[0]
 
 
@@ -400,13 +395,15 @@ def _normalize_samples(g):
 
 def _layer_norm_samples(g):
     t = g.t
-    off = 100 if g.dtype == "float64" else 5    # a large mean: torch's float32 loses digits beyond 5
+    # a large mean and a small variance: float64 (where the result is well defined) and the half types
+    # (where torch keeps float32 statistics); in float32 torch's own error is 1e-5 already at 5
+    off = {"float64": 100, "float32": 0}.get(g.dtype, 5)
     return [g.S(t((3, 4)), (4,), t((4,)), t((4,))), g.S(t((3, 4)), [4]), g.S(t((3, 4)), [4], weight=t((4,))),
             g.S(t((2, 3, 4)), (3, 4), t((3, 4)), t((3, 4)), eps=1e-3), g.S(t((2, 3, 4)), (2, 3, 4), bias=t((2, 3, 4))),
             g.S(t((4, 5), "T"), (5,), t((5,), "S"), t((5,), "E")), g.S(t((2, 3, 4), "P"), (4,)),
             g.S(t((0, 4)), (4,), t((4,)), t((4,))), g.S(t((5,)), (5,)), g.S(t((3, 1)), (1,)),
-            g.S(t(LARGE), (LARGE[1],), t((LARGE[1],)), t((LARGE[1],))),
-            g.S(t((3, 4), low=off, high=off + 1), (4,))]   # large mean, small variance
+            g.S(t(LARGE), (LARGE[1],), t((LARGE[1],)), t((LARGE[1],)))] + \
+        ([g.S(t((3, 4), low=off, high=off + 1), (4,))] if off else [])
 
 
 def _layer_norm_errors(g):
@@ -429,11 +426,11 @@ def _rms_norm_errors(g):
 
 def _group_norm_samples(g):
     t = g.t
-    off = 50 if g.dtype == "float64" else 5     # a large mean: torch's float32 loses digits beyond 5
+    off = {"float64": 50, "float32": 0}.get(g.dtype, 5)     # a large mean: as layer_norm
     return [g.S(t((2, 6, 3)), 3, t((6,)), t((6,))), g.S(t((2, 6, 3)), 2), g.S(t((2, 4)), 2, t((4,))),
             g.S(t((2, 6, 2, 2)), 1, bias=t((6,))), g.S(t((2, 6, 2)), 6, t((6,)), t((6,)), eps=1e-3),
             g.S(t((3, 4, 2), "T"), 2, t((4,), "S")), g.S(t((2, 4, 3), "P"), 4), g.S(t((0, 4, 3)), 2),
-            g.S(t((1, 4, 5), low=off, high=off + 1), 2), g.S(t((2, 8, 30, 30)), 4, t((8,)), t((8,)))]
+            g.S(t((2, 8, 30, 30)), 4, t((8,)), t((8,)))] + ([g.S(t((1, 4, 5), low=off, high=off + 1), 2)] if off else [])
 
 
 def _group_norm_errors(g):
@@ -570,7 +567,7 @@ def _embedding_bag_samples(g):
     w = g.t
     ix = g.idx
     out = [g.S(ix([0, 2, 4, 2, 1]), w((6, 3)), ix([0, 2])), g.S(ix([[0, 1, 2], [5, 4, 4]]), w((6, 3)))]
-    for mode in ("sum", "mean", "max"):
+    for mode in ("sum", "mean"):      # mode='max': test_nn_functional.py::test_torch_arguments_supported
         out += [g.S(ix([0, 2, 4, 2, 1, 3]), w((6, 3)), ix([0, 1, 4]), mode=mode),
                 g.S(ix([[0, 1], [3, 3], [5, 0]]), w((6, 3)), mode=mode),
                 g.S(ix([0, 2, 4, 1]), w((6, 3)), ix([0, 0, 2, 4]), mode=mode),                 # empty bags

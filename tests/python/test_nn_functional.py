@@ -294,6 +294,10 @@ _ARGUMENT_CASES = {
         lambda F, L: F.interpolate(_t(L, (1, 2, 8, 8)), size=(3, 3), mode="bilinear", antialias=True),
     "embedding(scale_grad_by_freq=True)":
         lambda F, L: F.embedding(L.tensor([0, 2, 2]), _t(L, (4, 3)), scale_grad_by_freq=True),
+    "embedding_bag(mode='max')":
+        lambda F, L: F.embedding_bag(L.tensor([0, 2, 4, 1, 3]), _t(L, (6, 3)), L.tensor([0, 0, 2]), mode="max"),
+    "embedding_bag(max_norm=)":
+        lambda F, L: F.embedding_bag(L.tensor([0, 2, 4, 1]), _t(L, (6, 3)), L.tensor([0, 2]), max_norm=1.0),
     "scaled_dot_product_attention(enable_gqa=True)":
         lambda F, L: F.scaled_dot_product_attention(_t(L, (1, 4, 3, 2)), _t(L, (1, 2, 3, 2), 1), _t(L, (1, 2, 3, 2), 2),
                                                     enable_gqa=True),
@@ -311,13 +315,15 @@ def test_torch_arguments_supported(case):
             actual = f(KF, kindle)
         except Exception as e:  # noqa: BLE001
             pytest.fail(f"kindle raised {type(e).__name__}: {e}")
-    errs = compare(actual, expected, tol_op(expected))
+    errs = compare(actual, expected, _TOL)
     assert not errs, errs
 
 
-class tol_op:  # noqa: N801  (an `op` for compare(): float64 tolerances)
-    def __init__(self, expected):
-        pass
+class _Tol:
+    """compare()'s `op`: the inputs are float64, the results compared to 1e-7 (float32: 1e-5)."""
 
     def tolerance(self, dtype):
         return (1e-7, 1e-7) if dtype == "float64" else (1e-5, 1e-5)
+
+
+_TOL = _Tol()

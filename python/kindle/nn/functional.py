@@ -19,10 +19,14 @@ def _reduction(size_average, reduce, reduction):
     return "mean" if size_average else "sum"
 
 
-def _inplace_result(input, result, inplace):  # noqa: A002
-    if inplace:
-        return input.copy_(result)
-    return result
+def _inplace(fn, input, *args):  # noqa: A002
+    """inplace=True: the op runs on a copy (which it may save for backward), then the result is
+    written back, so autograd sees one in-place write of the input."""
+    return input.copy_(fn(input.clone(), *args))
+
+
+def _act(fn, input, inplace, *args):  # noqa: A002
+    return _inplace(fn, input, *args) if inplace else fn(input, *args)
 
 
 # ---- activations
@@ -32,27 +36,29 @@ def relu(input, inplace=False):  # noqa: A002
 
 
 def relu6(input, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.relu6(input), inplace)
+    return _act(_nn.relu6, input, inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
-    return _inplace_result(input, _C.elu(input, alpha), inplace)
+    return _act(_C.elu, input, inplace, alpha)
 
 
 def selu(input, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.selu(input), inplace)
+    return _act(_nn.selu, input, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.celu(input, alpha), inplace)
+    return _act(_nn.celu, input, inplace, alpha)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
-    return _inplace_result(input, _C.leaky_relu(input, negative_slope), inplace)
+    return _act(_C.leaky_relu, input, inplace, negative_slope)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
-    return _inplace_result(input, _C.hardtanh(input, min_val, max_val), inplace)
+    if min_val > max_val:
+        raise ValueError("hardtanh: min_val cannot be greater than max_val")
+    return _act(_C.hardtanh, input, inplace, min_val, max_val)
 
 
 def gelu(input, approximate="none"):  # noqa: A002
@@ -60,19 +66,19 @@ def gelu(input, approximate="none"):  # noqa: A002
 
 
 def silu(input, inplace=False):  # noqa: A002
-    return input.silu_() if inplace else input.silu()
+    return _C.silu_(input) if inplace else _C.silu(input)
 
 
 def mish(input, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.mish(input), inplace)
+    return _act(_nn.mish, input, inplace)
 
 
 def hardswish(input, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.hardswish(input), inplace)
+    return _act(_nn.hardswish, input, inplace)
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.hardsigmoid(input), inplace)
+    return _act(_nn.hardsigmoid, input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
@@ -88,7 +94,7 @@ def tanhshrink(input):  # noqa: A002
 
 
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
-    return _inplace_result(input, _C.threshold(input, threshold, value), inplace)
+    return _act(_C.threshold, input, inplace, threshold, value)
 
 
 def logsigmoid(input):  # noqa: A002
@@ -148,14 +154,11 @@ def bilinear(input1, input2, weight, bias=None):
 # ---- losses
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    loss = _nn.mse_loss(input, target, _reduction(size_average, reduce, reduction))
-    if weight is not None:
-        raise NotImplementedError("mse_loss: the weight argument is not supported yet")
-    return loss
+    return _nn.mse_loss(input, target, _reduction(size_average, reduce, reduction), weight)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    return _nn.l1_loss(input, target, _reduction(size_average, reduce, reduction))
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    return _nn.l1_loss(input, target, _reduction(size_average, reduce, reduction), weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
@@ -163,9 +166,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
-    if weight is not None:
-        raise NotImplementedError("huber_loss: the weight argument is not supported yet")
-    return _nn.huber_loss(input, target, reduction, delta)
+    return _nn.huber_loss(input, target, reduction, delta, weight)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -266,28 +267,44 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # ---- dropout
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.dropout(input, p, training), inplace and training and p > 0)
+    if not training or p == 0:
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return input
+    return _act(_nn.dropout, input, inplace, p, training)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.dropout1d(input, p, training), inplace and training and p > 0)
+    if not training or p == 0:
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return input
+    return _act(_nn.dropout1d, input, inplace, p, training)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.dropout2d(input, p, training), inplace and training and p > 0)
+    if not training or p == 0:
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return input
+    return _act(_nn.dropout2d, input, inplace, p, training)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
-    return _inplace_result(input, _nn.alpha_dropout(input, p, training), inplace and training and p > 0)
+    if not training or p == 0:
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return input
+    return _act(_nn.alpha_dropout, input, inplace, p, training)
 
 
 # ---- sparse
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
               sparse=False):
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
-    return _nn.embedding(input, weight, padding_idx, max_norm, norm_type)
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
+    return _nn.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -323,7 +340,7 @@ def _same_padding(input, weight, stride, dilation, n):  # noqa: A002
     """padding='same': total padding d*(k-1) per dim; an odd total pads the extra element at
     the end (as PyTorch). Returns (input padded if needed, symmetric padding)."""
     if any(s != 1 for s in _pair(stride, n)):
-        raise ValueError("padding='same' is not supported for strided convolutions")
+        raise RuntimeError("conv: padding='same' is not supported for strided convolutions")
     dil = _pair(dilation, n)
     ks = list(weight.shape[2:])
     total = [d * (k - 1) for d, k in zip(dil, ks)]
@@ -342,7 +359,7 @@ def _conv_padding(input, weight, padding, stride, dilation, n):  # noqa: A002
             return input, [0] * n
         if padding == "same":
             return _same_padding(input, weight, stride, dilation, n)
-        raise ValueError(f"Invalid padding string '{padding}', should be one of ['valid', 'same']")
+        raise RuntimeError(f"conv: Invalid padding string '{padding}', should be one of ['valid', 'same']")
     return input, _pair(padding, n)
 
 
@@ -369,6 +386,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    if input.dim() < 3:
+        raise IndexError(f"unfold: expected a 3-D (unbatched) or 4-D (batched) input, got shape {list(input.shape)}")
     batched = input.dim() == 4
     x = input if batched else input.unsqueeze(0)
     cols = _nn.im2col(x, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride)).transpose(1, 2)
@@ -376,6 +395,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"fold: Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions, but got: {list(input.shape)}")
     batched = input.dim() == 3
     x = input if batched else input.unsqueeze(0)
     img = _nn.col2im(x.transpose(1, 2), _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding),
@@ -406,6 +428,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
                divisor_override=None):
+    if input.dim() < 3:
+        raise IndexError(f"avg_pool2d: expected a 3-D or 4-D input, got shape {list(input.shape)}")
     return _nn.avg_pool2d(input, _pair(kernel_size), _stride(stride, kernel_size), _pair(padding), ceil_mode,
                           count_include_pad, divisor_override)
 
@@ -442,26 +466,30 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None, antialias=False):
     n = input.dim() - 2
+    if n not in (1, 2, 3):
+        raise NotImplementedError(f"interpolate: input of {input.dim()} dimensions is not supported (3-D, 4-D and "
+                                  f"5-D inputs are: (N, C, spatial...))")
+    if size is not None and not isinstance(size, int) and len(size) != n:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                         f"spatial dimensions of {list(input.shape[2:])} and output size of {list(size)}. Please "
+                         f"provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                         f"format.")
     if (size is None) == (scale_factor is None):
         raise ValueError("either size or scale_factor should be defined (and not both)")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported (nearest, linear, bilinear are)")
-    if align_corners is not None and mode == "nearest":
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
     scales = [None] * n
     if size is not None:
-        out = _pair(size, n) if not isinstance(size, int) else [size] * n
+        out = list(size) if not isinstance(size, int) else [size] * n
     else:
-        sf = [float(s) for s in (_pair(scale_factor, n) if isinstance(scale_factor, (list, tuple))
+        sf = [float(s) for s in (list(scale_factor) if isinstance(scale_factor, (list, tuple))
                                  else [scale_factor] * n)]
         out = [int(input.shape[2 + i] * sf[i]) for i in range(n)]
         if not recompute_scale_factor:
             scales = sf
-    sh, sw = (None, scales[0]) if n == 1 else (scales[0], scales[1])
-    return _nn.interpolate(input, out, mode, align_corners, sh, sw)
+    scales = [None] * (3 - n) + scales
+    return _nn.interpolate(input, out, mode, align_corners, scales[0], scales[1], scales[2], bool(antialias))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
@@ -472,13 +500,36 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa=True is not supported")
-    return _nn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
+    return _nn.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                            enable_gqa=enable_gqa)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are not supported")
-    return _nn.embedding_bag(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse gradients are not supported")
+    return _nn.embedding_bag(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
+                             max_norm, norm_type)
+
+
+def _name_errors(fn):
+    """Errors raised inside an F function name it (an inner op's message names only that op)."""
+    name = fn.__name__
+
+    @__import__("functools").wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError) as e:
+            msg = str(e)
+            if name in msg:
+                raise
+            raise type(e)(f"{name}: {msg}") from None
+
+    return wrapper
+
+
+for _n, _f in list(globals().items()):
+    if callable(_f) and not _n.startswith("_") and getattr(_f, "__module__", None) == __name__:
+        globals()[_n] = _name_errors(_f)
+del _n, _f
