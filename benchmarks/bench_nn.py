@@ -24,9 +24,13 @@ gives the largest relative difference max|kindle - torch| / max|torch| over the 
 updated running statistics (batch norm) and every leaf's gradient ("ok" when all of them pass
 allclose, "BAD" and a warning otherwise), so a fast but wrong kernel cannot pass unnoticed.
 
-An op that Kindle does not have yet (scaled_dot_product_attention, LSTM) is detected and its row
-says "not implemented"; torch is still timed alone so the row shows the figure to reach. The
-workload code runs unchanged once Kindle has the op.
+scaled_dot_product_attention and LSTM are looked up at run time (F.scaled_dot_product_attention;
+kindle.nn.LSTM, else an LSTM kernel with torch.lstm's signature as kindle.lstm or
+kindle._C._nn.lstm): while Kindle lacks one, its row says "not implemented" and torch is timed
+alone, so the row shows the figure to reach. The workload runs unchanged once Kindle has the op.
+
+A full run takes about 2.5 minutes on a 2-core VM (the depthwise row dominates while Kindle's
+grouped convolution is slow); --budget lowers the repetitions, never the sizes.
 
 Compare ratios measured side by side in one run, never absolute times from different runs.
 """
