@@ -5,7 +5,12 @@ that uses the parts Kindle implements. Everything numeric happens in kindle._C.
 """
 import builtins as _builtins
 
-from . import _C
+try:
+    from . import _C
+except ImportError:  # libmkl_rt not on the rpath (a source-tree or --user layout): load it by hand
+    from ._libs import preload_mkl as _preload_mkl
+    _preload_mkl()
+    from . import _C
 from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
 from ._C import Tensor, Generator, dtype  # noqa: F401
 
