@@ -1,0 +1,298 @@
+"""Reading torch.save zip checkpoints without running code from them.
+
+A torch.save file is a zip archive (entries stored, not compressed): <prefix>/data.pkl holds
+a pickle of the object, in which each tensor is a call to torch._utils._rebuild_tensor_v2
+on a storage given as a persistent id ('storage', torch.FloatStorage, key, location, numel);
+the storage's bytes are the entry <prefix>/data/<key>.
+
+The unpickler here resolves globals only from a fixed table of harmless callables (the
+tensor rebuilders below, OrderedDict, set, dtypes...) and refuses every other global with
+pickle.UnpicklingError, so a hostile pickle cannot reach os.system or anything like it. It
+is pickle's pure-Python unpickler (its memo is a dict: a hostile memo index cannot make it
+allocate), with BUILD limited to setting attributes on OrderedDict (state_dict's _metadata).
+
+Every size is checked against the archive before allocating: storages must match their
+entries' byte counts, lie inside the file, and together fit in it.
+"""
+import io
+import pickle
+import struct
+import zipfile
+from collections import OrderedDict
+
+from . import _C
+from .serialization import _checked_numel, _map_tensor, byte_view, readinto_exact
+
+_STORAGE_DTYPES = {
+    "DoubleStorage": _C.float64, "FloatStorage": _C.float32, "HalfStorage": _C.float16,
+    "BFloat16Storage": _C.bfloat16, "LongStorage": _C.int64, "IntStorage": _C.int32,
+    "ShortStorage": _C.int16, "CharStorage": _C.int8, "ByteStorage": _C.uint8, "BoolStorage": _C.bool,
+}
+_TORCH_DTYPES = {
+    "float64": _C.float64, "float32": _C.float32, "float16": _C.float16, "bfloat16": _C.bfloat16,
+    "int64": _C.int64, "int32": _C.int32, "int16": _C.int16, "int8": _C.int8, "uint8": _C.uint8,
+    "bool": _C.bool,
+}
+_UNSUPPORTED_HINTS = {
+    "torch._utils._rebuild_qtensor": "quantized tensors are not supported",
+    "torch._utils._rebuild_sparse_tensor": "sparse tensors are not supported",
+    "torch._utils._rebuild_wrapper_subclass": "tensor subclasses are not supported",
+    "torch._utils._rebuild_meta_tensor_no_storage": "meta tensors are not supported",
+    "torch._utils._rebuild_nested_tensor": "nested tensors are not supported",
+    "torch._utils._rebuild_tensor_v3": "this tensor dtype is not supported",
+    "torch.UntypedStorage": "untyped storages are not supported",
+}
+
+
+class RefusedGlobal(pickle.UnpicklingError):
+    """A pickle asked for a global outside the allowed table."""
+
+
+class _StorageType:
+    """What `torch FloatStorage` and friends resolve to: just a dtype."""
+
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+
+class _Storage:
+    """A loaded storage: one flat tensor that rebuilt tensors view."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+# --- the callables a pickle may reach ------------------------------------------------------
+
+def _ints(x, what):
+    if not isinstance(x, (tuple, list)) or not all(type(v) is int for v in x):
+        raise ValueError(f"{what} must be a tuple of ints, got {x!r:.100}")
+    return tuple(x)
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    if not isinstance(storage, _Storage):
+        raise ValueError(f"_rebuild_tensor: expected a storage, got {type(storage).__name__}")
+    if type(storage_offset) is not int or storage_offset < 0:
+        raise ValueError(f"_rebuild_tensor: invalid storage offset {storage_offset!r:.100}")
+    size, stride = _ints(size, "size"), _ints(stride, "stride")
+    if len(size) != len(stride) or _checked_numel(list(size)) is None or any(s < 0 for s in stride):
+        raise ValueError(f"_rebuild_tensor: invalid size {size} with stride {stride}")
+    available = storage.tensor.numel()
+    if 0 not in size:
+        last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if last >= available:
+            raise ValueError(f"_rebuild_tensor: size {size}, stride {stride} and offset {storage_offset} reach "
+                             f"element {last} of a storage of {available} elements")
+    elif storage_offset > available:
+        raise ValueError(f"_rebuild_tensor: offset {storage_offset} is past a storage of {available} elements")
+    return _C.as_strided(storage.tensor, size, stride, storage_offset)
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
+    t = _rebuild_tensor(storage, storage_offset, size, stride)
+    if metadata:
+        raise ValueError(f"_rebuild_tensor_v2: tensor metadata {metadata!r:.100} is not supported")
+    if backward_hooks:
+        raise ValueError("_rebuild_tensor_v2: tensors with backward hooks are not supported")
+    if requires_grad is True:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks):
+    if not isinstance(data, _C.Tensor):
+        raise ValueError(f"_rebuild_parameter: expected a tensor, got {type(data).__name__}")
+    if backward_hooks:
+        raise ValueError("_rebuild_parameter: parameters with backward hooks are not supported")
+    from . import nn
+    param = getattr(nn, "Parameter", None)
+    if param is not None:
+        return param(data, requires_grad=bool(requires_grad))
+    return data.requires_grad_(bool(requires_grad))
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    if state:
+        raise ValueError("_rebuild_parameter_with_state: parameters with Python attributes are not supported")
+    return _rebuild_parameter(data, requires_grad, backward_hooks)
+
+
+def _codecs_encode(text, encoding="utf-8"):
+    # Protocol 2 pickles spell bytes as _codecs.encode(str, 'latin1').
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise ValueError(f"_codecs.encode: only encode(str, 'latin1') is allowed, got encoding {encoding!r:.50}")
+    return text.encode("latin1")
+
+
+def _size(dims=()):
+    from . import Size
+    return Size(_ints(dims, "torch.Size"))
+
+
+def _device(type_, index=None):
+    from . import device
+    if not isinstance(type_, str) or not (index is None or type(index) is int):
+        raise ValueError("torch.device: expected a str and an optional int")
+    return device(type_, index)
+
+
+def _allowed_globals():
+    table = {
+        "collections.OrderedDict": OrderedDict,
+        "builtins.set": set,
+        "builtins.frozenset": frozenset,
+        "_codecs.encode": _codecs_encode,
+        "torch._utils._rebuild_tensor": _rebuild_tensor,
+        "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
+        "torch._utils._rebuild_parameter": _rebuild_parameter,
+        "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
+        "torch.Size": _size,
+        "torch.device": _device,
+    }
+    for name, dtype in _STORAGE_DTYPES.items():
+        table["torch." + name] = _StorageType(name, dtype)
+    for name, dtype in _TORCH_DTYPES.items():
+        table["torch." + name] = dtype
+    return table
+
+
+_ALLOWED = _allowed_globals()
+
+
+class _Unpickler(pickle._Unpickler):
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, data, reader, encoding):
+        super().__init__(io.BytesIO(data), encoding=encoding)
+        self._reader = reader
+
+    def find_class(self, module, name):
+        if module == "__builtin__":  # protocol 2 spelling
+            module = "builtins"
+        key = f"{module}.{name}"
+        if key in _ALLOWED:
+            return _ALLOWED[key]
+        hint = _UNSUPPORTED_HINTS.get(key, "Kindle rebuilds only tensors, Parameters, dict, OrderedDict, list, "
+                                           "tuple, set and plain Python values, and never runs code from a file")
+        raise RefusedGlobal(f"kindle.load: {self._reader.name}: unsupported global: GLOBAL {key} is not allowed "
+                            f"({hint})")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise ValueError(f"unexpected persistent id {pid!r:.100}")
+        _, storage_type, key, location, numel = pid
+        if not isinstance(storage_type, _StorageType):
+            raise ValueError(f"persistent id names {storage_type!r:.100}, not a storage type")
+        if not isinstance(key, str) or not isinstance(location, str) or type(numel) is not int or numel < 0:
+            raise ValueError(f"malformed storage id {pid!r:.100}")
+        return self._reader.storage(storage_type, key, location, numel)
+
+    def load_build(self):
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        # OrderedDict state dicts carry a _metadata attribute; nothing else may be set.
+        if type(inst) is OrderedDict and isinstance(state, dict) and \
+                all(isinstance(k, str) and not k.startswith("__") for k in state):
+            inst.__dict__.update(state)
+            return
+        raise ValueError(f"BUILD (setting state) on a {type(inst).__name__} is not allowed")
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+class _ZipReader:
+    """The entries of one torch.save archive, read with bounds checks."""
+
+    def __init__(self, src, name, file_end, map_location):
+        self.src, self.name, self.file_end, self.map_location = src, name, file_end, map_location
+        self.budget = file_end  # bytes of storages we may still allocate
+        self.storages = {}
+        try:
+            self.zip = zipfile.ZipFile(src)
+            names = self.zip.namelist()
+        except Exception as e:  # zipfile raises many types on damaged archives
+            raise RuntimeError(f"kindle.load: {name}: not a readable zip archive ({type(e).__name__}: {e})") from None
+        pickles = [n for n in names if n.endswith("data.pkl") and n.count("/") <= 1
+                   and n.rsplit("/", 1)[-1] == "data.pkl"]
+        if len(pickles) != 1:
+            raise RuntimeError(f"kindle.load: {name}: expected one data.pkl in the zip archive, found {len(pickles)}; "
+                               "is this a torch.save checkpoint?")
+        self.prefix = pickles[0][: -len("data.pkl")]
+
+    def entry_span(self, entry):
+        """(start, size) of an entry's bytes in the file, validated against the file."""
+        try:
+            info = self.zip.getinfo(self.prefix + entry)
+        except KeyError:
+            raise ValueError(f"the archive has no entry {self.prefix + entry!r}") from None
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            raise ValueError(f"entry {info.filename!r} is compressed or encrypted; torch.save stores entries as is")
+        if info.compress_size != info.file_size:
+            raise ValueError(f"entry {info.filename!r} has inconsistent sizes")
+        if info.header_offset < 0 or info.header_offset + 30 > self.file_end:
+            raise ValueError(f"entry {info.filename!r} starts past the end of the file")
+        self.src.seek(info.header_offset)
+        local = self.src.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError(f"entry {info.filename!r} has no valid local header")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        start = info.header_offset + 30 + name_len + extra_len
+        if start + info.file_size > self.file_end:
+            raise ValueError(f"entry {info.filename!r} ({info.file_size} bytes) runs past the end of the file")
+        return start, info.file_size
+
+    def read_entry(self, entry):
+        start, size = self.entry_span(entry)
+        self.src.seek(start)
+        data = self.src.read(size)
+        if len(data) != size:
+            raise ValueError(f"entry {entry!r} is truncated")
+        return data
+
+    def storage(self, storage_type, key, location, numel):
+        cached = self.storages.get(key)
+        if cached is not None:
+            t = cached.tensor
+            if t.dtype != storage_type.dtype or t.numel() != numel:
+                raise ValueError(f"storage {key!r} is used as both {t.dtype} x {t.numel()} and "
+                                 f"{storage_type.dtype} x {numel}")
+            return cached
+        start, size = self.entry_span("data/" + key)
+        if size != numel * storage_type.dtype.itemsize:
+            raise ValueError(f"storage {key!r}: {numel} elements of {storage_type.name} need "
+                             f"{numel * storage_type.dtype.itemsize} bytes, the entry holds {size}")
+        if size > self.budget:  # entries that overlap could otherwise make us allocate past the file size
+            raise ValueError(f"storage {key!r}: storages add up to more bytes than the file holds")
+        self.budget -= size
+        t = _C.empty((numel,), dtype=storage_type.dtype)
+        if size:
+            self.src.seek(start)
+            if not readinto_exact(self.src, byte_view(t)):
+                raise ValueError(f"storage {key!r} is truncated")
+        t = _map_tensor(t, location, self.map_location)
+        self.storages[key] = _Storage(t)
+        return self.storages[key]
+
+
+def load_zip(src, name, file_end, map_location, encoding="ASCII"):
+    reader = _ZipReader(src, name, file_end, map_location)
+    try:
+        if reader.prefix + "byteorder" in reader.zip.NameToInfo:
+            order = reader.read_entry("byteorder")
+            if order != b"little":
+                raise ValueError(f"byte order {order!r:.20} is not supported (only little-endian)")
+        data = reader.read_entry("data.pkl")
+        return _Unpickler(data, reader, encoding).load()
+    except RefusedGlobal:
+        raise
+    except MemoryError:
+        raise
+    except RuntimeError as e:
+        if str(e).startswith("kindle.load:"):  # map_location errors carry their own context
+            raise
+        raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {e}") from e
+    except Exception as e:
+        raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {type(e).__name__}: {e}") from e
+    finally:
+        reader.zip.close()

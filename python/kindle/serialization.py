@@ -1,0 +1,565 @@
+"""kindle.save / kindle.load: safe checkpoints.
+
+Kindle writes safetensors files: an 8-byte little-endian header length, a JSON header
+{name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then the raw tensor bytes.
+A flat dict of str -> tensor becomes a plain safetensors file any safetensors reader opens;
+nesting and non-tensor values (optimizer state dicts) are described in the "kindle" metadata
+entry as JSON that names the tensors it holds. Nothing in a file is ever executed.
+
+kindle.load also reads PyTorch's zip checkpoints (torch.save's default format) through a
+restricted unpickler (see _torch_pickle.py). Unlike torch.load(weights_only=False), it
+cannot run code from a file, whatever weights_only says.
+
+Every reader validates the whole header before allocating anything, so a truncated or
+hostile file raises ValueError or RuntimeError naming the file, and loading allocates at
+most the file's size plus a small constant.
+"""
+import ctypes
+import io
+import json
+import os
+import struct
+import sys
+import tempfile
+
+from . import _C
+
+__all__ = ["save", "load"]
+
+# Safetensors dtype names, in the spec's spelling.
+_DTYPE_TO_ST = {
+    _C.float64: "F64", _C.float32: "F32", _C.float16: "F16", _C.bfloat16: "BF16",
+    _C.int64: "I64", _C.int32: "I32", _C.int16: "I16", _C.int8: "I8",
+    _C.uint8: "U8", _C.bool: "BOOL",
+}
+_ST_TO_DTYPE = {v: k for k, v in _DTYPE_TO_ST.items()}
+_DTYPE_NAMES = {str(d).split(".")[-1]: d for d in _DTYPE_TO_ST}
+
+_FORMAT_VERSION = 1
+_MAX_DEPTH = 100               # nesting of containers, on save and on load
+_MAX_HEADER = 100 * 1024 ** 2  # safetensors' own limit on the JSON header
+_MAX_DIMS = 64
+_MAX_NUMEL = 2 ** 63 - 1       # products of sizes must fit the core's int64 strides
+
+
+# ---------------------------------------------------------------------------------------
+# tensor memory as bytes
+# ---------------------------------------------------------------------------------------
+
+def byte_view(t):
+    """A writable byte memoryview of a contiguous CPU tensor's memory: shared, never copied.
+
+    The caller keeps `t` alive while it uses the view.
+    """
+    n = t.numel() * t.element_size()
+    if n == 0:
+        return memoryview(bytearray())
+    if t.dtype == _C.bfloat16:  # NumPy has no bfloat16: look at the same bytes as int16
+        try:
+            return memoryview(t.view(_C.int16).numpy()).cast("B")
+        except TypeError:  # Tensor.view(dtype) not available: address the memory directly
+            return memoryview((ctypes.c_ubyte * n).from_address(t.data_ptr())).cast("B")
+    return memoryview(t.numpy()).cast("B")
+
+
+def readinto_exact(src, view):
+    """Fill `view` from `src`; False if the file ends first."""
+    readinto = getattr(src, "readinto", None)
+    while len(view):
+        if readinto is not None:
+            k = readinto(view)
+        else:  # a file object without readinto: bounded chunks
+            chunk = src.read(min(len(view), 1 << 24))
+            k = len(chunk)
+            view[:k] = chunk
+        if not k:
+            return False
+        view = view[k:]
+    return True
+
+
+def write_all(out, data):
+    """Write every byte: raw files may write less than asked (Linux caps one write at ~2 GiB)."""
+    view = memoryview(data)
+    while len(view):
+        k = out.write(view)
+        if k is None:
+            if isinstance(out, io.RawIOBase):
+                raise BlockingIOError("kindle.save: the file is non-blocking and not ready for writing")
+            return  # a file-like object that does not report counts writes everything
+        view = view[k:]
+
+
+# ---------------------------------------------------------------------------------------
+# save
+# ---------------------------------------------------------------------------------------
+
+class _Plan:
+    """What a save writes: the tensors (in file order) and the header bytes.
+
+    Built entirely before the file is opened, so an object that cannot be saved leaves
+    the disk untouched.
+    """
+
+    def __init__(self, obj):
+        self.tensors = []   # (name, tensor)
+        self._names = set()
+        self._active = set()  # ids of the containers on the current path (cycle check)
+        tree = None if self._is_flat(obj) else self._encode(obj, [], 0)
+        if tree is None:
+            for key, t in obj.items():
+                self._add(key, t)
+        self.header = self._header(tree)
+
+    @staticmethod
+    def _is_flat(obj):
+        if not isinstance(obj, dict):
+            return False
+        for k, v in obj.items():
+            if type(k) is not str or k == "__metadata__" or not isinstance(v, _C.Tensor):
+                return False
+            if v.requires_grad or _is_parameter(v):
+                return False
+        return True
+
+    def _add(self, name, t):
+        if t.dtype not in _DTYPE_TO_ST:
+            raise TypeError(f"kindle.save: tensor '{name}' has dtype {t.dtype}, which the format cannot store")
+        base, n = name, 1
+        while name in self._names or name == "__metadata__":
+            name = f"{base}#{n}"
+            n += 1
+        self._names.add(name)
+        self.tensors.append((name, t))
+        return name
+
+    def _encode(self, x, path, depth):
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"kindle.save: object nested deeper than {_MAX_DEPTH} levels at {_where(path)}")
+        if x is None or isinstance(x, (bool, str)):
+            return x
+        if isinstance(x, int):
+            return int(x)
+        if isinstance(x, float):
+            x = float(x)
+            # JSON has no NaN or infinities.
+            return x if x - x == 0 else {"float": repr(x)}
+        if isinstance(x, _C.Tensor):
+            node = {"tensor": self._add(".".join(path) or "tensor", x)}
+            if x.requires_grad:
+                node["requires_grad"] = True
+            if _is_parameter(x):
+                node["parameter"] = True
+            return node
+        if isinstance(x, _C.dtype):
+            return {"dtype": str(x).split(".")[-1]}
+        if isinstance(x, (dict, list, tuple, set, frozenset)):
+            if id(x) in self._active:
+                raise ValueError(f"kindle.save: object contains itself at {_where(path)}")
+            self._active.add(id(x))
+            try:
+                return self._encode_container(x, path, depth)
+            finally:
+                self._active.discard(id(x))
+        raise TypeError(f"kindle.save: cannot save an object of type {type(x).__name__} at {_where(path)}; "
+                        "supported: tensors, dict, list, tuple, set, int, float, bool, str, None and dtypes")
+
+    def _encode_container(self, x, path, depth):
+        if isinstance(x, dict):
+            items = []
+            for k, v in x.items():
+                if type(k) is not str and (type(k) is not int):
+                    raise TypeError(f"kindle.save: dict key {k!r} at {_where(path)} has type {type(k).__name__}; "
+                                    "keys must be str or int")
+                items.append([k, self._encode(v, path + [str(k)], depth + 1)])
+            return {"dict": items}
+        if isinstance(x, (set, frozenset)):
+            return {"set": [self._encode(v, path + [str(i)], depth + 1) for i, v in enumerate(x)]}
+        kind = "tuple" if isinstance(x, tuple) else "list"
+        return {kind: [self._encode(v, path + [str(i)], depth + 1) for i, v in enumerate(x)]}
+
+    def _header(self, tree):
+        metadata = {"format": "pt"}
+        if tree is not None:
+            metadata["kindle"] = json.dumps({"version": _FORMAT_VERSION, "tree": tree},
+                                            separators=(",", ":"), allow_nan=False)
+        header = {"__metadata__": metadata}
+        # Widest dtypes first: with the header padded to 8 bytes, every tensor starts at a
+        # multiple of its element size, so readers can map the file without copying.
+        order = sorted(range(len(self.tensors)), key=lambda i: -self.tensors[i][1].element_size())
+        offsets, pos = {}, 0
+        for i in order:
+            t = self.tensors[i][1]
+            n = t.numel() * t.element_size()
+            offsets[i] = (pos, pos + n)
+            pos += n
+        for i, (name, t) in enumerate(self.tensors):
+            header[name] = {"dtype": _DTYPE_TO_ST[t.dtype], "shape": list(t.shape),
+                            "data_offsets": list(offsets[i])}
+        self.tensors = [self.tensors[i] for i in order]
+        raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+        return raw + b" " * (-len(raw) % 8)
+
+
+def _where(path):
+    return "the top level" if not path else "'" + ".".join(path) + "'"
+
+
+def _is_parameter(t):
+    from . import nn
+    param = getattr(nn, "Parameter", None)
+    return param is not None and isinstance(t, param)
+
+
+def _write_plan(out, plan):
+    write_all(out, struct.pack("<Q", len(plan.header)))
+    write_all(out, plan.header)
+    for name, t in plan.tensors:
+        t = t.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()  # one tensor's copy at a time, never the whole file
+        view = byte_view(t)
+        if len(view) != t.numel() * t.element_size():
+            raise RuntimeError(f"kindle.save: tensor '{name}' changed size while it was being saved")
+        write_all(out, view)
+        del view
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """Save a tensor, or a structure holding tensors, to a safetensors file.
+
+    obj may be a tensor or nested dicts (str or int keys), lists, tuples and sets of
+    tensors, ints, floats, bools, strings, None and dtypes -- model and optimizer state
+    dicts. f is a path or a writable binary file object.
+
+    A dict of str -> tensor is written as a plain safetensors file that any safetensors
+    reader opens; other structures are described in the header's metadata. Tensors are
+    written contiguous. Tensors that share storage (views of one another) are saved once
+    per tensor and come back as independent tensors. Writing to a path is atomic: the data
+    goes to a temporary file in the same folder, which is flushed, fsync'ed and renamed
+    over the target, so a failed save leaves any previous file intact.
+
+    pickle_module, pickle_protocol and the underscore arguments exist for compatibility
+    with torch.save and are ignored: nothing is pickled.
+    """
+    if sys.byteorder != "little":
+        raise NotImplementedError("kindle.save: big-endian machines are not supported")
+    plan = _Plan(obj)
+    if isinstance(f, (str, bytes, os.PathLike)):
+        _atomic_save(os.fsdecode(f), plan)
+        return
+    if isinstance(f, io.TextIOBase) or not hasattr(f, "write"):
+        raise TypeError(f"kindle.save: f must be a path or a binary file object opened for writing, "
+                        f"got {type(f).__name__}")
+    _write_plan(f, plan)
+    if hasattr(f, "flush"):
+        f.flush()
+
+
+def _atomic_save(path, plan):
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = _new_file_mode(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        with open(fd, "wb", buffering=0) as out:
+            _write_plan(out, plan)
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_folder(folder)
+
+
+def _new_file_mode(path):
+    """The mode an ordinary open() would give: keep an existing file's, else 0o666 & ~umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    try:  # reading the umask without setting it (Linux)
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _fsync_folder(folder):
+    # Makes the rename itself durable. Not every platform can open a folder.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------
+# load
+# ---------------------------------------------------------------------------------------
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+    """Load an object saved by kindle.save, a safetensors file, or a torch.save zip checkpoint.
+
+    Nothing in the file is executed, whatever weights_only says: torch checkpoints are read
+    with a restricted unpickler that rebuilds tensors, Parameters, dicts, OrderedDicts,
+    lists, tuples, sets and plain Python values, and raises pickle.UnpicklingError naming
+    any other global. Tensor bytes are read straight into each tensor's memory.
+
+    map_location may be None, 'cpu', kindle.device('cpu'), a dict mapping saved locations
+    to devices, or a callable (storage, location) -> storage or None, as in torch.load;
+    only the CPU is available. mmap is accepted for compatibility (f must then be a path)
+    but tensors are always read into memory. Only pickle_load_args['encoding'] is used.
+    Corrupt or hostile files raise ValueError or RuntimeError naming the file.
+    """
+    if pickle_module is not None:
+        raise TypeError("kindle.load: pickle_module is not supported; Kindle always uses its restricted reader")
+    unknown = set(pickle_load_args) - {"encoding"}
+    if unknown:
+        raise TypeError(f"kindle.load: unexpected keyword argument(s) {sorted(unknown)}")
+    _check_map_location(map_location)
+    is_path = isinstance(f, (str, bytes, os.PathLike))
+    if mmap and not is_path:
+        raise ValueError("kindle.load: f must be a file path in order to use the mmap argument")
+    if is_path:
+        name = os.fsdecode(f)
+        with open(name, "rb", buffering=0) as src:
+            return _load_from(src, name, map_location, pickle_load_args)
+    if not hasattr(f, "read"):
+        raise TypeError(f"kindle.load: f must be a path or a binary file object, got {type(f).__name__}")
+    name = str(getattr(f, "name", "<file object>"))
+    if not (hasattr(f, "seekable") and f.seekable()):
+        f = io.BytesIO(f.read())  # zip and safetensors both need to seek
+    return _load_from(f, name, map_location, pickle_load_args)
+
+
+def _load_from(src, name, map_location, pickle_load_args):
+    from . import _torch_pickle
+    base = src.tell()
+    end = src.seek(0, io.SEEK_END)
+    src.seek(base)
+    head = src.read(9)
+    src.seek(base)
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return _torch_pickle.load_zip(src, name, end, map_location, pickle_load_args.get("encoding", "ASCII"))
+    if len(head) == 9 and head[8:9] != b"{" and head[0] == 0x80 and 2 <= head[1] <= 5:
+        raise RuntimeError(f"kindle.load: {name}: this is a legacy (non-zip) torch.save checkpoint, which Kindle "
+                           "does not read; re-save it with torch.save's default zip format")
+    return _load_safetensors(src, name, base, end - base, map_location)
+
+
+def _fail(name, what):
+    return ValueError(f"kindle.load: {name}: {what}")
+
+
+def _load_safetensors(src, name, base, size, map_location):
+    if size < 8:
+        raise _fail(name, f"file is {size} bytes, too short for a safetensors header")
+    (n,) = struct.unpack("<Q", src.read(8))
+    if n > size - 8:
+        raise _fail(name, f"header length {n} is larger than the rest of the file ({size - 8} bytes); "
+                          "the file is truncated or not a safetensors file")
+    if n > _MAX_HEADER:
+        raise _fail(name, f"header length {n} exceeds the {_MAX_HEADER}-byte limit")
+    raw = src.read(n)
+    if len(raw) != n:
+        raise _fail(name, "file truncated inside the header")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _fail(name, f"header is not valid JSON ({type(e).__name__}: {e})") from None
+    if not isinstance(header, dict):
+        raise _fail(name, f"header must be a JSON object, got {type(header).__name__}")
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (isinstance(metadata, dict) and
+                                     all(isinstance(v, str) for v in metadata.values())):
+        raise _fail(name, "__metadata__ must be an object of string values")
+    specs = [_check_entry(name, key, entry) for key, entry in header.items()]
+    _check_layout(name, specs, size - 8 - n)
+
+    tensors = {}
+    for key, dtype, shape, begin, end in sorted(specs, key=lambda s: s[3]):
+        t = _C.empty(shape, dtype=dtype)
+        if end > begin:
+            src.seek(base + 8 + n + begin)
+            if not readinto_exact(src, byte_view(t)):
+                raise _fail(name, f"file truncated inside tensor '{key}'")
+        tensors[key] = _map_tensor(t, "cpu", map_location)
+    src.seek(base + size)
+
+    tree = (metadata or {}).get("kindle")
+    if tree is None:
+        return {key: tensors[key] for key in header}  # the header's order
+    return _decode_tree(name, tree, tensors)
+
+
+def _check_entry(name, key, entry):
+    what = f"tensor '{key}'"
+    if not isinstance(entry, dict):
+        raise _fail(name, f"{what}: entry must be an object, got {type(entry).__name__}")
+    dtype = entry.get("dtype")
+    if not isinstance(dtype, str) or dtype not in _ST_TO_DTYPE:
+        raise _fail(name, f"{what}: unsupported dtype {dtype!r}; expected one of {sorted(_ST_TO_DTYPE)}")
+    shape = entry.get("shape")
+    if not isinstance(shape, list) or not all(type(s) is int for s in shape):
+        raise _fail(name, f"{what}: shape must be a list of integers, got {shape!r:.200}")
+    offsets = entry.get("data_offsets")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
+        raise _fail(name, f"{what}: data_offsets must be a list of two integers, got {offsets!r:.200}")
+    dtype = _ST_TO_DTYPE[dtype]
+    numel = _checked_numel(shape)
+    if numel is None:
+        raise _fail(name, f"{what}: invalid shape {shape!r:.200} (negative, too many dimensions, "
+                          "or more elements than fit in 64 bits)")
+    begin, end = offsets
+    if begin < 0 or end < begin:
+        raise _fail(name, f"{what}: data_offsets {offsets} are out of order")
+    if end - begin != numel * dtype.itemsize:
+        raise _fail(name, f"{what}: data_offsets {offsets} span {end - begin} bytes but shape {shape} of "
+                          f"{entry['dtype']} needs {numel * dtype.itemsize}")
+    return key, dtype, shape, begin, end
+
+
+def _checked_numel(shape):
+    """numel of a shape, or None if it is negative, too long, or its strides overflow int64."""
+    if len(shape) > _MAX_DIMS:
+        return None
+    numel, span = 1, 1
+    for s in shape:
+        if s < 0 or s > _MAX_NUMEL:
+            return None
+        numel *= s
+        span *= max(s, 1)
+        if span > _MAX_NUMEL:
+            return None
+    return numel
+
+
+def _check_layout(name, specs, data_len):
+    # Tensors must tile the data section exactly: no gaps, no overlaps, nothing past the end.
+    pos = 0
+    for key, _, _, begin, end in sorted(specs, key=lambda s: (s[3], s[4])):
+        if begin != pos:
+            what = "overlaps the previous tensor" if begin < pos else "leaves a gap before it"
+            raise _fail(name, f"tensor '{key}': data_offsets start at {begin}, which {what} (expected {pos})")
+        pos = end
+    if pos > data_len:
+        raise _fail(name, f"tensor data ends at byte {pos} but the file holds only {data_len} bytes of data; "
+                          "the file is truncated")
+    if pos != data_len:
+        raise _fail(name, f"{data_len - pos} bytes after the last tensor are not described by the header")
+
+
+def _decode_tree(name, text, tensors):
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise _fail(name, f"'kindle' metadata is not valid JSON ({type(e).__name__})") from None
+    if not isinstance(doc, dict) or "tree" not in doc:
+        raise _fail(name, "'kindle' metadata must be an object with a 'tree'")
+    if doc.get("version") != _FORMAT_VERSION:
+        raise _fail(name, f"'kindle' metadata has version {doc.get('version')!r}; this Kindle reads version "
+                          f"{_FORMAT_VERSION}")
+    return _decode(name, doc["tree"], tensors, 0)
+
+
+def _decode(name, node, tensors, depth):
+    if depth > _MAX_DEPTH:
+        raise _fail(name, f"'kindle' metadata is nested deeper than {_MAX_DEPTH} levels")
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if not isinstance(node, dict) or not node:
+        raise _fail(name, f"'kindle' metadata: unexpected node {node!r:.100}")
+    tag = next(iter(node))
+    value = node[tag]
+    if tag == "tensor":
+        if not isinstance(value, str) or value not in tensors:
+            raise _fail(name, f"'kindle' metadata references tensor {value!r:.100}, which the file does not hold")
+        t = tensors[value]
+        if node.get("requires_grad") is True:
+            t.requires_grad_(True)
+        if node.get("parameter") is True:
+            from . import nn
+            if getattr(nn, "Parameter", None) is not None:
+                t = nn.Parameter(t, requires_grad=t.requires_grad)
+        return t
+    if tag == "float" and value in ("nan", "inf", "-inf"):
+        return float(value)
+    if tag == "dtype" and value in _DTYPE_NAMES:
+        return _DTYPE_NAMES[value]
+    if tag in ("list", "tuple", "set", "dict") and isinstance(value, list):
+        if tag == "dict":
+            out = {}
+            for pair in value:
+                if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) in (str, int)):
+                    raise _fail(name, f"'kindle' metadata: dict item {pair!r:.100} is not a [str or int key, value] pair")
+                out[pair[0]] = _decode(name, pair[1], tensors, depth + 1)
+            return out
+        items = [_decode(name, v, tensors, depth + 1) for v in value]
+        if tag == "list":
+            return items
+        if tag == "tuple":
+            return tuple(items)
+        try:
+            return set(items)
+        except TypeError:
+            raise _fail(name, "'kindle' metadata: a set holds an unhashable value") from None
+    raise _fail(name, f"'kindle' metadata: unexpected node {node!r:.100}")
+
+
+# ---------------------------------------------------------------------------------------
+# map_location
+# ---------------------------------------------------------------------------------------
+
+def _check_map_location(map_location):
+    if map_location is None or callable(map_location) or isinstance(map_location, dict):
+        return
+    if not isinstance(map_location, str) and not getattr(map_location, "_kindle_device", False):
+        raise TypeError(f"kindle.load: map_location must be None, a str, a kindle.device, a dict or a callable, "
+                        f"got {type(map_location).__name__}")
+    _target_device(map_location, "cpu")
+
+
+def _target_device(target, location):
+    text = str(target)
+    kind = text.split(":", 1)[0]
+    if kind != "cpu":
+        raise RuntimeError(f"kindle.load: cannot map a tensor saved on '{location}' to '{text}': only the CPU "
+                           "is available; pass map_location='cpu'")
+    return text
+
+
+def _map_tensor(t, location, map_location):
+    """Apply torch.load's map_location rules to a freshly read tensor (or storage) saved at `location`."""
+    if map_location is None:
+        _target_device(location, location)
+        return t
+    if isinstance(map_location, dict):
+        _target_device(map_location.get(location, location), location)
+        return t
+    if callable(map_location) and not getattr(map_location, "_kindle_device", False):
+        result = map_location(t, location)
+        if result is None:
+            _target_device(location, location)
+            return t
+        if not isinstance(result, _C.Tensor) or result.dtype != t.dtype or tuple(result.shape) != tuple(t.shape):
+            raise TypeError("kindle.load: map_location callable must return the storage it was given, "
+                            "a tensor of the same dtype and shape, or None")
+        return result
+    _target_device(map_location, location)
+    return t
