@@ -18,6 +18,7 @@ from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401,E402
 from .autograd import is_inference_mode_enabled  # noqa: F401,E402
+from .serialization import save, load  # noqa: E402,F401
 
 default_generator = _C.default_generator()  # shares its state with kindle.manual_seed
 
