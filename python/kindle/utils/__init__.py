@@ -1,0 +1,2 @@
+"""kindle.utils: data loading (kindle.utils.data), mirroring torch.utils."""
+from . import data  # noqa: F401
