@@ -16,9 +16,12 @@ from ._C import Tensor, Generator, dtype  # noqa: F401
 
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
+from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401,E402
 from .autograd import is_inference_mode_enabled  # noqa: F401,E402
 from .serialization import save, load  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
+from . import utils  # noqa: E402,F401  (kindle.utils.data)
 
 default_generator = _C.default_generator()  # shares its state with kindle.manual_seed
 
@@ -134,3 +137,11 @@ Tensor.__str__ = _tensor_str
 Tensor.__format__ = lambda self, spec: self.item().__format__(spec) if self.dim() == 0 else repr(self)
 Tensor.__reversed__ = lambda self: _C.flip(self, 0)
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
+
+
+def __getattr__(name):
+    # kindle.multiprocessing is imported on first use: `import kindle` stays fast.
+    if name == "multiprocessing":
+        import importlib
+        return importlib.import_module(".multiprocessing", __name__)
+    raise AttributeError(f"module 'kindle' has no attribute '{name}'")
