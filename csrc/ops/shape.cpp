@@ -4,6 +4,7 @@
 
 #include "native_ops.h"
 #include "ops/kernels.h"
+#include "kindle/autograd.h"
 
 namespace kindle {
 namespace {
@@ -538,6 +539,42 @@ Tensor native_unfold(const Tensor& self, int64_t dimension, int64_t size, int64_
   sz.push_back(size);
   st.push_back(self.strides()[d]);
   return view_of(self, sz, st, self.storage_offset());
+}
+
+Tensor view_dtype(const Tensor& self, DType dtype) {
+  KINDLE_CHECK(!(self.requires_grad() && autograd::GradMode::is_enabled() && dtype != self.dtype()),
+               "view(dtype): viewing a tensor that requires grad as ", dtype_name(dtype), " is not differentiable; detach() it first");
+  const int64_t from = int64_t(itemsize(self.dtype())), to = int64_t(itemsize(dtype));
+  if (from == to) {
+    return Tensor(intrusive_ptr<TensorImpl>::make(self.impl()->storage(), dtype, self.sizes(), self.strides(),
+                                                  self.storage_offset()));
+  }
+  const int64_t d = self.dim();
+  KINDLE_CHECK(d > 0, "view(dtype): self must have at least 1 dimension to view ", dtype_name(self.dtype()), " as ",
+               dtype_name(dtype), " (element sizes ", from, " and ", to, " differ)");
+  KINDLE_CHECK(self.stride(-1) == 1, "view(dtype): self.stride(-1) must be 1 to view ", dtype_name(self.dtype()),
+               " as ", dtype_name(dtype), " (element sizes ", from, " and ", to, " differ), but got ", self.stride(-1));
+  DimVector sizes(self.sizes()), strides(self.strides());
+  int64_t offset = self.storage_offset();
+  if (from > to) {  // each element becomes several
+    const int64_t r = from / to;
+    sizes[d - 1] *= r;
+    for (int64_t i = 0; i < d - 1; ++i) strides[i] *= r;
+    offset *= r;
+  } else {
+    const int64_t r = to / from;
+    KINDLE_CHECK(sizes[d - 1] % r == 0, "view(dtype): self.size(-1) must be divisible by ", r, " to view ",
+                 dtype_name(self.dtype()), " as ", dtype_name(dtype), ", but got ", sizes[d - 1]);
+    KINDLE_CHECK(offset % r == 0, "view(dtype): self.storage_offset() must be divisible by ", r, " to view ",
+                 dtype_name(self.dtype()), " as ", dtype_name(dtype), ", but got ", offset);
+    for (int64_t i = 0; i < d - 1; ++i)
+      KINDLE_CHECK(strides[i] % r == 0, "view(dtype): self.stride(", i, ") must be divisible by ", r, " to view ",
+                   dtype_name(self.dtype()), " as ", dtype_name(dtype), ", but got ", strides[i]);
+    sizes[d - 1] /= r;
+    for (int64_t i = 0; i < d - 1; ++i) strides[i] /= r;
+    offset /= r;
+  }
+  return Tensor(intrusive_ptr<TensorImpl>::make(self.impl()->storage(), dtype, sizes, strides, offset));
 }
 
 }  // namespace kindle

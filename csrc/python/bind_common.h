@@ -39,6 +39,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_indexing(nb::class_<Tensor>& cls);
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_optim(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);
 int tensor_tp_clear(PyObject* self);
 

@@ -148,4 +148,5 @@ NB_MODULE(_C, m) {
   bind_numpy(m, cls);
   bind_autograd(m, cls);
   bind_generated_ops(m, cls);
+  bind_optim(m);
 }

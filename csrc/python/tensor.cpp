@@ -3,6 +3,7 @@
 #include <nanobind/stl/string_view.h>
 
 #include "python/bind_common.h"
+#include "kindle/shared_memory.h"
 
 namespace kindle::python {
 namespace {
@@ -100,6 +101,24 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::arg("requires_grad") = true);
   cls.def_prop_rw("data", [](const Tensor& t) { return t.detach(); },
                   [](const Tensor& t, const Tensor& o) { t.impl()->set_data(*o.impl()); });
+  cls.def("view", [](const Tensor& t, DType d) { return view_dtype(t, d); }, nb::arg("dtype"));
+  // Like torch.Tensor._make_subclass: an instance of cls (e.g. nn.Parameter) that is a fresh leaf
+  // over data's storage.
+  cls.def_static("_make_subclass", [](nb::type_object cls, const Tensor& data, bool require_grad) {
+    nb::object self = nb::inst_alloc(cls);
+    new (nb::inst_ptr<Tensor>(self)) Tensor(data.detach());
+    nb::inst_mark_ready(self);
+    nb::inst_ptr<Tensor>(self)->requires_grad_(require_grad);
+    return self;
+  }, nb::arg("cls"), nb::arg("data"), nb::arg("require_grad") = false);
+  cls.def("share_memory_", [](nb::handle_t<Tensor> h) { share_memory_(*nb::inst_ptr<Tensor>(h)); return nb::borrow(h); });
+  cls.def("is_shared", [](const Tensor& t) { return is_shared(t); });
+  m.def("_share_fd", [](const Tensor& t) {
+    return std::make_tuple(shared_memory_fd(t), t.impl()->storage()->nbytes());
+  });
+  m.def("_tensor_from_fd", [](int fd, size_t nbytes, DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                              int64_t offset) { return tensor_from_shared_fd(fd, nbytes, dtype, sizes, strides, offset); },
+        nb::arg("fd"), nb::arg("nbytes"), nb::arg("dtype"), nb::arg("sizes"), nb::arg("strides"), nb::arg("storage_offset"));
   cls.def("size", [](const Tensor& t) { return make_size(t.sizes()); });
   cls.def("size", [](const Tensor& t, int64_t d) { return t.size(d); }, nb::arg("dim"));
   cls.def("stride", [](const Tensor& t) { return nb::tuple(nb::cast(t.strides().vec())); });

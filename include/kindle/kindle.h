@@ -5,3 +5,5 @@
 #include "kindle/parallel.h"
 #include "kindle/operators.h"
 #include "kindle/autograd.h"
+#include "kindle/optim.h"
+#include "kindle/shared_memory.h"

@@ -47,6 +47,13 @@ class StorageImpl : public RefCounted<StorageImpl> {
   Device device() const { return device_; }
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  // Moves the bytes to a new owner in place (every view follows): used by share_memory_().
+  void reset_data(DataPtr p) {
+    DataPtr old = ptr_;
+    ptr_ = p;
+    if (old.free_fn) old.free_fn(old.ctx, old.data, nbytes_);
+  }
+  const DataPtr& data_ptr() const { return ptr_; }
 
  private:
   DataPtr ptr_;

@@ -148,6 +148,9 @@ Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = kCPU);
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device = kCPU);
 // A new TensorImpl viewing `base`'s storage (shares the version counter).
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+// Tensor.view(dtype): the same bytes read as another dtype (the last dimension scales when the
+// element sizes differ, as in PyTorch). Not differentiable.
+Tensor view_dtype(const Tensor& self, DType dtype);
 // A 0-d tensor holding `s`, flagged as a wrapped number for type promotion.
 Tensor scalar_to_tensor(const Scalar& s, Device device = kCPU);
 Tensor scalar_tensor_of(const Scalar& s, DType dtype, Device device = kCPU);

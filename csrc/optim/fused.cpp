@@ -1,0 +1,248 @@
+// Fused optimizer steps (see kindle/optim.h). Each step is one elementwise pass over all the
+// parameters of a group: the group's elements are split across threads as one flat range, so
+// many small tensors parallelise as well as one large one. Tensors that are not contiguous
+// float32/float64 (half precision, strided) are staged through contiguous float copies.
+#include "kindle/optim.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu/parallel.h"
+#include "kindle/autograd.h"
+#include "kindle/error.h"
+#include "ops/kernels.h"
+
+namespace kindle::optim {
+namespace {
+
+// Calls f(i, begin, end) for the pieces of tensor i covered by the flat range of all elements.
+template <typename F>
+void for_each_piece(const std::vector<int64_t>& numels, const F& f) {
+  std::vector<int64_t> start(numels.size() + 1, 0);
+  for (size_t i = 0; i < numels.size(); ++i) start[i + 1] = start[i] + numels[i];
+  cpu::parallel_for(0, start.back(), cpu::kGrainSize, [&](int64_t b, int64_t e) {
+    size_t i = size_t(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
+    for (; i < numels.size() && start[i] < e; ++i) {
+      int64_t lo = std::max(b, start[i]) - start[i], hi = std::min(e, start[i + 1]) - start[i];
+      if (lo < hi) f(i, lo, hi);
+    }
+  });
+}
+
+// The tensors of one parameter that a step reads and writes: slot 0 is the parameter, slot 1
+// the gradient, the rest its state. Fast when every slot is contiguous and of the parameter's
+// float32/float64 dtype; otherwise the slots are staged in contiguous copies and copied back.
+struct Group {
+  const char* op;
+  std::vector<std::vector<Tensor>> slots;  // [param][slot]
+  std::vector<std::vector<Tensor>> staged;
+  DType dtype = kFloat32;
+
+  Group(const char* op_, TensorList params, TensorList grads, std::initializer_list<TensorList> states) : op(op_) {
+    const size_t n = params.size();
+    KINDLE_CHECK(grads.size() == n, op, ": got ", n, " parameters but ", grads.size(), " gradients");
+    for (TensorList s : states)
+      KINDLE_CHECK(s.empty() || s.size() == n, op, ": got ", n, " parameters but ", s.size(), " state tensors");
+    if (n) dtype = params[0].dtype();
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Tensor> row{params[i], grads[i]};
+      for (TensorList s : states)
+        if (!s.empty()) row.push_back(s[i]);
+      for (size_t k = 1; k < row.size(); ++k)
+        KINDLE_CHECK(row[k].sizes() == params[i].sizes(), op, ": parameter ", i, " has shape ", params[i].sizes(),
+                     " but its ", k == 1 ? "gradient" : "state", " has shape ", row[k].sizes());
+      KINDLE_CHECK(params[i].is_floating_point(), op, ": parameter ", i, " has dtype ", params[i].dtype(),
+                   "; optimizers step floating-point parameters only");
+      KINDLE_CHECK(params[i].dtype() == dtype, op, ": parameters of one call must share a dtype (",
+                   dtype, " and ", params[i].dtype(), "); call once per dtype");
+      slots.push_back(std::move(row));
+    }
+    bool direct = dtype == kFloat32 || dtype == kFloat64;
+    for (auto& row : slots)
+      for (auto& t : row) direct = direct && t.is_contiguous() && t.dtype() == dtype;
+    if (!direct) {
+      DType compute = dtype == kFloat64 ? kFloat64 : kFloat32;
+      for (auto& row : slots) {
+        std::vector<Tensor> s;
+        for (auto& t : row) s.push_back(t.to(compute).contiguous().clone());
+        staged.push_back(std::move(s));
+      }
+      dtype = compute;
+    }
+  }
+  std::vector<Tensor>& row(size_t i) { return staged.empty() ? slots[i] : staged[i]; }
+  std::vector<int64_t> numels() const {
+    std::vector<int64_t> r;
+    for (auto& row : slots) r.push_back(row[0].numel());
+    return r;
+  }
+  template <typename T> T* ptr(size_t i, size_t k) { return static_cast<T*>(row(i)[k].data_ptr()); }
+  // Writes staged results back (every slot but the gradient) and bumps the versions.
+  void finish() {
+    autograd::NoGradGuard g;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      for (size_t k = 0; k < slots[i].size(); ++k) {
+        if (k == 1) continue;
+        if (!staged.empty()) slots[i][k].copy_(staged[i][k]);
+        else slots[i][k].bump_version();
+      }
+    }
+  }
+};
+
+template <typename F>
+void dispatch_float(DType d, const F& f) {
+  if (d == kFloat64) f(double{});
+  else f(float{});
+}
+
+}  // namespace
+
+void sgd_step(TensorList params, TensorList grads, std::vector<Tensor>& momentum_buffers, const SGDHyper& h) {
+  const size_t n = params.size();
+  KINDLE_CHECK(momentum_buffers.size() == n, "sgd_step: got ", n, " parameters but ", momentum_buffers.size(),
+               " momentum buffers");
+  std::vector<bool> first(n, false);
+  if (h.momentum != 0) {
+    // A missing buffer starts as the (decayed) gradient: stage it as zeros and flag the element.
+    for (size_t i = 0; i < n; ++i)
+      if (!momentum_buffers[i].defined()) {
+        momentum_buffers[i] = zeros_like(params[i]);
+        first[i] = true;
+      }
+  }
+  std::vector<Tensor> bufs = h.momentum != 0 ? momentum_buffers : std::vector<Tensor>{};
+  Group grp("sgd_step", params, grads, {TensorList(bufs)});
+  const bool has_buf = h.momentum != 0;
+  dispatch_float(grp.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T lr = T(h.lr), wd = T(h.weight_decay), mom = T(h.momentum), damp1 = T(1 - h.dampening);
+    for_each_piece(grp.numels(), [&](size_t i, int64_t b, int64_t e) {
+      T* p = grp.ptr<T>(i, 0);
+      const T* g = grp.ptr<T>(i, 1);
+      T* buf = has_buf ? grp.ptr<T>(i, 2) : nullptr;
+      const bool fresh = has_buf && first[i];
+      for (int64_t j = b; j < e; ++j) {
+        T d = h.maximize ? -g[j] : g[j];
+        if (h.weight_decay != 0) d = d + wd * p[j];
+        if (has_buf) {
+          T m = fresh ? d : buf[j] * mom + damp1 * d;
+          buf[j] = m;
+          d = h.nesterov ? d + mom * m : m;
+        }
+        p[j] = p[j] - lr * d;
+      }
+    });
+  });
+  grp.finish();
+}
+
+void adam_step(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
+               TensorList max_exp_avg_sqs, const std::vector<int64_t>& steps, const AdamHyper& h) {
+  KINDLE_CHECK(steps.size() == params.size(), "adam_step: got ", params.size(), " parameters but ", steps.size(),
+               " step counts");
+  KINDLE_CHECK(!h.amsgrad || max_exp_avg_sqs.size() == params.size(), "adam_step: amsgrad needs max_exp_avg_sqs");
+  for (int64_t s : steps) KINDLE_CHECK(s >= 1, "adam_step: step counts start at 1, got ", s);
+  Group grp("adam_step", params, grads, {exp_avgs, exp_avg_sqs, h.amsgrad ? max_exp_avg_sqs : TensorList{}});
+  dispatch_float(grp.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T b1c = T(1 - h.beta1), b2 = T(h.beta2), b2c = T(1 - h.beta2), eps = T(h.eps), wd = T(h.weight_decay);
+    const T decay = T(1 - h.lr * h.weight_decay);
+    for_each_piece(grp.numels(), [&](size_t i, int64_t b, int64_t e) {
+      const double bc1 = 1 - std::pow(h.beta1, double(steps[i])), bc2 = 1 - std::pow(h.beta2, double(steps[i]));
+      const T step_size = T(h.lr / bc1), bc2_sqrt = T(std::sqrt(bc2));
+      T* p = grp.ptr<T>(i, 0);
+      const T* g = grp.ptr<T>(i, 1);
+      T* m = grp.ptr<T>(i, 2);
+      T* v = grp.ptr<T>(i, 3);
+      T* vmax = h.amsgrad ? grp.ptr<T>(i, 4) : nullptr;
+      for (int64_t j = b; j < e; ++j) {
+        T d = h.maximize ? -g[j] : g[j];
+        T pj = p[j];
+        if (h.weight_decay != 0) {
+          if (h.decoupled_weight_decay) pj = pj * decay;
+          else d = d + wd * pj;
+        }
+        T mj = m[j] + b1c * (d - m[j]);  // lerp(m, d, 1 - beta1), as torch computes it for weights < 0.5
+        T vj = v[j] * b2 + b2c * d * d;
+        m[j] = mj;
+        v[j] = vj;
+        if (vmax) vj = vmax[j] = std::max(vmax[j], vj);
+        T denom = std::sqrt(vj) / bc2_sqrt + eps;
+        p[j] = pj - step_size * (mj / denom);
+      }
+    });
+  });
+  grp.finish();
+}
+
+void rmsprop_step(TensorList params, TensorList grads, TensorList square_avgs, TensorList grad_avgs,
+                  TensorList momentum_buffers, const RMSpropHyper& h) {
+  KINDLE_CHECK(!h.centered || grad_avgs.size() == params.size(), "rmsprop_step: centered needs grad_avgs");
+  KINDLE_CHECK(h.momentum <= 0 || momentum_buffers.size() == params.size(),
+               "rmsprop_step: momentum needs momentum_buffers");
+  TensorList ga = h.centered ? grad_avgs : TensorList{}, mb = h.momentum > 0 ? momentum_buffers : TensorList{};
+  Group grp("rmsprop_step", params, grads, {square_avgs, ga, mb});
+  dispatch_float(grp.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T lr = T(h.lr), alpha = T(h.alpha), alpha_c = T(1 - h.alpha), eps = T(h.eps), wd = T(h.weight_decay),
+            mom = T(h.momentum);
+    for_each_piece(grp.numels(), [&](size_t i, int64_t b, int64_t e) {
+      T* p = grp.ptr<T>(i, 0);
+      const T* g = grp.ptr<T>(i, 1);
+      T* sq = grp.ptr<T>(i, 2);
+      size_t k = 3;
+      T* gavg = h.centered ? grp.ptr<T>(i, k++) : nullptr;
+      T* buf = h.momentum > 0 ? grp.ptr<T>(i, k++) : nullptr;
+      for (int64_t j = b; j < e; ++j) {
+        T d = h.maximize ? -g[j] : g[j];
+        if (h.weight_decay != 0) d = d + wd * p[j];
+        T s = sq[j] * alpha + alpha_c * d * d;
+        sq[j] = s;
+        T avg;
+        if (gavg) {
+          T ga_j = gavg[j] + alpha_c * (d - gavg[j]);
+          gavg[j] = ga_j;
+          avg = std::sqrt(s - ga_j * ga_j) + eps;
+        } else {
+          avg = std::sqrt(s) + eps;
+        }
+        if (buf) {
+          T bj = buf[j] * mom + d / avg;
+          buf[j] = bj;
+          p[j] = p[j] - lr * bj;
+        } else {
+          p[j] = p[j] - lr * (d / avg);
+        }
+      }
+    });
+  });
+  grp.finish();
+}
+
+void adagrad_step(TensorList params, TensorList grads, TensorList state_sums, const std::vector<int64_t>& steps,
+                  const AdagradHyper& h) {
+  KINDLE_CHECK(steps.size() == params.size(), "adagrad_step: got ", params.size(), " parameters but ",
+               steps.size(), " step counts");
+  Group grp("adagrad_step", params, grads, {state_sums});
+  dispatch_float(grp.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T eps = T(h.eps), wd = T(h.weight_decay);
+    for_each_piece(grp.numels(), [&](size_t i, int64_t b, int64_t e) {
+      const T clr = T(h.lr / (1 + double(steps[i] - 1) * h.lr_decay));
+      T* p = grp.ptr<T>(i, 0);
+      const T* g = grp.ptr<T>(i, 1);
+      T* sum = grp.ptr<T>(i, 2);
+      for (int64_t j = b; j < e; ++j) {
+        T d = h.maximize ? -g[j] : g[j];
+        if (h.weight_decay != 0) d = d + wd * p[j];
+        T s = sum[j] + d * d;
+        sum[j] = s;
+        p[j] = p[j] - clr * (d / (std::sqrt(s) + eps));
+      }
+    });
+  });
+  grp.finish();
+}
+
+}  // namespace kindle::optim

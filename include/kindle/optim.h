@@ -1,0 +1,45 @@
+// Fused optimizer steps: one call updates every parameter of a group in a single pass over its
+// memory (the Python and C++ optimizers both call these; the algorithms are PyTorch's
+// single-tensor ones, step for step, so trajectories match torch's within rounding).
+// State tensors (moments, buffers) are created by the caller except SGD's momentum buffers,
+// which appear on the first step as in PyTorch. Grads must have their parameter's shape.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "kindle/tensor.h"
+
+namespace kindle::optim {
+
+struct SGDHyper {
+  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false, maximize = false;
+};
+// momentum_buffers[i] undefined on the first step: created from the gradient.
+void sgd_step(TensorList params, TensorList grads, std::vector<Tensor>& momentum_buffers, const SGDHyper& h);
+
+struct AdamHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool amsgrad = false, maximize = false, decoupled_weight_decay = false;  // decoupled: AdamW
+};
+// steps[i]: parameter i's step count, already incremented (>= 1). max_exp_avg_sqs: empty
+// unless amsgrad.
+void adam_step(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
+               TensorList max_exp_avg_sqs, const std::vector<int64_t>& steps, const AdamHyper& h);
+
+struct RMSpropHyper {
+  double lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0;
+  bool centered = false, maximize = false;
+};
+// grad_avgs: empty unless centered; momentum_buffers: empty unless momentum > 0.
+void rmsprop_step(TensorList params, TensorList grads, TensorList square_avgs, TensorList grad_avgs,
+                  TensorList momentum_buffers, const RMSpropHyper& h);
+
+struct AdagradHyper {
+  double lr = 1e-2, lr_decay = 0, weight_decay = 0, eps = 1e-10;
+  bool maximize = false;
+};
+void adagrad_step(TensorList params, TensorList grads, TensorList state_sums, const std::vector<int64_t>& steps,
+                  const AdagradHyper& h);
+
+}  // namespace kindle::optim
