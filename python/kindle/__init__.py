@@ -17,6 +17,7 @@ from ._C import Tensor, Generator, dtype  # noqa: F401
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)
+from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401,E402
 from .autograd import is_inference_mode_enabled  # noqa: F401,E402
 from .serialization import save, load  # noqa: E402,F401

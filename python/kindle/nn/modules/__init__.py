@@ -1,0 +1,29 @@
+"""The layers of kindle.nn (torch.nn.modules)."""
+from .module import Module  # noqa: F401
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .linear import Bilinear, Identity, Linear  # noqa: F401
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,  # noqa: F401
+                      AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,  # noqa: F401
+                        InstanceNorm3d)
+from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,  # noqa: F401
+                         LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d,
+                         Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold)
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,  # noqa: F401
+                   HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
+                   PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .shape import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Flatten,  # noqa: F401
+                    PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
+                    ReplicationPad2d, Unflatten, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d,
+                    ZeroPad2d)
+
+from . import (activation, batchnorm, container, conv, distance, dropout, linear, loss, module,  # noqa: E402
+               normalization, pooling, shape, sparse)
+
+__all__ = [name for m in (module, container, linear, conv, pooling, batchnorm, normalization, dropout, sparse,
+                          activation, loss, distance, shape) for name in m.__all__]
