@@ -237,6 +237,9 @@ class _ZipReader:
         if len(local) != 30 or local[:4] != b"PK\x03\x04":
             raise ValueError(f"entry {info.filename!r} has no valid local header")
         name_len, extra_len = struct.unpack("<HH", local[26:30])
+        local_name = self.src.read(name_len).decode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace")
+        if local_name != info.orig_filename:  # the central directory and the entry disagree
+            raise ValueError(f"entry {info.filename!r} has local header name {local_name!r:.100}")
         start = info.header_offset + 30 + name_len + extra_len
         if start + info.file_size > self.file_end:
             raise ValueError(f"entry {info.filename!r} ({info.file_size} bytes) runs past the end of the file")
@@ -292,7 +295,8 @@ def load_zip(src, name, file_end, map_location, encoding="ASCII"):
         if str(e).startswith("kindle.load:"):  # map_location errors carry their own context
             raise
         raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {e}") from e
-    except Exception as e:
-        raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {type(e).__name__}: {e}") from e
+    except Exception as e:  # our checks raise ValueError; anything else is the pickle machinery choking
+        what = str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
+        raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {what}") from e
     finally:
         reader.zip.close()

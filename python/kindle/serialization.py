@@ -492,6 +492,8 @@ def _decode(name, node, tensors, depth):
             raise _fail(name, f"'kindle' metadata references tensor {value!r:.100}, which the file does not hold")
         t = tensors[value]
         if node.get("requires_grad") is True:
+            if not t.is_floating_point():
+                raise _fail(name, f"'kindle' metadata asks tensor {value!r:.100} of {t.dtype} to require grad")
             t.requires_grad_(True)
         if node.get("parameter") is True:
             from . import nn
