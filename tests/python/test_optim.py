@@ -551,3 +551,29 @@ def test_no_warnings_in_normal_use():
         opt = optim.AdamW(params)
         _train(opt, loss, 3)
         opt.load_state_dict(opt.state_dict())
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1}),
+                                         ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+                                         ("AdamW", {}), ("RMSprop", {"centered": True, "momentum": 0.5}),
+                                         ("Adagrad", {"lr_decay": 0.1}), ("NAdam", {}), ("RAdam", {}),
+                                         ("Adamax", {})])
+def test_mixed_group_matches_torch(torch, name, kwargs):
+    # One group holding a non-contiguous float32 leaf (with a non-contiguous grad), a float64
+    # parameter, an empty one and a 0-d one: the fused kernels take one dtype per call.
+    a = np.random.default_rng(1).standard_normal((4, 3))
+    results = []
+    for lib, mod in ((kindle, optim), (torch, torch.optim)):
+        params = [lib.tensor(a.astype(np.float32)).t().detach().requires_grad_(),
+                  lib.tensor(a).requires_grad_(), lib.zeros(0, requires_grad=True),
+                  lib.tensor(np.float32(1.5)).requires_grad_()]
+        opt = getattr(mod, name)(params, **kwargs)
+        for _ in range(5):
+            opt.zero_grad()
+            sum((p * p * p).sum() for p in params).backward()
+            params[0].grad = params[0].grad.t().contiguous().t()
+            opt.step()
+        results.append(_values(params))
+    for k, t in zip(*results):
+        assert k.dtype == t.dtype and k.shape == t.shape
+    _assert_close(*results, rtol=1e-5, atol=1e-6)

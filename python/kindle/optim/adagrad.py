@@ -2,9 +2,9 @@
 import kindle
 from kindle import Tensor
 
-from . import _kernels
+from kindle._C import _optim
 from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _step_tensor, _to_scalar, _use_grad)
+                        _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["Adagrad"]
 
@@ -79,7 +79,8 @@ class Adagrad(Optimizer):
                 steps.append(int(step_t.item()))
             if not params:
                 continue
-            _kernels.adagrad_step(params, grads, sums, steps, float(_to_scalar(group["lr"])),
-                                  float(group["lr_decay"]), float(group["weight_decay"]),
-                                  float(group["eps"]), bool(group["maximize"]))
+            for lists in _split_by_dtype(params, grads, sums, steps):
+                _optim.adagrad_step(*lists, float(_to_scalar(group["lr"])),
+                                    float(group["lr_decay"]), float(group["weight_decay"]),
+                                    float(group["eps"]), bool(group["maximize"]))
         return loss

@@ -2,9 +2,9 @@
 import kindle
 from kindle import Tensor
 
-from . import _kernels
+from kindle._C import _optim
 from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _step_tensor, _to_scalar, _use_grad)
+                        _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["Adam"]
 
@@ -78,14 +78,15 @@ class Adam(Optimizer):
             with kindle.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
-            self._init_group(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
-            if not params:
+            # params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps
+            lists = ([], [], [], [], [], [])
+            self._init_group(group, *lists)
+            if not lists[0]:
                 continue
             beta1, beta2 = group["betas"]
-            _kernels.adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
-                               float(_to_scalar(group["lr"])), float(_to_scalar(beta1)),
-                               float(_to_scalar(beta2)), float(group["eps"]),
-                               float(group["weight_decay"]), bool(group["amsgrad"]),
-                               bool(group["maximize"]), bool(group["decoupled_weight_decay"]))
+            for sub in _split_by_dtype(*lists):
+                _optim.adam_step(*sub, float(_to_scalar(group["lr"])), float(_to_scalar(beta1)),
+                                 float(_to_scalar(beta2)), float(group["eps"]),
+                                 float(group["weight_decay"]), bool(group["amsgrad"]),
+                                 bool(group["maximize"]), bool(group["decoupled_weight_decay"]))
         return loss

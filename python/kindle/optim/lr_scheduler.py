@@ -241,7 +241,8 @@ class MultiStepLR(LRScheduler):
 
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
-        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
+                for base_lr in self.base_lrs]
 
 
 class ConstantLR(LRScheduler):
@@ -757,14 +758,17 @@ class OneCycleLR(LRScheduler):
             return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
                     "start_momentum": start_momentum, "end_momentum": end_momentum}
 
+        # (end step, lr from -> to, momentum from -> to) of each phase.
+        warmup_end = float(pct_start * self.total_steps) - 1
         if three_phase:
             self._schedule_phases = [
-                phase(float(pct_start * self.total_steps) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
+                      "base_momentum", "max_momentum"),
                 phase(self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
             self._schedule_phases = [
-                phase(float(pct_start * self.total_steps) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                 phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
 
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):

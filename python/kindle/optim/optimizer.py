@@ -76,7 +76,9 @@ def _typename(obj):
     if isinstance(obj, Tensor):
         return "kindle.Tensor"
     t = type(obj)
-    return t.__qualname__ if t.__module__ in ("builtins", "__builtin__") else f"{t.__module__}.{t.__qualname__}"
+    if t.__module__ == "builtins":
+        return t.__qualname__
+    return f"{t.__module__}.{t.__qualname__}"
 
 
 def _use_grad(step):
@@ -119,6 +121,20 @@ def _check_not_differentiable(differentiable):
 def _step_tensor(value=0.0):
     """state['step'] as torch keeps it: a 0-d float32 tensor on the CPU."""
     return kindle.tensor(float(value), dtype=kindle.float32)
+
+
+def _split_by_dtype(params, *lists):
+    """Yields (params, *lists) restricted to one dtype and device at a time: a fused kernel call
+    takes one of each, while a torch parameter group may mix them. Empty lists stay empty."""
+    keys = [(p.dtype, str(p.device)) for p in params]
+    if all(k == keys[0] for k in keys):
+        yield (params, *lists)
+        return
+    buckets = {}
+    for i, k in enumerate(keys):
+        buckets.setdefault(k, []).append(i)
+    for idx in buckets.values():
+        yield ([params[i] for i in idx], *([seq[i] for i in idx] if seq else seq for seq in lists))
 
 
 def _sparse_check(grad, name):

@@ -2,9 +2,9 @@
 import kindle
 from kindle import Tensor
 
-from . import _kernels
+from kindle._C import _optim
 from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _step_tensor, _to_scalar, _use_grad)
+                        _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["RMSprop"]
 
@@ -72,8 +72,8 @@ class RMSprop(Optimizer):
                 step_t += 1  # bookkeeping only: RMSprop's update does not read the count
             if not params:
                 continue
-            _kernels.rmsprop_step(params, grads, square_avgs, grad_avgs, bufs,
-                                  float(_to_scalar(group["lr"])), float(group["alpha"]),
-                                  float(group["eps"]), float(group["weight_decay"]),
-                                  float(momentum), bool(centered), bool(group["maximize"]))
+            for lists in _split_by_dtype(params, grads, square_avgs, grad_avgs, bufs):
+                _optim.rmsprop_step(*lists, float(_to_scalar(group["lr"])), float(group["alpha"]),
+                                    float(group["eps"]), float(group["weight_decay"]),
+                                    float(momentum), bool(centered), bool(group["maximize"]))
         return loss

@@ -1,8 +1,9 @@
 """Stochastic gradient descent, optionally with momentum (torch.optim.SGD)."""
 import kindle
 
-from . import _kernels
-from .optimizer import Optimizer, _check_hyper, _check_not_differentiable, _sparse_check, _to_scalar, _use_grad
+from kindle._C import _optim
+from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
+                        _split_by_dtype, _to_scalar, _use_grad)
 
 __all__ = ["SGD"]
 
@@ -56,12 +57,13 @@ class SGD(Optimizer):
                 bufs.append(self.state[p].get("momentum_buffer") if momentum != 0 else None)
             if not params:
                 continue
-            bufs = _kernels.sgd_step(params, grads, bufs, float(_to_scalar(group["lr"])),
-                                     float(momentum), float(group["dampening"]),
+            for ps, gs, bs in _split_by_dtype(params, grads, bufs):
+                bs = _optim.sgd_step(ps, gs, bs, float(_to_scalar(group["lr"])), float(momentum),
+                                     float(group["dampening"]),
                                      float(_to_scalar(group["weight_decay"])),
                                      bool(group["nesterov"]), bool(group["maximize"]))
-            if momentum != 0:
-                for p, buf in zip(params, bufs):
-                    self.state[p]["momentum_buffer"] = buf
+                if momentum != 0:  # the kernel creates the buffers on the first step
+                    for p, buf in zip(ps, bs):
+                        self.state[p]["momentum_buffer"] = buf
         return loss
 
