@@ -105,11 +105,11 @@ class _Plan:
         self.tensors = []   # (name, tensor)
         self._names = set()
         self._active = set()  # ids of the containers on the current path (cycle check)
-        tree = None if self._is_flat(obj) else self._encode(obj, [], 0)
-        if tree is None:
+        flat = self._is_flat(obj)
+        if flat:
             for key, t in obj.items():
                 self._add(key, t)
-        self.header = self._header(tree)
+        self.header = self._header(flat, None if flat else self._encode(obj, [], 0))
 
     @staticmethod
     def _is_flat(obj):
@@ -178,9 +178,9 @@ class _Plan:
         kind = "tuple" if isinstance(x, tuple) else "list"
         return {kind: [self._encode(v, path + [str(i)], depth + 1) for i, v in enumerate(x)]}
 
-    def _header(self, tree):
+    def _header(self, flat, tree):
         metadata = {"format": "pt"}
-        if tree is not None:
+        if not flat:
             metadata["kindle"] = json.dumps({"version": _FORMAT_VERSION, "tree": tree},
                                             separators=(",", ":"), allow_nan=False)
         header = {"__metadata__": metadata}
@@ -259,6 +259,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
 def _atomic_save(path, plan):
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise RuntimeError(f"kindle.save: parent directory {folder} does not exist")
     mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
@@ -509,7 +511,8 @@ def _decode(name, node, tensors, depth):
             out = {}
             for pair in value:
                 if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) in (str, int)):
-                    raise _fail(name, f"'kindle' metadata: dict item {pair!r:.100} is not a [str or int key, value] pair")
+                    raise _fail(name, f"'kindle' metadata: dict item {pair!r:.100} is not a "
+                                      "[str or int key, value] pair")
                 out[pair[0]] = _decode(name, pair[1], tensors, depth + 1)
             return out
         items = [_decode(name, v, tensors, depth + 1) for v in value]

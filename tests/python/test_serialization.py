@@ -126,7 +126,7 @@ def test_round_trip_nested_structures():
 
 
 def test_round_trip_other_top_levels():
-    for obj in (kindle.arange(5), [kindle.ones(2), 3], (None,), {}, "text", 7, {"__metadata__": kindle.ones(1)}):
+    for obj in (kindle.arange(5), [kindle.ones(2), 3], (None,), None, {}, "text", 7, {"__metadata__": kindle.ones(1)}):
         buf = io.BytesIO()
         kindle.save(obj, buf)
         assert_tree(load_bytes(buf.getvalue()), obj)
@@ -141,6 +141,22 @@ def test_requires_grad_survives_and_state_dicts_do_not_carry_it():
     kindle.save({"w": w, "n": kindle.zeros(1)}, buf)
     got = load_bytes(buf.getvalue())
     assert got["w"].requires_grad and not got["n"].requires_grad
+
+
+def test_parameters_and_module_state_dicts():
+    model = kindle.nn.Sequential(kindle.nn.Linear(3, 4), kindle.nn.ReLU(), kindle.nn.Linear(4, 2))
+    buf = io.BytesIO()
+    kindle.save(model.state_dict(), buf)
+    fresh = kindle.nn.Sequential(kindle.nn.Linear(3, 4), kindle.nn.ReLU(), kindle.nn.Linear(4, 2))
+    fresh.load_state_dict(load_bytes(buf.getvalue()))
+    x = kindle.randn(5, 3)
+    np.testing.assert_array_equal(as_np(fresh(x)), as_np(model(x)))
+    buf = io.BytesIO()
+    frozen = kindle.nn.Parameter(kindle.ones(2), requires_grad=False)
+    kindle.save({"w": model[0].weight, "frozen": frozen}, buf)
+    got = load_bytes(buf.getvalue())
+    assert isinstance(got["w"], kindle.nn.Parameter) and got["w"].requires_grad
+    assert isinstance(got["frozen"], kindle.nn.Parameter) and not got["frozen"].requires_grad
 
 
 def test_shared_storage_saved_once_per_tensor():
@@ -195,6 +211,16 @@ def test_save_rejects_bad_objects():
         kindle.save(deep, io.BytesIO())
     with pytest.raises(TypeError, match="binary file"):
         kindle.save({}, io.StringIO())
+
+
+def test_save_and_load_path_errors(tmp_path):
+    with pytest.raises(RuntimeError, match="parent directory .*missing does not exist"):
+        kindle.save({}, tmp_path / "missing" / "x.safetensors")
+    with pytest.raises(FileNotFoundError):
+        kindle.load(tmp_path / "absent.safetensors")
+    with pytest.raises(IsADirectoryError):
+        kindle.save({}, tmp_path)
+    assert os.listdir(tmp_path) == []
 
 
 # --- safetensors interop --------------------------------------------------------------------
@@ -280,7 +306,8 @@ def test_torch_parameters_and_shared_storage():
     p = torch.nn.Parameter(torch.ones(2, 2))
     got = load_bytes(torch_bytes({"base": base, "view": base[2:8].view(2, 3).t(), "p": p}))
     np.testing.assert_array_equal(as_np(got["view"]), as_np(base[2:8].view(2, 3).t()))
-    assert got["p"].requires_grad and as_np(got["p"]).tolist() == [[1, 1], [1, 1]]
+    assert isinstance(got["p"], kindle.nn.Parameter) and got["p"].requires_grad
+    assert as_np(got["p"]).tolist() == [[1, 1], [1, 1]]
     got["base"].fill_(-1)  # views keep sharing the storage, as in torch
     assert as_np(got["view"]).tolist() == [[-1, -1], [-1, -1], [-1, -1]]
 
@@ -627,8 +654,8 @@ def _json_values():
     from hypothesis import strategies as st
     scalars = (st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.sampled_from([0, 1, 8, -1, 2 ** 63])
                | st.floats() | st.text(max_size=6) | st.sampled_from(["F32", "BF16", "tensor", "dict", "a"]))
-    return st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-                        max_leaves=6)
+    return st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
+                                                                                      max_size=3), max_leaves=6)
 
 
 def _slots(node, out):
