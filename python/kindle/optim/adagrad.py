@@ -74,9 +74,7 @@ class Adagrad(Optimizer):
                     state["step"] = _step_tensor()
                     state["sum"] = kindle.full_like(p, self.defaults["initial_accumulator_value"])
                 sums.append(state["sum"])
-                step_t = state["step"]
-                step_t += 1
-                steps.append(int(step_t.item()))
+                steps.append(int(state["step"].add_(1).item()))
             if not params:
                 continue
             for lists in _split_by_dtype(params, grads, sums, steps):

@@ -66,9 +66,7 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 max_exp_avg_sqs.append(state["max_exp_avg_sq"])
             # The step count stays a tensor in the state (torch's format); the kernel gets ints.
-            step_t = state["step"]
-            step_t += 1
-            steps.append(int(step_t.item()))
+            steps.append(int(state["step"].add_(1).item()))
 
     @_use_grad
     def step(self, closure=None):

@@ -53,7 +53,7 @@ class Adamax(Optimizer):
                     state["exp_inf"] = kindle.zeros_like(p)
                 grad = p.grad.neg() if group["maximize"] else p.grad
                 exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
-                step_t += 1
+                step_t.add_(1)
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)
                 exp_avg.lerp_(grad, 1 - beta1)

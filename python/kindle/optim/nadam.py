@@ -65,7 +65,7 @@ class NAdam(Optimizer):
                 grad = p.grad.neg() if group["maximize"] else p.grad
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 mu_product, step_t = state["mu_product"], state["step"]
-                step_t += 1
+                step_t.add_(1)
                 step = step_t.item()
                 bias_correction2 = 1 - beta2 ** step
                 if weight_decay != 0:

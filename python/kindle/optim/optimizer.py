@@ -126,7 +126,8 @@ def _step_tensor(value=0.0):
 def _split_by_dtype(params, *lists):
     """Yields (params, *lists) restricted to one dtype and device at a time: a fused kernel call
     takes one of each, while a torch parameter group may mix them. Empty lists stay empty."""
-    keys = [(p.dtype, str(p.device)) for p in params]
+    # p.device builds a Python object (~1 us); CPU tensors are told apart by dtype alone.
+    keys = [p.dtype if p.is_cpu else (p.dtype, str(p.device)) for p in params]
     if all(k == keys[0] for k in keys):
         yield (params, *lists)
         return

@@ -57,7 +57,7 @@ class RAdam(Optimizer):
                     state["exp_avg_sq"] = kindle.zeros_like(p)
                 grad = p.grad.neg() if group["maximize"] else p.grad
                 exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-                step_t += 1
+                step_t.add_(1)
                 step = step_t.item()
                 if weight_decay != 0:
                     if group["decoupled_weight_decay"]:

@@ -68,8 +68,7 @@ class RMSprop(Optimizer):
                     bufs.append(state["momentum_buffer"])
                 if centered:
                     grad_avgs.append(state["grad_avg"])
-                step_t = state["step"]
-                step_t += 1  # bookkeeping only: RMSprop's update does not read the count
+                state["step"].add_(1)  # bookkeeping only: RMSprop's update does not read it
             if not params:
                 continue
             for lists in _split_by_dtype(params, grads, square_avgs, grad_avgs, bufs):
