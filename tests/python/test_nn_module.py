@@ -323,6 +323,13 @@ def test_to_dtype_keeps_parameter_objects():
         m.to(kindle.int32)
 
 
+def test_share_memory():
+    m = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    w = m[0].weight
+    assert m.share_memory() is m and m[0].weight is w
+    assert all(t.is_shared() for t in list(m.parameters()) + list(m.buffers()))
+
+
 def test_zero_grad():
     m = nn.Linear(2, 2)
     m(kindle.randn(3, 2)).sum().backward()

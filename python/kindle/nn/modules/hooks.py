@@ -37,7 +37,7 @@ class RemovableHandle:
         self.remove()
 
 
-class _Identity(Function):
+class BackwardHookFunction(Function):
     """Identity on a group of tensors whose backward hands the group's gradients to `ctx.hook`.
 
     One node sits on the module's outputs (it sees grad_output) and one on its inputs (it sees
@@ -77,12 +77,12 @@ class BackwardHook:
         return tuple(res)
 
     def _wrap(self, args, on_grads):
-        """Routes the tensors of `args` through one _Identity node; returns (args, tensor indices),
+        """Routes the tensors of `args` through one BackwardHookFunction node; returns (args, tensor indices),
         or (args, None) when nothing needs a gradient."""
         index = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
         if not (_C.is_grad_enabled() and any(args[i].requires_grad for i in index)):
             return args, None
-        wrapped = _Identity.apply(on_grads, *(args[i] for i in index))
+        wrapped = BackwardHookFunction.apply(on_grads, *(args[i] for i in index))
         out = list(args)
         for i, t in zip(index, wrapped):
             out[i] = t

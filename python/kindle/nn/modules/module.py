@@ -626,7 +626,8 @@ class Module:
                 g.zero_()
 
     def share_memory(self):
-        return self
+        """Moves every parameter and buffer into shared memory (for worker processes)."""
+        return self._apply(lambda t: t.share_memory_())
 
     def _apply(self, fn, recurse=True):
         """Replaces every parameter's data (the Parameter object stays, so optimizers holding it keep
