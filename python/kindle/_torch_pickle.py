@@ -21,7 +21,7 @@ import zipfile
 from collections import OrderedDict
 
 from . import _C
-from .serialization import _checked_numel, _map_tensor, byte_view, readinto_exact
+from .serialization import _MAX_NUMEL, _checked_numel, _map_tensor, byte_view, readinto_exact
 
 _STORAGE_DTYPES = {
     "DoubleStorage": _C.float64, "FloatStorage": _C.float32, "HalfStorage": _C.float16,
@@ -76,7 +76,8 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     if type(storage_offset) is not int or storage_offset < 0:
         raise ValueError(f"_rebuild_tensor: invalid storage offset {storage_offset!r:.100}")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
-    if len(size) != len(stride) or _checked_numel(list(size)) is None or any(s < 0 for s in stride):
+    if len(size) != len(stride) or _checked_numel(list(size)) is None or \
+            any(s < 0 or s > _MAX_NUMEL for s in stride):
         raise ValueError(f"_rebuild_tensor: invalid size {size} with stride {stride}")
     available = storage.tensor.numel()
     if 0 not in size:
@@ -199,6 +200,17 @@ class _Unpickler(pickle._Unpickler):
         raise ValueError(f"BUILD (setting state) on a {type(inst).__name__} is not allowed")
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def load_bytearray8(self):
+        # pickle's own version allocates the declared length before reading: a hostile
+        # length would allocate without bound. Reading first is bounded by the pickle's size.
+        (n,) = struct.unpack("<Q", self.read(8))
+        data = self.read(n)
+        if len(data) != n:
+            raise ValueError(f"BYTEARRAY8 declares {n} bytes but the pickle holds {len(data)}")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
 
 
 class _ZipReader:

@@ -57,7 +57,7 @@ def byte_view(t):
     if t.dtype == _C.bfloat16:  # NumPy has no bfloat16: look at the same bytes as int16
         try:
             return memoryview(t.view(_C.int16).numpy()).cast("B")
-        except TypeError:  # Tensor.view(dtype) not available: address the memory directly
+        except (TypeError, RuntimeError, AttributeError):  # no Tensor.view(dtype): address the memory
             return memoryview((ctypes.c_ubyte * n).from_address(t.data_ptr())).cast("B")
     return memoryview(t.numpy()).cast("B")
 

@@ -581,6 +581,8 @@ def test_hostile_torch_archives():
         "bad_pickle": (rezip(good, replace={"data.pkl": b"\x80\x02}q\x00(X"}), "invalid torch checkpoint"),
         "build_on_list": (rezip(good, replace={"data.pkl": b"\x80\x02]}\x62."}), "BUILD"),
         "bad_persid": (rezip(good, replace={"data.pkl": b"\x80\x02K\x05Q."}), "persistent id"),
+        "bytearray8_huge": (rezip(good, replace={"data.pkl": b"\x80\x05\x96" + struct.pack("<Q", 2 ** 40) + b"."}),
+                            "BYTEARRAY8 declares 1099511627776 bytes"),
     }
     for case, (raw, match) in cases.items():
         with pytest.raises(RuntimeError, match=match) as info:
@@ -605,7 +607,8 @@ def test_hostile_torch_archives():
 
     for size, stride, offset, match in [((5,), (1,), 0, "reach element 4"), ((2, 2), (3, 1), 0, "reach element 4"),
                                         ((2,), (-1,), 1, "invalid size"), ((2,), (1,), -1, "invalid storage offset"),
-                                        ((2,), (1, 1), 0, "invalid size"), ((2 ** 62, 4), (1, 1), 0, "invalid size")]:
+                                        ((2,), (1, 1), 0, "invalid size"), ((2 ** 62, 4), (1, 1), 0, "invalid size"),
+                                        ((1,), (2 ** 64,), 0, "invalid size")]:
         with pytest.raises(RuntimeError, match=match):
             load_bytes(archive(size, stride, offset))
     assert as_np(load_bytes(archive((2, 2), (1, 2), 0))).tolist() == [[0, 2], [1, 3]]

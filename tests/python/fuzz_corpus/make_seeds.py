@@ -89,6 +89,8 @@ def torch_crashes():
 
     # A global outside the allowed table (a made-up one: the corpus holds nothing executable).
     _write("crash_unknown_global.pt", with_pickle(b"\x80\x02ckindle_corpus\nnot_allowed\n)R."))
+    # BYTEARRAY8 declaring 1 TiB: found by the fuzz test (pickle's reader allocated it up front).
+    _write("crash_bytearray8.pt", with_pickle(b"\x80\x05\x96" + struct.pack("<Q", 1 << 40) + b"."))
 
     class Stor:
         pass
