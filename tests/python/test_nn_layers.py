@@ -88,6 +88,8 @@ CASES = [
     ("EmbeddingBag-max", lambda L: L.nn.EmbeddingBag(10, 3, mode="max"), [i(10, 3, 4)], {}),
     ("EmbeddingBag-weights", lambda L: L.nn.EmbeddingBag(10, 3, mode="sum", padding_idx=0),
      [i(10, 6), ("offsets", [0, 3]), ("t", (6,))], {}),
+    ("Unfold", lambda L: L.nn.Unfold((2, 3), dilation=1, padding=1, stride=2), [f(2, 3, 5, 6)], {}),
+    ("Fold", lambda L: L.nn.Fold((4, 5), 2, padding=(0, 1), stride=1), [f(2, 8, 18)], {}),
     ("PixelShuffle", lambda L: L.nn.PixelShuffle(2), [f(1, 8, 3, 3)], {}),
     ("PixelUnshuffle", lambda L: L.nn.PixelUnshuffle(2), [f(1, 2, 4, 4)], {}),
     ("ZeroPad2d", lambda L: L.nn.ZeroPad2d((1, 2, 0, 1)), [f(1, 2, 3, 3)], {}),

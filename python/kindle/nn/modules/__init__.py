@@ -17,10 +17,10 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropy
                    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
-from .shape import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, Flatten,  # noqa: F401
-                    PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
-                    ReplicationPad2d, Unflatten, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d,
-                    ZeroPad2d)
+from .shape import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,  # noqa: F401
+                    Flatten, Fold, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
+                    ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, Upsample, UpsamplingBilinear2d,
+                    UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
 
 from . import (activation, batchnorm, container, conv, distance, dropout, linear, loss, module,  # noqa: E402
                normalization, pooling, shape, sparse)
