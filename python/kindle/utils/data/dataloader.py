@@ -326,6 +326,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._in_order = loader.in_order
         ctx = loader.multiprocessing_context or kmp
         self._shutdown = False
+        self._owner_pid = os.getpid()  # a forked child inherits this object: not its workers
         self._worker_result_queue = ctx.Queue()
         self._workers_done_event = ctx.Event()
         self._index_queues = []
@@ -472,11 +473,15 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _mark_worker_as_unavailable(self, worker_id, shutdown=False):
         # The None makes the worker leave its loop; no new task will be sent to it.
-        self._index_queues[worker_id].put(None)
+        try:
+            self._index_queues[worker_id].put(None)
+        except (ValueError, OSError):  # queue already closed: the done event stops the worker
+            pass
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self):
-        if _utils is None or _utils.python_exit_status or self._shutdown:
+        if (_utils is None or _utils.python_exit_status or self._shutdown
+                or os.getpid() != self._owner_pid):
             return
         self._shutdown = True
         try:
@@ -484,8 +489,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             for worker_id in range(len(self._workers)):
                 if self._persistent_workers or self._workers_status[worker_id]:
                     self._mark_worker_as_unavailable(worker_id, shutdown=True)
+            deadline = time.monotonic() + _utils.MP_STATUS_CHECK_INTERVAL
             for w in self._workers:
-                w.join(timeout=_utils.MP_STATUS_CHECK_INTERVAL)
+                w.join(timeout=max(0.0, deadline - time.monotonic()))
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()

@@ -1,8 +1,13 @@
 """Internals of kindle.utils.data: collation, fetchers and the worker loop."""
 import atexit
 
-# How long a worker waits on its index queue before checking that the main process is alive.
+# How long the main process waits for its workers to exit before terminating them.
 MP_STATUS_CHECK_INTERVAL = 5.0
+# How often an idle worker checks that the main process is alive and has not shut it down.
+# The shutdown message alone is not enough: when the iterator dies in a garbage-collected
+# cycle, its index queues' feeder threads may already be gone (weakref finalizers run before
+# __del__), so the message is never sent; the done event always arrives.
+WORKER_IDLE_POLL_INTERVAL = 0.5
 # How often the main process checks its workers' liveness while it waits for a batch.
 WORKER_POLL_INTERVAL = 0.25
 

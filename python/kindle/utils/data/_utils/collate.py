@@ -96,15 +96,15 @@ def collate(batch, *, collate_fn_map=None):
                   for key in elem}
         return _rebuild_mapping(elem, values)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(collate(list(samples), collate_fn_map=collate_fn_map)
+        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map)
                            for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)
         elem_size = len(next(it))
         if not all(len(e) == elem_size for e in it):
             raise RuntimeError("each element in list of batch should be of equal size")
-        columns = [collate(list(samples), collate_fn_map=collate_fn_map)
-                   for samples in zip(*batch)]
+        # Each column is a tuple (strings stay tuples there, as in PyTorch).
+        columns = [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return columns  # a list, as in PyTorch
         return _rebuild_sequence(elem, columns)

@@ -15,7 +15,7 @@ import traceback
 
 import kindle
 
-from . import MP_STATUS_CHECK_INTERVAL
+from . import WORKER_IDLE_POLL_INTERVAL
 
 _worker_info = None
 
@@ -152,8 +152,10 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
         watchdog = ManagerWatchdog()
         while watchdog.is_alive():
             try:
-                r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
+                r = index_queue.get(timeout=WORKER_IDLE_POLL_INTERVAL)
             except queue.Empty:
+                if done_event.is_set():
+                    break
                 continue
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
