@@ -6,6 +6,7 @@ Random orders are not compared with PyTorch (different generators); the properti
 few and small: each starts two worker processes.
 """
 import collections
+import gc
 import math
 import os
 import random
@@ -430,6 +431,29 @@ def test_workers_give_the_same_batches_in_order():
     assert _flat(DataLoader(ds, batch_size=3, shuffle=True, generator=g, num_workers=2)) == ref
     loader = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True, prefetch_factor=1)
     assert len(loader) == 3 and [b["i"].tolist() for b in loader][-1] == [8, 9, 10]
+    unordered = DataLoader(ds, batch_size=3, num_workers=2, in_order=False)
+    assert sorted(_flat(unordered)) == sorted(_flat(DataLoader(ds, batch_size=3)))
+
+
+def test_workers_shut_down_when_exhausted_or_deleted():
+    it = iter(DataLoader(Squares(6), batch_size=2, num_workers=2))
+    list(it)
+    assert [w.exitcode for w in it._workers] == [0, 0]  # exited by themselves, not killed
+    it = iter(DataLoader(Squares(20), batch_size=2, num_workers=2))
+    next(it)
+    workers = list(it._workers)
+    del it  # mid-epoch
+    assert [w.exitcode for w in workers] == [0, 0]
+    # Deleted inside a reference cycle: the collector finalizes the queues first, and the
+    # workers must still stop promptly (through the done event).
+    it = iter(DataLoader(Squares(20), batch_size=2, num_workers=2))
+    next(it)
+    it.cycle = it
+    workers = list(it._workers)
+    start = time.monotonic()
+    del it
+    gc.collect()
+    assert [w.exitcode for w in workers] == [0, 0] and time.monotonic() - start < 3
 
 
 class RaiseAt(Dataset):
