@@ -99,12 +99,13 @@ def main():
         "",
         f"- command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}",
         f"- date: {time.strftime('%Y-%m-%dT%H:%M:%S')}",
-        f"- kindle {kindle.__version__}; torch {torch.__version__}; python {platform.python_version()}; "
-        f"{os.cpu_count()} logical cores; kindle threads {kindle.get_num_threads()}, "
+        f"- kindle {kindle.__version__}; torch {torch.__version__}; "
+        f"python {platform.python_version()}; {os.cpu_count()} logical cores; "
+        f"kindle threads {kindle.get_num_threads()}, "
         f"torch threads {torch.get_num_threads()} (workers run 1 thread on both sides)",
         f"- dataset: TensorDataset of {n} images 3x32x32 float32 + int64 labels, read per item, "
-        f"batch {bs}, default_collate, no shuffle; median over {epochs} interleaved epochs per row; "
-        "spread = largest (max-min)/median of the two columns",
+        f"batch {bs}, default_collate, no shuffle; median over {epochs} interleaved epochs per "
+        "row; spread = largest (max-min)/median of the two columns",
         "",
         "| loader | kindle batches/s | torch batches/s | k/t (time) | spread |",
         "|---|---:|---:|---:|---:|",

@@ -175,7 +175,8 @@ def test_sequential_and_random_sampler():
     assert list(RandomSampler(range(20), generator=g)) == first
     # num_samples beyond the length without replacement: whole permutations, then a part.
     long = list(RandomSampler(range(4), num_samples=10))
-    assert len(long) == 10 and sorted(long[:4]) == [0, 1, 2, 3] and sorted(long[4:8]) == [0, 1, 2, 3]
+    assert len(long) == 10
+    assert sorted(long[:4]) == [0, 1, 2, 3] and sorted(long[4:8]) == [0, 1, 2, 3]
     rep = list(RandomSampler(range(3), replacement=True, num_samples=70))
     assert len(rep) == 70 and set(rep) <= {0, 1, 2}
     assert len(RandomSampler(range(3), replacement=True, num_samples=70)) == 70
@@ -209,7 +210,8 @@ def test_subset_and_weighted_random_sampler():
         WeightedRandomSampler([1.0], True)
     with pytest.raises(ValueError, match="replacement should be a boolean value"):
         WeightedRandomSampler([1.0], 1, replacement=None)
-    with pytest.raises(ValueError, match=r"weights should be a 1d sequence but given weights have shape \(1, 2\)"):
+    with pytest.raises(ValueError, match=r"weights should be a 1d sequence but given "
+                                         r"weights have shape \(1, 2\)"):
         WeightedRandomSampler([[1.0, 2.0]], 1)
 
 
@@ -217,7 +219,8 @@ def test_batch_sampler_matches_torch():
     torch = pytest.importorskip("torch")
     for n, bs, drop in [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, False), (0, 2, False)]:
         ours = BatchSampler(SequentialSampler(range(n)), bs, drop)
-        theirs = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(range(n)), bs, drop)
+        theirs = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(range(n)),
+                                               bs, drop)
         assert list(ours) == list(theirs) and len(ours) == len(theirs)
     for bad in [0, -1, True, 2.0]:
         with pytest.raises(ValueError, match="batch_size should be a positive integer value"):
@@ -384,7 +387,8 @@ def test_dataloader_argument_errors_match_torch():
     with pytest.raises(TypeError, match="multiprocessing_context option should be a valid context"):
         DataLoader(kds, num_workers=1, multiprocessing_context=3)
     loader = DataLoader(kds)
-    with pytest.raises(ValueError, match="batch_size attribute should not be set after DataLoader is initialized"):
+    with pytest.raises(ValueError, match="batch_size attribute should not be set after "
+                                         "DataLoader is initialized"):
         loader.batch_size = 3
 
 
@@ -490,7 +494,8 @@ class KillSelf(Dataset):
 
 def test_killed_worker_raises_instead_of_hanging():
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid \d+\) is killed by signal: Killed"):
+    with pytest.raises(RuntimeError,
+                       match=r"DataLoader worker \(pid \d+\) is killed by signal: Killed"):
         list(DataLoader(KillSelf(), batch_size=2, num_workers=2))
     assert time.monotonic() - start < 5
 
