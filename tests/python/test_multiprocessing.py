@@ -64,6 +64,10 @@ def test_requires_grad_and_parameters_cross():
     a.send(param)
     got = b.recv()
     assert type(got) is kindle.nn.Parameter and got.requires_grad
+    buf = kindle.nn.Buffer(kindle.ones(2), persistent=False)
+    a.send(buf)
+    got = b.recv()
+    assert type(got) is kindle.nn.Buffer and got.persistent is False and got.is_shared()
     with pytest.raises(RuntimeError, match="Cowardly refusing to serialize non-leaf tensor"):
         a.send(leaf * 2)
     a.send((leaf * 2).detach())  # detach() is the way to send the data

@@ -16,22 +16,27 @@ from kindle import _C
 __all__ = ["reduce_tensor", "rebuild_tensor", "init_reductions", "dumps", "ForkingPickler"]
 
 
-def rebuild_tensor(cls, df, nbytes, dtype, size, stride, storage_offset, requires_grad):
+def rebuild_tensor(cls, df, nbytes, dtype, size, stride, storage_offset, requires_grad,
+                   state=None):
     fd = df.detach()  # our own duplicate of the sender's descriptor
     try:
         t = _C._tensor_from_fd(fd, nbytes, dtype, size, stride, storage_offset)
     finally:
         os.close(fd)  # the mapping keeps the memory alive
-    return _finish(t, cls, requires_grad)
+    return _finish(t, cls, requires_grad, state)
 
 
-def rebuild_empty_tensor(cls, dtype, size, stride, requires_grad):
-    return _finish(kindle.empty_strided(size, stride, dtype=dtype), cls, requires_grad)
+def rebuild_empty_tensor(cls, dtype, size, stride, requires_grad, state=None):
+    return _finish(kindle.empty_strided(size, stride, dtype=dtype), cls, requires_grad, state)
 
 
-def _finish(t, cls, requires_grad):
+def _finish(t, cls, requires_grad, state):
     if cls is not kindle.Tensor:
-        return cls(t, requires_grad)  # nn.Parameter(data, requires_grad)
+        # A subclass (nn.Parameter, nn.Buffer): the same data, its class and its attributes.
+        t = kindle.Tensor._make_subclass(cls, t, requires_grad)
+        if state:
+            t.__dict__.update(state)
+        return t
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -44,14 +49,18 @@ def reduce_tensor(t):
             "does not support crossing process boundaries.  If you just want to transfer the "
             "data, call detach() on the tensor before serializing (e.g., putting it on the "
             "queue).")
-    meta = (type(t), t.dtype, tuple(t.shape), tuple(t.stride()))
+    cls = type(t)
+    state = None
+    if cls is not kindle.Tensor:
+        state = dict(getattr(t, "__dict__", {})) or None  # e.g. Buffer.persistent
+    meta = (t.dtype, tuple(t.shape), tuple(t.stride()))
     if t.numel() == 0:  # nothing to share (and an empty mapping is not a mapping)
-        return rebuild_empty_tensor, meta + (t.requires_grad,)
+        return rebuild_empty_tensor, (cls,) + meta + (t.requires_grad, state)
     fd, nbytes = _C._share_fd(t)  # moves the storage into shared memory if it is not there
     # DupFd sends a duplicate of the descriptor: over the spawning pipe while a child starts,
     # otherwise through multiprocessing's resource sharer (SCM_RIGHTS on a Unix socket).
-    return rebuild_tensor, (meta[0], reduction.DupFd(fd), nbytes) + meta[1:] + (
-        t.storage_offset(), t.requires_grad)
+    return rebuild_tensor, (cls, reduction.DupFd(fd), nbytes) + meta + (
+        t.storage_offset(), t.requires_grad, state)
 
 
 def dumps(obj):
@@ -62,8 +71,10 @@ def dumps(obj):
 
 
 def init_reductions():
-    ForkingPickler.register(kindle.Tensor, reduce_tensor)
-    # The pickler's table is keyed by exact type: subclasses register on their own.
-    parameter = getattr(getattr(kindle, "nn", None), "Parameter", None)
-    if isinstance(parameter, type) and parameter is not kindle.Tensor:
-        ForkingPickler.register(parameter, reduce_tensor)
+    # The pickler's table is keyed by exact type: each subclass known now (nn.Parameter,
+    # nn.Buffer) is registered too; a subclass defined later is pickled by value.
+    todo = [kindle.Tensor]
+    while todo:
+        cls = todo.pop()
+        ForkingPickler.register(cls, reduce_tensor)
+        todo.extend(cls.__subclasses__())
