@@ -542,7 +542,8 @@ class WhoAmI(Dataset):
         info = get_worker_info()
         return {"id": info.id, "n": info.num_workers, "seed": info.seed,
                 "initial": kindle.initial_seed(), "py": random.random(),
-                "k": kindle.rand(1).item(), "pid": os.getpid(), "init": os.environ.get("H3_INIT")}
+                "k": kindle.rand(1).item(), "np": float(np.random.rand()), "pid": os.getpid(),
+                "init": os.environ.get("H3_INIT")}
 
 
 def _init_fn(worker_id):
@@ -558,7 +559,8 @@ def test_worker_seeds_info_init_fn_and_persistent_workers():
     assert set(by_worker) == {0, 1} and all(s["n"] == 2 for s in first)
     assert by_worker[1]["seed"] == by_worker[0]["seed"] + 1
     assert all(s["initial"] == s["seed"] for s in first)  # kindle.manual_seed(base_seed + id)
-    assert by_worker[0]["py"] != by_worker[1]["py"] and by_worker[0]["k"] != by_worker[1]["k"]
+    for key in ("py", "k", "np"):  # Python, Kindle and NumPy streams all differ per worker
+        assert by_worker[0][key] != by_worker[1][key], key
     assert [s["init"] for s in first] == ["w0", "w1", "w0", "w1"]
     second = list(loader)  # persistent: the same processes
     assert {s["pid"] for s in second} == {s["pid"] for s in first}
@@ -567,6 +569,17 @@ def test_worker_seeds_info_init_fn_and_persistent_workers():
     assert [s["seed"] for s in again] == [s["seed"] for s in first]
     assert [s["k"] for s in again] == [s["k"] for s in first]
     loader._iterator._shutdown_workers()
+
+
+def test_worker_numpy_seed_matches_torch():
+    pytest.importorskip("torch")
+    from torch.utils.data._utils.worker import _generate_state as torch_state
+
+    from kindle.utils.data._utils.worker import _generate_state
+    rng = random.Random(0)
+    for _ in range(50):
+        base, wid = rng.getrandbits(63), rng.randrange(64)
+        assert _generate_state(base, wid) == torch_state(base, wid)
 
 
 class Unpicklable(Dataset):

@@ -108,6 +108,42 @@ def _to_int64(seed):
     return seed - (1 << 64) if seed >= 1 << 63 else seed
 
 
+def _generate_state(base_seed, worker_id):
+    """PyTorch's NumPy seed for a worker (a port of NumPy's SeedSequence mixing over
+    [worker_id, base_seed low, base_seed high, 0]): the four 32-bit words it returns make each
+    worker's NumPy stream distinct, and equal to PyTorch's for the same base seed."""
+    mask32 = 0xFFFFFFFF
+    mult_a, mult_b = 0x931E8875, 0x58F38DED
+    entropy = [worker_id, base_seed & mask32, base_seed >> 32, 0]
+    hash_const_a = 0x43B0D7E5
+
+    def hashmix(value):
+        nonlocal hash_const_a
+        value = (value ^ hash_const_a) & mask32
+        hash_const_a = (hash_const_a * mult_a) & mask32
+        value = (value * hash_const_a) & mask32
+        return (value ^ (value >> 16)) & mask32
+
+    def mix(x, y):
+        r = ((0xCA01F9DD * x) & mask32) - ((0x4973F715 * y) & mask32)
+        r &= mask32
+        return (r ^ (r >> 16)) & mask32
+
+    pool = [hashmix(e) for e in entropy]
+    for i_src in range(4):
+        for i_dst in range(4):
+            if i_src != i_dst:
+                pool[i_dst] = mix(pool[i_dst], hashmix(pool[i_src]))
+    hash_const_b = 0x8B51F9DD
+    state = []
+    for value in pool:
+        value = (value ^ hash_const_b) & mask32
+        hash_const_b = (hash_const_b * mult_b) & mask32
+        value = (value * hash_const_b) & mask32
+        state.append((value ^ (value >> 16)) & mask32)
+    return state
+
+
 def _pack(data, worker_id):
     # Pickled here rather than by the queue's feeder thread, so that a failure is reported.
     from kindle.multiprocessing.reductions import dumps
@@ -135,6 +171,11 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
         seed = base_seed + worker_id
         random.seed(seed)
         kindle.manual_seed(_to_int64(seed))
+        try:  # as PyTorch does: otherwise every worker repeats the parent's NumPy stream
+            import numpy as np
+            np.random.seed(_generate_state(base_seed, worker_id))
+        except ImportError:
+            pass
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
 
