@@ -16,12 +16,13 @@ entries' byte counts, lie inside the file, and together fit in it.
 """
 import io
 import pickle
+import reprlib
 import struct
 import zipfile
 from collections import OrderedDict
 
 from . import _C
-from .serialization import _MAX_NUMEL, _checked_numel, _map_tensor, byte_view, readinto_exact
+from .serialization import _MAX_DEPTH, _MAX_NUMEL, _checked_numel, _map_tensor, byte_view, readinto_exact
 
 _STORAGE_DTYPES = {
     "DoubleStorage": _C.float64, "FloatStorage": _C.float32, "HalfStorage": _C.float16,
@@ -66,7 +67,7 @@ class _Storage:
 
 def _ints(x, what):
     if not isinstance(x, (tuple, list)) or not all(type(v) is int for v in x):
-        raise ValueError(f"{what} must be a tuple of ints, got {x!r:.100}")
+        raise ValueError(f"{what} must be a tuple of ints, got {_short(x)}")
     return tuple(x)
 
 
@@ -74,7 +75,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     if not isinstance(storage, _Storage):
         raise ValueError(f"_rebuild_tensor: expected a storage, got {type(storage).__name__}")
     if type(storage_offset) is not int or storage_offset < 0:
-        raise ValueError(f"_rebuild_tensor: invalid storage offset {storage_offset!r:.100}")
+        raise ValueError(f"_rebuild_tensor: invalid storage offset {_short(storage_offset)}")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
     if len(size) != len(stride) or _checked_numel(list(size)) is None or \
             any(s < 0 or s > _MAX_NUMEL for s in stride):
@@ -93,7 +94,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
     t = _rebuild_tensor(storage, storage_offset, size, stride)
     if metadata:
-        raise ValueError(f"_rebuild_tensor_v2: tensor metadata {metadata!r:.100} is not supported")
+        raise ValueError(f"_rebuild_tensor_v2: tensor metadata {_short(metadata)} is not supported")
     if backward_hooks:
         raise ValueError("_rebuild_tensor_v2: tensors with backward hooks are not supported")
     if requires_grad is True:
@@ -122,7 +123,7 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
 def _codecs_encode(text, encoding="utf-8"):
     # Protocol 2 pickles spell bytes as _codecs.encode(str, 'latin1').
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
-        raise ValueError(f"_codecs.encode: only encode(str, 'latin1') is allowed, got encoding {encoding!r:.50}")
+        raise ValueError(f"_codecs.encode: only encode(str, 'latin1') is allowed, got encoding {_short(encoding)}")
     return text.encode("latin1")
 
 
@@ -142,7 +143,6 @@ def _allowed_globals():
     table = {
         "collections.OrderedDict": OrderedDict,
         "builtins.set": set,
-        "builtins.frozenset": frozenset,
         "_codecs.encode": _codecs_encode,
         "torch._utils._rebuild_tensor": _rebuild_tensor,
         "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
@@ -162,11 +162,23 @@ _ALLOWED = _allowed_globals()
 
 
 class _Unpickler(pickle._Unpickler):
+    """pickle's pure-Python unpickler with a fixed table of globals and guarded opcodes.
+
+    Beyond the globals table, the opcodes that hash (dict keys, set items) or build tuples
+    are checked, because CPython hashes tuples recursively in C with no depth check (a 1 MB
+    pickle of nested TUPLE1 opcodes used as a dict key kills the interpreter) and hashes
+    big ints without caching (colliding int keys or a huge key hashed again and again would
+    hang the load). Tuples are limited to _MAX_DEPTH levels, dict keys and set items to
+    small hashable values, and the total hashing work to a bound linear in the pickle's size.
+    """
+
     dispatch = dict(pickle._Unpickler.dispatch)
 
     def __init__(self, data, reader, encoding):
         super().__init__(io.BytesIO(data), encoding=encoding)
         self._reader = reader
+        self._tuples = {}  # id -> (tuple, depth, hashing cost or None if not hashable here)
+        self._work_left = 1_000_000 + 16 * len(data)
 
     def find_class(self, module, name):
         if module == "__builtin__":  # protocol 2 spelling
@@ -181,25 +193,134 @@ class _Unpickler(pickle._Unpickler):
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise ValueError(f"unexpected persistent id {pid!r:.100}")
+            raise ValueError(f"unexpected persistent id {_short(pid)}")
         _, storage_type, key, location, numel = pid
         if not isinstance(storage_type, _StorageType):
-            raise ValueError(f"persistent id names {storage_type!r:.100}, not a storage type")
+            raise ValueError(f"persistent id names {_short(storage_type)}, not a storage type")
         if not isinstance(key, str) or not isinstance(location, str) or type(numel) is not int or numel < 0:
-            raise ValueError(f"malformed storage id {pid!r:.100}")
+            raise ValueError(f"malformed storage id {_short(pid)}")
         return self._reader.storage(storage_type, key, location, numel)
+
+    # --- hashing guards ---
+
+    def _cost(self, x):
+        """What hashing x costs, or None if x may not be a dict key or set item."""
+        t = type(x)
+        if t is str or t is bytes:
+            return 1 + len(x) // 64
+        if t is int:  # below 2**61 - 1 an int hashes to itself: no collisions to flood a dict with
+            return 1 if x.bit_length() <= 60 else None
+        if t is bool or t is float or x is None or t is frozenset or isinstance(x, _C.dtype):
+            return 1  # a frozenset's hash is cached; its items were checked when it was built
+        if isinstance(x, tuple):
+            info = self._tuples.get(id(x))
+            if info is not None and info[0] is x:
+                return info[2]
+            costs = [self._cost(v) for v in x] if all(type(v) is int for v in x) else [None]
+            return None if None in costs else 1 + sum(costs)  # torch.Size and () get here
+        return None
+
+    def _charge(self, keys):
+        for k in keys:
+            c = self._cost(k)
+            if c is None:
+                raise ValueError(f"a {type(k).__name__} cannot be a dict key or set item in a checkpoint "
+                                 "(allowed: str, bytes, bool, None, float, ints below 2**60, tuples of these)")
+            self._work_left -= c
+        if self._work_left < 0:
+            raise ValueError("the pickle asks for more hashing work than its size allows")
+
+    def _push_tuple(self, items):
+        depth, cost = 1, 1
+        for v in items:
+            info = self._tuples.get(id(v)) if type(v) is tuple else None
+            if info is not None and info[0] is v:
+                depth = max(depth, info[1] + 1)
+            c = self._cost(v)
+            cost = None if cost is None or c is None else cost + c
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"tuples nested deeper than {_MAX_DEPTH} levels")
+        t = tuple(items)
+        if t:
+            self._tuples[id(t)] = (t, depth, cost)
+        return t
+
+    def load_tuple(self):
+        items = self.pop_mark()  # first: it rebinds self.append to the enclosing stack
+        self.append(self._push_tuple(items))
+
+    def load_tuple1(self):
+        self.stack[-1] = self._push_tuple(self.stack[-1:])
+
+    def load_tuple2(self):
+        self.stack[-2:] = [self._push_tuple(self.stack[-2:])]
+
+    def load_tuple3(self):
+        self.stack[-3:] = [self._push_tuple(self.stack[-3:])]
+
+    def load_dict(self):
+        items = self.pop_mark()
+        self._charge(items[0::2])
+        self.append({items[i]: items[i + 1] for i in range(0, len(items) - 1, 2)})
+
+    def load_setitem(self):
+        value, key = self.stack.pop(), self.stack.pop()
+        self._setitems(self.stack[-1], [key, value])
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        self._setitems(self.stack[-1], items)
+
+    def _setitems(self, target, items):
+        if not isinstance(target, dict):
+            raise ValueError(f"SETITEM on a {type(target).__name__} is not allowed")
+        self._charge(items[0::2])
+        for i in range(0, len(items) - 1, 2):
+            target[items[i]] = items[i + 1]
+
+    def load_additems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) is not set:
+            raise ValueError(f"ADDITEMS on a {type(target).__name__} is not allowed")
+        self._charge(items)
+        target.update(items)
+
+    def load_frozenset(self):
+        items = self.pop_mark()
+        self._charge(items)
+        self.append(frozenset(items))
+
+    def load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if (func is set or func is OrderedDict) and args:
+            # set(iterable) and OrderedDict(iterable of pairs) hash what they are given.
+            if len(args) != 1 or type(args[0]) not in (list, tuple):
+                raise ValueError(f"{func.__name__}() may only be rebuilt from one list")
+            items = args[0]
+            if func is OrderedDict:
+                if not all(type(p) in (tuple, list) and len(p) == 2 for p in items):
+                    raise ValueError("OrderedDict() may only be rebuilt from (key, value) pairs")
+                items = [p[0] for p in items]
+            self._charge(items)
+        self.stack[-1] = func(*args)
 
     def load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
         # OrderedDict state dicts carry a _metadata attribute; nothing else may be set.
-        if type(inst) is OrderedDict and isinstance(state, dict) and \
-                all(isinstance(k, str) and not k.startswith("__") for k in state):
+        if type(inst) is OrderedDict and type(state) is dict and \
+                all(type(k) is str and not k.startswith("__") for k in state):
             inst.__dict__.update(state)
             return
         raise ValueError(f"BUILD (setting state) on a {type(inst).__name__} is not allowed")
 
-    dispatch[pickle.BUILD[0]] = load_build
+    def _instantiate(self, klass, args):  # INST and OBJ: torch.save never writes them
+        raise ValueError(f"building a {getattr(klass, '__name__', type(klass).__name__)} with INST/OBJ is not allowed")
+
+    def load_newobj(self):  # torch.save writes REDUCE for everything it allows
+        raise ValueError("the NEWOBJ opcode is not allowed")
 
     def load_bytearray8(self):
         # pickle's own version allocates the declared length before reading: a hostile
@@ -210,7 +331,26 @@ class _Unpickler(pickle._Unpickler):
             raise ValueError(f"BYTEARRAY8 declares {n} bytes but the pickle holds {len(data)}")
         self.append(bytearray(data))
 
-    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+    for _op, _fn in [(pickle.TUPLE, load_tuple), (pickle.TUPLE1, load_tuple1), (pickle.TUPLE2, load_tuple2),
+                     (pickle.TUPLE3, load_tuple3), (pickle.DICT, load_dict), (pickle.SETITEM, load_setitem),
+                     (pickle.SETITEMS, load_setitems), (pickle.ADDITEMS, load_additems),
+                     (pickle.FROZENSET, load_frozenset), (pickle.REDUCE, load_reduce), (pickle.BUILD, load_build),
+                     (pickle.NEWOBJ, load_newobj), (pickle.NEWOBJ_EX, load_newobj),
+                     (pickle.BYTEARRAY8, load_bytearray8)]:
+        dispatch[_op[0]] = _fn
+    del _op, _fn
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict, _SHORT.maxstring = 3, 6, 6, 4, 60
+
+
+def _short(x):
+    """A bounded repr for error messages: pickled structures can be huge, deep or shared."""
+    try:
+        return _SHORT.repr(x)
+    except Exception:  # noqa: BLE001  (a repr that fails must not hide the real error)
+        return f"<{type(x).__name__}>"
 
 
 class _ZipReader:

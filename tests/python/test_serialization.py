@@ -571,6 +571,10 @@ def test_overlapping_entries_cannot_amplify_memory():
 def test_hostile_torch_archives():
     torch = pytest.importorskip("torch")
     good = torch_bytes({"w": torch.arange(4.0), "v": torch.ones(3, dtype=torch.int64)})
+
+    def with_pkl(pkl):
+        return rezip(good, replace={"data.pkl": pkl})
+
     cases = {
         "truncated": (good[: len(good) // 2], "not a readable zip"),
         "compressed": (rezip(good, compress=zipfile.ZIP_DEFLATED), "compressed"),
@@ -581,6 +585,18 @@ def test_hostile_torch_archives():
         "bad_pickle": (rezip(good, replace={"data.pkl": b"\x80\x02}q\x00(X"}), "invalid torch checkpoint"),
         "build_on_list": (rezip(good, replace={"data.pkl": b"\x80\x02]}\x62."}), "BUILD"),
         "bad_persid": (rezip(good, replace={"data.pkl": b"\x80\x02K\x05Q."}), "persistent id"),
+        # CPython hashes tuples recursively in C: this one, as a dict key, would kill the interpreter.
+        "deep_tuple_key": (with_pkl(b"\x80\x02}" + b")" + b"\x85" * 200000 + b"K\x01s."), "nested deeper than 100"),
+        "deep_tuple": (with_pkl(b"\x80\x02)" + b"\x85" * 101 + b"."), "nested deeper than 100"),
+        "colliding_int_keys": (with_pkl(b"\x80\x02}\x8a\x09" + (2 ** 61 - 1).to_bytes(9, "little") + b"K\x00s."),
+                               "cannot be a dict key"),
+        "list_key": (with_pkl(b"\x80\x02}]K\x00s."), "cannot be a dict key"),
+        "hash_work": (with_pkl(b"\x80\x02}(" + b"K\x01" * 5000 + b"tq\x000(" + b"h\x00K\x00" * 2000 + b"u."),
+                      "more hashing work"),
+        "newobj": (with_pkl(b"\x80\x02ccollections\nOrderedDict\n)\x81."), "NEWOBJ"),
+        "obj": (with_pkl(b"\x80\x02(ccollections\nOrderedDict\no."), "INST/OBJ"),
+        "setitem_on_list": (with_pkl(b"\x80\x02]K\x00K\x01s."), "SETITEM on a list"),
+        "set_from_dict": (with_pkl(b"\x80\x02c__builtin__\nset\n}\x85R."), "set\\(\\) may only be rebuilt"),
         "bytearray8_huge": (rezip(good, replace={"data.pkl": b"\x80\x05\x96" + struct.pack("<Q", 2 ** 40) + b"."}),
                             "BYTEARRAY8 declares 1099511627776 bytes"),
     }
