@@ -8,6 +8,7 @@
 #include <climits>
 #include <mutex>
 
+#include "cpu/blas.h"
 #include "cpu/parallel.h"
 #include "ops/kernels.h"
 
@@ -122,6 +123,21 @@ void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_
 }
 
 }  // namespace
+
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+  if (m == 0 || n == 0) return;
+  init_mkl();
+  MKL_Set_Num_Threads_Local(threads);
+  GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, double(alpha), double(beta)};
+  blas_gemm<T>(g, 1, 0, 0, 0);
+}
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t, int);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t, int);
+
 }  // namespace kindle::cpu
 
 namespace kindle {

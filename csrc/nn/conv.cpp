@@ -18,8 +18,8 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
   return o;
 }
 
-WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op) {
-  KINDLE_CHECK(image.dim() == 4, op, ": expected a 4-D (N, C, H, W) input, got shape ", image.sizes());
+WindowGeom geom(IntArrayRef image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op) {
+  KINDLE_CHECK(image.size() == 4, op, ": expected a 4-D (N, C, H, W) input, got shape ", image);
   KINDLE_CHECK(k.size() == 2 && d.size() == 2 && p.size() == 2 && s.size() == 2, op,
                ": kernel_size, dilation, padding and stride must have 2 elements each");
   for (int i = 0; i < 2; ++i) {
@@ -27,7 +27,7 @@ WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p
                  "zero, got kernel_size=", k, ", stride=", s, ", dilation=", d);
     KINDLE_CHECK(p[i] >= 0, op, ": padding must be non-negative, got ", p);
   }
-  WindowGeom g{image.size(0), image.size(1), image.size(2), image.size(3), k[0], k[1], s[0], s[1], p[0], p[1],
+  WindowGeom g{image[0], image[1], image[2], image[3], k[0], k[1], s[0], s[1], p[0], p[1],
                d[0], d[1], 0, 0};
   g.oh = out_size(g.H, g.kh, g.sh, g.ph, g.dh);
   g.ow = out_size(g.W, g.kw, g.sw, g.pw, g.dw);
@@ -35,6 +35,9 @@ WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p
                g.W + 2 * g.pw, "). Kernel size: (", g.dh * (g.kh - 1) + 1, " x ", g.dw * (g.kw - 1) + 1,
                "). Kernel size can't be greater than actual input size");
   return g;
+}
+WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op) {
+  return geom(image.sizes(), k, d, p, s, op);
 }
 
 }  // namespace
@@ -89,29 +92,70 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Ten
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   if (input.dim() == 3) return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(IntArrayRef{0});
   check_conv(input, weight, groups, 2, "conv2d");
-  int64_t N = input.size(0), O = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  const int64_t O = weight.size(0);
   if (bias) KINDLE_CHECK(bias->dim() == 1 && bias->size(0) == O, "conv2d: Given weight of size ", weight.sizes(),
                          ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ",
                          bias->sizes(), " instead");
-  Tensor cols = im2col(input, {kh, kw}, dilation, padding, stride);  // (N, L, C*kh*kw)
-  int64_t L = cols.size(1), K = cols.size(2);
-  Tensor rows = cols.reshape({N * L, K});
-  Tensor w = weight.reshape({O, -1});  // (O, Cg*kh*kw)
-  Tensor out;
-  if (groups == 1) {
-    out = bias ? addmm(*bias, rows, w.t()) : mm(rows, w.t());
-  } else {
-    int64_t Kg = K / groups, Og = O / groups;
-    std::vector<Tensor> parts;
-    for (int64_t g = 0; g < groups; ++g)
-      parts.push_back(mm(rows.narrow(1, g * Kg, Kg), w.narrow(0, g * Og, Og).t()));
-    out = cat(parts, 1);
-    if (bias) out = out + *bias;
+  if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {  // accumulate in float32, round once
+    std::optional<Tensor> b32;
+    if (bias) b32 = bias->to(kFloat32);
+    return conv2d_forward(input.to(kFloat32), weight.to(kFloat32), b32, stride, padding, dilation, groups)
+        .to(input.dtype());
   }
-  // (N*L, O) -> (N, O, oh, ow)
-  int64_t oh = out_size(input.size(2), kh, stride[0], padding[0], dilation[0]);
-  int64_t ow = out_size(input.size(3), kw, stride[1], padding[1], dilation[1]);
-  return out.reshape({N, oh, ow, O}).permute({0, 3, 1, 2}).contiguous();
+  return conv2d_forward(input, weight, bias, stride, padding, dilation, groups);
+}
+
+// The three native convolution ops: float32/float64 tensors; the kernels take contiguous ones.
+namespace {
+
+ConvGeom conv_geom(IntArrayRef input, IntArrayRef weight, IntArrayRef stride, IntArrayRef padding,
+                   IntArrayRef dilation, int64_t groups, const char* op) {
+  KINDLE_CHECK(weight.size() == 4, op, ": expected a 4-D weight, got shape ", weight);
+  KINDLE_CHECK(input.size() == 4 && groups > 0 && input[1] == weight[1] * groups && weight[0] % groups == 0, op,
+               ": input ", input, " and weight ", weight, " do not match for groups=", groups);
+  return ConvGeom{geom(input, {weight[2], weight[3]}, dilation, padding, stride, op), weight[0], groups};
+}
+
+void check_float(const Tensor& a, const Tensor& b, const char* op) {
+  KINDLE_CHECK(a.dtype() == b.dtype(), op, ": expected input and weight of one dtype, got ", a.dtype(), " and ",
+               b.dtype());
+  KINDLE_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64, op, ": expected float32 or float64 tensors, got ",
+               a.dtype());
+}
+
+}  // namespace
+
+Tensor native_conv2d_forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                             IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  check_float(input, weight, "conv2d");
+  ConvGeom g = conv_geom(input.sizes(), weight.sizes(), stride, padding, dilation, groups, "conv2d");
+  Tensor out = empty_tensor({g.w.N, g.O, g.w.oh, g.w.ow}, input.dtype(), input.device());
+  Tensor x = input.contiguous(), w = weight.contiguous(), b;
+  if (bias) b = bias->to(input.dtype()).contiguous();
+  if (out.numel()) conv2d_stub[input.device()](x, w, bias ? &b : nullptr, out, g);
+  return out;
+}
+
+Tensor native_conv2d_backward_input(const Tensor& grad_output, const Tensor& weight, IntArrayRef input_size,
+                                    IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  check_float(grad_output, weight, "conv2d_backward_input");
+  ConvGeom g = conv_geom(input_size, weight.sizes(), stride, padding, dilation, groups, "conv2d_backward_input");
+  KINDLE_CHECK(grad_output.sizes() == IntArrayRef({g.w.N, g.O, g.w.oh, g.w.ow}), "conv2d_backward_input: expected "
+               "grad_output of shape ", IntArrayRef({g.w.N, g.O, g.w.oh, g.w.ow}), ", got ", grad_output.sizes());
+  Tensor dx = empty_tensor(input_size, grad_output.dtype(), grad_output.device());
+  if (dx.numel()) conv2d_backward_input_stub[dx.device()](grad_output.contiguous(), weight.contiguous(), dx, g);
+  return dx;
+}
+
+Tensor native_conv2d_backward_weight(const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size,
+                                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  check_float(grad_output, input, "conv2d_backward_weight");
+  ConvGeom g = conv_geom(input.sizes(), weight_size, stride, padding, dilation, groups, "conv2d_backward_weight");
+  KINDLE_CHECK(grad_output.sizes() == IntArrayRef({g.w.N, g.O, g.w.oh, g.w.ow}), "conv2d_backward_weight: expected "
+               "grad_output of shape ", IntArrayRef({g.w.N, g.O, g.w.oh, g.w.ow}), ", got ", grad_output.sizes());
+  Tensor dw = empty_tensor(weight_size, grad_output.dtype(), grad_output.device());
+  if (dw.numel()) conv2d_backward_weight_stub[dw.device()](grad_output.contiguous(), input.contiguous(), dw, g);
+  return dw;
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,

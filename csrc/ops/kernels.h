@@ -128,5 +128,17 @@ struct WindowGeom {
 };
 extern KernelStub<void (*)(const Tensor& image, const Tensor& cols, const WindowGeom&)> im2col_stub;
 extern KernelStub<void (*)(const Tensor& cols, const Tensor& image, const WindowGeom&)> col2im_stub;
+// 2-D convolution of contiguous float32/float64 tensors (csrc/cpu/conv2d.cpp): `w` is the
+// input's window geometry, O the output channels.
+struct ConvGeom {
+  WindowGeom w;
+  int64_t O, groups;
+};
+extern KernelStub<void (*)(const Tensor& input, const Tensor& weight, const Tensor* bias, const Tensor& out,
+                           const ConvGeom&)> conv2d_stub;
+extern KernelStub<void (*)(const Tensor& grad_out, const Tensor& weight, const Tensor& grad_in, const ConvGeom&)>
+    conv2d_backward_input_stub;
+extern KernelStub<void (*)(const Tensor& grad_out, const Tensor& input, const Tensor& grad_weight, const ConvGeom&)>
+    conv2d_backward_weight_stub;
 
 }  // namespace kindle
