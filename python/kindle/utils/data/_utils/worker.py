@@ -6,6 +6,8 @@ collates the batch, and puts (task index, payload) on the shared result queue. T
 pickled here, in the worker, by kindle.multiprocessing's ForkingPickler: tensors go into shared
 memory and only a file descriptor travels (see kindle/multiprocessing/reductions.py), and a
 batch that cannot be pickled becomes an error in the main process instead of a silent hang.
+Each worker runs one thread and seeds Python's random and Kindle with base_seed + id, and
+NumPy from the same two numbers, as PyTorch does.
 """
 import os
 import queue
