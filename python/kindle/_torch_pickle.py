@@ -9,7 +9,8 @@ The unpickler here resolves globals only from a fixed table of harmless callable
 tensor rebuilders below, OrderedDict, set, dtypes...) and refuses every other global with
 pickle.UnpicklingError, so a hostile pickle cannot reach os.system or anything like it. It
 is pickle's pure-Python unpickler (its memo is a dict: a hostile memo index cannot make it
-allocate), with BUILD limited to setting attributes on OrderedDict (state_dict's _metadata).
+allocate, as the C unpickler's array would), with BUILD limited to setting attributes on
+OrderedDict (state_dict's _metadata) and the opcodes that hash or nest guarded (see _Unpickler).
 
 Every size is checked against the archive before allocating: storages must match their
 entries' byte counts, lie inside the file, and together fit in it.
@@ -439,16 +440,13 @@ def load_zip(src, name, file_end, map_location, encoding="ASCII"):
                 raise ValueError(f"byte order {order!r:.20} is not supported (only little-endian)")
         data = reader.read_entry("data.pkl")
         return _Unpickler(data, reader, encoding).load()
-    except RefusedGlobal:
+    except (RefusedGlobal, MemoryError):
         raise
-    except MemoryError:
-        raise
-    except RuntimeError as e:
+    except Exception as e:
         if str(e).startswith("kindle.load:"):  # map_location errors carry their own context
             raise
-        raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {e}") from e
-    except Exception as e:  # our checks raise ValueError; anything else is the pickle machinery choking
-        what = str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
+        # Our checks raise ValueError; anything else is the pickle machinery choking.
+        what = str(e) if type(e) in (ValueError, RuntimeError) else f"{type(e).__name__}: {e}"
         raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {what}") from e
     finally:
         reader.zip.close()

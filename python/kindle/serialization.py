@@ -10,9 +10,10 @@ kindle.load also reads PyTorch's zip checkpoints (torch.save's default format) t
 restricted unpickler (see _torch_pickle.py). Unlike torch.load(weights_only=False), it
 cannot run code from a file, whatever weights_only says.
 
-Every reader validates the whole header before allocating anything, so a truncated or
-hostile file raises ValueError or RuntimeError naming the file, and loading allocates at
-most the file's size plus a small constant.
+Every reader validates the whole header before allocating any tensor, so a truncated or
+hostile file raises ValueError or RuntimeError naming the file; tensor memory never exceeds
+the file's size, and parsing a header (JSON, zip directory, pickle) costs a small multiple of
+that header's own size.
 """
 import ctypes
 import io
