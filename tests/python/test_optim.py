@@ -475,6 +475,7 @@ def test_step_runs_without_grad_mode():
     opt = optim.SGD([p], lr=0.1)
     opt.register_step_pre_hook(lambda o, a, k: seen.append(kindle.is_grad_enabled()))
     opt.step()
+    assert seen == [True]  # hooks run in the caller's grad mode, the update without grad
     assert kindle.is_grad_enabled()
     np.testing.assert_allclose(p.detach().numpy(), 0.9)
     assert p.grad_fn is None and p.is_leaf
