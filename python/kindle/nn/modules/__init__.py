@@ -21,9 +21,14 @@ from .shape import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, 
                     Flatten, Fold, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
                     ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, Upsample, UpsamplingBilinear2d,
                     UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from .attention import MultiheadAttention  # noqa: F401
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder, TransformerEncoderLayer)
 
-from . import (activation, batchnorm, container, conv, distance, dropout, linear, loss, module,  # noqa: E402
-               normalization, pooling, shape, sparse)
+from . import (activation, attention, batchnorm, container, conv, distance, dropout, linear, loss,  # noqa: E402
+               module, normalization, pooling, rnn, shape, sparse, transformer)
 
 __all__ = [name for m in (module, container, linear, conv, pooling, batchnorm, normalization, dropout, sparse,
-                          activation, loss, distance, shape) for name in m.__all__]
+                          activation, loss, distance, shape, rnn, transformer) for name in m.__all__] + \
+    ["MultiheadAttention"]
