@@ -1,8 +1,10 @@
 """Transformer, TransformerEncoder/Decoder and their layers, with torch's arguments, submodule
 names (so state dicts are interchangeable) and mask conventions. Built from MultiheadAttention,
-Linear, LayerNorm and Dropout; torch's fused inference fast paths (nested tensors,
-_transformer_encoder_layer_fwd) have no counterpart here: every call takes the composed path,
-which gives the same values."""
+Linear, LayerNorm and Dropout. torch's fused inference fast paths (nested tensors,
+_transformer_encoder_layer_fwd) have no counterpart: every call takes the composed path. Its
+values are torch's, with one exception by design: torch's nested-tensor path (eval, no grad,
+src_key_padding_mask) writes zeros at padded output positions, so torch's own output there
+depends on grad mode; Kindle's never does."""
 import copy
 
 from ... import _C
