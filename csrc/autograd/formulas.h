@@ -19,6 +19,17 @@ Tensor sum_to(const Tensor& grad, IntArrayRef shape);
 Tensor zero_of(const Tensor& like);  // a 0-d zero of like's dtype
 Tensor scale_grad(const Tensor& grad, const Scalar& s);
 
+// Fused normalisation backward (csrc/nn/normalization.cpp): fused kernels, or ops when the
+// backward is itself recorded (create_graph).
+Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                             const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps);
+Tensor layer_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                             IntArrayRef normalized_shape, bool weight, double eps);
+Tensor batch_norm_grad_input(const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
+                             const Tensor& mean, const Tensor& invstd, bool training, double eps);
+Tensor batch_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& invstd,
+                             bool weight, bool training, double eps);
+
 Tensor silu_backward(const Tensor& grad, const Tensor& self);
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold);

@@ -116,14 +116,15 @@ struct Depthwise {
   // The zero-padded input plane: wide enough for ow_r() outputs of every tap.
   int64_t pad_w() const { return std::max(g.W + 2 * g.pw, (ow_r() - 1) * g.sw + (g.kw - 1) * g.dw + 1); }
   int64_t pad_h() const { return std::max(g.H + 2 * g.ph, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1); }
-  int64_t scratch_size() const { return pad_h() * pad_w() + ow_r(); }
+  // One spare row: the last input row's margin fill runs pw elements past the padded plane.
+  int64_t scratch_size() const { return (pad_h() + 1) * pad_w() + ow_r(); }
 
   // y (one output plane) = bias + the stencil of w over x (one input plane); scratch holds
   // scratch_size() elements.
   void plane_forward(const T* x, const T* w, T bias, T* y, T* scratch) const {
     const int64_t Wp = pad_w(), Hp = pad_h(), owr = ow_r();
     T* xp = scratch;
-    T* acc = scratch + Hp * Wp;
+    T* acc = scratch + (Hp + 1) * Wp;
     // Only the margins need zeros; the plane's rows are copied in between.
     std::fill(xp, xp + g.ph * Wp + g.pw, T(0));
     for (int64_t i = 0; i < g.H; ++i) {
@@ -131,7 +132,7 @@ struct Depthwise {
       std::memcpy(r, x + i * g.W, size_t(g.W) * sizeof(T));
       std::fill(r + g.W, r + Wp, T(0));  // right margin, then the next row's left margin
     }
-    std::fill(xp + (g.H + g.ph) * Wp + g.pw, xp + Hp * Wp, T(0));
+    std::fill(xp + (g.H + g.ph) * Wp + g.pw, xp + (Hp + 1) * Wp, T(0));
     if constexpr (std::is_same_v<T, float>) {
       if (g.sw == 1) {  // the common case, by hand: 8 outputs in one register, all taps
         for (int64_t oy = 0; oy < g.oh; ++oy) {

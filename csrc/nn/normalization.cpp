@@ -2,7 +2,9 @@
 #include <limits>
 
 #include "kindle/autograd.h"
+#include "autograd/formulas.h"
 #include "nn/common.h"
+#include "ops/norm_kernels.h"
 
 namespace kindle {
 
@@ -45,12 +47,7 @@ Tensor layer_norm(const Tensor& self, IntArrayRef normalized_shape, const std::o
                  " does not match normalized_shape ", normalized_shape);
   if (is_half(self.dtype()))  // statistics and normalisation in float32, rounded once (as PyTorch)
     return layer_norm(self.to(kFloat32), normalized_shape, weight, bias, eps).to(self.dtype());
-  DimVector dims = last_dims(self.dim(), normalized_shape.size());
-  auto [var, mean] = var_mean(self, dims, std::nullopt, true, Scalar(0));
-  Tensor y = (self - mean) * (var + eps).rsqrt();
-  if (weight) y = y * *weight;
-  if (bias) y = y + *bias;
-  return y;
+  return std::get<0>(fused_layer_norm(self, normalized_shape, weight, bias, eps));
 }
 
 Tensor rms_norm(const Tensor& self, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
@@ -104,30 +101,14 @@ Tensor batch_norm(const Tensor& self, const std::optional<Tensor>& running_mean,
   check_param(running_var, "running_var");
   check_param(weight, "weight");
   check_param(bias, "bias");
-  DimVector dims{0};
-  for (int64_t i = 2; i < self.dim(); ++i) dims.push_back(i);
-  Tensor mean, var;
   if (training) {
     int64_t n = self.numel() / std::max<int64_t>(C, 1);
     KINDLE_CHECK_VALUE(n > 1, "Expected more than 1 value per channel when training, got input size ", self.sizes());
-    std::tie(var, mean) = var_mean(self, dims, std::nullopt, true, Scalar(0));
-    if (running_mean || running_var) {
-      autograd::NoGradGuard g;
-      if (running_mean) running_mean->mul_(scalar_to_tensor(1 - momentum)).add_(mean.reshape({C}).detach() * momentum);
-      if (running_var)
-        running_var->mul_(scalar_to_tensor(1 - momentum))
-            .add_(var.reshape({C}).detach() * (momentum * double(n) / double(n - 1)));
-    }
   } else {
     KINDLE_CHECK(running_mean && running_var, "batch_norm: running_mean and running_var must be defined in evaluation "
                  "mode (training=False)");
-    mean = per_channel(*running_mean, self.dim());
-    var = per_channel(*running_var, self.dim());
   }
-  Tensor y = (self - mean) * (var + eps).rsqrt();
-  if (weight) y = y * per_channel(*weight, self.dim());
-  if (bias) y = y + per_channel(*bias, self.dim());
-  return y;
+  return std::get<0>(fused_batch_norm(self, weight, bias, running_mean, running_var, training, momentum, eps));
 }
 
 Tensor instance_norm(const Tensor& self, const std::optional<Tensor>& running_mean,
@@ -159,5 +140,180 @@ Tensor instance_norm(const Tensor& self, const std::optional<Tensor>& running_me
   if (bias) y = y + per_channel(*bias, self.dim());
   return y;
 }
+
+// ---- the fused ops and their backward
+
+namespace {
+
+void check_ff(const Tensor& t, const char* op) {
+  KINDLE_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, op, ": expected a float32 or float64 input, got ",
+               t.dtype());
+}
+std::optional<Tensor> as_contig(const std::optional<Tensor>& t, DType dt) {
+  if (!t) return std::nullopt;
+  return t->to(dt).contiguous();
+}
+RowsGeom rows_geom(const Tensor& input, IntArrayRef normalized_shape, double eps) {
+  int64_t D = 1;
+  for (int64_t s : normalized_shape) D *= s;
+  return RowsGeom{D == 0 ? 0 : input.numel() / D, D, eps};
+}
+DimVector stats_shape(const Tensor& input, IntArrayRef normalized_shape) {
+  DimVector s(input.sizes());
+  for (size_t i = s.size() - normalized_shape.size(); i < s.size(); ++i) s[i] = 1;
+  return s;
+}
+ChannelsGeom channels_geom(const Tensor& x) {
+  int64_t N = x.size(0), C = x.size(1);
+  return ChannelsGeom{N, C, N * C == 0 ? 0 : x.numel() / (N * C)};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> native_fused_layer_norm(const Tensor& input, IntArrayRef normalized_shape,
+                                                            const std::optional<Tensor>& weight,
+                                                            const std::optional<Tensor>& bias, double eps) {
+  check_ff(input, "layer_norm");
+  check_normalized_shape(input, normalized_shape, "layer_norm");
+  RowsGeom g = rows_geom(input, normalized_shape, eps);
+  Tensor x = input.contiguous();
+  auto w = as_contig(weight, x.dtype()), b = as_contig(bias, x.dtype());
+  Tensor y = empty_tensor(input.sizes(), x.dtype(), x.device());
+  DimVector ss = stats_shape(input, normalized_shape);
+  Tensor mean = empty_tensor(ss, x.dtype(), x.device()), rstd = empty_tensor(ss, x.dtype(), x.device());
+  if (g.M) layer_norm_stub[x.device()](x, w ? &*w : nullptr, b ? &*b : nullptr, y, mean, rstd, g);
+  return {y, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_fused_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
+                                                           const std::optional<Tensor>& bias,
+                                                           const std::optional<Tensor>& running_mean,
+                                                           const std::optional<Tensor>& running_var, bool training,
+                                                           double momentum, double eps) {
+  check_ff(input, "batch_norm");
+  KINDLE_CHECK(input.dim() >= 2, "batch_norm: expected an input of at least 2 dimensions (N, C, ...), got shape ",
+               input.sizes());
+  Tensor x = input.contiguous();
+  ChannelsGeom g = channels_geom(x);
+  DType dt = x.dtype();
+  auto w = as_contig(weight, dt), b = as_contig(bias, dt);
+  Tensor mean, invstd;
+  if (training) {
+    mean = empty_tensor({g.C}, dt, x.device());
+    Tensor var = empty_tensor({g.C}, dt, x.device());
+    if (g.C) batch_norm_stats_stub[x.device()](x, mean, var, g);
+    invstd = (var + eps).rsqrt();
+    const double n = double(g.N * g.S);
+    autograd::NoGradGuard ng;
+    if (running_mean) running_mean->mul_(scalar_to_tensor(1 - momentum)).add_(mean * momentum);
+    if (running_var) running_var->mul_(scalar_to_tensor(1 - momentum)).add_(var * (momentum * n / std::max(n - 1, 1.0)));
+  } else {
+    mean = running_mean->to(dt, true).contiguous();  // a copy: outputs must not alias the buffers
+    invstd = (running_var->to(dt) + eps).rsqrt().contiguous();
+  }
+  Tensor y = empty_tensor(x.sizes(), dt, x.device());
+  if (y.numel()) batch_norm_apply_stub[x.device()](x, mean, invstd, w ? &*w : nullptr, b ? &*b : nullptr, y, g);
+  return {y, mean, invstd};
+}
+
+namespace autograd {
+Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                             const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps) {
+  if (!grad.defined()) return {};
+  if (GradMode::is_enabled()) {  // recorded backward: written with ops
+    // The statistics are recomputed with ops so that their dependence on input is recorded.
+    DimVector dims = last_dims(input.dim(), normalized_shape.size());
+    auto [v, mu] = var_mean(input, dims, std::nullopt, true, Scalar(0));
+    Tensor r = (v + eps).rsqrt();
+    Tensor xhat = (input - mu) * r;
+    Tensor g = weight ? grad * *weight : grad;
+    return r * (g - g.mean(dims, true) - xhat * (g * xhat).mean(dims, true));
+  }
+  RowsGeom geom = rows_geom(input, normalized_shape, 0);
+  Tensor dx = empty_tensor(input.sizes(), input.dtype(), input.device());
+  auto w = as_contig(weight, input.dtype());
+  if (geom.M)
+    layer_norm_backward_input_stub[input.device()](grad.contiguous(), input.contiguous(), mean, rstd,
+                                                   w ? &*w : nullptr, dx, geom);
+  return dx;
+}
+
+Tensor layer_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                             IntArrayRef normalized_shape, bool weight, double eps) {
+  if (!grad.defined()) return {};
+  if (GradMode::is_enabled()) {
+    DimVector lead;
+    for (int64_t i = 0; i < input.dim() - int64_t(normalized_shape.size()); ++i) lead.push_back(i);
+    DimVector dims = last_dims(input.dim(), normalized_shape.size());
+    Tensor t = grad;
+    if (weight) {
+      auto [v, mu] = var_mean(input, dims, std::nullopt, true, Scalar(0));
+      t = grad * ((input - mu) * (v + eps).rsqrt());
+    }
+    return lead.empty() ? t : t.sum(lead);
+  }
+  RowsGeom geom = rows_geom(input, normalized_shape, 0);
+  Tensor out = empty_tensor(normalized_shape, input.dtype(), input.device());
+  if (geom.M) layer_norm_backward_param_stub[input.device()](grad.contiguous(), input.contiguous(), mean, rstd, out,
+                                                             weight, geom);
+  else out.zero_();
+  return out;
+}
+
+Tensor batch_norm_grad_input(const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
+                             const Tensor& mean, const Tensor& invstd, bool training, double eps) {
+  if (!grad.defined()) return {};
+  if (GradMode::is_enabled()) {
+    DimVector dims{0};
+    for (int64_t i = 2; i < input.dim(); ++i) dims.push_back(i);
+    Tensor m = per_channel(mean, input.dim()), is = per_channel(invstd, input.dim());
+    if (training) {  // statistics recomputed with ops: their dependence on input is recorded
+      auto [v, mu] = var_mean(input, dims, std::nullopt, true, Scalar(0));
+      m = mu;
+      is = (v + eps).rsqrt();
+    }
+    Tensor scale = weight ? is * per_channel(*weight, input.dim()) : is;
+    if (!training) return grad * scale;
+    Tensor xhat = (input - m) * is;
+    return scale * (grad - grad.mean(dims, true) - xhat * (grad * xhat).mean(dims, true));
+  }
+  Tensor x = input.contiguous(), g = grad.contiguous();
+  ChannelsGeom geom = channels_geom(x);
+  auto w = as_contig(weight, x.dtype());
+  Tensor dx = empty_tensor(x.sizes(), x.dtype(), x.device());
+  if (!dx.numel()) return dx;
+  if (training) {
+    Tensor sg = empty_tensor({geom.C}, x.dtype(), x.device()), sgx = empty_tensor({geom.C}, x.dtype(), x.device());
+    batch_norm_reduce_stub[x.device()](g, x, mean, invstd, sg, sgx, geom);
+    batch_norm_backward_input_stub[x.device()](g, x, mean, invstd, w ? &*w : nullptr, &sg, &sgx, dx, geom);
+  } else {
+    batch_norm_backward_input_stub[x.device()](g, x, mean, invstd, w ? &*w : nullptr, nullptr, nullptr, dx, geom);
+  }
+  return dx;
+}
+
+Tensor batch_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& invstd,
+                             bool weight, bool training, double eps) {
+  if (!grad.defined()) return {};
+  DimVector dims{0};
+  for (int64_t i = 2; i < input.dim(); ++i) dims.push_back(i);
+  if (GradMode::is_enabled()) {
+    Tensor t = grad;
+    if (weight && training) {
+      auto [v, mu] = var_mean(input, dims, std::nullopt, true, Scalar(0));
+      t = grad * ((input - mu) * (v + eps).rsqrt());
+    } else if (weight) {
+      t = grad * ((input - per_channel(mean, input.dim())) * per_channel(invstd, input.dim()));
+    }
+    return t.sum(dims);
+  }
+  Tensor x = input.contiguous();
+  ChannelsGeom geom = channels_geom(x);
+  Tensor sg = zeros({geom.C}, x.dtype()), sgx = zeros({geom.C}, x.dtype());
+  if (x.numel()) batch_norm_reduce_stub[x.device()](grad.contiguous(), x, mean, invstd, sg, sgx, geom);
+  return weight ? sgx : sg;
+}
+
+}  // namespace autograd
 
 }  // namespace kindle

@@ -1,0 +1,241 @@
+// Fused normalisation kernels (see ops/norm_kernels.h): one task per row (layer_norm) or per
+// channel (batch_norm), each summed in a fixed order, so results do not depend on the thread
+// count. Two passes for the statistics (mean, then centred squares) keep the variance exact
+// for inputs with a large mean.
+#include <cmath>
+
+#include "cpu/parallel.h"
+#include "ops/norm_kernels.h"
+
+namespace kindle::cpu {
+namespace {
+
+template <typename T>
+const T* cptr(const Tensor* t) { return t ? static_cast<const T*>(t->data_ptr()) : nullptr; }
+template <typename T>
+T* ptr(const Tensor& t) { return static_cast<T*>(t.data_ptr()); }
+
+template <typename F>
+void dispatch_ff(DType d, const F& f) {
+  if (d == kFloat64) f(double{});
+  else f(float{});
+}
+
+int64_t row_grain(int64_t d) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(d, 1)); }
+
+void layer_norm_kernel(const Tensor& x, const Tensor* w, const Tensor* b, const Tensor& y, const Tensor& mean,
+                       const Tensor& rstd, const RowsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = cptr<T>(&x), *wp = cptr<T>(w), *bp = cptr<T>(b);
+    T *yp = ptr<T>(y), *mp = ptr<T>(mean), *rp = ptr<T>(rstd);
+    parallel_for(0, g.M, row_grain(g.D), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const T* xr = xp + i * g.D;
+        T* yr = yp + i * g.D;
+        T s = 0;
+        for (int64_t j = 0; j < g.D; ++j) s += xr[j];
+        const T mu = g.D ? s / T(g.D) : T(0);
+        T ss = 0;
+        for (int64_t j = 0; j < g.D; ++j) ss += (xr[j] - mu) * (xr[j] - mu);
+        const T r = T(1) / std::sqrt(ss / T(std::max<int64_t>(g.D, 1)) + T(g.eps));
+        mp[i] = mu;
+        rp[i] = r;
+        if (wp && bp) for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r * wp[j] + bp[j];
+        else if (wp) for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r * wp[j];
+        else if (bp) for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r + bp[j];
+        else for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r;
+      }
+    });
+  });
+}
+
+void layer_norm_backward_input_kernel(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor* w, const Tensor& dx, const RowsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *gp = cptr<T>(&grad), *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *rp = cptr<T>(&rstd), *wp = cptr<T>(w);
+    T* dp = ptr<T>(dx);
+    parallel_for(0, g.M, row_grain(g.D), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const T *gr = gp + i * g.D, *xr = xp + i * g.D;
+        T* dr = dp + i * g.D;
+        const T mu = mp[i], r = rp[i];
+        T a = 0, c = 0;  // sums of g*w and of g*w*xhat
+        if (wp)
+          for (int64_t j = 0; j < g.D; ++j) {
+            T gw = gr[j] * wp[j];
+            a += gw;
+            c += gw * (xr[j] - mu);
+          }
+        else
+          for (int64_t j = 0; j < g.D; ++j) {
+            a += gr[j];
+            c += gr[j] * (xr[j] - mu);
+          }
+        const T inv_d = T(1) / T(g.D);
+        a *= inv_d;
+        c *= inv_d * r;  // mean of g*w*xhat
+        if (wp)
+          for (int64_t j = 0; j < g.D; ++j) dr[j] = r * (gr[j] * wp[j] - a - (xr[j] - mu) * r * c);
+        else
+          for (int64_t j = 0; j < g.D; ++j) dr[j] = r * (gr[j] - a - (xr[j] - mu) * r * c);
+      }
+    });
+  });
+}
+
+void layer_norm_backward_param_kernel(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& dparam, bool weight, const RowsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *gp = cptr<T>(&grad), *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *rp = cptr<T>(&rstd);
+    T* out = ptr<T>(dparam);
+    // Columns split across threads; each column sums the rows in order.
+    parallel_for(0, g.D, std::max<int64_t>(64, g.D / 64), [&](int64_t lo, int64_t hi) {
+      for (int64_t j = lo; j < hi; ++j) out[j] = 0;
+      for (int64_t i = 0; i < g.M; ++i) {
+        const T *gr = gp + i * g.D, *xr = xp + i * g.D;
+        if (weight) {
+          const T mu = mp[i], r = rp[i];
+          for (int64_t j = lo; j < hi; ++j) out[j] += gr[j] * (xr[j] - mu) * r;
+        } else {
+          for (int64_t j = lo; j < hi; ++j) out[j] += gr[j];
+        }
+      }
+    });
+  });
+}
+
+// ---- batch_norm: channel c of image n is the run x[(n * C + c) * S, +S).
+
+void batch_norm_stats_kernel(const Tensor& x, const Tensor& mean, const Tensor& var, const ChannelsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = cptr<T>(&x);
+    T *mp = ptr<T>(mean), *vp = ptr<T>(var);
+    const double m = double(g.N * g.S);
+    parallel_for(0, g.C, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        double s = 0;
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* r = xp + (n * g.C + c) * g.S;
+          T part = 0;
+          for (int64_t k = 0; k < g.S; ++k) part += r[k];
+          s += double(part);
+        }
+        const double mu = m > 0 ? s / m : 0;
+        double ss = 0;
+        const T mut = T(mu);
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* r = xp + (n * g.C + c) * g.S;
+          T part = 0;
+          for (int64_t k = 0; k < g.S; ++k) part += (r[k] - mut) * (r[k] - mut);
+          ss += double(part);
+        }
+        mp[c] = T(mu);
+        vp[c] = T(m > 0 ? ss / m : 0);
+      }
+    });
+  });
+}
+
+void batch_norm_apply_kernel(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor* w,
+                             const Tensor* b, const Tensor& y, const ChannelsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *ip = cptr<T>(&invstd), *wp = cptr<T>(w), *bp = cptr<T>(b);
+    T* yp = ptr<T>(y);
+    parallel_for(0, g.N * g.C, row_grain(g.S), [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t c = t % g.C;
+        const T scale = ip[c] * (wp ? wp[c] : T(1));
+        const T shift = (bp ? bp[c] : T(0)) - mp[c] * scale;
+        const T* r = xp + t * g.S;
+        T* o = yp + t * g.S;
+        for (int64_t k = 0; k < g.S; ++k) o[k] = r[k] * scale + shift;
+      }
+    });
+  });
+}
+
+void batch_norm_reduce_kernel(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                              const Tensor& sum_g, const Tensor& sum_gx, const ChannelsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *gp = cptr<T>(&grad), *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *ip = cptr<T>(&invstd);
+    T *sg = ptr<T>(sum_g), *sgx = ptr<T>(sum_gx);
+    parallel_for(0, g.C, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        double a = 0, b = 0;
+        const T mu = mp[c];
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T *gr = gp + (n * g.C + c) * g.S, *xr = xp + (n * g.C + c) * g.S;
+          T pa = 0, pb = 0;
+          for (int64_t k = 0; k < g.S; ++k) {
+            pa += gr[k];
+            pb += gr[k] * (xr[k] - mu);
+          }
+          a += double(pa);
+          b += double(pb);
+        }
+        sg[c] = T(a);
+        sgx[c] = T(b * double(ip[c]));
+      }
+    });
+  });
+}
+
+void batch_norm_backward_input_kernel(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                                      const Tensor* w, const Tensor* sum_g, const Tensor* sum_gx, const Tensor& dx,
+                                      const ChannelsGeom& g) {
+  dispatch_ff(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *gp = cptr<T>(&grad), *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *ip = cptr<T>(&invstd), *wp = cptr<T>(w);
+    const T *sg = cptr<T>(sum_g), *sgx = cptr<T>(sum_gx);
+    T* dp = ptr<T>(dx);
+    const T inv_m = T(1) / T(std::max<int64_t>(g.N * g.S, 1));
+    parallel_for(0, g.N * g.C, row_grain(g.S), [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t c = t % g.C;
+        const T scale = ip[c] * (wp ? wp[c] : T(1));
+        const T *gr = gp + t * g.S, *xr = xp + t * g.S;
+        T* o = dp + t * g.S;
+        if (!sg) {
+          for (int64_t k = 0; k < g.S; ++k) o[k] = gr[k] * scale;
+          continue;
+        }
+        const T mu = mp[c], a = sg[c] * inv_m, b = sgx[c] * inv_m * ip[c];  // b: per xhat, times invstd
+        for (int64_t k = 0; k < g.S; ++k) o[k] = scale * (gr[k] - a - (xr[k] - mu) * b);
+      }
+    });
+  });
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(const Tensor&, const Tensor*, const Tensor*, const Tensor&, const Tensor&, const Tensor&,
+                    const RowsGeom&)> layer_norm_stub{"layer_norm"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor&,
+                    const RowsGeom&)> layer_norm_backward_input_stub{"layer_norm_backward"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                    const RowsGeom&)> layer_norm_backward_param_stub{"layer_norm_backward"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const ChannelsGeom&)> batch_norm_stats_stub{
+    "batch_norm"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor*, const Tensor&,
+                    const ChannelsGeom&)> batch_norm_apply_stub{"batch_norm"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                    const ChannelsGeom&)> batch_norm_reduce_stub{"batch_norm_backward"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
+                    const Tensor*, const Tensor&, const ChannelsGeom&)> batch_norm_backward_input_stub{
+    "batch_norm_backward"};
+KINDLE_REGISTER_KERNEL(layer_norm_stub, DeviceType::CPU, &cpu::layer_norm_kernel);
+KINDLE_REGISTER_KERNEL(layer_norm_backward_input_stub, DeviceType::CPU, &cpu::layer_norm_backward_input_kernel);
+KINDLE_REGISTER_KERNEL(layer_norm_backward_param_stub, DeviceType::CPU, &cpu::layer_norm_backward_param_kernel);
+KINDLE_REGISTER_KERNEL(batch_norm_stats_stub, DeviceType::CPU, &cpu::batch_norm_stats_kernel);
+KINDLE_REGISTER_KERNEL(batch_norm_apply_stub, DeviceType::CPU, &cpu::batch_norm_apply_kernel);
+KINDLE_REGISTER_KERNEL(batch_norm_reduce_stub, DeviceType::CPU, &cpu::batch_norm_reduce_kernel);
+KINDLE_REGISTER_KERNEL(batch_norm_backward_input_stub, DeviceType::CPU, &cpu::batch_norm_backward_input_kernel);
+}  // namespace kindle
