@@ -105,7 +105,8 @@ std::tuple<Tensor, Tensor, Tensor> rnn(const Tensor& input, const Tensor& hx, co
     if (dropout_p > 0 && train && layer + 1 < num_layers) x = dropout(x, dropout_p, true);
   }
   Tensor out = batch_first ? x.transpose(0, 1) : x;
-  return {out, stack(hn, 0), lstm ? stack(cn, 0) : Tensor()};
+  // c_n is an empty tensor for RNN and GRU (a defined value: Python sees a tensor, never a null).
+  return {out, stack(hn, 0), lstm ? stack(cn, 0) : empty_tensor({0}, out.dtype(), out.device())};
 }
 
 }  // namespace kindle

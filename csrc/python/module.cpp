@@ -10,6 +10,13 @@
 
 namespace kindle::python {
 
+// Seeds are taken modulo 2^64, as PyTorch does (negative seeds and seeds >= 2^63 both work).
+uint64_t seed_value(nb::int_ s) {
+  unsigned long long v = PyLong_AsUnsignedLongLongMask(s.ptr());
+  if (v == (unsigned long long)-1 && PyErr_Occurred()) throw nb::python_error();
+  return uint64_t(v);
+}
+
 PyObject* g_dtype_objects[kNumDTypes];
 
 struct DTypeInfo {
@@ -113,8 +120,8 @@ NB_MODULE(_C, m) {
   nb::class_<Generator>(m, "Generator")
       .def("__init__", [](Generator* g, std::optional<Device>) { new (g) Generator(67280421310721ull); },
            nb::arg("device").none() = nb::none())
-      .def("manual_seed", [](nb::handle_t<Generator> self, int64_t seed) {
-        (*nb::inst_ptr<Generator>(self))->manual_seed(uint64_t(seed));
+      .def("manual_seed", [](nb::handle_t<Generator> self, nb::int_ seed) {
+        (*nb::inst_ptr<Generator>(self))->manual_seed(seed_value(seed));
         return nb::borrow(self);
       }, nb::arg("seed"))
       .def("initial_seed", [](const Generator& g) { return g->seed(); })
@@ -125,7 +132,7 @@ NB_MODULE(_C, m) {
         g->set_offset(std::get<1>(st));
       });
   m.def("default_generator", []() { return default_generator(); });
-  m.def("manual_seed", [](int64_t s) { manual_seed(uint64_t(s)); }, nb::arg("seed"));
+  m.def("manual_seed", [](nb::int_ s) { manual_seed(seed_value(s)); }, nb::arg("seed"));
   m.def("seed", []() { return kindle::seed(); });
   m.def("initial_seed", []() { return default_generator()->seed(); });
   m.def("set_num_threads", &set_num_threads, nb::arg("num"));

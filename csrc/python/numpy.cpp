@@ -91,8 +91,18 @@ nb::object to_numpy(nb::handle self_obj, bool force) {
 }
 
 // Nested Python data -> tensor.
-void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind) {
+Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy);
+
+// kind: the category of the Python scalars seen (0 bool, 1 int, 2 float); np_dtype: the promoted
+// dtype of the NumPy scalars seen, which keep their dtype as in PyTorch.
+void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::optional<DType>& np_dtype) {
   PyObject* o = h.ptr();
+  if (!PySequence_Check(o) && !nb::isinstance<Tensor>(h) && PyObject_HasAttrString(o, "dtype") &&
+      PyObject_HasAttrString(o, "item")) {
+    DType d = from_data(h, std::nullopt, true).dtype();
+    np_dtype = np_dtype ? promote_types(*np_dtype, d) : d;
+    return;
+  }
   if (PyBool_Check(o)) { kind = std::max(kind, 0); return; }
   if (PyLong_Check(o)) { kind = std::max(kind, 1); return; }
   if (PyFloat_Check(o)) { kind = std::max(kind, 2); return; }
@@ -106,7 +116,7 @@ void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind) {
     Py_ssize_t n = PySequence_Size(o);
     if (int64_t(shape.size()) <= depth) shape.push_back(int64_t(n));
     else KINDLE_CHECK_VALUE(shape[depth] == int64_t(n), "expected sequence of length ", shape[depth], " at dim ", depth, " (got ", n, ")");
-    for (Py_ssize_t i = 0; i < n; ++i) infer(nb::steal(PySequence_GetItem(o, i)), depth + 1, shape, kind);
+    for (Py_ssize_t i = 0; i < n; ++i) infer(nb::steal(PySequence_GetItem(o, i)), depth + 1, shape, kind, np_dtype);
     return;
   }
   if (PyIndex_Check(o)) { kind = std::max(kind, 1); return; }
@@ -147,8 +157,10 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
   }
   DimVector shape;
   int kind = -1;
-  infer(data, 0, shape, kind);
-  DType dt = dtype.value_or(kind == 2 ? default_dtype() : kind == 1 ? kInt64 : kind == 0 ? kBool : default_dtype());
+  std::optional<DType> np_dtype;
+  infer(data, 0, shape, kind, np_dtype);
+  DType py_dt = kind == 2 ? default_dtype() : kind == 1 ? kInt64 : kind == 0 ? kBool : default_dtype();
+  DType dt = dtype.value_or(np_dtype ? (kind >= 0 ? promote_types(*np_dtype, py_dt) : *np_dtype) : py_dt);
   Tensor t = empty_tensor(shape, dt);
   char* p = static_cast<char*>(t.data_ptr());
   if (t.numel()) fill(data, p, dt);

@@ -138,6 +138,20 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("tolist", [](const Tensor& t) { return tolist_rec(t, static_cast<const char*>(t.data_ptr()), 0); });
   cls.def("to", &to_any);
   cls.def("type", [](const Tensor& t, DType d) { return t.to(d); }, nb::arg("dtype"));
+  cls.def("type", [](const Tensor& t) {  // the legacy type name, as torch's Tensor.type()
+    switch (t.dtype()) {
+      case kFloat32: return "kindle.FloatTensor";
+      case kFloat64: return "kindle.DoubleTensor";
+      case kFloat16: return "kindle.HalfTensor";
+      case kBFloat16: return "kindle.BFloat16Tensor";
+      case kInt8: return "kindle.CharTensor";
+      case kInt16: return "kindle.ShortTensor";
+      case kInt32: return "kindle.IntTensor";
+      case kInt64: return "kindle.LongTensor";
+      case kUInt8: return "kindle.ByteTensor";
+      default: return "kindle.BoolTensor";
+    }
+  });
   cls.def("cpu", [](nb::handle_t<Tensor> h) { return nb::borrow(h); });
   cls.def("float", [](const Tensor& t) { return t.to(kFloat32); });
   cls.def("double", [](const Tensor& t) { return t.to(kFloat64); });

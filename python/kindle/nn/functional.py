@@ -504,6 +504,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                             enable_gqa=enable_gqa)
 
 
+def multi_head_attention_forward(*args, **kwargs):
+    """torch.nn.functional.multi_head_attention_forward (it lives with MultiheadAttention, which imports F)."""
+    from .modules.attention import multi_head_attention_forward as impl
+    return impl(*args, **kwargs)
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
     if scale_grad_by_freq or sparse:
