@@ -15,8 +15,13 @@ perf_counter around the whole step; the steps alternate between the frameworks (
 median step time, samples per second and the ratio kindle/torch (below 1: Kindle is faster).
 
 Both models see the same batches in the same order from the same weights, so their losses must
-agree: the table prints the loss after the last step from both and flags a mismatch (the first
-step's losses are also checked, with a tight tolerance, as they differ only by rounding).
+agree. In float32 only the first step's losses agree closely: from there rounding differences
+grow through training (Adam turns near-zero gradient noise into full-size steps; BatchNorm and
+unstable steps amplify them too), so after hundreds of steps the two float32 losses differ by
+percents while both frameworks are right. The table prints the first and last float32 losses
+from both and checks the first (1e-4); the verdict on the whole stack is a float64 run of the
+same workload from the same weights, where every step's loss must agree to 1e-9 (it agrees to
+about 1e-15 when nothing is wrong); a failure is flagged MISMATCH.
 
 Peak resident memory is measured in a fresh subprocess per framework and workload that imports
 only that framework, builds the model with its own default initialisation (values do not change
@@ -215,7 +220,7 @@ class Workload:
     full: dict                    # the sizes the issue asks for
     tiny: dict                    # sizes for the smoke test
     optimizer: tuple = None       # (torch.optim class name, kwargs); None: batch-1 inference
-    loss_rtol: float = 1e-3       # final-loss agreement after the timed steps
+    check_steps: int = 100        # steps of the float64 agreement check (full runs)
     budget_s: float = 40.0        # seconds of timed steps (both frameworks) in a full run
     max_steps: int = 400
     needs: tuple = ()             # kindle attributes the workload needs, e.g. ("nn.LSTM",)
@@ -242,15 +247,15 @@ WORKLOADS = {w.name: w for w in [
     Workload("resnet18", "ResNet-18 (CIFAR), batch 32, SGD momentum", make_resnet, data_images(3),
              dict(batch=32, side=32, stem=64, widths=(64, 128, 256, 512), blocks=(2, 2, 2, 2), classes=10),
              dict(batch=4, side=8, stem=4, widths=(4, 8), blocks=(1, 1), classes=3),
-             ("SGD", dict(lr=0.01, momentum=0.9, weight_decay=5e-4)), budget_s=60.0, loss_rtol=2e-2),
+             ("SGD", dict(lr=0.01, momentum=0.9, weight_decay=5e-4)), budget_s=60.0, check_steps=4),
     Workload("lstm", "LSTM LM 2x256, seq 35, batch 20, vocab 10k, SGD", make_lstm_lm, data_tokens(True),
              dict(batch=20, seq=35, vocab=10000, embed=256, hidden=256, layers=2),
              dict(batch=3, seq=5, vocab=11, embed=6, hidden=7, layers=2),
-             ("SGD", dict(lr=1.0)), needs=("nn.LSTM",)),
+             ("SGD", dict(lr=1.0)), check_steps=10, needs=("nn.LSTM",)),
     Workload("gpt", "GPT 4x256, 4 heads, seq 128, batch 16, vocab 256, AdamW", make_gpt, data_tokens(False),
              dict(batch=16, seq=128, vocab=256, d_model=256, heads=4, layers=4),
              dict(batch=2, seq=6, vocab=9, d_model=8, heads=2, layers=2),
-             ("AdamW", dict(lr=1e-3, weight_decay=0.1)), budget_s=60.0, loss_rtol=5e-3),
+             ("AdamW", dict(lr=1e-3, weight_decay=0.1)), budget_s=60.0, check_steps=6),
     Workload("mlp_infer", "MLP inference, batch 1", make_mlp, data_features,
              dict(MLP, batch=1), MLP_TINY, budget_s=12.0, max_steps=4000),
     Workload("lenet_infer", "LeNet inference, batch 1", make_lenet, data_images(1),
@@ -271,14 +276,22 @@ def missing_features(lib, wl):
 
 
 # ----------------------------------------------------------------------------- running
+# Distinct batches the steps cycle through: enough that the models do not just memorise a few
+# batches and drive the loss to ~0, where agreement between the frameworks says little.
+N_BATCHES = 16
+F32_RTOL = 1e-4   # float32 losses of the first step, inference outputs of every call
+F64_RTOL = 1e-9   # float64 losses of every checked step
 class Runner:
     """One framework's model, optimizer and batches for one workload."""
 
-    def __init__(self, lib, wl, sizes, batches, state=None):
+    def __init__(self, lib, wl, sizes, batches, state=None, float64=False):
         self.lib, self.wl = lib, wl
         self.model = wl.build(lib, sizes)
         if state is not None:  # the torch model's weights, as NumPy arrays
             self.model.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in state.items()})
+        if float64:  # after the copy: float32 -> float64 is exact, so both start equal
+            self.model.double()
+            batches = [(x.astype(np.float64) if x.dtype == np.float32 else x, y) for x, y in batches]
         self.batches = [(lib.from_numpy(x), lib.from_numpy(y)) for x, y in batches]
         self.loss_fn = lib.nn.CrossEntropyLoss()
         self.opt = None
@@ -307,12 +320,15 @@ def state_as_numpy(model):
     return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
 
 
-def make_pair(wl, sizes, torch, kindle, n_batches=4, seed=0):
+def make_pair(wl, sizes, torch, kindle, n_batches=N_BATCHES, seed=0, float64=False):
     """Runners for both frameworks: same data, the torch model's weights copied into kindle's."""
     batches = wl.data(np.random.default_rng(seed), sizes, n_batches)
     torch.manual_seed(seed)
     t = Runner(torch, wl, sizes, batches)
-    k = Runner(kindle, wl, sizes, batches, state=state_as_numpy(t.model))
+    k = Runner(kindle, wl, sizes, batches, state=state_as_numpy(t.model), float64=float64)
+    if float64:
+        t.model.double()
+        t.batches = [(x.double() if x.is_floating_point() else x, y) for x, y in t.batches]
     return {"kindle": k, "torch": t}
 
 
@@ -365,18 +381,33 @@ def calibrate_reps(runners):
     return max(1, min(50, int(1e-3 / max(per_call, 1e-9))))
 
 
-def compare_values(wl, values):
-    """(text for the table, ok) comparing the frameworks' losses or inference outputs."""
+def max_rel_diff(values):
+    """Largest relative difference between the frameworks over all steps (losses or outputs)."""
+    diffs = [float(np.max(np.abs(np.asarray(k) - t)) / max(float(np.max(np.abs(t))), 1e-30))
+             for k, t in zip(values["kindle"], values["torch"])]
+    return max(diffs) if all(np.isfinite(diffs)) else float("inf")
+
+
+def compare_float32(wl, values):
+    """(text, ok) for the timed float32 run. The first step differs only by rounding; later
+    float32 losses drift apart as rounding differences grow through training (Adam, BatchNorm
+    and unstable steps amplify them), so they are printed, and float64_check is the verdict."""
     k, t = values["kindle"], values["torch"]
-    if wl.inference:
-        diff = max(float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30)) for a, b in zip(k, t))
-        ok = diff < 1e-4
-        return f"output rel diff {diff:.1e}", ok
-    first_ok = np.isclose(k[0], t[0], rtol=1e-4, atol=1e-6)
-    last_ok = np.isclose(k[-1], t[-1], rtol=wl.loss_rtol, atol=1e-5)
-    finite = np.isfinite(k[-1]) and np.isfinite(t[-1])
+    if wl.inference:  # no training: every call must agree
+        diff = max_rel_diff(values)
+        return f"output rel diff {diff:.1e}", diff <= F32_RTOL
     text = f"{k[0]:.4f}/{t[0]:.4f} -> {k[-1]:.4f}/{t[-1]:.4f}"
-    return text, bool(first_ok and last_ok and finite)
+    ok = max_rel_diff({"kindle": k[:1], "torch": t[:1]}) <= F32_RTOL and np.isfinite(k[-1])
+    return text, bool(ok)
+
+
+def float64_check(wl, torch, kindle, steps, sizes=None):
+    """(text, ok): the same workload in float64 for `steps` steps; there rounding stays far
+    below the tolerance, so every step's loss (or output) must agree to F64_RTOL."""
+    runners = make_pair(wl, sizes or wl.full, torch, kindle, float64=True)
+    _, values = timed_steps(runners, 0, steps, 0, steps)
+    diff = max_rel_diff(values)
+    return f"{steps} steps: {diff:.0e}", diff <= F64_RTOL
 
 
 # ----------------------------------------------------------------------------- memory
@@ -395,7 +426,7 @@ def memory_child(wl_name, lib_name, threads, steps):
     importlib.import_module(lib_name + ".optim")
     lib.set_num_threads(threads)
     wl = WORKLOADS[wl_name]
-    batches = wl.data(np.random.default_rng(0), wl.full, 4)
+    batches = wl.data(np.random.default_rng(0), wl.full, N_BATCHES)
     lib.manual_seed(0)
     base = read_status_kb("VmRSS")
     r = Runner(lib, wl, wl.full, batches)
@@ -444,38 +475,41 @@ def profile_kindle(runner, steps, top=15):
 
 
 HEADER = ("| workload | steps | kindle | torch | k/t | samples/s kindle / torch | peak RSS kindle (delta)"
-          " | peak RSS torch (delta) | loss kindle/torch: first -> last | time target | memory target |")
+          " | peak RSS torch (delta) | float32 loss kindle/torch: first -> last | float64 check: max rel diff"
+          " | time target | memory target |")
 
 
 def run_workload(wl, args, torch, kindle):
+    """The workload's table row, its time ratio and (with --profile, when slower) a profile."""
     missing = missing_features(kindle, wl)
     if missing:
-        return (f"| {wl.title} | - | - | - | - | - | - | - | - | skipped: {', '.join(missing)} missing | - |",
-                None, None)
+        cells = ["-"] * (HEADER.count("|") - 4) + [f"skipped: {', '.join(missing)} missing", "-"]
+        return f"| {wl.title} | " + " | ".join(cells) + " |", None, None
     runners = make_pair(wl, wl.full, torch, kindle)
     reps = calibrate_reps(runners) if wl.inference else 1
     if args.quick:
-        steps, warmup = (20 if wl.inference else 3), 1
+        steps, warmup, check_steps = (20 if wl.inference else 3), 1, 2
     else:
-        steps, warmup = args.steps, (20 if wl.inference else 3)
+        steps, warmup, check_steps = args.steps, (20 if wl.inference else 3), wl.check_steps
     times, values = timed_steps(runners, warmup, steps, wl.budget_s, wl.max_steps, reps)
     mk, mt = statistics.median(times["kindle"]), statistics.median(times["torch"])
     ratio = mk / mt
-    check, ok = compare_values(wl, values)
-    if not ok:
-        check = f"**MISMATCH** {check}"
-        print(f"warning: {wl.name}: kindle and torch disagree: {check}", file=sys.stderr)
-    batch = wl.full["batch"]
-    time_met = "met" if ratio <= wl.target else "MISSED"
+    f32, ok32 = compare_float32(wl, values)
+    f64, ok64 = float64_check(wl, torch, kindle, check_steps)
+    for text, ok in ((f32, ok32), (f64, ok64)):
+        if not ok:
+            print(f"warning: {wl.name}: kindle and torch disagree: {text}", file=sys.stderr)
+    f32, f64 = (t if ok else f"**MISMATCH** {t}" for t, ok in ((f32, ok32), (f64, ok64)))
     mem_cells = ["-", "-", "-"]
     if not args.no_memory:
         mem = measure_memory(wl, args.threads, 2 if args.quick else 6)
         k, t = mem["kindle"], mem["torch"]
         mem_cells = [f"{fmt_mb(x['peak_kb'])} ({fmt_mb(x['peak_kb'] - x['base_kb'])})" for x in (k, t)]
         mem_cells.append("met" if k["peak_kb"] <= t["peak_kb"] else "MISSED")
+    batch = wl.full["batch"]
     row = (f"| {wl.title} | {len(times['kindle'])}x{reps} | {fmt_time(mk)} | {fmt_time(mt)} | {ratio:.2f} | "
-           f"{batch / mk:.4g} / {batch / mt:.4g} | {mem_cells[0]} | {mem_cells[1]} | {check} | "
-           f"<= {wl.target:.2f} {time_met} | {mem_cells[2]} |")
+           f"{batch / mk:.4g} / {batch / mt:.4g} | {mem_cells[0]} | {mem_cells[1]} | {f32} | {f64} | "
+           f"<= {wl.target:.2f} {'met' if ratio <= wl.target else 'MISSED'} | {mem_cells[2]} |")
     prof = None
     if args.profile and ratio > wl.target:
         n = max(3, min(200, int(5.0 / mk / reps))) * reps
@@ -502,8 +536,11 @@ def header_lines(args, argv, torch, kindle):
         " (below 1: kindle faster); steps alternate between the frameworks after the warm-up.",
         "- peak RSS: VmHWM of a fresh process per framework that imports only that framework and runs"
         " the workload; delta = peak minus the RSS after the import and the data.",
-        "- loss: same initial weights (torch's copied into kindle), same batches, same optimizer;"
-        " first-step losses must agree to 1e-4, the last to the workload's tolerance.",
+        "- loss: same initial weights (torch's copied into kindle), same batches, same optimizer."
+        " float32: the first step's losses (inference: every output) must agree to 1e-4 relative; later"
+        " float32 losses drift apart as training amplifies rounding differences, so they are shown, not"
+        " checked. float64 check: the same workload in float64 from the same weights, every step's loss"
+        " (inference: output) must agree to 1e-9 relative; MISMATCH marks a failure.",
     ]
 
 

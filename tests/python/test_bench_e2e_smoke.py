@@ -57,18 +57,24 @@ def test_workload_matches_torch(name):
     assert len(values["kindle"]) == len(values["torch"]) == 2
     for k, t in zip(values["kindle"], values["torch"]):
         np.testing.assert_allclose(k, t, rtol=1e-4, atol=1e-6)
-    text, ok = bench_e2e.compare_values(wl, values)
+    text, ok = bench_e2e.compare_float32(wl, values)
     assert ok, text
+    # float64: the same two steps agree to rounding of float64
+    text, ok = bench_e2e.float64_check(wl, torch, kindle, steps=2, sizes=wl.tiny)
+    assert ok, text
+    assert float(text.split()[-1]) <= 1e-9
 
 
-def test_compare_values_flags_a_mismatch():
+def test_comparisons_flag_a_mismatch():
     wl = bench_e2e.WORKLOADS["mlp"]
-    assert bench_e2e.compare_values(wl, {"kindle": [2.3, 2.0], "torch": [2.3, 2.0]})[1]
-    assert not bench_e2e.compare_values(wl, {"kindle": [2.3, 2.1], "torch": [2.3, 2.0]})[1]
-    assert not bench_e2e.compare_values(wl, {"kindle": [2.3, float("nan")], "torch": [2.3, float("nan")]})[1]
+    assert bench_e2e.compare_float32(wl, {"kindle": [2.3, 2.0], "torch": [2.3, 1.9]})[1]  # drift is shown
+    assert not bench_e2e.compare_float32(wl, {"kindle": [2.31, 2.0], "torch": [2.3, 2.0]})[1]
+    assert not bench_e2e.compare_float32(wl, {"kindle": [2.3, float("nan")], "torch": [2.3, 2.0]})[1]
     inf = bench_e2e.WORKLOADS["mlp_infer"]
     a = np.ones((1, 10), np.float32)
-    assert not bench_e2e.compare_values(inf, {"kindle": [a], "torch": [2 * a]})[1]
+    assert not bench_e2e.compare_float32(inf, {"kindle": [a, a], "torch": [a, 2 * a]})[1]
+    assert bench_e2e.max_rel_diff({"kindle": [1.0, 2.0], "torch": [1.0, 2.0 + 2e-9]}) == pytest.approx(1e-9)
+    assert bench_e2e.max_rel_diff({"kindle": [float("nan")], "torch": [1.0]}) == float("inf")
 
 
 def test_missing_features_names_the_attribute():
@@ -99,7 +105,7 @@ def test_cli_writes_the_table(tmp_path):
         kindle.set_num_threads(threads)
     text = out.read_text()
     assert "--workloads mlp_infer" in text and "MLP inference, batch 1" in text
-    assert "MISMATCH" not in text
+    assert "**MISMATCH**" not in text
 
 
 def test_cli_rejects_unknown_workload():
