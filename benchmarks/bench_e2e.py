@@ -451,7 +451,7 @@ def measure_memory(wl, threads, steps):
 # ----------------------------------------------------------------------------- report
 def fmt_time(s):
     for unit, div in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= div:
+        if float(f"{s / div:.3g}") >= 1:  # 0.9996 s is "1 s", not "1e+03 ms"
             return f"{s / div:.3g} {unit}"
     return f"{s * 1e9:.3g} ns"
 

@@ -111,3 +111,7 @@ def test_cli_writes_the_table(tmp_path):
 def test_cli_rejects_unknown_workload():
     with pytest.raises(SystemExit):
         bench_e2e.main(["--workloads", "mlp,nope"])
+
+
+def test_fmt_time_picks_the_unit_after_rounding():
+    assert [bench_e2e.fmt_time(x) for x in (0.9996, 0.0123, 2e-7)] == ["1 s", "12.3 ms", "200 ns"]
