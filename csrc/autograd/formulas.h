@@ -30,6 +30,10 @@ Tensor batch_norm_grad_input(const Tensor& grad, const Tensor& input, const std:
 Tensor batch_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& invstd,
                              bool weight, bool training, double eps);
 
+// lstm_pointwise (csrc/nn/rnn.cpp): the gradient of the gates (gates=true) or of cx.
+Tensor lstm_pointwise_grad(const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& gates, const Tensor& cx,
+                           const Tensor& cy, bool gates_grad);
+
 Tensor silu_backward(const Tensor& grad, const Tensor& self);
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold);

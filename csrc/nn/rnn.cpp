@@ -1,6 +1,9 @@
 // Recurrent cells and multi-layer (bidirectional) RNN/LSTM/GRU loops, composed of GEMMs and
 // pointwise ops; the nn modules (issue 5) call these.
+#include "autograd/formulas.h"
+#include "kindle/autograd.h"
 #include "nn/common.h"
+#include "ops/rnn_kernels.h"
 
 namespace kindle {
 
@@ -19,14 +22,59 @@ void check_cell(const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tens
 }
 }  // namespace
 
+namespace {
+
+// The pointwise LSTM step written with ops (other dtypes, and the recorded double backward).
+std::tuple<Tensor, Tensor> lstm_pointwise_ops(const Tensor& gates, const Tensor& cx) {
+  auto g = gates.chunk(4, -1);
+  Tensor c = g[1].sigmoid() * cx + g[0].sigmoid() * g[2].tanh();
+  return {g[3].sigmoid() * c.tanh(), c};
+}
+bool lstm_fusable(const Tensor& gates, const Tensor& cx) {
+  return (gates.dtype() == kFloat32 || gates.dtype() == kFloat64) && cx.dtype() == gates.dtype() &&
+         gates.dim() == 2 && cx.dim() == 2 && gates.size(0) == cx.size(0) && gates.size(1) == 4 * cx.size(1);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> native_lstm_pointwise(const Tensor& gates, const Tensor& cx) {
+  KINDLE_CHECK(gates.dim() >= 1 && gates.size(-1) == 4 * cx.size(-1), "lstm_cell: gates of shape ", gates.sizes(),
+               " do not match the cell state of shape ", cx.sizes());
+  if (!lstm_fusable(gates, cx)) return lstm_pointwise_ops(gates, cx);
+  Tensor g = gates.contiguous(), c = cx.contiguous();
+  Tensor hy = empty_tensor(c.sizes(), c.dtype(), c.device()), cy = empty_tensor(c.sizes(), c.dtype(), c.device());
+  if (c.numel()) lstm_pointwise_stub[c.device()](g, c, hy, cy);
+  return {hy, cy};
+}
+
+namespace autograd {
+Tensor lstm_pointwise_grad(const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& gates, const Tensor& cx,
+                           const Tensor& cy, bool gates_grad) {
+  if (!grad_hy.defined() && !grad_cy.defined()) return {};
+  if (GradMode::is_enabled() || !lstm_fusable(gates, cx)) {  // with ops: recorded for double backward
+    auto a = gates.chunk(4, -1);
+    Tensor i = a[0].sigmoid(), f = a[1].sigmoid(), g = a[2].tanh(), o = a[3].sigmoid();
+    Tensor tc = (f * cx + i * g).tanh();
+    Tensor gh = grad_hy.defined() ? grad_hy : zeros_like(cx), gc = grad_cy.defined() ? grad_cy : zeros_like(cx);
+    Tensor dct = gc + gh * o * (1 - tc * tc);
+    if (!gates_grad) return dct * f;
+    return cat({dct * g * i * (1 - i), dct * cx * f * (1 - f), dct * i * (1 - g * g), gh * tc * o * (1 - o)}, -1);
+  }
+  Tensor dg = empty_tensor(gates.sizes(), gates.dtype(), gates.device());
+  Tensor dc = empty_tensor(cx.sizes(), cx.dtype(), cx.device());
+  Tensor gh = grad_hy.defined() ? grad_hy.contiguous() : Tensor(), gc = grad_cy.defined() ? grad_cy.contiguous() : Tensor();
+  if (cx.numel())
+    lstm_pointwise_backward_stub[cx.device()](gh.defined() ? &gh : nullptr, gc.defined() ? &gc : nullptr,
+                                              gates.contiguous(), cx.contiguous(), cy.contiguous(), dg, dc);
+  return gates_grad ? dg : dc;
+}
+}  // namespace autograd
+
 std::tuple<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& hx, const Tensor& cx, const Tensor& w_ih,
                                      const Tensor& w_hh, const std::optional<Tensor>& b_ih,
                                      const std::optional<Tensor>& b_hh) {
   check_cell(input, hx, w_ih, w_hh, 4, "lstm_cell");
-  auto g = gates(input, hx, w_ih, w_hh, b_ih, b_hh).chunk(4, -1);
-  Tensor c = g[1].sigmoid() * cx + g[0].sigmoid() * g[2].tanh();
-  Tensor h = g[3].sigmoid() * c.tanh();
-  return {h, c};
+  return lstm_pointwise(gates(input, hx, w_ih, w_hh, b_ih, b_hh), cx);
 }
 
 Tensor gru_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
@@ -75,16 +123,18 @@ std::tuple<Tensor, Tensor, Tensor> rnn(const Tensor& input, const Tensor& hx, co
       std::optional<Tensor> b_ih, b_hh;
       if (has_biases) b_ih = params[base + 2], b_hh = params[base + 3];
       Tensor h = hx.select(0, layer * dirs + d), c = lstm ? cx->select(0, layer * dirs + d) : Tensor();
-      // The input projection of every step in one GEMM; the recurrence only multiplies by w_hh.
-      Tensor xi = linear(x, w_ih, b_ih);  // (T, B, gates*H)
+      // The input projection of every step in one GEMM (with both biases for the LSTM); the
+      // recurrence only multiplies by w_hh. unbind: one backward node for all steps.
+      std::optional<Tensor> bias_in = b_ih;
+      if (lstm && b_ih && b_hh) bias_in = *b_ih + *b_hh;
+      std::vector<Tensor> xi = linear(x, w_ih, bias_in).unbind(0);  // T x (B, gates*H)
       std::vector<Tensor> steps(static_cast<size_t>(T));
       for (int64_t s = 0; s < T; ++s) {
         int64_t t = d == 0 ? s : T - 1 - s;
-        Tensor gi = xi.select(0, t);
+        const Tensor& gi = xi[size_t(t)];
         if (lstm) {
-          auto g = (gi + linear(h, w_hh, b_hh)).chunk(4, -1);
-          c = g[1].sigmoid() * c + g[0].sigmoid() * g[2].tanh();
-          h = g[3].sigmoid() * c.tanh();
+          Tensor pre = (b_hh && !b_ih) ? addmm(gi + *b_hh, h, w_hh.t()) : addmm(gi, h, w_hh.t());
+          std::tie(h, c) = lstm_pointwise(pre, c);
         } else if (mode == "GRU") {
           auto a = gi.chunk(3, -1);
           auto b = linear(h, w_hh, b_hh).chunk(3, -1);

@@ -1,0 +1,93 @@
+// LSTM pointwise kernels (see ops/rnn_kernels.h): one pass over the gates instead of a dozen
+// elementwise ops (and their autograd nodes) per time step.
+#include <cmath>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "cpu/vec_math.h"
+#include "ops/rnn_kernels.h"
+
+namespace kindle::cpu {
+namespace {
+
+// libmvec's vector exp/tanh inside `omp simd` loops (the scalar libm calls dominated).
+template <typename T>
+inline T sigmoid(T x) { return T(1) / (T(1) + vm::exp(-x)); }
+
+template <typename T>
+void forward(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {
+  const int64_t B = cx.numel() == 0 ? 0 : gates.size(0), H = cx.size(-1);
+  const T *g = static_cast<const T*>(gates.data_ptr()), *c = static_cast<const T*>(cx.data_ptr());
+  T *h = static_cast<T*>(hy.data_ptr()), *cn = static_cast<T*>(cy.data_ptr());
+  parallel_for(0, B, std::max<int64_t>(1, 4096 / std::max<int64_t>(H, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      const T* __restrict gr = g + b * 4 * H;
+      const T* __restrict cr = c + b * H;
+      T* __restrict hr = h + b * H;
+      T* __restrict cnr = cn + b * H;
+#pragma omp simd
+      for (int64_t j = 0; j < H; ++j) {
+        T i = sigmoid(gr[j]), f = sigmoid(gr[H + j]), gg = vm::tanh(gr[2 * H + j]), o = sigmoid(gr[3 * H + j]);
+        T cv = f * cr[j] + i * gg;
+        cnr[j] = cv;
+        hr[j] = o * vm::tanh(cv);
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const Tensor& cx, const Tensor& cy,
+              const Tensor& dgates, const Tensor& dcx) {
+  const int64_t B = cx.numel() == 0 ? 0 : gates.size(0), H = cx.size(-1);
+  const T *g = static_cast<const T*>(gates.data_ptr()), *c = static_cast<const T*>(cx.data_ptr()),
+          *cn = static_cast<const T*>(cy.data_ptr());
+  const T *gh = ghy ? static_cast<const T*>(ghy->data_ptr()) : nullptr,
+          *gc = gcy ? static_cast<const T*>(gcy->data_ptr()) : nullptr;
+  T *dg = static_cast<T*>(dgates.data_ptr()), *dc = static_cast<T*>(dcx.data_ptr());
+  const std::vector<T> zero(size_t(H), T(0));  // stands in for a missing output gradient
+  parallel_for(0, B, std::max<int64_t>(1, 4096 / std::max<int64_t>(H, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      const T* __restrict gr = g + b * 4 * H;
+      T* __restrict dr = dg + b * 4 * H;
+      const T* __restrict cr = c + b * H;
+      const T* __restrict cnr = cn + b * H;
+      const T* __restrict ghr = gh ? gh + b * H : zero.data();
+      const T* __restrict gcr = gc ? gc + b * H : zero.data();
+      T* __restrict dcr = dc + b * H;
+#pragma omp simd
+      for (int64_t j = 0; j < H; ++j) {
+        T i = sigmoid(gr[j]), f = sigmoid(gr[H + j]), gg = vm::tanh(gr[2 * H + j]), o = sigmoid(gr[3 * H + j]);
+        T tc = vm::tanh(cnr[j]);
+        T dh = ghr[j];
+        T dct = gcr[j] + dh * o * (T(1) - tc * tc);
+        dr[j] = dct * gg * i * (T(1) - i);
+        dr[H + j] = dct * cr[j] * f * (T(1) - f);
+        dr[2 * H + j] = dct * i * (T(1) - gg * gg);
+        dr[3 * H + j] = dh * tc * o * (T(1) - o);
+        dcr[j] = dct * f;
+      }
+    }
+  });
+}
+
+void lstm_pointwise_kernel(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {
+  if (gates.dtype() == kFloat64) forward<double>(gates, cx, hy, cy);
+  else forward<float>(gates, cx, hy, cy);
+}
+void lstm_pointwise_backward_kernel(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const Tensor& cx,
+                                    const Tensor& cy, const Tensor& dgates, const Tensor& dcx) {
+  if (gates.dtype() == kFloat64) backward<double>(ghy, gcy, gates, cx, cy, dgates, dcx);
+  else backward<float>(ghy, gcy, gates, cx, cy, dgates, dcx);
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&)> lstm_pointwise_stub{"lstm_cell"};
+KernelStub<void (*)(const Tensor*, const Tensor*, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                    const Tensor&)> lstm_pointwise_backward_stub{"lstm_cell_backward"};
+KINDLE_REGISTER_KERNEL(lstm_pointwise_stub, DeviceType::CPU, &cpu::lstm_pointwise_kernel);
+KINDLE_REGISTER_KERNEL(lstm_pointwise_backward_stub, DeviceType::CPU, &cpu::lstm_pointwise_backward_kernel);
+}  // namespace kindle
