@@ -1,0 +1,149 @@
+"""The fused kernels behind conv2d, layer_norm, batch_norm, LSTM and scaled_dot_product_attention,
+and the small core additions that came with the front ends (view(dtype), _make_subclass, seeds)."""
+import numpy as np
+import pytest
+
+import kindle
+import kindle.nn.functional as F
+
+
+def _t(a, grad=True):
+    t = kindle.from_numpy(np.ascontiguousarray(a))
+    return t.requires_grad_() if grad else t
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 70, 70, 8, 5), (1, 2, 130, 90, 16, 16), (2, 1, 5, 9, 4, 4)])
+def test_sdpa_fused_matches_torch(shape, causal):
+    torch = pytest.importorskip("torch")
+    B, H, L, S, E, Ev = shape
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((B, H, L, E)), rng.standard_normal((B, H, S, E)), rng.standard_normal((B, H, S, Ev))
+    go = rng.standard_normal((B, H, L, Ev))
+    kq, kk, kv = _t(q), _t(k), _t(v)
+    tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+    ky = F.scaled_dot_product_attention(kq, kk, kv, is_causal=causal)
+    ty = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+    assert ky.grad_fn is not None
+    ky.backward(_t(go, False))
+    ty.backward(torch.from_numpy(go))
+    np.testing.assert_allclose(ky.detach().numpy(), ty.detach().numpy(), atol=1e-12)
+    for a, b in ((kq, tq), (kk, tk), (kv, tv)):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
+
+
+def test_sdpa_fused_gradcheck_and_noncontiguous():
+    rng = np.random.default_rng(1)
+    q = _t(rng.standard_normal((1, 2, 5, 3)))
+    k = _t(rng.standard_normal((1, 2, 4, 3)))
+    v = _t(rng.standard_normal((1, 2, 4, 2)))
+    assert kindle.autograd.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), (q, k, v))
+    base = rng.standard_normal((1, 5, 2, 3))
+    qt = _t(base, False).transpose(1, 2)  # (1, 2, 5, 3), not contiguous
+    out = F.scaled_dot_product_attention(qt, k.detach(), v.detach())
+    ref = F.scaled_dot_product_attention(qt.contiguous(), k.detach(), v.detach())
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), atol=1e-14)
+
+
+def test_sdpa_rows_masked_out_give_zeros():
+    rng = np.random.default_rng(2)
+    q, k, v = (_t(rng.standard_normal(s), False) for s in ((1, 4, 3), (1, 6, 3), (1, 6, 3)))
+    m = np.zeros((4, 6))
+    m[1, :] = -np.inf
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=_t(m, False)).numpy()
+    assert np.all(out[0, 1] == 0) and np.all(np.isfinite(out))
+    # causal with more queries than keys: queries see keys j <= i, all rows have some key
+    out = F.scaled_dot_product_attention(_t(rng.standard_normal((1, 6, 3)), False), k[:, :2], v[:, :2], is_causal=True)
+    assert np.all(np.isfinite(out.numpy()))
+
+
+@pytest.mark.parametrize("groups,mult", [(1, 1), (2, 1), (4, 1), (4, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv2d_native_matches_torch(groups, mult, dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    C, O = 4, 4 * mult
+    x = rng.standard_normal((3, C, 9, 11)).astype(dtype)
+    w = rng.standard_normal((O, C // groups, 3, 3)).astype(dtype)
+    b = rng.standard_normal(O).astype(dtype)
+    for kw in (dict(padding=1), dict(stride=2, padding=2, dilation=2), dict(stride=(1, 2))):
+        kx, kw_, kb = _t(x), _t(w), _t(b)
+        tx, tw, tb = (torch.from_numpy(a).requires_grad_() for a in (x, w, b))
+        ky = F.conv2d(kx, kw_, kb, groups=groups, **kw)
+        ty = torch.nn.functional.conv2d(tx, tw, tb, groups=groups, **kw)
+        gy = rng.standard_normal(ty.shape).astype(dtype)
+        ky.backward(_t(gy, False))
+        ty.backward(torch.from_numpy(gy))
+        tol = 1e-4 if dtype == np.float32 else 1e-10
+        np.testing.assert_allclose(ky.detach().numpy(), ty.detach().numpy(), rtol=tol, atol=tol)
+        for a, t in ((kx, tx), (kw_, tw), (kb, tb)):
+            np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_conv_and_norm_double_backward():
+    rng = np.random.default_rng(4)
+    x, w = _t(rng.standard_normal((2, 2, 5, 5))), _t(rng.standard_normal((3, 2, 3, 3)))
+    assert kindle.autograd.gradgradcheck(lambda a, b: F.conv2d(a, b, padding=1, stride=2), (x, w))
+    dw = _t(rng.standard_normal((2, 1, 3, 3)))
+    assert kindle.autograd.gradgradcheck(lambda a, b: F.conv2d(a, b, padding=1, groups=2), (x, dw))
+    x2, g, b = _t(rng.standard_normal((3, 4))), _t(rng.standard_normal(4)), _t(rng.standard_normal(4))
+    assert kindle.autograd.gradgradcheck(lambda a, c, d: F.layer_norm(a, (4,), c, d), (x2, g, b))
+    x3 = _t(rng.standard_normal((3, 2, 4)))
+    assert kindle.autograd.gradgradcheck(lambda a, c: F.batch_norm(a, None, None, c[:2], c[2:], True), (x3, g))
+
+
+def test_batch_norm_eval_outputs_do_not_alias_running_stats():
+    rm, rv = kindle.zeros(3), kindle.ones(3)
+    x = kindle.randn(4, 3, 2, requires_grad=True)
+    F.batch_norm(x, rm, rv, training=False).sum().backward()
+    assert not rm.requires_grad and rm.grad_fn is None and not rv.requires_grad
+
+
+def test_lstm_pointwise_double_backward_and_rnn_cn():
+    rng = np.random.default_rng(5)
+    D = kindle.float64
+    x, h, c = _t(rng.standard_normal((2, 3))), _t(rng.standard_normal((2, 2))), _t(rng.standard_normal((2, 2)))
+    w_ih, w_hh = kindle.ones(8, 3, dtype=D) * 0.3, kindle.ones(8, 2, dtype=D) * 0.1
+    assert kindle.autograd.gradgradcheck(lambda a, hh, cc: kindle._C._nn.lstm_cell(a, hh, cc, w_ih, w_hh, None, None),
+                                         (x, h, c))
+    out = kindle._C._nn.rnn(kindle.randn(3, 2, 4), kindle.zeros(1, 2, 5), None, [kindle.randn(5, 4), kindle.randn(5, 5)],
+                            "RNN_TANH", False, 1, 0.0, False, False, False)
+    assert out[2].shape == (0,)  # c_n of a non-LSTM: an empty tensor, never a null handle
+
+
+def test_view_dtype_and_make_subclass():
+    t = kindle.arange(8, dtype=kindle.float32).reshape(2, 4)
+    assert t.view(kindle.int32).shape == (2, 4)
+    assert t.view(kindle.int16).shape == (2, 8) and t.view(kindle.float64).shape == (2, 2)
+    np.testing.assert_array_equal(t.view(kindle.int32).numpy(), t.numpy().view(np.int32))
+    with pytest.raises(RuntimeError, match="divisible"):
+        kindle.zeros(2, 3).view(kindle.float64)
+    with pytest.raises(RuntimeError, match="stride"):
+        kindle.zeros(4, 4).t().view(kindle.float64)
+
+    class Sub(kindle.Tensor):
+        pass
+
+    s = kindle.Tensor._make_subclass(Sub, t, True)
+    assert type(s) is Sub and s.requires_grad and s.is_leaf and s.data_ptr() == t.data_ptr()
+
+
+def test_tensor_from_numpy_scalars_and_seeds():
+    assert kindle.tensor([np.int32(1), np.int32(2)]).dtype == kindle.int32
+    assert kindle.tensor([np.float64(1.5)]).dtype == kindle.float64
+    assert kindle.tensor([np.bool_(True)]).dtype == kindle.bool
+    assert kindle.tensor([np.float16(1)]).dtype == kindle.float16
+    kindle.manual_seed(2**64 - 1)
+    a = kindle.rand(3)
+    kindle.manual_seed(-1)  # the same seed modulo 2^64
+    np.testing.assert_array_equal(a.numpy(), kindle.rand(3).numpy())
+    assert kindle.zeros(1).type() == "kindle.FloatTensor" and kindle.zeros(1, dtype=kindle.int64).type() == "kindle.LongTensor"
+
+
+def test_fused_optimizer_errors():
+    p, g = kindle.zeros(3), kindle.zeros(4)
+    with pytest.raises(RuntimeError, match="shape"):
+        kindle._C._optim.sgd_step([p], [g], [None], 0.1, 0.0, 0.0, 0.0, False, False)
+    with pytest.raises(RuntimeError, match="floating-point"):
+        kindle._C._optim.sgd_step([kindle.zeros(3, dtype=kindle.int64)], [kindle.zeros(3, dtype=kindle.int64)], [None],
+                                  0.1, 0.0, 0.0, 0.0, False, False)
