@@ -1,0 +1,398 @@
+// Linear, convolution, pooling, normalisation, dropout, embedding and activation modules over
+// the C++ functional ops (csrc/nn/). Initialisation draws in Python's order.
+#include "kindle/nn/layers.h"
+
+#include <cmath>
+
+#include "kindle/autograd.h"
+#include "kindle/nn/init.h"
+#include "kindle/operators.h"
+#include "util.h"
+
+namespace kindle::nn {
+
+using detail::new_weight;
+using detail::opt;
+using detail::py_bool;
+using detail::py_float;
+using detail::py_tuple;
+
+// Bias bound of Linear and the convolutions: 1 / sqrt(fan_in), 0 for an empty weight.
+static void init_fan_in_bias(const Tensor& weight, const Tensor& bias) {
+  if (!bias.defined()) return;
+  auto [fan_in, fan_out] = init::calculate_fan_in_and_fan_out(weight);
+  double bound = fan_in > 0 ? 1 / std::sqrt(double(fan_in)) : 0;
+  init::uniform_(bias, -bound, bound);
+}
+
+// ---- Linear, Flatten
+
+Linear::Linear(const LinearOptions& o) : options(o) {
+  weight = register_parameter("weight", new_weight({o.out_features(), o.in_features()}, o.dtype()));
+  bias = register_parameter("bias", o.bias() ? new_weight({o.out_features()}, o.dtype()) : Tensor());
+  reset_parameters();
+}
+
+void Linear::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  init_fan_in_bias(weight, bias);
+}
+
+Tensor Linear::forward(const Tensor& input) { return linear(input, weight, opt(bias)); }
+
+std::string Linear::extra_repr() const {
+  return "in_features=" + std::to_string(options.in_features()) +
+         ", out_features=" + std::to_string(options.out_features()) + ", bias=" + py_bool(bias.defined());
+}
+
+std::string Flatten::extra_repr() const {
+  return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
+}
+
+// ---- convolutions
+
+template <size_t D>
+ConvNd<D>::ConvNd(const ConvOptions<D>& o) : options(o) {
+  KINDLE_CHECK_VALUE(o.groups() > 0, "groups must be a positive integer");
+  KINDLE_CHECK_VALUE(o.in_channels() % o.groups() == 0, "in_channels must be divisible by groups");
+  KINDLE_CHECK_VALUE(o.out_channels() % o.groups() == 0, "out_channels must be divisible by groups");
+  const std::string& pmode = o.padding().mode();
+  KINDLE_CHECK_VALUE(pmode.empty() || pmode == "same" || pmode == "valid", "Invalid padding string '", pmode,
+                     "', should be one of {'valid', 'same'}");
+  KINDLE_CHECK_VALUE(pmode != "same" || o.stride().all_equal(1),
+                     "padding='same' is not supported for strided convolutions");
+  const std::string& m = o.padding_mode();
+  KINDLE_CHECK_VALUE(m == "zeros" || m == "reflect" || m == "replicate" || m == "circular",
+                     "padding_mode must be one of {'zeros', 'reflect', 'replicate', 'circular'}, but got padding_mode='",
+                     m, "'");
+  std::vector<int64_t> shape = {o.out_channels(), o.in_channels() / o.groups()};
+  for (size_t i = 0; i < D; ++i) shape.push_back(o.kernel_size()[i]);
+  weight = register_parameter("weight", new_weight(shape, o.dtype()));
+  bias = register_parameter("bias", o.bias() ? new_weight({o.out_channels()}, o.dtype()) : Tensor());
+  reset_parameters();
+}
+
+template <size_t D>
+void ConvNd<D>::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  init_fan_in_bias(weight, bias);
+}
+
+template <size_t D>
+Tensor ConvNd<D>::forward(const Tensor& input) {
+  const auto& o = options;
+  std::vector<int64_t> padding(D, 0);
+  // F.pad's order: last spatial dimension first, left then right.
+  std::vector<int64_t> pad_lr(2 * D, 0);
+  const std::string& pmode = o.padding().mode();
+  for (size_t i = 0; i < D; ++i) {
+    int64_t total = pmode == "same" ? o.dilation()[i] * (o.kernel_size()[i] - 1) : 2 * o.padding()[i];
+    int64_t left = pmode == "valid" ? 0 : pmode == "same" ? total / 2 : o.padding()[i];
+    padding[i] = left;
+    pad_lr[2 * (D - 1 - i)] = left;
+    pad_lr[2 * (D - 1 - i) + 1] = pmode == "valid" ? 0 : total - left;
+  }
+  Tensor x = input;
+  if (o.padding_mode() != "zeros") {
+    x = pad(x, pad_lr, o.padding_mode());
+    std::fill(padding.begin(), padding.end(), 0);
+  } else if (pmode == "same") {
+    // An odd total pads the extra element at the end, as PyTorch does.
+    std::vector<int64_t> extra(2 * D, 0);
+    bool any = false;
+    for (size_t i = 0; i < D; ++i) {
+      extra[2 * (D - 1 - i) + 1] = pad_lr[2 * (D - 1 - i) + 1] - pad_lr[2 * (D - 1 - i)];
+      any = any || extra[2 * (D - 1 - i) + 1] != 0;
+    }
+    if (any) x = pad(x, extra);
+  }
+  if constexpr (D == 1)
+    return conv1d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+  else
+    return conv2d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+}
+
+template <size_t D>
+std::string ConvNd<D>::extra_repr() const {
+  const auto& o = options;
+  std::string s = std::to_string(o.in_channels()) + ", " + std::to_string(o.out_channels()) +
+                  ", kernel_size=" + o.kernel_size().str() + ", stride=" + o.stride().str();
+  if (!o.padding().mode().empty()) s += ", padding=" + o.padding().mode();
+  else if (!o.padding().all_equal(0)) s += ", padding=" + o.padding().str();
+  if (!o.dilation().all_equal(1)) s += ", dilation=" + o.dilation().str();
+  if (o.groups() != 1) s += ", groups=" + std::to_string(o.groups());
+  if (!bias.defined()) s += ", bias=False";
+  if (o.padding_mode() != "zeros") s += ", padding_mode=" + o.padding_mode();
+  return s;
+}
+
+template class ConvNd<1>;
+template class ConvNd<2>;
+
+// ---- pooling (1-D runs as 2-D over a unit height, as the Python front end does)
+
+// A pooling argument as Python usually holds it: one int when all dimensions agree.
+template <size_t D>
+static std::string pool_arg(const ExpandingArray<D>& a) {
+  return a.all_equal(a[0]) ? std::to_string(a[0]) : a.str();
+}
+
+template <size_t D>
+Tensor MaxPoolNd<D>::forward(const Tensor& input) {
+  const auto& o = options;
+  if constexpr (D == 1) {
+    auto out = max_pool2d_with_indices(input.unsqueeze(-2), {1, o.kernel_size()[0]}, {1, o.stride()[0]},
+                                       {0, o.padding()[0]}, {1, o.dilation()[0]}, o.ceil_mode());
+    return std::get<0>(out).squeeze(std::vector<int64_t>{-2});
+  } else {
+    return std::get<0>(max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                               o.ceil_mode()));
+  }
+}
+
+template <size_t D>
+std::string MaxPoolNd<D>::extra_repr() const {
+  const auto& o = options;
+  return "kernel_size=" + pool_arg(o.kernel_size()) + ", stride=" + pool_arg(o.stride()) +
+         ", padding=" + pool_arg(o.padding()) + ", dilation=" + pool_arg(o.dilation()) +
+         ", ceil_mode=" + py_bool(o.ceil_mode());
+}
+
+template <size_t D>
+Tensor AvgPoolNd<D>::forward(const Tensor& input) {
+  const auto& o = options;
+  if constexpr (D == 1) {
+    return avg_pool2d(input.unsqueeze(-2), {1, o.kernel_size()[0]}, {1, o.stride()[0]}, {0, o.padding()[0]},
+                      o.ceil_mode(), o.count_include_pad())
+        .squeeze(std::vector<int64_t>{-2});
+  } else {
+    KINDLE_CHECK_INDEX(input.dim() >= 3, "avg_pool2d: expected a 3-D or 4-D input, got shape ", input.sizes());
+    return avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+  }
+}
+
+template <size_t D>
+std::string AvgPoolNd<D>::extra_repr() const {
+  const auto& o = options;
+  return "kernel_size=" + pool_arg(o.kernel_size()) + ", stride=" + pool_arg(o.stride()) +
+         ", padding=" + pool_arg(o.padding());
+}
+
+template class MaxPoolNd<1>;
+template class MaxPoolNd<2>;
+template class AvgPoolNd<1>;
+template class AvgPoolNd<2>;
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& input) { return adaptive_avg_pool2d(input, output_size); }
+
+// ---- normalisation
+
+template <size_t D>
+BatchNormNd<D>::BatchNormNd(const BatchNormOptions& o) : options(o) {
+  int64_t c = o.num_features();
+  weight = register_parameter("weight", o.affine() ? new_weight({c}, o.dtype()) : Tensor());
+  bias = register_parameter("bias", o.affine() ? new_weight({c}, o.dtype()) : Tensor());
+  if (o.track_running_stats()) {
+    DType dt = o.dtype().value_or(default_dtype());
+    running_mean = register_buffer("running_mean", zeros({c}, dt));
+    running_var = register_buffer("running_var", ones({c}, dt));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, kInt64));
+  } else {
+    register_buffer("running_mean", Tensor());
+    register_buffer("running_var", Tensor());
+    register_buffer("num_batches_tracked", Tensor());
+  }
+  reset_parameters();
+}
+
+template <size_t D>
+void BatchNormNd<D>::reset_running_stats() {
+  if (!options.track_running_stats()) return;
+  autograd::NoGradGuard g;
+  running_mean.zero_();
+  running_var.fill_(Scalar(1));
+  num_batches_tracked.zero_();
+}
+
+template <size_t D>
+void BatchNormNd<D>::reset_parameters() {
+  reset_running_stats();
+  if (options.affine()) {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+}
+
+template <size_t D>
+Tensor BatchNormNd<D>::forward(const Tensor& input) {
+  if constexpr (D == 1)
+    KINDLE_CHECK_VALUE(input.dim() == 2 || input.dim() == 3, "expected 2D or 3D input (got ", input.dim(), "D input)");
+  else
+    KINDLE_CHECK_VALUE(input.dim() == 4, "expected 4D input (got ", input.dim(), "D input)");
+  double factor = options.momentum().value_or(0.0);
+  if (is_training() && options.track_running_stats()) {
+    autograd::NoGradGuard g;
+    num_batches_tracked.add_(scalar_to_tensor(1));
+    if (!options.momentum()) factor = 1.0 / num_batches_tracked.item<double>();  // cumulative moving average
+  }
+  bool bn_training = is_training() || !running_mean.defined();
+  bool use_stats = !is_training() || options.track_running_stats();
+  return batch_norm(input, use_stats ? opt(running_mean) : std::nullopt, use_stats ? opt(running_var) : std::nullopt,
+                    opt(weight), opt(bias), bn_training, factor, options.eps());
+}
+
+template <size_t D>
+std::string BatchNormNd<D>::extra_repr() const {
+  const auto& o = options;
+  return std::to_string(o.num_features()) + ", eps=" + py_float(o.eps()) +
+         ", momentum=" + (o.momentum() ? py_float(*o.momentum()) : "None") + ", affine=" + py_bool(o.affine()) +
+         ", bias=" + py_bool(bias.defined()) + ", track_running_stats=" + py_bool(o.track_running_stats());
+}
+
+template class BatchNormNd<1>;
+template class BatchNormNd<2>;
+
+LayerNorm::LayerNorm(const LayerNormOptions& o) : options(o) {
+  bool affine = o.elementwise_affine();
+  weight = register_parameter("weight", affine ? new_weight(o.normalized_shape(), o.dtype()) : Tensor());
+  bias = register_parameter("bias", affine && o.bias() ? new_weight(o.normalized_shape(), o.dtype()) : Tensor());
+  reset_parameters();
+}
+
+void LayerNorm::reset_parameters() {
+  if (weight.defined()) init::ones_(weight);
+  if (bias.defined()) init::zeros_(bias);
+}
+
+Tensor LayerNorm::forward(const Tensor& input) {
+  return layer_norm(input, options.normalized_shape(), opt(weight), opt(bias), options.eps());
+}
+
+std::string LayerNorm::extra_repr() const {
+  return py_tuple(options.normalized_shape()) + ", eps=" + py_float(options.eps()) +
+         ", elementwise_affine=" + py_bool(options.elementwise_affine()) + ", bias=" + py_bool(bias.defined());
+}
+
+GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
+  KINDLE_CHECK_VALUE(o.num_groups() > 0 && o.num_channels() % o.num_groups() == 0, "num_channels (", o.num_channels(),
+                     ") must be divisible by num_groups (", o.num_groups(), ")");
+  weight = register_parameter("weight", o.affine() ? new_weight({o.num_channels()}, o.dtype()) : Tensor());
+  bias = register_parameter("bias", o.affine() ? new_weight({o.num_channels()}, o.dtype()) : Tensor());
+  if (o.affine()) {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+}
+
+Tensor GroupNorm::forward(const Tensor& input) {
+  return group_norm(input, options.num_groups(), opt(weight), opt(bias), options.eps());
+}
+
+std::string GroupNorm::extra_repr() const {
+  return std::to_string(options.num_groups()) + ", " + std::to_string(options.num_channels()) +
+         ", eps=" + py_float(options.eps()) + ", affine=" + py_bool(options.affine()) +
+         ", bias=" + py_bool(bias.defined());
+}
+
+// ---- dropout
+
+static void check_p(double p) {
+  KINDLE_CHECK_VALUE(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", py_float(p));
+}
+
+Dropout::Dropout(double p) : p(p) { check_p(p); }
+Tensor Dropout::forward(const Tensor& input) { return dropout(input, p, is_training()); }
+std::string Dropout::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+
+Dropout2d::Dropout2d(double p) : p(p) { check_p(p); }
+Tensor Dropout2d::forward(const Tensor& input) { return dropout2d(input, p, is_training()); }
+std::string Dropout2d::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+
+// ---- embedding
+
+static std::optional<int64_t> check_padding_idx(std::optional<int64_t> idx, int64_t n) {
+  if (!idx) return idx;
+  KINDLE_CHECK_VALUE(!(*idx > 0 && *idx >= n) && *idx >= -n, "Padding_idx must be within num_embeddings");
+  return *idx < 0 ? *idx + n : *idx;
+}
+
+Embedding::Embedding(const EmbeddingOptions& o) : options(o) {
+  options.padding_idx(check_padding_idx(o.padding_idx(), o.num_embeddings()));
+  weight = register_parameter("weight", new_weight({o.num_embeddings(), o.embedding_dim()}, o.dtype()));
+  reset_parameters();
+}
+
+Embedding::Embedding(Pretrained, const EmbeddingOptions& o, const Tensor& w, bool freeze) : options(o) {
+  options.padding_idx(check_padding_idx(o.padding_idx(), o.num_embeddings()));
+  weight = register_parameter("weight", w.detach(), !freeze);
+}
+
+Embedding Embedding::from_pretrained(const Tensor& embeddings, bool freeze, std::optional<int64_t> padding_idx) {
+  KINDLE_CHECK_VALUE(embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional");
+  return Embedding(Pretrained{}, EmbeddingOptions(embeddings.size(0), embeddings.size(1)).padding_idx(padding_idx),
+                   embeddings, freeze);
+}
+
+void Embedding::reset_parameters() {
+  init::normal_(weight);
+  if (options.padding_idx()) {
+    autograd::NoGradGuard g;
+    weight.select(0, *options.padding_idx()).fill_(Scalar(0));
+  }
+}
+
+Tensor Embedding::forward(const Tensor& input) {
+  return embedding(input, weight, options.padding_idx(), options.max_norm(), options.norm_type(),
+                   options.scale_grad_by_freq());
+}
+
+std::string Embedding::extra_repr() const {
+  std::string s = std::to_string(options.num_embeddings()) + ", " + std::to_string(options.embedding_dim());
+  if (options.padding_idx()) s += ", padding_idx=" + std::to_string(*options.padding_idx());
+  if (options.max_norm()) s += ", max_norm=" + py_float(*options.max_norm());
+  if (options.norm_type() != 2) s += ", norm_type=" + py_float(options.norm_type());
+  if (options.scale_grad_by_freq()) s += ", scale_grad_by_freq=True";
+  return s;
+}
+
+// ---- activations
+
+Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+Tensor ReLU6::forward(const Tensor& x) { return relu6(x); }
+Tensor SELU::forward(const Tensor& x) { return selu(x); }
+Tensor SiLU::forward(const Tensor& x) { return silu(x); }
+Tensor Mish::forward(const Tensor& x) { return mish(x); }
+Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
+Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
+Tensor Softsign::forward(const Tensor& x) { return softsign(x); }
+Tensor Tanhshrink::forward(const Tensor& x) { return tanhshrink(x); }
+Tensor Hardswish::forward(const Tensor& x) { return hardswish(x); }
+Tensor Hardsigmoid::forward(const Tensor& x) { return hardsigmoid(x); }
+Tensor LogSigmoid::forward(const Tensor& x) { return logsigmoid(x); }
+
+Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, negative_slope); }
+std::string LeakyReLU::extra_repr() const { return "negative_slope=" + py_float(negative_slope); }
+Tensor ELU::forward(const Tensor& x) { return elu(x, alpha); }
+std::string ELU::extra_repr() const { return "alpha=" + py_float(alpha); }
+Tensor CELU::forward(const Tensor& x) { return celu(x, alpha); }
+std::string CELU::extra_repr() const { return "alpha=" + py_float(alpha); }
+Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate); }
+std::string GELU::extra_repr() const { return "approximate='" + approximate + "'"; }
+Tensor Softplus::forward(const Tensor& x) { return softplus(x, beta, threshold); }
+std::string Softplus::extra_repr() const { return "beta=" + py_float(beta) + ", threshold=" + py_float(threshold); }
+
+Hardtanh::Hardtanh(double min_val, double max_val) : min_val(min_val), max_val(max_val) {
+  KINDLE_CHECK_VALUE(max_val > min_val, "max_val (", py_float(max_val), ") must be greater than min_val (",
+                     py_float(min_val), ")");
+}
+Tensor Hardtanh::forward(const Tensor& x) { return hardtanh(x, min_val, max_val); }
+std::string Hardtanh::extra_repr() const { return "min_val=" + py_float(min_val) + ", max_val=" + py_float(max_val); }
+
+PReLU::PReLU(int64_t num_parameters, double init_value) : num_parameters(num_parameters) {
+  Tensor w = empty_tensor({num_parameters}, default_dtype());
+  w.fill_(Scalar(init_value));
+  weight = register_parameter("weight", w);
+}
+Tensor PReLU::forward(const Tensor& x) { return prelu(x, weight); }
+
+}  // namespace kindle::nn

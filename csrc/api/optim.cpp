@@ -1,0 +1,581 @@
+// SGD, Adam, AdamW, RMSprop over the fused steps of kindle/optim.h, with Python's parameter
+// groups, checks and state-dict format (python/kindle/optim/*.py).
+#include <cmath>
+#include <map>
+
+#include "kindle/autograd.h"
+#include "kindle/ops.h"
+#include "kindle/optimizers.h"
+#include "util.h"
+
+namespace kindle::optim {
+
+
+namespace {
+
+using nn::detail::py_float;
+
+// ---- option checks (Python's _check_hyper and constructor messages)
+
+void check_lr(double lr) { KINDLE_CHECK_VALUE(lr >= 0.0, "Invalid learning rate: ", py_float(lr)); }
+void check_eps(double eps) { KINDLE_CHECK_VALUE(eps >= 0.0, "Invalid epsilon value: ", py_float(eps)); }
+void check_wd(double wd) { KINDLE_CHECK_VALUE(wd >= 0.0, "Invalid weight_decay value: ", py_float(wd)); }
+void check_momentum(double m) { KINDLE_CHECK_VALUE(m >= 0.0, "Invalid momentum value: ", py_float(m)); }
+void check_betas(const Betas& b) {
+  KINDLE_CHECK_VALUE(b.first >= 0.0 && b.first < 1.0, "Invalid beta parameter at index 0: ", py_float(b.first));
+  KINDLE_CHECK_VALUE(b.second >= 0.0 && b.second < 1.0, "Invalid beta parameter at index 1: ", py_float(b.second));
+}
+
+void validate(const SGDOptions& o) {
+  check_lr(o.lr());
+  check_momentum(o.momentum());
+  check_wd(o.weight_decay());
+  KINDLE_CHECK_VALUE(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0),
+                     "Nesterov momentum requires a momentum and zero dampening");
+}
+template <typename O>
+void validate_adam(const O& o) {
+  check_lr(o.lr());
+  check_eps(o.eps());
+  check_betas(o.betas());
+  check_wd(o.weight_decay());
+}
+void validate(const AdamOptions& o) { validate_adam(o); }
+void validate(const AdamWOptions& o) { validate_adam(o); }
+void validate(const RMSpropOptions& o) {
+  check_lr(o.lr());
+  check_eps(o.eps());
+  check_momentum(o.momentum());
+  check_wd(o.weight_decay());
+  KINDLE_CHECK_VALUE(o.alpha() >= 0.0, "Invalid alpha value: ", py_float(o.alpha()));
+}
+
+// Splits parallel lists by parameter dtype (a fused call takes one dtype; a group may mix them),
+// keeping first-appearance order.
+std::vector<std::vector<size_t>> by_dtype(const std::vector<Tensor>& params) {
+  std::vector<std::vector<size_t>> buckets;
+  std::vector<DType> keys;
+  for (size_t i = 0; i < params.size(); ++i) {
+    size_t b = 0;
+    while (b < keys.size() && keys[b] != params[i].dtype()) ++b;
+    if (b == keys.size()) {
+      keys.push_back(params[i].dtype());
+      buckets.emplace_back();
+    }
+    buckets[b].push_back(i);
+  }
+  return buckets;
+}
+
+std::vector<Tensor> pick(const std::vector<Tensor>& v, const std::vector<size_t>& idx) {
+  if (v.empty()) return {};
+  std::vector<Tensor> out;
+  out.reserve(idx.size());
+  for (size_t i : idx) out.push_back(v[i]);
+  return out;
+}
+
+// state['step'] as Python keeps it: a 0-d float32 tensor.
+Tensor step_tensor(int64_t step) { return full({}, Scalar(double(step)), kFloat32); }
+
+// ---- state dict reading
+
+struct Loaded {
+  std::vector<const Value*> groups;                 // the saved param_groups
+  std::vector<std::pair<Tensor, const Value*>> state;  // (our parameter, its saved state dict)
+};
+
+// Python's load_state_dict checks: same number of groups, same sizes; saved indices map onto
+// our parameters in order.
+template <typename G>
+Loaded match(const Value& sd, const std::vector<G>& groups) {
+  KINDLE_CHECK_TYPE(sd.is_dict(), "Optimizer.load_state_dict: expected a dict, got ", value_kind_name(sd.kind()));
+  const Value& saved_groups = sd.at("param_groups", "Optimizer.load_state_dict");
+  const Value& saved_state = sd.at("state", "Optimizer.load_state_dict");
+  const auto& sg = saved_groups.items("param_groups");
+  KINDLE_CHECK_VALUE(sg.size() == groups.size(), "loaded state dict has a different number of parameter groups");
+  Loaded out;
+  std::map<int64_t, Tensor> id_map;
+  for (size_t g = 0; g < sg.size(); ++g) {
+    const auto& ids = sg[g].at("params", "param_groups").items("params");
+    KINDLE_CHECK_VALUE(ids.size() == groups[g].params.size(),
+                       "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+    for (size_t i = 0; i < ids.size(); ++i) id_map[ids[i].to_int("params")] = groups[g].params[i];
+    out.groups.push_back(&sg[g]);
+  }
+  for (auto& [k, v] : saved_state.entries("state")) {
+    if (!k.is_int()) continue;  // Python keeps unknown keys aside; they never reach a step
+    auto it = id_map.find(k.to_int());
+    if (it == id_map.end()) continue;
+    KINDLE_CHECK_TYPE(v.is_dict(), "Optimizer.load_state_dict: state of parameter ", k.to_int(), " must be a dict");
+    out.state.emplace_back(it->second, &v);
+  }
+  return out;
+}
+
+// A saved state tensor for `param`: floating ones take the parameter's dtype; copied, so the
+// loaded optimizer never shares memory with the dict it came from.
+Tensor state_tensor(const Value& s, const char* key, const Tensor& param, bool required = true) {
+  const Value* v = s.get(key);
+  if (!v) {
+    KINDLE_CHECK_AS(KeyError, !required, "Optimizer.load_state_dict: parameter state has no '", key, "'");
+    return Tensor();
+  }
+  const Tensor& t = v->to_tensor(key);
+  KINDLE_CHECK_VALUE(t.sizes() == param.sizes(), "Optimizer.load_state_dict: state '", key, "' has shape ",
+                     t.sizes(), " but its parameter has shape ", param.sizes());
+  return t.is_floating_point() ? t.to(param.dtype()).clone() : t.clone();
+}
+
+int64_t state_step(const Value& s) {
+  const Value& v = s.at("step", "Optimizer.load_state_dict: parameter state");
+  double d = v.is_tensor() ? v.to_tensor().item<double>() : v.to_double("step");
+  return int64_t(d);
+}
+
+double num(const Value& g, const char* key, double current) {
+  const Value* v = g.get(key);
+  return v ? v->to_double(key) : current;
+}
+bool flag(const Value& g, const char* key, bool current) {
+  const Value* v = g.get(key);
+  return v ? v->to_bool(key) : current;
+}
+Betas betas(const Value& g, Betas current) {
+  const Value* v = g.get("betas");
+  if (!v) return current;
+  const auto& b = v->items("betas");
+  KINDLE_CHECK_VALUE(b.size() == 2, "Optimizer.load_state_dict: betas must have two values, got ", b.size());
+  return {b[0].to_double("betas"), b[1].to_double("betas")};
+}
+
+// ---- state dict writing
+
+Value::Entries group_entries(const std::vector<Tensor>& params, std::map<const TensorImpl*, int64_t>& index) {
+  Value::Items ids;
+  for (auto& p : params) {
+    auto it = index.find(p.impl());
+    if (it == index.end()) it = index.emplace(p.impl(), int64_t(index.size())).first;
+    ids.push_back(Value(it->second));
+  }
+  Value::Entries e;
+  e.emplace_back(Value("params"), Value::list(std::move(ids)));
+  return e;
+}
+
+// Appends "params" last (Python's packed group order) and builds the top-level dict.
+template <typename Groups, typename StateFn, typename HyperFn>
+Value make_state_dict(const Groups& groups, StateFn&& state_of, HyperFn&& hyper) {
+  std::map<const TensorImpl*, int64_t> index;
+  Value::Items packed;
+  for (auto& g : groups) {
+    Value::Entries params = group_entries(g.params, index);
+    Value::Entries e = hyper(g.options);
+    e.push_back(std::move(params[0]));
+    packed.push_back(Value::dict(std::move(e)));
+  }
+  // State in parameter order.
+  std::vector<std::pair<int64_t, Value>> states;
+  for (auto& g : groups)
+    for (auto& p : g.params) {
+      Value s = state_of(p);
+      if (!s.is_none()) states.emplace_back(index.at(p.impl()), std::move(s));
+    }
+  Value::Entries state;
+  for (auto& [i, s] : states) state.emplace_back(Value(i), std::move(s));
+  return Value::dict({{Value("state"), Value::dict(std::move(state))}, {Value("param_groups"), Value::list(std::move(packed))}});
+}
+
+}  // namespace
+
+// ---- Optimizer
+
+Tensor Optimizer::step(const std::function<Tensor()>& closure) {
+  Tensor loss;
+  {
+    autograd::EnableGradGuard g;
+    loss = closure();
+  }
+  step();
+  return loss;
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (size_t gi = 0; gi < num_param_groups(); ++gi)
+    for (const Tensor& p : params(gi)) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      if (set_to_none) {
+        p.set_grad(Tensor());
+      } else {
+        if (g.grad_fn()) g.detach_();
+        else g.requires_grad_(false);
+        g.zero_();
+      }
+    }
+}
+
+std::vector<Tensor> Optimizer::all_params() const {
+  std::vector<Tensor> out;
+  for (size_t g = 0; g < num_param_groups(); ++g)
+    for (auto& p : params(g)) out.push_back(p);
+  return out;
+}
+
+template <typename O, typename S>
+OptimizerBase<O, S>::OptimizerBase(std::vector<Group> groups, const O& defaults) : defaults_(defaults) {
+  validate(defaults);
+  size_t total = 0;
+  for (auto& g : groups) total += g.params.size();
+  KINDLE_CHECK_VALUE(total > 0, "optimizer got an empty parameter list");
+  for (auto& g : groups) add_param_group(std::move(g.params), g.options);
+}
+
+template <typename O, typename S>
+void OptimizerBase<O, S>::add_param_group(std::vector<Tensor> params, const O& options) {
+  validate(options);
+  for (auto& p : params) {
+    KINDLE_CHECK_TYPE(p.defined(), "optimizer can only optimize Tensors, but one of the params is undefined");
+    KINDLE_CHECK_VALUE(p.is_leaf() || p.retains_grad(), "can't optimize a non-leaf Tensor");
+  }
+  for (auto& g : groups_)
+    for (auto& q : g.params)
+      for (auto& p : params)
+        KINDLE_CHECK_VALUE(!q.is_same(p), "some parameters appear in more than one parameter group");
+  groups_.push_back({std::move(params), options});
+}
+
+template class OptimizerBase<SGDOptions, SGDState>;
+template class OptimizerBase<AdamOptions, AdamState>;
+template class OptimizerBase<AdamWOptions, AdamState>;
+template class OptimizerBase<RMSpropOptions, RMSpropState>;
+
+// ---- SGD
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& o) : OptimizerBase({{std::move(params), o}}, o) {}
+SGD::SGD(std::vector<ParamGroup<SGDOptions>> groups, const SGDOptions& d) : OptimizerBase(std::move(groups), d) {}
+
+void SGD::step() {
+  autograd::NoGradGuard no_grad;
+  for (auto& g : groups_) {
+    const auto& o = g.options;
+    std::vector<Tensor> params, grads, bufs;
+    for (auto& p : g.params) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      params.push_back(p);
+      grads.push_back(grad);
+      if (o.momentum() != 0) {
+        auto it = state_.find(p.impl());
+        bufs.push_back(it == state_.end() ? Tensor() : it->second.momentum_buffer);
+      } else {
+        bufs.emplace_back();
+      }
+    }
+    if (params.empty()) continue;
+    SGDHyper h{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov(), o.maximize()};
+    for (auto& idx : by_dtype(params)) {
+      std::vector<Tensor> b = pick(bufs, idx);
+      sgd_step(pick(params, idx), pick(grads, idx), b, h);
+      if (o.momentum() != 0)  // the kernel creates the buffers on the first step
+        for (size_t k = 0; k < idx.size(); ++k) state_[params[idx[k]].impl()].momentum_buffer = b[k];
+    }
+  }
+}
+
+Value SGD::state_dict() const {
+  return make_state_dict(
+      groups_,
+      [&](const Tensor& p) {
+        const SGDState* s = state(p);
+        if (!s || !s->momentum_buffer.defined()) return Value();
+        return Value::dict({{Value("momentum_buffer"), Value(s->momentum_buffer)}});
+      },
+      [](const SGDOptions& o) {
+        return Value::Entries{{Value("lr"), Value(o.lr())},
+                              {Value("momentum"), Value(o.momentum())},
+                              {Value("dampening"), Value(o.dampening())},
+                              {Value("weight_decay"), Value(o.weight_decay())},
+                              {Value("nesterov"), Value(o.nesterov())},
+                              {Value("maximize"), Value(o.maximize())},
+                              {Value("foreach"), Value()},
+                              {Value("differentiable"), Value(false)},
+                              {Value("fused"), Value()}};
+      });
+}
+
+void SGD::load_state_dict(const Value& sd) {
+  Loaded l = match(sd, groups_);
+  std::vector<SGDOptions> opts;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const Value& s = *l.groups[i];
+    SGDOptions o = groups_[i].options;
+    o.lr(num(s, "lr", o.lr())).momentum(num(s, "momentum", o.momentum())).dampening(num(s, "dampening", o.dampening()));
+    o.weight_decay(num(s, "weight_decay", o.weight_decay())).nesterov(flag(s, "nesterov", o.nesterov()));
+    o.maximize(flag(s, "maximize", o.maximize()));
+    validate(o);
+    opts.push_back(o);
+  }
+  std::unordered_map<const TensorImpl*, SGDState> state;
+  for (auto& [p, s] : l.state) state[p.impl()].momentum_buffer = state_tensor(*s, "momentum_buffer", p, false);
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options = opts[i];
+  state_ = std::move(state);
+}
+
+// ---- Adam and AdamW share the update and the state format
+
+namespace {
+
+template <typename O>
+void adam_like_step(std::vector<ParamGroup<O>>& groups, std::unordered_map<const TensorImpl*, AdamState>& state,
+                    bool decoupled) {
+  autograd::NoGradGuard no_grad;
+  for (auto& g : groups) {
+    const auto& o = g.options;
+    std::vector<Tensor> params, grads, m, v, vmax;
+    std::vector<int64_t> steps;
+    for (auto& p : g.params) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      AdamState& s = state[p.impl()];
+      if (!s.exp_avg.defined()) {
+        s.exp_avg = zeros_like(p);
+        s.exp_avg_sq = zeros_like(p);
+      }
+      if (o.amsgrad() && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);
+      params.push_back(p);
+      grads.push_back(grad);
+      m.push_back(s.exp_avg);
+      v.push_back(s.exp_avg_sq);
+      if (o.amsgrad()) vmax.push_back(s.max_exp_avg_sq);
+      steps.push_back(++s.step);
+    }
+    if (params.empty()) continue;
+    AdamHyper h{o.lr(), o.betas().first, o.betas().second, o.eps(), o.weight_decay(), o.amsgrad(), o.maximize(),
+                decoupled};
+    for (auto& idx : by_dtype(params)) {
+      std::vector<int64_t> st;
+      for (size_t i : idx) st.push_back(steps[i]);
+      adam_step(pick(params, idx), pick(grads, idx), pick(m, idx), pick(v, idx), pick(vmax, idx), st, h);
+    }
+  }
+}
+
+template <typename O>
+Value adam_like_state_dict(const std::vector<ParamGroup<O>>& groups,
+                           const std::unordered_map<const TensorImpl*, AdamState>& state, bool decoupled) {
+  return make_state_dict(
+      groups,
+      [&](const Tensor& p) {
+        auto it = state.find(p.impl());
+        if (it == state.end()) return Value();
+        const AdamState& s = it->second;
+        Value::Entries e{{Value("step"), Value(step_tensor(s.step))},
+                         {Value("exp_avg"), Value(s.exp_avg)},
+                         {Value("exp_avg_sq"), Value(s.exp_avg_sq)}};
+        if (s.max_exp_avg_sq.defined()) e.emplace_back(Value("max_exp_avg_sq"), Value(s.max_exp_avg_sq));
+        return Value::dict(std::move(e));
+      },
+      [&](const O& o) {
+        return Value::Entries{{Value("lr"), Value(o.lr())},
+                              {Value("betas"), Value::tuple({Value(o.betas().first), Value(o.betas().second)})},
+                              {Value("eps"), Value(o.eps())},
+                              {Value("weight_decay"), Value(o.weight_decay())},
+                              {Value("amsgrad"), Value(o.amsgrad())},
+                              {Value("maximize"), Value(o.maximize())},
+                              {Value("foreach"), Value()},
+                              {Value("capturable"), Value(false)},
+                              {Value("differentiable"), Value(false)},
+                              {Value("fused"), Value()},
+                              {Value("decoupled_weight_decay"), Value(decoupled)}};
+      });
+}
+
+template <typename O>
+void adam_like_load(std::vector<ParamGroup<O>>& groups, std::unordered_map<const TensorImpl*, AdamState>& state_,
+                    const Value& sd, bool decoupled) {
+  Loaded l = match(sd, groups);
+  std::vector<O> opts;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Value& s = *l.groups[i];
+    bool dec = flag(s, "decoupled_weight_decay", decoupled);
+    KINDLE_CHECK_VALUE(dec == decoupled, "Optimizer.load_state_dict: the state dict was saved by ",
+                       dec ? "AdamW" : "Adam", " (decoupled_weight_decay=", dec ? "True" : "False",
+                       "); load it into optim::", dec ? "AdamW" : "Adam");
+    O o = groups[i].options;
+    o.lr(num(s, "lr", o.lr())).betas(betas(s, o.betas())).eps(num(s, "eps", o.eps()));
+    o.weight_decay(num(s, "weight_decay", o.weight_decay())).amsgrad(flag(s, "amsgrad", o.amsgrad()));
+    o.maximize(flag(s, "maximize", o.maximize()));
+    validate(o);
+    opts.push_back(o);
+  }
+  std::unordered_map<const TensorImpl*, AdamState> state;
+  for (auto& [p, s] : l.state) {
+    AdamState& a = state[p.impl()];
+    a.step = state_step(*s);
+    a.exp_avg = state_tensor(*s, "exp_avg", p);
+    a.exp_avg_sq = state_tensor(*s, "exp_avg_sq", p);
+    a.max_exp_avg_sq = state_tensor(*s, "max_exp_avg_sq", p, false);
+  }
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options = opts[i];
+  state_ = std::move(state);
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& o) : OptimizerBase({{std::move(params), o}}, o) {}
+Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups, const AdamOptions& d) : OptimizerBase(std::move(groups), d) {}
+void Adam::step() { adam_like_step(groups_, state_, false); }
+Value Adam::state_dict() const { return adam_like_state_dict(groups_, state_, false); }
+void Adam::load_state_dict(const Value& sd) { adam_like_load(groups_, state_, sd, false); }
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& o) : OptimizerBase({{std::move(params), o}}, o) {}
+AdamW::AdamW(std::vector<ParamGroup<AdamWOptions>> groups, const AdamWOptions& d)
+    : OptimizerBase(std::move(groups), d) {}
+void AdamW::step() { adam_like_step(groups_, state_, true); }
+Value AdamW::state_dict() const { return adam_like_state_dict(groups_, state_, true); }
+void AdamW::load_state_dict(const Value& sd) { adam_like_load(groups_, state_, sd, true); }
+
+// ---- RMSprop
+
+RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& o) : OptimizerBase({{std::move(params), o}}, o) {}
+RMSprop::RMSprop(std::vector<ParamGroup<RMSpropOptions>> groups, const RMSpropOptions& d)
+    : OptimizerBase(std::move(groups), d) {}
+
+void RMSprop::step() {
+  autograd::NoGradGuard no_grad;
+  for (auto& g : groups_) {
+    const auto& o = g.options;
+    std::vector<Tensor> params, grads, sq, gavg, bufs;
+    for (auto& p : g.params) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      RMSpropState& s = state_[p.impl()];
+      if (!s.square_avg.defined()) s.square_avg = zeros_like(p);
+      if (o.momentum() > 0 && !s.momentum_buffer.defined()) s.momentum_buffer = zeros_like(p);
+      if (o.centered() && !s.grad_avg.defined()) s.grad_avg = zeros_like(p);
+      params.push_back(p);
+      grads.push_back(grad);
+      sq.push_back(s.square_avg);
+      if (o.momentum() > 0) bufs.push_back(s.momentum_buffer);
+      if (o.centered()) gavg.push_back(s.grad_avg);
+      ++s.step;  // bookkeeping only: the update does not read it
+    }
+    if (params.empty()) continue;
+    RMSpropHyper h{o.lr(), o.alpha(), o.eps(), o.weight_decay(), o.momentum(), o.centered(), o.maximize()};
+    for (auto& idx : by_dtype(params))
+      rmsprop_step(pick(params, idx), pick(grads, idx), pick(sq, idx), pick(gavg, idx), pick(bufs, idx), h);
+  }
+}
+
+Value RMSprop::state_dict() const {
+  return make_state_dict(
+      groups_,
+      [&](const Tensor& p) {
+        const RMSpropState* s = state(p);
+        if (!s) return Value();
+        Value::Entries e{{Value("step"), Value(step_tensor(s->step))}, {Value("square_avg"), Value(s->square_avg)}};
+        if (s->momentum_buffer.defined()) e.emplace_back(Value("momentum_buffer"), Value(s->momentum_buffer));
+        if (s->grad_avg.defined()) e.emplace_back(Value("grad_avg"), Value(s->grad_avg));
+        return Value::dict(std::move(e));
+      },
+      [](const RMSpropOptions& o) {
+        return Value::Entries{{Value("lr"), Value(o.lr())},
+                              {Value("momentum"), Value(o.momentum())},
+                              {Value("alpha"), Value(o.alpha())},
+                              {Value("eps"), Value(o.eps())},
+                              {Value("centered"), Value(o.centered())},
+                              {Value("weight_decay"), Value(o.weight_decay())},
+                              {Value("capturable"), Value(false)},
+                              {Value("foreach"), Value()},
+                              {Value("maximize"), Value(o.maximize())},
+                              {Value("differentiable"), Value(false)}};
+      });
+}
+
+void RMSprop::load_state_dict(const Value& sd) {
+  Loaded l = match(sd, groups_);
+  std::vector<RMSpropOptions> opts;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const Value& s = *l.groups[i];
+    RMSpropOptions o = groups_[i].options;
+    o.lr(num(s, "lr", o.lr())).momentum(num(s, "momentum", o.momentum())).alpha(num(s, "alpha", o.alpha()));
+    o.eps(num(s, "eps", o.eps())).centered(flag(s, "centered", o.centered()));
+    o.weight_decay(num(s, "weight_decay", o.weight_decay())).maximize(flag(s, "maximize", o.maximize()));
+    validate(o);
+    opts.push_back(o);
+  }
+  std::unordered_map<const TensorImpl*, RMSpropState> state;
+  for (auto& [p, s] : l.state) {
+    RMSpropState& r = state[p.impl()];
+    r.step = state_step(*s);
+    r.square_avg = state_tensor(*s, "square_avg", p);
+    r.momentum_buffer = state_tensor(*s, "momentum_buffer", p, false);
+    r.grad_avg = state_tensor(*s, "grad_avg", p, false);
+  }
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options = opts[i];
+  state_ = std::move(state);
+}
+
+// ---- schedulers
+
+std::vector<double> LRScheduler::group_lrs() const {
+  std::vector<double> out;
+  for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) out.push_back(optimizer_.lr(g));
+  return out;
+}
+
+void LRScheduler::initialize() {
+  base_lrs_ = group_lrs();
+  step();
+}
+
+void LRScheduler::step() {
+  ++step_count_;
+  ++last_epoch_;
+  std::vector<double> lrs = get_lr();
+  for (size_t g = 0; g < lrs.size(); ++g) optimizer_.set_lr(g, lrs[g]);
+  last_lr_ = group_lrs();
+}
+
+StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
+    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+  KINDLE_CHECK_VALUE(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
+  initialize();
+}
+
+std::vector<double> StepLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  if (last_epoch_ == 0 || last_epoch_ % step_size_ != 0) return lrs;
+  for (double& lr : lrs) lr *= gamma_;
+  return lrs;
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
+    : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min) {
+  KINDLE_CHECK_VALUE(T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", T_max);
+  initialize();
+}
+
+std::vector<double> CosineAnnealingLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  const double pi = M_PI, T = double(T_max_), e = double(last_epoch_);
+  if (last_epoch_ == 0) return lrs;
+  if (step_count_ == 1 && last_epoch_ > 0) {
+    for (size_t g = 0; g < lrs.size(); ++g)
+      lrs[g] = eta_min_ + (base_lrs_[g] - eta_min_) * (1 + std::cos(e * pi / T)) / 2;
+    return lrs;
+  }
+  // Python's % is a floor modulo; (last_epoch - 1 - T_max) may be negative.
+  int64_t r = (last_epoch_ - 1 - T_max_) % (2 * T_max_);
+  if (r < 0) r += 2 * T_max_;
+  if (r == 0) {
+    for (size_t g = 0; g < lrs.size(); ++g) lrs[g] = lrs[g] + (base_lrs_[g] - eta_min_) * (1 - std::cos(pi / T)) / 2;
+    return lrs;
+  }
+  for (double& lr : lrs)
+    lr = (1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lr - eta_min_) + eta_min_;
+  return lrs;
+}
+
+}  // namespace kindle::optim

@@ -1,0 +1,38 @@
+// Helpers shared by the front end's implementation files (not installed).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json.h"
+#include "kindle/tensor.h"
+
+namespace kindle::nn::detail {
+
+// An undefined tensor is Python's None for the ops' optional tensor arguments.
+inline std::optional<Tensor> opt(const Tensor& t) {
+  return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+}
+
+// Python's spelling of values in reprs and messages.
+inline std::string py_float(double d) {
+  std::string s;
+  if (d != d) return "nan";
+  if (d == 1.0 / 0.0) return "inf";
+  if (d == -1.0 / 0.0) return "-inf";
+  json::write_double(s, d);
+  return s;
+}
+inline const char* py_bool(bool b) { return b ? "True" : "False"; }
+inline std::string py_tuple(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+// A fresh parameter-to-be of the given shape (filled by the caller's initialiser).
+inline Tensor new_weight(IntArrayRef sizes, std::optional<DType> dtype) {
+  return empty_tensor(sizes, dtype.value_or(default_dtype()));
+}
+
+}  // namespace kindle::nn::detail

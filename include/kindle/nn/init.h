@@ -1,0 +1,33 @@
+// kindle::nn::init: in-place initialisers (torch.nn.init), run without recording gradients and
+// drawing from kindle's generators, so kindle::manual_seed makes them reproducible, and the same
+// seed gives the same weights in C++ and in Python (the layers initialise in the same order).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "kindle/tensor.h"
+
+namespace kindle::nn::init {
+
+// The recommended gain for a nonlinearity: linear/conv*/sigmoid 1, tanh 5/3, relu sqrt(2),
+// leaky_relu sqrt(2 / (1 + slope^2)) (param: the slope, default 0.01), selu 3/4.
+double calculate_gain(const std::string& nonlinearity, std::optional<double> param = std::nullopt);
+// (fan_in, fan_out) of a weight of 2 or more dimensions.
+std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor);
+
+const Tensor& uniform_(const Tensor& tensor, double a = 0.0, double b = 1.0);
+const Tensor& normal_(const Tensor& tensor, double mean = 0.0, double std = 1.0);
+const Tensor& trunc_normal_(const Tensor& tensor, double mean = 0.0, double std = 1.0, double a = -2.0, double b = 2.0);
+const Tensor& constant_(const Tensor& tensor, double value);
+const Tensor& ones_(const Tensor& tensor);
+const Tensor& zeros_(const Tensor& tensor);
+const Tensor& eye_(const Tensor& tensor);
+const Tensor& xavier_uniform_(const Tensor& tensor, double gain = 1.0);
+const Tensor& xavier_normal_(const Tensor& tensor, double gain = 1.0);
+// mode: "fan_in" or "fan_out"; a: the leaky_relu slope.
+const Tensor& kaiming_uniform_(const Tensor& tensor, double a = 0, const std::string& mode = "fan_in",
+                               const std::string& nonlinearity = "leaky_relu");
+const Tensor& kaiming_normal_(const Tensor& tensor, double a = 0, const std::string& mode = "fan_in",
+                              const std::string& nonlinearity = "leaky_relu");
+
+}  // namespace kindle::nn::init

@@ -1,0 +1,185 @@
+// kindle::nn::Module: the base of every layer and model in the C++ front end (Python's
+// kindle.nn.Module, with the same names, state-dict keys and error messages).
+//
+// Holder style. A module is an ordinary class; composite modules own their children through
+// nn::Ptr<T>, a std::shared_ptr<T> that can also be called (fc(x) runs fc->forward(x)):
+//
+//   struct Net : nn::Module {
+//     nn::Ptr<nn::Linear> fc1 = register_module("fc1", nn::Linear(784, 128));
+//     nn::Ptr<nn::Linear> fc2 = register_module("fc2", nn::Linear(128, 10));
+//     Tensor forward(const Tensor& x) override { return fc2(relu(fc1(x))); }
+//   };
+//   Net net;                                  // or nn::make<Net>() when it must be shared
+//   optim::SGD opt(net.parameters(), optim::SGDOptions(0.1));
+//
+// There is no Impl class and no macro per module (libtorch needs both): register_module takes a
+// temporary module by value and moves it into a new shared object, or takes an existing Ptr.
+// Modules are movable, never copied: copying would silently share parameter tensors.
+//
+// Tensor members alias the registry: `weight` above and parameters()["weight"] are handles to the
+// same tensor, and every operation that changes a parameter (load_state_dict, to(dtype)) changes
+// it in place, so member handles and optimizers keep seeing the live tensor. Reassigning a member
+// (weight = ...) does not update the registry: call register_parameter again for that.
+#pragma once
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kindle/ops.h"
+#include "kindle/ordered_dict.h"
+
+namespace kindle {
+
+// A state dict: dotted names to tensors, in registration order (Python's OrderedDict).
+using StateDict = OrderedDict<Tensor>;
+
+namespace nn {
+
+class Module;
+
+// A shared module that forwards calls: fc(x) is fc->forward(x), with any arguments.
+template <typename M>
+class Ptr : public std::shared_ptr<M> {
+ public:
+  using std::shared_ptr<M>::shared_ptr;
+  Ptr() = default;
+  Ptr(std::shared_ptr<M> p) : std::shared_ptr<M>(std::move(p)) {}
+  template <typename... A>
+  decltype(auto) operator()(A&&... args) const {
+    return this->get()->forward(std::forward<A>(args)...);
+  }
+};
+
+// Builds a shared module: nn::make<nn::Linear>(3, 4).
+template <typename M, typename... A>
+Ptr<M> make(A&&... args) {
+  return Ptr<M>(std::make_shared<M>(std::forward<A>(args)...));
+}
+
+// Inside a module class whose forward takes other arguments than one tensor: makes m(a, b, ...)
+// call m.forward(a, b, ...) for every overload (Module's own operator() takes one tensor).
+#define KINDLE_MODULE_CALL                                 \
+  template <typename... A>                                 \
+  decltype(auto) operator()(A&&... args) {                 \
+    return this->forward(std::forward<A>(args)...);        \
+  }
+
+// What load_state_dict found (strict=false reports instead of raising).
+struct IncompatibleKeys {
+  std::vector<std::string> missing_keys, unexpected_keys;
+};
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(Module&&) noexcept = default;
+  Module& operator=(Module&&) noexcept = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The single-input forward that Sequential and operator() call. Modules with other signatures
+  // (losses, attention, recurrent layers) add overloads; the default raises NotImplementedError.
+  virtual Tensor forward(const Tensor& input);
+  Tensor operator()(const Tensor& input) { return forward(input); }
+
+  // ---- registration (names: non-empty, no '.', not already taken; KeyError otherwise)
+  // Registers `t` (a leaf) as a parameter and sets its requires_grad. An undefined tensor
+  // registers a missing parameter (Python's None): skipped by iteration and state dicts.
+  Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  // Non-persistent buffers are left out of state_dict().
+  Tensor register_buffer(const std::string& name, Tensor t, bool persistent = true);
+  template <typename M>
+  Ptr<M> register_module(const std::string& name, Ptr<M> module) {
+    static_assert(std::is_base_of_v<Module, M>, "register_module: not a kindle::nn::Module");
+    add_child(name, module);
+    return module;
+  }
+  // Moves a temporary module into a new shared one: register_module("fc", nn::Linear(3, 4)).
+  template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>>>>
+  Ptr<std::decay_t<M>> register_module(const std::string& name, M&& module) {
+    static_assert(!std::is_lvalue_reference_v<M>,
+                  "register_module: pass a temporary (nn::Linear(3, 4)) or an nn::Ptr; modules are not copied");
+    return register_module(name, Ptr<std::decay_t<M>>(std::make_shared<std::decay_t<M>>(std::move(module))));
+  }
+  // Replaces a registered parameter/buffer/child of this module (same kind); KeyError if absent.
+  void replace_parameter(const std::string& name, Tensor t);
+  void replace_buffer(const std::string& name, Tensor t);
+
+  // ---- iteration (recursive names are dotted: "encoder.layers.0.linear1.weight"; a tensor or
+  // module reachable twice is listed once, as Python's remove_duplicate=True)
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  StateDict named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  StateDict named_buffers(bool recurse = true) const;
+  std::vector<Ptr<Module>> children() const;
+  OrderedDict<Ptr<Module>> named_children() const;
+  // This module (named "") and every descendant; pointers valid while this module lives.
+  std::vector<Module*> modules();
+  OrderedDict<Module*> named_modules(const std::string& prefix = "");
+  // Own members only (not recursive), undefined (None) entries included.
+  const OrderedDict<Tensor>& own_parameters() const { return parameters_; }
+  const OrderedDict<Tensor>& own_buffers() const { return buffers_; }
+  const OrderedDict<Ptr<Module>>& own_children() const { return children_; }
+  // A descendant by dotted path ("encoder.layers.0"); AttributeError-like Error otherwise.
+  Ptr<Module> get_submodule(const std::string& target) const;
+
+  // ---- modes and conversion
+  virtual void train(bool on = true);  // this module and every descendant
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Floating-point parameters, their grads and floating buffers take `dtype`, in place: the
+  // tensors keep their identity, so optimizers built before keep working. TypeError for a
+  // non-floating dtype, as Python.
+  void to(DType dtype);
+  void to(Device device);  // only the CPU has kernels: RuntimeError for anything else
+  void zero_grad(bool set_to_none = true);
+  void requires_grad_(bool requires_grad = true);
+  // fn(module) for every descendant, children first, then this module (Python's apply).
+  void apply(const std::function<void(Module&)>& fn);
+
+  // ---- state
+  // Parameters and persistent buffers, detached (they share memory with the module).
+  StateDict state_dict() const;
+  // Copies matching entries in place (a 1-element checkpoint fills a 0-d tensor). strict:
+  // missing or unexpected keys raise; shape mismatches always raise, naming keys and shapes:
+  // "Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: ...".
+  IncompatibleKeys load_state_dict(const StateDict& state_dict, bool strict = true);
+  // kindle::save(state_dict(), path) / load_state_dict(kindle::load(path)): the safetensors
+  // files kindle.save writes in Python.
+  void save(const std::string& path) const;
+  void load(const std::string& path, bool strict = true);
+
+  // ---- printing
+  // The class name without namespaces ("Linear"); used in messages and repr.
+  virtual std::string name() const;
+  // Python's extra_repr: the constructor arguments shown inside the parentheses.
+  virtual std::string extra_repr() const { return ""; }
+  // Python's repr: "Net(\n  (fc1): Linear(in_features=784, out_features=128, bias=True)\n)".
+  std::string repr() const;
+
+ protected:
+  void add_child(const std::string& name, Ptr<Module> module);
+  Tensor& own_parameter(const std::string& name) { return parameters_.at(name); }
+
+ private:
+  void check_new_name(const std::string& name, const char* what) const;
+  void load_recursive(const StateDict& sd, const std::string& prefix, std::vector<std::string>& missing,
+                      std::vector<std::string>& unexpected, std::vector<std::string>& errors);
+  template <typename F>
+  void collect(const char* kind, bool recurse, F&& emit) const;
+
+  OrderedDict<Tensor> parameters_;
+  OrderedDict<Tensor> buffers_;
+  std::set<std::string> non_persistent_;
+  OrderedDict<Ptr<Module>> children_;
+  bool training_ = true;
+};
+
+std::ostream& operator<<(std::ostream& os, const Module& m);
+
+}  // namespace nn
+}  // namespace kindle

@@ -1,0 +1,113 @@
+// Recurrent layers (RNN, LSTM, GRU) and cells over the C++ recurrent kernels, with Python's
+// parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), U(-1/sqrt(hidden), 1/sqrt(hidden))
+// initialisation and input conventions: input (T, N, F), or (N, T, F) with batch_first, or
+// unbatched (T, F); states (layers * directions, N, hidden).
+//
+//   nn::LSTM lstm(nn::LSTMOptions(10, 20).num_layers(2));
+//   Tensor y = lstm(x);                           // the output sequence (zero initial state)
+//   auto [out, h, c] = lstm(x, h0, c0);           // with states in and out
+#pragma once
+#include "kindle/nn/module.h"
+#include "kindle/nn/options.h"
+
+namespace kindle::nn {
+
+// h_n and c_n are (layers * directions, N, hidden); c_n is undefined except for LSTM.
+struct RNNOutput {
+  Tensor output, h_n, c_n;
+};
+
+class RNNBase : public Module {
+ public:
+  // mode: "RNN_TANH", "RNN_RELU", "LSTM" or "GRU".
+  RNNBase(std::string mode, const RNNOptions& options);
+  // The output sequence, from zero initial states.
+  Tensor forward(const Tensor& input) override;
+  // Undefined h0 / c0 start from zeros.
+  RNNOutput forward_with_state(const Tensor& input, const Tensor& h0 = {}, const Tensor& c0 = {});
+  // The parameters in the kernel's order, looked up by name (so replaced ones are seen).
+  std::vector<Tensor> flat_weights() const;
+  void reset_parameters();
+  std::string extra_repr() const override;
+
+  RNNOptions options;
+  std::string mode;
+
+ private:
+  std::vector<std::string> flat_names_;
+};
+
+class RNN : public RNNBase {
+ public:
+  explicit RNN(const RNNOptions& options);
+  RNN(int64_t input_size, int64_t hidden_size) : RNN(RNNOptions(input_size, hidden_size)) {}
+  using RNNBase::forward;
+  RNNOutput forward(const Tensor& input, const Tensor& h0) { return forward_with_state(input, h0); }
+  KINDLE_MODULE_CALL
+};
+
+class LSTM : public RNNBase {
+ public:
+  explicit LSTM(const LSTMOptions& options) : RNNBase("LSTM", options) {}
+  LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
+  using RNNBase::forward;
+  RNNOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
+    return forward_with_state(input, h0, c0);
+  }
+  KINDLE_MODULE_CALL
+};
+
+class GRU : public RNNBase {
+ public:
+  explicit GRU(const GRUOptions& options) : RNNBase("GRU", options) {}
+  GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
+  using RNNBase::forward;
+  RNNOutput forward(const Tensor& input, const Tensor& h0) { return forward_with_state(input, h0); }
+  KINDLE_MODULE_CALL
+};
+
+// Cells: one step. Inputs (N, input_size) or unbatched (input_size); states likewise.
+class RNNCellBase : public Module {
+ public:
+  RNNCellBase(const RNNCellOptions& options, int64_t num_chunks);
+  void reset_parameters();
+  std::string extra_repr() const override;
+  RNNCellOptions options;
+  Tensor weight_ih, weight_hh, bias_ih, bias_hh;
+
+ protected:
+  // (batched?, input as 2-D, state as 2-D or zeros)
+  std::tuple<bool, Tensor, Tensor> batch(const char* name, const Tensor& input, const Tensor& state,
+                                         const char* state_name) const;
+};
+
+class RNNCell : public RNNCellBase {
+ public:
+  explicit RNNCell(const RNNCellOptions& options);
+  RNNCell(int64_t input_size, int64_t hidden_size) : RNNCell(RNNCellOptions(input_size, hidden_size)) {}
+  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
+  Tensor forward(const Tensor& input, const Tensor& hx);
+  KINDLE_MODULE_CALL
+};
+
+class GRUCell : public RNNCellBase {
+ public:
+  explicit GRUCell(const GRUCellOptions& options) : RNNCellBase(options, 3) {}
+  GRUCell(int64_t input_size, int64_t hidden_size) : GRUCell(GRUCellOptions(input_size, hidden_size)) {}
+  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
+  Tensor forward(const Tensor& input, const Tensor& hx);
+  KINDLE_MODULE_CALL
+};
+
+class LSTMCell : public RNNCellBase {
+ public:
+  explicit LSTMCell(const LSTMCellOptions& options) : RNNCellBase(options, 4) {}
+  LSTMCell(int64_t input_size, int64_t hidden_size) : LSTMCell(LSTMCellOptions(input_size, hidden_size)) {}
+  // The new hidden state h' (from zero states).
+  Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, Tensor(), Tensor())); }
+  // (h', c'); undefined h / c start from zeros.
+  std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h, const Tensor& c);
+  KINDLE_MODULE_CALL
+};
+
+}  // namespace kindle::nn

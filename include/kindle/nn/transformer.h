@@ -1,0 +1,75 @@
+// MultiheadAttention, TransformerEncoderLayer and TransformerEncoder with Python's parameter and
+// submodule names (in_proj_weight, out_proj.weight, self_attn.in_proj_bias, linear1, norm2, ...),
+// mask conventions and initialisation, so their state dicts are torch's and kindle.nn's.
+//
+// Masks: key_padding_mask (N, S) and attn_mask (L, S) or (N * heads, L, S), bool (true = not
+// attended) or additive float. An undefined Tensor means no mask.
+#pragma once
+#include "kindle/nn/container.h"
+#include "kindle/nn/layers.h"
+
+namespace kindle::nn {
+
+class MultiheadAttention : public Module {
+ public:
+  explicit MultiheadAttention(const MultiheadAttentionOptions& options);
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads)
+      : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)) {}
+  // Self-attention of x (query = key = value), output only.
+  Tensor forward(const Tensor& x) override;
+  // query (L, N, E) ((N, L, E) with batch_first) or unbatched (L, E); returns (output, attention
+  // weights averaged over heads, or per head, or undefined when need_weights is false).
+  std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const Tensor& key_padding_mask = {}, bool need_weights = true,
+                                     const Tensor& attn_mask = {}, bool average_attn_weights = true,
+                                     bool is_causal = false);
+  void reset_parameters();
+  KINDLE_MODULE_CALL
+
+  MultiheadAttentionOptions options;
+  int64_t head_dim;
+  // in_proj_weight (3E, E) when kdim == vdim == E, else q/k/v_proj_weight; bias_k/v with add_bias_kv.
+  Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
+  Ptr<Linear> out_proj;
+};
+
+class TransformerEncoderLayer : public Module {
+ public:
+  explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& options);
+  TransformerEncoderLayer(int64_t d_model, int64_t nhead)
+      : TransformerEncoderLayer(TransformerEncoderLayerOptions(d_model, nhead)) {}
+  Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+  Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
+  KINDLE_MODULE_CALL
+
+  TransformerEncoderLayerOptions options;
+  Ptr<MultiheadAttention> self_attn;
+  Ptr<Linear> linear1, linear2;
+  Ptr<Dropout> dropout, dropout1, dropout2;
+  Ptr<LayerNorm> norm1, norm2;
+
+ private:
+  Tensor activation(const Tensor& x) const;
+};
+
+// num_layers copies of one encoder layer (equal initial weights, as Python's deep copies), then
+// an optional final LayerNorm(d_model) named "norm".
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(const TransformerEncoderLayerOptions& layer, int64_t num_layers, bool final_norm = false);
+  Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+  // is_causal: nullopt detects whether mask is exactly the causal mask.
+  Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
+                 std::optional<bool> is_causal = std::nullopt);
+  KINDLE_MODULE_CALL
+
+  Ptr<ModuleList> layers;
+  Ptr<LayerNorm> norm;  // null without final_norm
+  int64_t num_layers;
+};
+
+// (sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere.
+Tensor generate_square_subsequent_mask(int64_t sz, DType dtype = kFloat32);
+
+}  // namespace kindle::nn

@@ -1,0 +1,239 @@
+// kindle::optim: SGD, Adam, AdamW, RMSprop with parameter groups, and the StepLR and
+// CosineAnnealingLR schedulers. Each group is updated by one call of the fused step kernels of
+// kindle/optim.h (the Python optimizers call the same kernels, so trajectories match). State
+// dicts have Python's structure and keys, so kindle::save(opt.state_dict(), path) writes what
+// Python's kindle.save(opt.state_dict(), path) writes and either side loads the other's.
+//
+//   optim::SGD opt(net.parameters(), optim::SGDOptions(0.1).momentum(0.9));
+//   optim::Adam adam({{body.parameters(), optim::AdamOptions(1e-3)},
+//                     {head.parameters(), optim::AdamOptions(1e-4)}});   // two groups
+//   opt.zero_grad(); loss.backward(); opt.step();
+#pragma once
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kindle/nn/options.h"
+#include "kindle/optim.h"
+#include "kindle/serialize.h"
+
+namespace kindle::optim {
+
+using Betas = std::pair<double, double>;
+
+struct SGDOptions {
+  SGDOptions(double lr = 1e-3) : lr_(lr) {}
+  KINDLE_ARG(double, lr);
+  KINDLE_ARG(double, momentum) = 0;
+  KINDLE_ARG(double, dampening) = 0;
+  KINDLE_ARG(double, weight_decay) = 0;
+  KINDLE_ARG(bool, nesterov) = false;
+  KINDLE_ARG(bool, maximize) = false;
+};
+
+struct AdamOptions {
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}
+  KINDLE_ARG(double, lr);
+  KINDLE_ARG(Betas, betas) = {0.9, 0.999};
+  KINDLE_ARG(double, eps) = 1e-8;
+  KINDLE_ARG(double, weight_decay) = 0;
+  KINDLE_ARG(bool, amsgrad) = false;
+  KINDLE_ARG(bool, maximize) = false;
+};
+
+// Adam with decoupled weight decay; weight_decay defaults to 1e-2, as in PyTorch.
+struct AdamWOptions {
+  AdamWOptions(double lr = 1e-3) : lr_(lr) {}
+  KINDLE_ARG(double, lr);
+  KINDLE_ARG(Betas, betas) = {0.9, 0.999};
+  KINDLE_ARG(double, eps) = 1e-8;
+  KINDLE_ARG(double, weight_decay) = 1e-2;
+  KINDLE_ARG(bool, amsgrad) = false;
+  KINDLE_ARG(bool, maximize) = false;
+};
+
+struct RMSpropOptions {
+  RMSpropOptions(double lr = 1e-2) : lr_(lr) {}
+  KINDLE_ARG(double, lr);
+  KINDLE_ARG(double, alpha) = 0.99;
+  KINDLE_ARG(double, eps) = 1e-8;
+  KINDLE_ARG(double, weight_decay) = 0;
+  KINDLE_ARG(double, momentum) = 0;
+  KINDLE_ARG(bool, centered) = false;
+  KINDLE_ARG(bool, maximize) = false;
+};
+
+// What every optimizer offers, whatever its options type (schedulers and training loops use it).
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of every parameter that has a gradient (grad mode off inside).
+  virtual void step() = 0;
+  // Re-evaluates the model first (grad mode on) and returns its loss.
+  Tensor step(const std::function<Tensor()>& closure);
+  // Sets every grad to undefined (or, with set_to_none false, zeroes it in place).
+  void zero_grad(bool set_to_none = true);
+
+  virtual size_t num_param_groups() const = 0;
+  virtual const std::vector<Tensor>& params(size_t group) const = 0;
+  std::vector<Tensor> all_params() const;
+  virtual double lr(size_t group) const = 0;
+  virtual void set_lr(size_t group, double lr) = 0;
+
+  // {"state": {index: {name: tensor}}, "param_groups": [{hyperparameters..., "params": [index]}]}
+  // with Python's names; state tensors are the live ones.
+  virtual Value state_dict() const = 0;
+  // Loads a state dict of an optimizer of the same kind over the same parameters (same group
+  // sizes); floating state tensors take their parameter's dtype. ValueError on a mismatch.
+  virtual void load_state_dict(const Value& state_dict) = 0;
+  void save(const std::string& path) const { kindle::save(state_dict(), path); }
+  void load(const std::string& path) { load_state_dict(load_value(path)); }
+};
+
+template <typename Options>
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options;
+};
+
+// Groups, options and per-parameter state; the subclasses add the update rule.
+template <typename Options, typename State>
+class OptimizerBase : public Optimizer {
+ public:
+  using Group = ParamGroup<Options>;
+
+  const std::vector<Group>& param_groups() const { return groups_; }
+  std::vector<Group>& param_groups() { return groups_; }
+  const Options& defaults() const { return defaults_; }
+  // Python's checks: non-leaf tensors and parameters already in a group raise ValueError.
+  void add_param_group(std::vector<Tensor> params, const Options& options);
+  void add_param_group(std::vector<Tensor> params) { add_param_group(std::move(params), defaults_); }
+
+  size_t num_param_groups() const override { return groups_.size(); }
+  const std::vector<Tensor>& params(size_t g) const override { return groups_.at(g).params; }
+  double lr(size_t g) const override { return groups_.at(g).options.lr(); }
+  void set_lr(size_t g, double lr) override { groups_.at(g).options.lr(lr); }
+  // The state of one parameter (nullptr before its first step).
+  const State* state(const Tensor& param) const {
+    auto it = state_.find(param.impl());
+    return it == state_.end() ? nullptr : &it->second;
+  }
+
+ protected:
+  OptimizerBase(std::vector<Group> groups, const Options& defaults);
+  std::vector<Group> groups_;
+  Options defaults_;
+  std::unordered_map<const TensorImpl*, State> state_;
+};
+
+// ---- SGD
+
+struct SGDState {
+  Tensor momentum_buffer;  // undefined until the first step with momentum
+};
+
+class SGD : public OptimizerBase<SGDOptions, SGDState> {
+ public:
+  SGD(std::vector<Tensor> params, const SGDOptions& options);
+  SGD(std::vector<ParamGroup<SGDOptions>> groups, const SGDOptions& defaults = {});
+  using Optimizer::step;
+  void step() override;
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+};
+
+// ---- Adam, AdamW
+
+struct AdamState {
+  int64_t step = 0;
+  Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+};
+
+class Adam : public OptimizerBase<AdamOptions, AdamState> {
+ public:
+  Adam(std::vector<Tensor> params, const AdamOptions& options = {});
+  Adam(std::vector<ParamGroup<AdamOptions>> groups, const AdamOptions& defaults = {});
+  using Optimizer::step;
+  void step() override;
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+
+ protected:
+  bool decoupled_ = false;
+};
+
+class AdamW : public OptimizerBase<AdamWOptions, AdamState> {
+ public:
+  AdamW(std::vector<Tensor> params, const AdamWOptions& options = {});
+  AdamW(std::vector<ParamGroup<AdamWOptions>> groups, const AdamWOptions& defaults = {});
+  using Optimizer::step;
+  void step() override;
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+};
+
+// ---- RMSprop
+
+struct RMSpropState {
+  int64_t step = 0;
+  Tensor square_avg, momentum_buffer, grad_avg;
+};
+
+class RMSprop : public OptimizerBase<RMSpropOptions, RMSpropState> {
+ public:
+  RMSprop(std::vector<Tensor> params, const RMSpropOptions& options = {});
+  RMSprop(std::vector<ParamGroup<RMSpropOptions>> groups, const RMSpropOptions& defaults = {});
+  using Optimizer::step;
+  void step() override;
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+};
+
+// ---- learning-rate schedulers (Python's recursive forms, so they compose and match Python)
+
+class LRScheduler {
+ public:
+  explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {}
+  virtual ~LRScheduler() = default;
+  // Advances one epoch and sets every group's lr.
+  void step();
+  std::vector<double> get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+
+ protected:
+  // Called by the subclass constructor: records base lrs and takes the initial step (epoch 0).
+  void initialize();
+  virtual std::vector<double> get_lr() = 0;
+  std::vector<double> group_lrs() const;
+  Optimizer& optimizer_;
+  std::vector<double> base_lrs_, last_lr_;
+  int64_t last_epoch_ = -1;
+  int64_t step_count_ = 0;
+};
+
+// lr * gamma every step_size epochs.
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  int64_t step_size_;
+  double gamma_;
+};
+
+// Cosine annealing from the initial lr to eta_min over T_max epochs.
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
+
+ protected:
+  std::vector<double> get_lr() override;
+  int64_t T_max_;
+  double eta_min_;
+};
+
+}  // namespace kindle::optim

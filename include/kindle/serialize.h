@@ -1,0 +1,115 @@
+// kindle::save / kindle::load: checkpoints in the safetensors format, byte for byte as Python's
+// kindle.save writes them (python/kindle/serialization.py), so a model or optimizer saved in C++
+// loads with kindle.load in Python and the reverse.
+//
+// A flat name -> tensor map (a module's state_dict) is a plain safetensors file: an 8-byte
+// little-endian header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__":
+// {"format": "pt"}}, padded with spaces to 8 bytes, then the tensors' bytes (widest dtypes
+// first). Nested structures (an optimizer's state dict) are described by a "kindle" metadata
+// entry naming the tensors they hold; kindle::Value is that structure in C++.
+//
+// Writes to a path are atomic (temporary file in the same folder, fsync, rename). Reads validate
+// the whole header before allocating anything: header length, JSON, dtypes, shapes, offsets
+// tiling the data exactly; a hostile or truncated file raises ValueError naming the file.
+#pragma once
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kindle/ordered_dict.h"
+#include "kindle/tensor.h"
+
+namespace kindle {
+
+using StateDict = OrderedDict<Tensor>;
+
+// A value of the object model kindle.save stores: None, bool, int, float, str, Tensor, dtype,
+// list, tuple, set, and dict with str or int keys (Python's types, spelled in C++).
+class Value {
+ public:
+  enum class Kind { None, Bool, Int, Double, String, Tensor, DType, List, Tuple, Set, Dict };
+  using Items = std::vector<Value>;
+  using Entries = std::vector<std::pair<Value, Value>>;  // keys: String or Int
+
+  Value() = default;
+  Value(std::nullptr_t) {}
+  Value(bool b) : v_(b) {}
+  Value(int i) : v_(int64_t(i)) {}
+  Value(int64_t i) : v_(i) {}
+  Value(double d) : v_(d) {}
+  Value(const char* s) : v_(std::string(s)) {}
+  Value(std::string s) : v_(std::move(s)) {}
+  Value(Tensor t) : v_(std::move(t)) {}
+  Value(DType d) : v_(d) {}
+  static Value list(Items items = {}) { return Value(Kind::List, std::move(items)); }
+  static Value tuple(Items items = {}) { return Value(Kind::Tuple, std::move(items)); }
+  static Value set(Items items = {}) { return Value(Kind::Set, std::move(items)); }
+  static Value dict(Entries entries = {}) {
+    Value v;
+    v.v_ = std::make_shared<Entries>(std::move(entries));
+    return v;
+  }
+  // A dict of str -> Tensor (a state dict).
+  static Value from_state_dict(const StateDict& sd);
+
+  Kind kind() const;
+  bool is_none() const { return kind() == Kind::None; }
+  bool is_int() const { return kind() == Kind::Int; }
+  bool is_double() const { return kind() == Kind::Double; }
+  bool is_number() const { return is_int() || is_double(); }
+  bool is_string() const { return kind() == Kind::String; }
+  bool is_tensor() const { return kind() == Kind::Tensor; }
+  bool is_dict() const { return kind() == Kind::Dict; }
+  bool is_sequence() const { return kind() == Kind::List || kind() == Kind::Tuple || kind() == Kind::Set; }
+
+  // Accessors raise TypeError naming `what` and the actual kind on a mismatch.
+  bool to_bool(const char* what = "value") const;
+  int64_t to_int(const char* what = "value") const;
+  double to_double(const char* what = "value") const;  // ints convert
+  const std::string& to_string(const char* what = "value") const;
+  const Tensor& to_tensor(const char* what = "value") const;
+  DType to_dtype(const char* what = "value") const;
+  const Items& items(const char* what = "value") const;  // list, tuple or set
+  Items& items(const char* what = "value");
+  const Entries& entries(const char* what = "value") const;  // dict
+  Entries& entries(const char* what = "value");
+  // Dict lookup by str or int key: nullptr when absent.
+  const Value* get(const Value& key) const;
+  const Value& at(const Value& key, const char* what = "value") const;  // KeyError when absent
+  void set_item(const Value& key, Value value);  // dict: insert or replace (keeps position)
+  // A dict of str -> Tensor; TypeError otherwise.
+  StateDict to_state_dict(const char* what = "value") const;
+
+  friend bool operator==(const Value& a, const Value& b);  // tensors compare by identity
+  std::string repr() const;  // Python-like, for messages
+
+ private:
+  struct Seq {
+    Kind kind;
+    Items items;
+  };
+  Value(Kind k, Items items) : v_(std::make_shared<Seq>(Seq{k, std::move(items)})) {}
+  std::variant<std::monostate, bool, int64_t, double, std::string, Tensor, DType, std::shared_ptr<Seq>,
+               std::shared_ptr<Entries>>
+      v_;
+};
+
+const char* value_kind_name(Value::Kind k);
+
+// Saves a flat map of tensors as a plain safetensors file (tensors are written contiguous and
+// come back as independent tensors). The path is replaced atomically.
+void save(const StateDict& tensors, const std::string& path);
+// Any Value: a dict of str -> tensors not requiring grad is written flat, anything else with the
+// "kindle" metadata tree (what Python's kindle.save does with the same object).
+void save(const Value& obj, const std::string& path);
+// Reads a flat safetensors file (TypeError if the file holds a nested structure).
+StateDict load(const std::string& path);
+// Reads any file kindle.save wrote (not torch's zip checkpoints: Python's kindle.load reads those).
+Value load_value(const std::string& path);
+
+// The same, to and from bytes in memory.
+std::string save_to_bytes(const Value& obj);
+Value load_from_bytes(const std::string& bytes, const std::string& name = "<bytes>");
+
+}  // namespace kindle
