@@ -281,6 +281,8 @@ def missing_features(lib, wl):
 N_BATCHES = 16
 F32_RTOL = 1e-4   # float32 losses of the first step, inference outputs of every call
 F64_RTOL = 1e-9   # float64 losses of every checked step
+
+
 class Runner:
     """One framework's model, optimizer and batches for one workload."""
 
@@ -289,7 +291,7 @@ class Runner:
         self.model = wl.build(lib, sizes)
         if state is not None:  # the torch model's weights, as NumPy arrays
             self.model.load_state_dict({k: lib.from_numpy(v.copy()) for k, v in state.items()})
-        if float64:  # after the copy: float32 -> float64 is exact, so both start equal
+        if float64:  # after the copy and before the optimizer: float32 -> float64 is exact
             self.model.double()
             batches = [(x.astype(np.float64) if x.dtype == np.float32 else x, y) for x, y in batches]
         self.batches = [(lib.from_numpy(x), lib.from_numpy(y)) for x, y in batches]
@@ -321,15 +323,13 @@ def state_as_numpy(model):
 
 
 def make_pair(wl, sizes, torch, kindle, n_batches=N_BATCHES, seed=0, float64=False):
-    """Runners for both frameworks: same data, the torch model's weights copied into kindle's."""
+    """Runners for both frameworks: same data, and the weights of a torch model initialised
+    under `seed` loaded into both (torch's own init, so the torch side is the reference)."""
     batches = wl.data(np.random.default_rng(seed), sizes, n_batches)
     torch.manual_seed(seed)
-    t = Runner(torch, wl, sizes, batches)
-    k = Runner(kindle, wl, sizes, batches, state=state_as_numpy(t.model), float64=float64)
-    if float64:
-        t.model.double()
-        t.batches = [(x.double() if x.is_floating_point() else x, y) for x, y in t.batches]
-    return {"kindle": k, "torch": t}
+    state = state_as_numpy(wl.build(torch, sizes))
+    return {lib.__name__: Runner(lib, wl, sizes, batches, state=state, float64=float64)
+            for lib in (kindle, torch)}
 
 
 def value_of(out):
