@@ -456,6 +456,16 @@ def fmt_time(s):
     return f"{s * 1e9:.3g} ns"
 
 
+def iqr_over_median(xs):
+    """Spread of the step times: interquartile range over median (noisy rows stand out)."""
+    q1, _, q3 = statistics.quantiles(xs, n=4) if len(xs) > 1 else (xs[0],) * 3
+    return (q3 - q1) / statistics.median(xs)
+
+
+def fmt_rate(x):
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def fmt_mb(kb):
     return f"{kb / 1024:.0f} MB"
 
@@ -474,7 +484,7 @@ def profile_kindle(runner, steps, top=15):
     return "\n".join(l.rstrip() for l in lines[start:] if l.strip())
 
 
-HEADER = ("| workload | steps | kindle | torch | k/t | samples/s kindle / torch | peak RSS kindle (delta)"
+HEADER = ("| workload | steps | kindle | torch | k/t | spread | samples/s kindle / torch | peak RSS kindle (delta)"
           " | peak RSS torch (delta) | float32 loss kindle/torch: first -> last | float64 check: max rel diff"
           " | time target | memory target |")
 
@@ -494,6 +504,7 @@ def run_workload(wl, args, torch, kindle):
     times, values = timed_steps(runners, warmup, steps, wl.budget_s, wl.max_steps, reps)
     mk, mt = statistics.median(times["kindle"]), statistics.median(times["torch"])
     ratio = mk / mt
+    spread = max(iqr_over_median(times[n]) for n in times)
     f32, ok32 = compare_float32(wl, values)
     f64, ok64 = float64_check(wl, torch, kindle, check_steps)
     for text, ok in ((f32, ok32), (f64, ok64)):
@@ -507,8 +518,8 @@ def run_workload(wl, args, torch, kindle):
         mem_cells = [f"{fmt_mb(x['peak_kb'])} ({fmt_mb(x['peak_kb'] - x['base_kb'])})" for x in (k, t)]
         mem_cells.append("met" if k["peak_kb"] <= t["peak_kb"] else "MISSED")
     batch = wl.full["batch"]
-    row = (f"| {wl.title} | {len(times['kindle'])}x{reps} | {fmt_time(mk)} | {fmt_time(mt)} | {ratio:.2f} | "
-           f"{batch / mk:.4g} / {batch / mt:.4g} | {mem_cells[0]} | {mem_cells[1]} | {f32} | {f64} | "
+    row = (f"| {wl.title} | {len(times['kindle'])}x{reps} | {fmt_time(mk)} | {fmt_time(mt)} | {ratio:.2f} | {spread:.0%} | "
+           f"{fmt_rate(batch / mk)} / {fmt_rate(batch / mt)} | {mem_cells[0]} | {mem_cells[1]} | {f32} | {f64} | "
            f"<= {wl.target:.2f} {'met' if ratio <= wl.target else 'MISSED'} | {mem_cells[2]} |")
     prof = None
     if args.profile and ratio > wl.target:
@@ -533,7 +544,8 @@ def header_lines(args, argv, torch, kindle):
         f"- cpu: {cpu}, {os.cpu_count()} logical cores; {args.threads} threads per framework; float32",
         "- times: median of the timed steps (a training step is zero_grad, forward, loss, backward, step;"
         " inference is a no_grad forward in eval mode, `NxR` = N samples of R calls); k/t = kindle/torch"
-        " (below 1: kindle faster); steps alternate between the frameworks after the warm-up.",
+        " (below 1: kindle faster); steps alternate between the frameworks after the warm-up; spread ="
+        " the larger IQR/median of the two frameworks' step times.",
         "- peak RSS: VmHWM of a fresh process per framework that imports only that framework and runs"
         " the workload; delta = peak minus the RSS after the import and the data.",
         "- loss: same initial weights (torch's copied into kindle), same batches, same optimizer."
