@@ -230,7 +230,7 @@ def main(argv=None):
 
     train_loader = DataLoader(
         TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True,
-        num_workers=args.workers, persistent_workers=args.workers > 0,
+        num_workers=args.workers,
         generator=kindle.Generator().manual_seed(args.seed))
     test_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=500)
 
