@@ -15,7 +15,6 @@ Write `torch` for `kindle` in the imports and the same script runs on PyTorch.
 import argparse
 import importlib.util
 import math
-import os
 import sys
 import time
 
