@@ -9,6 +9,10 @@ int64_t detail::wrap_index(int64_t index, size_t size, const char* what) {
   return index < 0 ? index + n : index;
 }
 
+Sequential::Sequential(std::initializer_list<ModuleArg> modules) {
+  for (const ModuleArg& m : modules) push_back(m.ptr);
+}
+
 Sequential::Sequential(std::initializer_list<std::pair<std::string, Ptr<Module>>> named) {
   for (auto& [n, m] : named) push_back(n, m);
 }

@@ -22,18 +22,31 @@ Ptr<Module> as_module_ptr(M&& m) {
 int64_t wrap_index(int64_t index, size_t size, const char* what);
 }  // namespace detail
 
+namespace detail {
+// A module type, or a shared pointer to one.
+template <typename T, typename = void>
+struct is_module_like : std::is_base_of<Module, T> {};
+template <typename T>
+struct is_module_like<T, std::void_t<typename T::element_type>> : std::is_base_of<Module, typename T::element_type> {};
+}  // namespace detail
+
+// One element of a braced module list: a temporary module (moved into a shared one) or a Ptr.
+struct ModuleArg {
+  template <typename M, typename = std::enable_if_t<detail::is_module_like<std::decay_t<M>>::value>>
+  ModuleArg(M&& m) : ptr(detail::as_module_ptr(std::forward<M>(m))) {}
+  Ptr<Module> ptr;
+};
+
 // Runs its children in order, each on the previous one's output:
-//   nn::Sequential net(nn::Linear(784, 128), nn::ReLU(), nn::Linear(128, 10));
+//   nn::Sequential net{nn::Linear(784, 128), nn::ReLU(), nn::Linear(128, 10)};
 class Sequential : public Module {
  public:
   Sequential() = default;
-  template <typename M0, typename... Ms,
-            typename = std::enable_if_t<!std::is_same_v<std::decay_t<M0>, Sequential>>>
-  explicit Sequential(M0&& first, Ms&&... rest) {
-    push_back(std::forward<M0>(first));
-    (push_back(std::forward<Ms>(rest)), ...);
-  }
-  // Named children: Sequential({{"fc", nn::make<Linear>(3, 4)}, {"act", nn::make<ReLU>()}}).
+  // nn::Sequential{nn::Linear(3, 4), nn::ReLU()}: a braced list, so the layers are built (and
+  // draw their initial weights) left to right, as in Python; function arguments in parentheses
+  // would be evaluated in an order the compiler chooses.
+  Sequential(std::initializer_list<ModuleArg> modules);
+  // Named children: nn::Sequential({{"fc", nn::make<nn::Linear>(3, 4)}, {"act", nn::make<nn::ReLU>()}}).
   explicit Sequential(std::initializer_list<std::pair<std::string, Ptr<Module>>> named);
 
   template <typename M>
@@ -71,11 +84,9 @@ class Sequential : public Module {
 class ModuleList : public Module {
  public:
   ModuleList() = default;
-  template <typename M0, typename... Ms,
-            typename = std::enable_if_t<!std::is_same_v<std::decay_t<M0>, ModuleList>>>
-  explicit ModuleList(M0&& first, Ms&&... rest) {
-    push_back(std::forward<M0>(first));
-    (push_back(std::forward<Ms>(rest)), ...);
+  // nn::ModuleList{nn::Linear(2, 2), nn::Linear(2, 3)} (built left to right).
+  ModuleList(std::initializer_list<ModuleArg> modules) {
+    for (const ModuleArg& m : modules) push_back(m.ptr);
   }
   template <typename M>
   void push_back(M&& module) {
