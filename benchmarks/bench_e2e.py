@@ -541,7 +541,9 @@ def header_lines(args, argv, torch, kindle):
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
         f"- kindle {getattr(kindle, '__version__', '?')}; torch {torch.__version__}; numpy {np.__version__};"
         f" python {platform.python_version()}",
-        f"- cpu: {cpu}, {os.cpu_count()} logical cores; {args.threads} threads per framework; float32",
+        f"- cpu: {cpu}, {os.cpu_count()} logical cores; {args.threads} threads per framework; float32;"
+        f" load average at start {os.getloadavg()[0]:.1f} (other work on the machine slows both sides,"
+        " and slows many small parallel regions more than a few large ones)",
         "- times: median of the timed steps (a training step is zero_grad, forward, loss, backward, step;"
         " inference is a no_grad forward in eval mode, `NxR` = N samples of R calls); k/t = kindle/torch"
         " (below 1: kindle faster); steps alternate between the frameworks after the warm-up; spread ="
