@@ -13,9 +13,23 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   KINDLE_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(-1), "linear: mat1 and mat2 shapes cannot be "
                "multiplied (input of shape ", input.sizes(), ", weight of shape ", weight.sizes(), "; expected the "
                "input's last dim to be ", weight.size(-1), ")");
-  if (input.dim() == 2 && weight.dim() == 2 && bias) return addmm(*bias, input, weight.t());
+  if (weight.dim() == 2 && weight.size(1) > 0 && input.dtype() == weight.dtype() &&
+      (!bias || bias->dtype() == input.dtype()) &&
+      (!bias || bias->dim() <= 1))
+    return linear_2d_weight(input, weight, bias);
   Tensor y = matmul(input, weight.dim() == 2 ? weight.t() : weight);
   return bias ? y + *bias : y;
+}
+
+// y = x W^T + b as one op, so that backward gives dW = dy^T x directly in W's (O, I) layout: as a
+// composite, dW arrived transposed and the accumulator had to copy it.
+Tensor native_linear_2d_weight(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  const int64_t I = weight.size(1), O = weight.size(0);
+  Tensor x = input.reshape({-1, I});
+  Tensor y = bias ? addmm(bias->expand({x.size(0), O}), x, weight.t()) : mm(x, weight.t());
+  DimVector shape(input.sizes());
+  shape.back() = O;
+  return y.reshape(shape);
 }
 
 Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const std::optional<Tensor>& bias) {

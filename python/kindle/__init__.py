@@ -4,6 +4,14 @@ A PyTorch-compatible front end over a C++20 core: `import kindle as torch` runs 
 that uses the parts Kindle implements. Everything numeric happens in kindle._C.
 """
 import builtins as _builtins
+import os as _os
+
+# OpenMP threads that finish a parallel region spin for a long while by default (libgomp: about
+# 300k iterations) before sleeping. On a machine shared with other work that spinning steals the
+# cores the next region needs (2-thread runs were 8-15x slower on a loaded 2-core machine), so
+# Kindle spins briefly unless the user chose a policy. Read once, when libgomp loads (below).
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
 
 try:
     from . import _C
@@ -16,7 +24,6 @@ from ._C import Tensor, Generator, dtype  # noqa: F401
 
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
-from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)
 from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401,E402
 from .autograd import is_inference_mode_enabled  # noqa: F401,E402
