@@ -4,6 +4,7 @@
 
 #include "nn/common.h"
 #include "ops/kernels.h"
+#include "ops/rnn_kernels.h"
 
 namespace kindle {
 
@@ -255,35 +256,23 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
     auto [v, i] = max_pool2d_with_indices(self.unsqueeze(0), kernel_size, s, padding, dilation, ceil_mode);
     return {v.squeeze(IntArrayRef{0}), i.squeeze(IntArrayRef{0})};
   }
-  int64_t N = self.size(0), C = self.size(1), H = self.size(2), W = self.size(3);
-  auto [eh, ew] = ceil_extra(self, kernel_size, s, padding, dilation, ceil_mode);
-  const double inf = std::numeric_limits<double>::infinity();
-  Tensor x = pad(self, {padding[1], padding[1] + ew, padding[0], padding[0] + eh}, "constant", -inf);
-  Tensor cols = im2col(x, kernel_size, dilation, {0, 0}, s);  // (N, L, C*k)
-  int64_t L = cols.size(1), k = kernel_size[0] * kernel_size[1];
-  int64_t oh = out_size(H + 2 * padding[0] + eh, kernel_size[0], s[0], 0, dilation[0]);
-  int64_t ow = L / std::max<int64_t>(oh, 1);
-  // The max over each window, taken from the input, never from the -inf padding (a window of
-  // -inf values reports its first real element, as PyTorch); a NaN wins.
-  Tensor c4 = cols.reshape({N, L, C, k});
-  Tensor valid = im2col(pad(ones({1, 1, H, W}, self.dtype()), {padding[1], padding[1] + ew, padding[0], padding[0] + eh},
-                            "constant", 0.0),
-                        kernel_size, dilation, {0, 0}, s)
-                     .reshape({1, L, 1, k}) > 0;
-  Tensor top = std::get<0>(c4.max(3, true));
-  Tensor hit = logical_and(logical_or(c4 == top, c4.isnan()), valid);
-  Tensor arg = hit.to(kInt8).argmax(3, true);  // first hit
-  Tensor vals = c4.gather(3, arg).squeeze(IntArrayRef{3});
-  arg = arg.squeeze(IntArrayRef{3});
-  // window offset -> flat index into the (unpadded) input plane
-  Tensor ki = arg.div(scalar_to_tensor(kernel_size[1]), "floor"), kj = arg.remainder(scalar_to_tensor(kernel_size[1]));
-  Tensor pos = arange(0, L, 1, kInt64).reshape({1, L, 1});
-  Tensor ih = pos.div(scalar_to_tensor(ow), "floor") * s[0] - padding[0] + ki * dilation[0];
-  Tensor iw = pos.remainder(scalar_to_tensor(ow)) * s[1] - padding[1] + kj * dilation[1];
-  Tensor idx = ih * W + iw;
-  auto to_nchw = [&](const Tensor& t) { return t.reshape({N, oh, ow, C}).permute({0, 3, 1, 2}).contiguous(); };
-  (void)H;
-  return {to_nchw(vals), to_nchw(idx)};
+  return max_pool2d_fwd(self, kernel_size, s, padding, dilation, ceil_mode);
+}
+
+std::tuple<Tensor, Tensor> native_max_pool2d_fwd(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                                                 IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  KINDLE_CHECK(self.dim() == 4, "max_pool2d: expected a 4-D input, got ", self.sizes());
+  KINDLE_CHECK(self.dtype() != kBool, "max_pool2d: \"max_pool2d\" not implemented for 'Bool'");
+  WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "max_pool2d");
+  if (ceil_mode) {
+    g.oh = out_size(g.H, g.kh, g.sh, g.ph, g.dh, true);
+    g.ow = out_size(g.W, g.kw, g.sw, g.pw, g.dw, true);
+  }
+  Tensor x = self.contiguous();
+  Tensor vals = empty_tensor({g.N, g.C, g.oh, g.ow}, self.dtype(), self.device());
+  Tensor idx = empty_tensor({g.N, g.C, g.oh, g.ow}, kInt64, self.device());
+  if (vals.numel()) max_pool2d_stub[self.device()](x, vals, idx, g);
+  return {vals, idx};
 }
 
 Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,

@@ -14,3 +14,11 @@ extern KernelStub<void (*)(const Tensor* grad_hy, const Tensor* grad_cy, const T
     lstm_pointwise_backward_stub;
 
 }  // namespace kindle
+
+namespace kindle {
+// max_pool2d over contiguous (P, H, W) planes: values and flat indices into each plane, for the
+// window geometry g (g.N * g.C planes). The first maximum wins; NaN beats every number.
+struct WindowGeom;
+extern KernelStub<void (*)(const Tensor& x, const Tensor& values, const Tensor& indices, const WindowGeom& g)>
+    max_pool2d_stub;
+}  // namespace kindle

@@ -1075,7 +1075,7 @@ NN_OPS: list[OpInfo] = [
     fop("fold", _fold_samples, FLOATS + ("bool",), dtypes_gap=("bool",), tol=ACC, op_names=("col2im",), errors=_fold_errors, kind="nn_conv"),
 
     # ---- pooling
-    fop("max_pool2d", _max_pool2d_samples, NUMERIC, dtypes_gap=INTS, op_names=("max_pool2d_with_indices",), errors=_pool_errors(2, True),
+    fop("max_pool2d", _max_pool2d_samples, NUMERIC, op_names=("max_pool2d_with_indices",), errors=_pool_errors(2, True),
         kind="nn_pool"),
     fop("max_pool1d", _max_pool1d_samples, op_names=("max_pool2d_with_indices",), errors=_pool_errors(1, True),
         kind="nn_pool"),
