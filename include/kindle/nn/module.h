@@ -14,12 +14,19 @@
 //
 // There is no Impl class and no macro per module (libtorch needs both): register_module takes a
 // temporary module by value and moves it into a new shared object, or takes an existing Ptr.
-// Modules are movable, never copied: copying would silently share parameter tensors.
+// Modules are movable, never copied: copying would silently share parameter tensors. Members
+// are registered in declaration order, so the layers draw their initial weights in that order;
+// lists of layers are braced (nn::Sequential{...}) for the same reason: C++ evaluates function
+// arguments in an unspecified order, braced lists left to right.
+//
+// forward(const Tensor&) is the virtual entry point that Sequential and operator() use. A module
+// whose forward takes other arguments declares those overloads and adds KINDLE_MODULE_CALL, so
+// that m(a, b) calls m.forward(a, b) (nn::Ptr forwards any arguments anyway).
 //
 // Tensor members alias the registry: `weight` above and parameters()["weight"] are handles to the
 // same tensor, and every operation that changes a parameter (load_state_dict, to(dtype)) changes
 // it in place, so member handles and optimizers keep seeing the live tensor. Reassigning a member
-// (weight = ...) does not update the registry: call register_parameter again for that.
+// (weight = ...) does not update the registry: use replace_parameter for that.
 #pragma once
 #include <functional>
 #include <memory>
@@ -97,6 +104,10 @@ class Module {
     static_assert(std::is_base_of_v<Module, M>, "register_module: not a kindle::nn::Module");
     add_child(name, module);
     return module;
+  }
+  template <typename M>
+  Ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    return register_module(name, Ptr<M>(std::move(module)));
   }
   // Moves a temporary module into a new shared one: register_module("fc", nn::Linear(3, 4)).
   template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>>>>
