@@ -613,12 +613,7 @@ Value load_from_bytes(const std::string& bytes, const std::string& name) {
 
 Value load_value(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    std::string msg = "kindle.load: cannot open " + path + ": " + std::strerror(e);
-    if (e == ENOENT) throw Error(msg);  // Python raises FileNotFoundError, an OSError
-    throw Error(msg);
-  }
+  KINDLE_CHECK(fd >= 0, sys_error("kindle.load: cannot open " + path));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

@@ -117,7 +117,7 @@ class DataLoader {
     uint64_t s = options_.seed() ? *options_.seed() : uint64_t(randint(0, INT64_MAX, {}).template item<int64_t>());
     gen_ = Generator(s);
   }
-  // Takes a dataset by value (moved into a shared one).
+  // Takes a dataset by value (moved, or copied: datasets of tensors share them, so copies are cheap).
   template <typename D, typename = std::enable_if_t<std::is_base_of_v<Dataset<E>, std::decay_t<D>>>>
   DataLoader(D&& dataset, DataLoaderOptions options = {})
       : DataLoader(std::shared_ptr<Dataset<E>>(std::make_shared<std::decay_t<D>>(std::forward<D>(dataset))),

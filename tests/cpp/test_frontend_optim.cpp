@@ -1,0 +1,252 @@
+// Optimizers: updates against the textbook formulas written with ops, parameter groups, state
+// dicts (Python's structure; save, load and continue bit for bit), checks; LR schedulers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <cmath>
+
+#include <kindle/frontend.h>
+
+using namespace kindle;
+
+namespace {
+
+// A parameter and a fixed gradient for it at each step.
+struct Problem {
+  Tensor p;
+  std::vector<Tensor> grads;
+  explicit Problem(uint64_t seed, DType dt = kFloat64) {
+    manual_seed(seed);
+    p = randn({3, 4}, std::nullopt, dt).requires_grad_();
+    for (int i = 0; i < 4; ++i) grads.push_back(randn({3, 4}, std::nullopt, dt));
+  }
+  void set_grad(int i) { p.set_grad(grads[size_t(i)].clone()); }
+};
+
+}  // namespace
+
+TEST(FrontendOptim, SGDMomentumNesterovWeightDecay) {
+  Problem pr(0);
+  Tensor ref = pr.p.detach().clone(), buf;
+  double lr = 0.1, mom = 0.9, wd = 0.01;
+  optim::SGD opt({pr.p}, optim::SGDOptions(lr).momentum(mom).weight_decay(wd).nesterov(true));
+  for (int i = 0; i < 3; ++i) {
+    pr.set_grad(i);
+    opt.step();
+    Tensor g = pr.grads[size_t(i)] + ref * wd;
+    buf = i == 0 ? g.clone() : buf * mom + g;
+    ref = ref - (g + buf * mom) * lr;
+  }
+  EXPECT_TRUE(allclose(pr.p, ref, 1e-12, 1e-12));
+  EXPECT_TRUE(allclose(opt.state(pr.p)->momentum_buffer, buf, 1e-12, 1e-12));
+}
+
+TEST(FrontendOptim, AdamAndAdamW) {
+  for (bool decoupled : {false, true}) {
+    Problem pr(1);
+    Tensor ref = pr.p.detach().clone(), m = zeros_like(ref), v = zeros_like(ref);
+    double lr = 0.01, b1 = 0.8, b2 = 0.99, eps = 1e-6, wd = 0.1;
+    std::unique_ptr<optim::Optimizer> opt;
+    if (decoupled)
+      opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{pr.p},
+                                           optim::AdamWOptions(lr).betas({b1, b2}).eps(eps).weight_decay(wd));
+    else
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{pr.p},
+                                          optim::AdamOptions(lr).betas({b1, b2}).eps(eps).weight_decay(wd));
+    for (int i = 0; i < 3; ++i) {
+      pr.set_grad(i);
+      opt->step();
+      Tensor g = pr.grads[size_t(i)];
+      if (decoupled) ref = ref * (1 - lr * wd);
+      else g = g + ref * wd;
+      m = m * b1 + g * (1 - b1);
+      v = v * b2 + g * g * (1 - b2);
+      double bc1 = 1 - std::pow(b1, i + 1), bc2 = 1 - std::pow(b2, i + 1);
+      ref = ref - (m / bc1) / ((v / bc2).sqrt() + eps) * lr;
+    }
+    EXPECT_TRUE(allclose(pr.p, ref, 1e-10, 1e-12)) << "decoupled=" << decoupled;
+  }
+}
+
+TEST(FrontendOptim, AdamAmsgradKeepsMax) {
+  Problem pr(2);
+  optim::Adam opt({pr.p}, optim::AdamOptions(0.01).amsgrad(true));
+  pr.set_grad(0);
+  opt.step();
+  pr.set_grad(1);
+  opt.step();
+  const optim::AdamState* s = opt.state(pr.p);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->step, 2);
+  EXPECT_TRUE(s->max_exp_avg_sq.ge(s->exp_avg_sq).all().item<bool>());
+}
+
+TEST(FrontendOptim, RMSpropCenteredMomentum) {
+  Problem pr(3);
+  Tensor ref = pr.p.detach().clone(), sq = zeros_like(ref), ga = zeros_like(ref), buf = zeros_like(ref);
+  double lr = 0.01, alpha = 0.9, eps = 1e-8, mom = 0.5;
+  optim::RMSprop opt({pr.p}, optim::RMSpropOptions(lr).alpha(alpha).eps(eps).momentum(mom).centered(true));
+  for (int i = 0; i < 3; ++i) {
+    pr.set_grad(i);
+    opt.step();
+    Tensor g = pr.grads[size_t(i)];
+    sq = sq * alpha + g * g * (1 - alpha);
+    ga = ga * alpha + g * (1 - alpha);
+    Tensor avg = (sq - ga * ga).sqrt() + eps;
+    buf = buf * mom + g / avg;
+    ref = ref - buf * lr;
+  }
+  EXPECT_TRUE(allclose(pr.p, ref, 1e-10, 1e-12));
+  EXPECT_EQ(opt.state(pr.p)->step, 3);
+}
+
+TEST(FrontendOptim, ParamGroupsSkipsAndMixedDtypes) {
+  Tensor a = ones({2}).requires_grad_(), b = ones({2}).requires_grad_(), c = ones({2}).requires_grad_();
+  Tensor d = ones({2}, kFloat64).requires_grad_();
+  optim::SGD opt({{{a}, optim::SGDOptions(0.1)}, {{b, c, d}, optim::SGDOptions(0.5)}});
+  EXPECT_EQ(opt.num_param_groups(), 2u);
+  a.set_grad(ones({2}));
+  b.set_grad(ones({2}));
+  d.set_grad(ones({2}, kFloat64));  // c has no grad: untouched
+  opt.step();
+  EXPECT_FLOAT_EQ(a.sum().item<float>(), 2 * 0.9f);
+  EXPECT_FLOAT_EQ(b.sum().item<float>(), 2 * 0.5f);
+  EXPECT_FLOAT_EQ(c.sum().item<float>(), 2.0f);
+  EXPECT_DOUBLE_EQ(d.sum().item<double>(), 2 * 0.5);
+  opt.set_lr(1, 0.25);
+  EXPECT_EQ(opt.param_groups()[1].options.lr(), 0.25);
+  opt.add_param_group({ones({1}).requires_grad_()});
+  EXPECT_EQ(opt.num_param_groups(), 3u);
+  EXPECT_EQ(opt.lr(2), 1e-3);  // the defaults (SGDOptions() unless given), as Python's lr=1e-3
+  opt.zero_grad();
+  EXPECT_FALSE(a.grad().defined());
+}
+
+TEST(FrontendOptim, ChecksWithPythonsMessages) {
+  Tensor p = ones({2}).requires_grad_();
+  auto msg = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(msg([&] { optim::SGD({p}, optim::SGDOptions(-0.1)); }), "Invalid learning rate: -0.1");
+  EXPECT_EQ(msg([&] { optim::Adam({p}, optim::AdamOptions().betas({1.0, 0.9})); }),
+            "Invalid beta parameter at index 0: 1.0");
+  EXPECT_EQ(msg([&] { optim::RMSprop({p}, optim::RMSpropOptions().alpha(-1)); }), "Invalid alpha value: -1.0");
+  EXPECT_EQ(msg([&] { optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)); }),
+            "Nesterov momentum requires a momentum and zero dampening");
+  EXPECT_EQ(msg([&] { optim::SGD(std::vector<Tensor>{}, optim::SGDOptions(0.1)); }),
+            "optimizer got an empty parameter list");
+  EXPECT_EQ(msg([&] { optim::SGD({p * 2}, optim::SGDOptions(0.1)); }), "can't optimize a non-leaf Tensor");
+  EXPECT_EQ(msg([&] { optim::SGD({{{p}, optim::SGDOptions(0.1)}, {{p}, optim::SGDOptions(0.1)}}); }),
+            "some parameters appear in more than one parameter group");
+  EXPECT_THROW(optim::AdamW({p}, optim::AdamWOptions().eps(-1)), ValueError);
+}
+
+TEST(FrontendOptim, StateDictHasPythonsStructure) {
+  Problem pr(4, kFloat32);
+  optim::Adam opt({pr.p}, optim::AdamOptions(0.01));
+  pr.set_grad(0);
+  opt.step();
+  Value sd = opt.state_dict();
+  const Value& group = sd.at("param_groups").items()[0];
+  std::vector<std::string> names;
+  for (auto& [k, v] : group.entries()) names.push_back(k.to_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach",
+                                             "capturable", "differentiable", "fused", "decoupled_weight_decay",
+                                             "params"}));
+  const Value& st = sd.at("state").at(Value(0));
+  EXPECT_EQ(st.at("step").to_tensor().dtype(), kFloat32);
+  EXPECT_EQ(st.at("step").to_tensor().item<double>(), 1.0);
+  EXPECT_TRUE(st.at("exp_avg").to_tensor().is_same(opt.state(pr.p)->exp_avg));  // live tensors
+}
+
+template <typename Opt, typename Options>
+void check_resume(Options options) {
+  // Two runs: straight through, and saved to a file after 2 steps then resumed in a new optimizer.
+  Problem a(5, kFloat32), b(5, kFloat32);
+  Opt oa({a.p}, options);
+  Opt ob({b.p}, options);
+  for (int i = 0; i < 2; ++i) {
+    a.set_grad(i), b.set_grad(i);
+    oa.step(), ob.step();
+  }
+  std::string path = ::testing::TempDir() + "kindle_frontend_optim_" + std::to_string(::getpid()) + ".safetensors";
+  ob.save(path);
+  Tensor pb = b.p.detach().clone().requires_grad_();
+  Opt oc({pb}, Options(123.0));  // different hyperparameters: the file's win
+  oc.load(path);
+  EXPECT_EQ(oc.lr(0), options.lr());
+  for (int i = 2; i < 4; ++i) {
+    a.set_grad(i);
+    oa.step();
+    pb.set_grad(a.grads[size_t(i)].clone());
+    oc.step();
+  }
+  EXPECT_TRUE(equal(a.p, pb));
+  std::remove(path.c_str());
+}
+
+TEST(FrontendOptim, SaveLoadResumesExactly) {
+  check_resume<optim::SGD>(optim::SGDOptions(0.1).momentum(0.9));
+  check_resume<optim::Adam>(optim::AdamOptions(0.01).amsgrad(true));
+  check_resume<optim::AdamW>(optim::AdamWOptions(0.01));
+  check_resume<optim::RMSprop>(optim::RMSpropOptions(0.01).momentum(0.5).centered(true));
+}
+
+TEST(FrontendOptim, LoadStateDictMismatches) {
+  Tensor p = ones({2}).requires_grad_(), q = ones({3}).requires_grad_();
+  optim::Adam a({p, q}, optim::AdamOptions());
+  optim::Adam one({p}, optim::AdamOptions());
+  EXPECT_THROW(one.load_state_dict(a.state_dict()), ValueError);
+  optim::AdamW w({p, q}, optim::AdamWOptions());
+  EXPECT_THROW(w.load_state_dict(a.state_dict()), ValueError);  // Adam's dict into AdamW
+  optim::Adam two_groups({{{p}, optim::AdamOptions()}, {{q}, optim::AdamOptions()}});
+  EXPECT_THROW(two_groups.load_state_dict(a.state_dict()), ValueError);
+}
+
+TEST(FrontendOptim, ClosureStep) {
+  Tensor w = ones({1}).requires_grad_();
+  optim::SGD opt({w}, optim::SGDOptions(0.5));
+  Tensor loss = opt.step([&] {
+    opt.zero_grad();
+    Tensor l = (w * w).sum();
+    l.backward();
+    return l;
+  });
+  EXPECT_EQ(loss.item<double>(), 1.0);
+  EXPECT_EQ(w.item<double>(), 0.0);
+}
+
+TEST(FrontendOptim, StepLR) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(1.0));
+  optim::StepLR sched(opt, 2, 0.5);
+  std::vector<double> seen;
+  for (int e = 0; e < 6; ++e) {
+    seen.push_back(opt.lr(0));
+    opt.step();
+    sched.step();
+  }
+  EXPECT_EQ(seen, (std::vector<double>{1, 1, 0.5, 0.5, 0.25, 0.25}));
+  EXPECT_EQ(sched.last_epoch(), 6);
+  EXPECT_EQ(sched.get_last_lr(), (std::vector<double>{0.125}));
+}
+
+TEST(FrontendOptim, CosineAnnealingLR) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::Adam opt({p}, optim::AdamOptions(0.1));
+  const int T = 5;
+  const double eta = 0.01;
+  optim::CosineAnnealingLR sched(opt, T, eta);
+  for (int e = 0; e <= 2 * T; ++e) {
+    double closed = eta + (0.1 - eta) * (1 + std::cos(M_PI * e / T)) / 2;
+    EXPECT_NEAR(opt.lr(0), closed, 1e-12) << "epoch " << e;
+    sched.step();
+  }
+}
