@@ -132,6 +132,63 @@ void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t
   }
 }
 
+template <typename T>
+struct AdamScalars {
+  T b1c, b2, b2c, eps, wd, decay, step_size, bc2_sqrt;
+};
+
+template <typename T, bool WD, bool DECOUPLED, bool AMSGRAD, bool MAXIMIZE>
+void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict vmax,
+               int64_t n, const AdamScalars<T>& k) {
+  for (int64_t j = 0; j < n; ++j) {
+    T d = MAXIMIZE ? -g[j] : g[j];
+    T pj = p[j];
+    if constexpr (WD && DECOUPLED) pj = pj * k.decay;
+    if constexpr (WD && !DECOUPLED) d = d + k.wd * pj;
+    T mj = m[j] + k.b1c * (d - m[j]);  // lerp(m, d, 1 - beta1), as torch computes it for weights < 0.5
+    T vj = v[j] * k.b2 + k.b2c * d * d;
+    m[j] = mj;
+    v[j] = vj;
+    if constexpr (AMSGRAD) {
+      vj = std::max(vmax[j], vj);
+      vmax[j] = vj;
+    }
+    T denom = std::sqrt(vj) / k.bc2_sqrt + k.eps;
+    p[j] = pj - k.step_size * (mj / denom);
+  }
+}
+
+template <typename T>
+struct RmspropScalars {
+  T lr, alpha, alpha_c, eps, wd, mom;
+};
+
+template <typename T, bool WD, bool CENTERED, bool MOMENTUM, bool MAXIMIZE>
+void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict gavg, T* __restrict buf,
+                  int64_t n, const RmspropScalars<T>& k) {
+  for (int64_t j = 0; j < n; ++j) {
+    T d = MAXIMIZE ? -g[j] : g[j];
+    if constexpr (WD) d = d + k.wd * p[j];
+    T s = sq[j] * k.alpha + k.alpha_c * d * d;
+    sq[j] = s;
+    T avg;
+    if constexpr (CENTERED) {
+      T ga = gavg[j] + k.alpha_c * (d - gavg[j]);
+      gavg[j] = ga;
+      avg = std::sqrt(s - ga * ga) + k.eps;
+    } else {
+      avg = std::sqrt(s) + k.eps;
+    }
+    if constexpr (MOMENTUM) {
+      T bj = buf[j] * k.mom + d / avg;
+      buf[j] = bj;
+      p[j] = p[j] - k.lr * bj;
+    } else {
+      p[j] = p[j] - k.lr * (d / avg);
+    }
+  }
+}
+
 }  // namespace
 
 void sgd_step(TensorList params, TensorList grads, std::vector<Tensor>& momentum_buffers, const SGDHyper& h) {
@@ -179,26 +236,15 @@ void adam_step(TensorList params, TensorList grads, TensorList exp_avgs, TensorL
     for_each_piece(grp.numels(), [&](size_t i, int64_t b, int64_t e) {
       const double bc1 = 1 - std::pow(h.beta1, double(steps[i])), bc2 = 1 - std::pow(h.beta2, double(steps[i]));
       const T step_size = T(h.lr / bc1), bc2_sqrt = T(std::sqrt(bc2));
-      T* p = grp.ptr<T>(i, 0);
-      const T* g = grp.ptr<T>(i, 1);
-      T* m = grp.ptr<T>(i, 2);
-      T* v = grp.ptr<T>(i, 3);
-      T* vmax = h.amsgrad ? grp.ptr<T>(i, 4) : nullptr;
-      for (int64_t j = b; j < e; ++j) {
-        T d = h.maximize ? -g[j] : g[j];
-        T pj = p[j];
-        if (h.weight_decay != 0) {
-          if (h.decoupled_weight_decay) pj = pj * decay;
-          else d = d + wd * pj;
-        }
-        T mj = m[j] + b1c * (d - m[j]);  // lerp(m, d, 1 - beta1), as torch computes it for weights < 0.5
-        T vj = v[j] * b2 + b2c * d * d;
-        m[j] = mj;
-        v[j] = vj;
-        if (vmax) vj = vmax[j] = std::max(vmax[j], vj);
-        T denom = std::sqrt(vj) / bc2_sqrt + eps;
-        p[j] = pj - step_size * (mj / denom);
-      }
+      AdamScalars<T> k{b1c, b2, b2c, eps, wd, decay, step_size, bc2_sqrt};
+      T* p = grp.ptr<T>(i, 0) + b;
+      const T* g = grp.ptr<T>(i, 1) + b;
+      T* m = grp.ptr<T>(i, 2) + b;
+      T* v = grp.ptr<T>(i, 3) + b;
+      T* vmax = h.amsgrad ? grp.ptr<T>(i, 4) + b : nullptr;
+      with_flags<4>({h.weight_decay != 0, h.decoupled_weight_decay, h.amsgrad, h.maximize}, [&](auto... f) {
+        adam_loop<T, decltype(f)::value...>(p, g, m, v, vmax, e - b, k);
+      });
     });
   });
   grp.finish();
@@ -216,33 +262,16 @@ void rmsprop_step(TensorList params, TensorList grads, TensorList square_avgs, T
     const T lr = T(h.lr), alpha = T(h.alpha), alpha_c = T(1 - h.alpha), eps = T(h.eps), wd = T(h.weight_decay),
             mom = T(h.momentum);
     for_each_piece(grp.numels(), [&](size_t i, int64_t b, int64_t e) {
-      T* p = grp.ptr<T>(i, 0);
-      const T* g = grp.ptr<T>(i, 1);
-      T* sq = grp.ptr<T>(i, 2);
+      T* p = grp.ptr<T>(i, 0) + b;
+      const T* g = grp.ptr<T>(i, 1) + b;
+      T* sq = grp.ptr<T>(i, 2) + b;
       size_t k = 3;
-      T* gavg = h.centered ? grp.ptr<T>(i, k++) : nullptr;
-      T* buf = h.momentum > 0 ? grp.ptr<T>(i, k++) : nullptr;
-      for (int64_t j = b; j < e; ++j) {
-        T d = h.maximize ? -g[j] : g[j];
-        if (h.weight_decay != 0) d = d + wd * p[j];
-        T s = sq[j] * alpha + alpha_c * d * d;
-        sq[j] = s;
-        T avg;
-        if (gavg) {
-          T ga_j = gavg[j] + alpha_c * (d - gavg[j]);
-          gavg[j] = ga_j;
-          avg = std::sqrt(s - ga_j * ga_j) + eps;
-        } else {
-          avg = std::sqrt(s) + eps;
-        }
-        if (buf) {
-          T bj = buf[j] * mom + d / avg;
-          buf[j] = bj;
-          p[j] = p[j] - lr * bj;
-        } else {
-          p[j] = p[j] - lr * (d / avg);
-        }
-      }
+      T* gavg = h.centered ? grp.ptr<T>(i, k++) + b : nullptr;
+      T* buf = h.momentum > 0 ? grp.ptr<T>(i, k++) + b : nullptr;
+      RmspropScalars<T> sc{lr, alpha, alpha_c, eps, wd, mom};
+      with_flags<4>({h.weight_decay != 0, h.centered, h.momentum > 0, h.maximize}, [&](auto... f) {
+        rmsprop_loop<T, decltype(f)::value...>(p, g, sq, gavg, buf, e - b, sc);
+      });
     });
   });
   grp.finish();
