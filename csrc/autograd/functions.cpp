@@ -149,6 +149,7 @@ tensor_list wrap_outputs(const std::string& name, const tensor_list& inputs, ten
   }
   if (!record || !any) {
     for (auto& s : ctx->to_save_) ctx->saved_.emplace_back(s, false);
+    ctx->to_save_.clear();
     return outputs;
   }
   auto node = std::make_shared<CustomFunctionNode>(name, ctx, std::move(backward_fn));
@@ -170,6 +171,9 @@ tensor_list wrap_outputs(const std::string& name, const tensor_list& inputs, ten
     set_output(out, node);
   }
   for (auto& s : ctx->to_save_) ctx->saved_.emplace_back(s, contains(outputs, s));
+  // The saved variables hold what backward needs; to_save_ holding an output would make a
+  // cycle (node -> ctx -> output -> grad_fn = node) that reference counting never frees.
+  ctx->to_save_.clear();
   ctx->node_ = node;
   return outputs;
 }
