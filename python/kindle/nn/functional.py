@@ -504,10 +504,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                             enable_gqa=enable_gqa)
 
 
-def multi_head_attention_forward(*args, **kwargs):
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
     """torch.nn.functional.multi_head_attention_forward (it lives with MultiheadAttention, which imports F)."""
     from .modules.attention import multi_head_attention_forward as impl
-    return impl(*args, **kwargs)
+    return impl(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
+                add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training, key_padding_mask, need_weights,
+                attn_mask, use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, static_k,
+                static_v, average_attn_weights, is_causal)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
