@@ -212,9 +212,10 @@ def _public_functional():
 
 
 def test_opdb_covers_nn_functional():
-    """Every public function of kindle.nn.functional has an opdb entry (functional=True)."""
+    """Every public function of kindle.nn.functional has an opdb entry (functional=True), or is
+    listed in NOT_IN_DB with the test file that covers it."""
     have = {o.name for o in OPS if o.functional}
-    missing = [n for n in _public_functional() if n not in have]
+    missing = [n for n in _public_functional() if n not in have and n not in NOT_IN_DB]
     assert not missing, f"kindle.nn.functional functions without an opdb entry: {missing}"
 
 
