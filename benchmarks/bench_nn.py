@@ -24,10 +24,7 @@ gives the largest relative difference max|kindle - torch| / max|torch| over the 
 updated running statistics (batch norm) and every leaf's gradient ("ok" when all of them pass
 allclose, "BAD" and a warning otherwise), so a fast but wrong kernel cannot pass unnoticed.
 
-scaled_dot_product_attention and LSTM are looked up at run time (F.scaled_dot_product_attention;
-kindle.nn.LSTM, else an LSTM kernel with torch.lstm's signature as kindle.lstm or
-kindle._C._nn.lstm, else kindle._C._nn.rnn): while Kindle lacks one, its row says "not implemented" and torch is timed
-alone, so the row shows the figure to reach. The workload runs unchanged once Kindle has the op.
+The LSTM row times the module nn.LSTM on both sides, loaded with the same weights.
 
 A full run takes about 2.5 minutes on a 2-core VM (the depthwise row dominates while Kindle's
 grouped convolution is slow); --budget lowers the repetitions, never the sizes.
@@ -46,7 +43,7 @@ import dataclasses  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from typing import Callable, Optional  # noqa: E402
+from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -79,7 +76,6 @@ class NNWorkload(Workload):
     leaves: tuple = ()        # names of the inputs that are leaves with requires_grad=True
     outputs: tuple = ()       # namespace names compared after the check run (besides the grads)
     setup: dict = None        # lib -> callable(ns) run once on the namespace (modules, ...)
-    missing: Optional[Callable] = None  # () -> reason string when kindle lacks the op, else None
 
 
 def clear(*names):
@@ -127,21 +123,6 @@ def lstm_inputs(rng):
     return d
 
 
-def kindle_lstm_kernel():
-    """Kindle's LSTM: the module kindle.nn.LSTM, else a functional kernel with torch.lstm's
-    signature (kindle.lstm or kindle._C._nn.lstm); None while Kindle has neither."""
-    if getattr(kindle.nn, "LSTM", None) is not None:
-        return "module"
-    for owner in (kindle, kindle._C._nn):
-        if getattr(owner, "lstm", None) is not None:
-            return owner.lstm
-    rnn = getattr(kindle._C._nn, "rnn", None)
-    if rnn is not None:  # Kindle's multi-layer recurrent kernel, adapted to torch.lstm's signature
-        return lambda x, hc, params, has_biases, layers, dropout, train, bidirectional, batch_first: rnn(
-            x, hc[0], hc[1], params, "LSTM", has_biases, layers, dropout, train, bidirectional, batch_first)
-    return None
-
-
 def lstm_setup_module(lib):
     """Builds lib.nn.LSTM in the namespace and puts its parameters there under their own names,
     loaded with the shared weights (the namespace's leaves become the module's parameters)."""
@@ -156,34 +137,7 @@ def lstm_setup_module(lib):
     return setup
 
 
-def lstm_setup_kernel(ns):
-    ns["lstm_kernel"] = kindle_lstm_kernel()
-    ns["lstm_params"] = [ns[name] for name in LSTM_PARAMS]
-
-
 LSTM_MODULE = "out, (hn, cn) = lstm(x, (h0, c0)); out.sum().backward()"
-# torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-LSTM_KERNEL = (f"out, hn, cn = lstm_kernel(x, (h0, c0), lstm_params, True, {LSTM_L}, 0.0, True, False, False); "
-               "out.sum().backward()")
-
-
-def lstm_variants():
-    kernel = kindle_lstm_kernel()
-    k_stmt = LSTM_MODULE if kernel in (None, "module") else LSTM_KERNEL
-    leaves = ("x",) + LSTM_PARAMS
-    return {"kindle": Variant("kindle", clear(*leaves) + k_stmt),
-            "torch": Variant("torch", clear(*leaves) + LSTM_MODULE)}
-
-
-def lstm_kindle_setup(ns):
-    if kindle_lstm_kernel() == "module":
-        lstm_setup_module(kindle)(ns)
-    else:
-        lstm_setup_kernel(ns)
-
-
-def not_implemented_unless(test, what):
-    return lambda: None if test() else f"kindle has no {what}"
 
 
 def build_workloads(cfg):
@@ -244,15 +198,11 @@ def build_workloads(cfg):
                         + "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)" + fb),
                    target=1.0,
                    make=lambda rng: {n: randn(rng, 16, 4, 256, 32) for n in ("q", "k", "v")},
-                   leaves=("q", "k", "v"), outputs=("out",),
-                   missing=not_implemented_unless(lambda: hasattr(KF, "scaled_dot_product_attention"),
-                                                  "F.scaled_dot_product_attention")),
+                   leaves=("q", "k", "v"), outputs=("out",)),
         NNWorkload(f"LSTM {LSTM_L}x{LSTM_H} fwd+bwd [seq {LSTM_T}, batch {LSTM_B}]", "rnn", {},
-                   lstm_variants(), target=1.0,
+                   both(clear("x", *LSTM_PARAMS) + LSTM_MODULE), target=1.0,
                    make=lstm_inputs, leaves=("x",) + LSTM_PARAMS, outputs=("out", "hn", "cn"),
-                   setup={"kindle": lstm_kindle_setup, "torch": lstm_setup_module(torch)},
-                   missing=not_implemented_unless(lambda: kindle_lstm_kernel() is not None,
-                                                  "nn.LSTM or LSTM kernel")),
+                   setup={"kindle": lstm_setup_module(kindle), "torch": lstm_setup_module(torch)}),
     ]
     return W
 
@@ -323,20 +273,7 @@ def row_cells(threads, wl, samples, reps, diff, ok):
             f"{100 * worst:.0f}% n={reps}", f"{diff:.1e} " + ("ok" if ok else "BAD"), target)
 
 
-def missing_cells(threads, wl, torch_samples, reps, why):
-    """Kindle lacks the op: torch timed alone, as the figure to reach."""
-    med = statistics.median(torch_samples)
-    return (str(threads), wl.name, "-", fmt_time(med), "-", f"{100 * spread(torch_samples):.0f}% n={reps}",
-            "-", f"<={wl.target:.2f} not implemented ({why})")
-
-
 def run_workload(wl, cfg, n, args):
-    why = wl.missing() if wl.missing else None
-    if why:
-        spaces = make_spaces(wl, libs=("torch",))
-        only = dataclasses.replace(wl, variants={"torch": wl.variants["torch"]})
-        samples = measure(only, cfg, args.reps, spaces=spaces)
-        return missing_cells(n, wl, samples["torch"], len(samples["torch"]), why)
     spaces = make_spaces(wl)
     diff, ok = check(wl, spaces)
     samples = measure(wl, cfg, args.reps, spaces=spaces)
