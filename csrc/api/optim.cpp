@@ -538,6 +538,48 @@ void LRScheduler::step() {
   last_lr_ = group_lrs();
 }
 
+namespace {
+Value doubles(const std::vector<double>& xs) {
+  Value::Items items;
+  for (double x : xs) items.emplace_back(x);
+  return Value::list(std::move(items));
+}
+std::vector<double> to_doubles(const Value& v, const char* what) {
+  std::vector<double> out;
+  for (const Value& x : v.items(what)) out.push_back(x.to_double(what));
+  return out;
+}
+}  // namespace
+
+Value LRScheduler::state_dict() const {
+  Value::Entries e = hyperparameters();
+  e.emplace_back("base_lrs", doubles(base_lrs_));
+  e.emplace_back("last_epoch", last_epoch_);
+  e.emplace_back("_step_count", step_count_);
+  e.emplace_back("_is_initial", false);
+  e.emplace_back("_get_lr_called_within_step", false);
+  e.emplace_back("_last_lr", doubles(last_lr_));
+  return Value::dict(std::move(e));
+}
+
+void LRScheduler::load_state_dict(const Value& sd) {
+  std::vector<double> base = to_doubles(sd.at("base_lrs", "scheduler state_dict"), "base_lrs");
+  KINDLE_CHECK_VALUE(base.size() == optimizer_.num_param_groups(), "LRScheduler.load_state_dict: the state has ",
+                     base.size(), " base_lrs but the optimizer has ", optimizer_.num_param_groups(),
+                     " parameter groups");
+  std::vector<double> last = base;
+  if (const Value* l = sd.get("_last_lr")) last = to_doubles(*l, "_last_lr");
+  KINDLE_CHECK_VALUE(last.size() == base.size(), "LRScheduler.load_state_dict: _last_lr has ", last.size(),
+                     " entries, expected ", base.size());
+  int64_t epoch = sd.at("last_epoch", "scheduler state_dict").to_int("last_epoch");
+  int64_t count = sd.get("_step_count") ? sd.get("_step_count")->to_int("_step_count") : epoch + 1;
+  load_hyperparameters(sd);
+  base_lrs_ = std::move(base);
+  last_lr_ = std::move(last);
+  last_epoch_ = epoch;
+  step_count_ = count;
+}
+
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
   KINDLE_CHECK_VALUE(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
@@ -551,10 +593,30 @@ std::vector<double> StepLR::get_lr() {
   return lrs;
 }
 
+Value::Entries StepLR::hyperparameters() const { return {{"step_size", step_size_}, {"gamma", gamma_}}; }
+
+void StepLR::load_hyperparameters(const Value& sd) {
+  int64_t step_size = sd.at("step_size", "StepLR state_dict").to_int("step_size");
+  KINDLE_CHECK_VALUE(step_size > 0, "StepLR.load_state_dict: step_size must be positive, got ", step_size);
+  step_size_ = step_size;
+  gamma_ = sd.at("gamma", "StepLR state_dict").to_double("gamma");
+}
+
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
     : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min) {
   KINDLE_CHECK_VALUE(T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", T_max);
   initialize();
+}
+
+Value::Entries CosineAnnealingLR::hyperparameters() const {
+  return {{"T_max", T_max_}, {"eta_min", eta_min_}};
+}
+
+void CosineAnnealingLR::load_hyperparameters(const Value& sd) {
+  int64_t T_max = sd.at("T_max", "CosineAnnealingLR state_dict").to_int("T_max");
+  KINDLE_CHECK_VALUE(T_max > 0, "CosineAnnealingLR.load_state_dict: T_max must be positive, got ", T_max);
+  T_max_ = T_max;
+  eta_min_ = sd.at("eta_min", "CosineAnnealingLR state_dict").to_double("eta_min");
 }
 
 std::vector<double> CosineAnnealingLR::get_lr() {

@@ -202,11 +202,20 @@ class LRScheduler {
   std::vector<double> get_last_lr() const { return last_lr_; }
   int64_t last_epoch() const { return last_epoch_; }
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+  // Python's scheduler state dict ({"base_lrs", "last_epoch", "_step_count", "_last_lr", ...}
+  // plus the subclass's hyperparameters), so a schedule saved on either side resumes on the other.
+  Value state_dict() const;
+  // ValueError when base_lrs does not have one entry per parameter group.
+  void load_state_dict(const Value& state_dict);
+  void save(const std::string& path) const { kindle::save(state_dict(), path); }
+  void load(const std::string& path) { load_state_dict(load_value(path)); }
 
  protected:
   // Called by the subclass constructor: records base lrs and takes the initial step (epoch 0).
   void initialize();
   virtual std::vector<double> get_lr() = 0;
+  virtual Value::Entries hyperparameters() const = 0;
+  virtual void load_hyperparameters(const Value& state_dict) = 0;
   std::vector<double> group_lrs() const;
   Optimizer& optimizer_;
   std::vector<double> base_lrs_, last_lr_;
@@ -221,6 +230,8 @@ class StepLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
   int64_t step_size_;
   double gamma_;
 };
@@ -232,6 +243,8 @@ class CosineAnnealingLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
   int64_t T_max_;
   double eta_min_;
 };

@@ -78,6 +78,12 @@ CASES = {
     "mlp": (MLPNet, lambda: kindle.randn(6, 6), lambda p: kindle.optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True)),
 }
 
+# kind -> scheduler maker; as in FrontendRoundtrip.SchedulerState.
+SCHEDULERS = {
+    "step": lambda opt: kindle.optim.lr_scheduler.StepLR(opt, 3, 0.5),
+    "cosine": lambda opt: kindle.optim.lr_scheduler.CosineAnnealingLR(opt, 5, 0.01),
+}
+
 
 def _binary():
     path = os.environ.get("KINDLE_CPP_TEST_BINARY")
@@ -132,6 +138,13 @@ def roundtrip(tmp_path_factory):
         state["input"] = x
         kindle.save(state, str(folder / f"{kind}_python.safetensors"))
         py_out[kind] = _eval(model, x)
+    for kind, make in SCHEDULERS.items():
+        opt = kindle.optim.SGD([kindle.ones(1, requires_grad=True)], lr=0.1)
+        sched = make(opt)
+        for _ in range(6):
+            opt.step()
+            sched.step()
+        kindle.save(sched.state_dict(), str(folder / f"sched_{kind}_python.safetensors"))
     env = dict(os.environ, KINDLE_ROUNDTRIP_DIR=str(folder))
     proc = subprocess.run([binary, "--gtest_filter=FrontendRoundtrip.*"], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -212,3 +225,43 @@ def test_cpp_checkpoint_loads_into_torch(roundtrip):
     with torch.no_grad():
         out = model(torch.from_numpy(data["x"].numpy().copy()))
     assert torch.allclose(out, torch.from_numpy(data["out"].numpy().copy()), rtol=1e-4, atol=1e-5)
+
+
+def _lrs_after(make, epochs, more):
+    """The learning rates of `more` epochs after `epochs`, from a scheduler run from scratch."""
+    opt = kindle.optim.SGD([kindle.ones(1, requires_grad=True)], lr=0.1)
+    sched = make(opt)
+    out = []
+    for e in range(epochs + more):
+        opt.step()
+        sched.step()
+        if e >= epochs:
+            out.append(sched.get_last_lr()[0])
+    return sched, out
+
+
+@pytest.mark.parametrize("kind", list(SCHEDULERS))
+def test_python_resumes_cpp_scheduler(roundtrip, kind):
+    folder, _ = roundtrip
+    make = SCHEDULERS[kind]
+    state = kindle.load(str(folder / f"sched_{kind}.safetensors"))
+    reference, want = _lrs_after(make, 4, 5)
+    assert state == make(kindle.optim.SGD([kindle.ones(1, requires_grad=True)], lr=0.1)).state_dict() | {
+        "base_lrs": [0.1], "last_epoch": 4, "_step_count": 5, "_last_lr": state["_last_lr"]}
+    opt = kindle.optim.SGD([kindle.ones(1, requires_grad=True)], lr=state["_last_lr"][0])
+    sched = make(opt)
+    sched.load_state_dict(state)
+    got = []
+    for _ in range(5):
+        opt.step()
+        sched.step()
+        got.append(sched.get_last_lr()[0])
+    assert got == pytest.approx(want, rel=1e-15, abs=0)
+
+
+@pytest.mark.parametrize("kind", list(SCHEDULERS))
+def test_cpp_resumes_python_scheduler(roundtrip, kind):
+    folder, _ = roundtrip
+    _, want = _lrs_after(SCHEDULERS[kind], 6, 3)
+    got = kindle.load(str(folder / f"sched_{kind}_cpp_lrs.safetensors"))["lrs"].tolist()
+    assert got == pytest.approx(want, rel=1e-15, abs=0)

@@ -1,2 +1,8 @@
-"""kindle.utils: data loading (kindle.utils.data), mirroring torch.utils."""
+"""kindle.utils: data loading (kindle.utils.data), mirroring torch.utils, and the CMake prefix
+that lets C++ programs use this installation (find_package(Kindle))."""
+import os as _os
+
 from . import data  # noqa: F401
+
+# cmake -DCMAKE_PREFIX_PATH="$(python -c 'import kindle; print(kindle.utils.cmake_prefix_path)')"
+cmake_prefix_path = _os.path.join(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))), "share", "cmake")
