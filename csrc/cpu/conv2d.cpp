@@ -1,11 +1,16 @@
-// 2-D convolution as GEMMs, one image at a time: each image's windows are unfolded into a
-// (C*kh*kw, oh*ow) matrix in a per-thread buffer (a 1x1, stride-1, unpadded convolution uses
-// the image itself), so the output lands in NCHW without a transpose. Images run in parallel
-// with single-threaded GEMMs; a lone image gets all threads inside the GEMM.
+// 2-D convolution as GEMMs over tiles of output positions: a tile's windows are unfolded into a
+// (C*kh*kw, columns) matrix in a per-thread buffer and one GEMM per group multiplies it by the
+// weight. Large planes are cut into bands of output rows (about kTileCols columns) so that a
+// band's unfolded columns are still in L2 when the GEMM reads them, and the output band lands in
+// NCHW directly. Small planes (8x8, 4x4 in a ResNet's late stages) put several images into one
+// tile: one GEMM per image would have 16-64 columns and read the whole weight for each image.
+// A 1x1, stride-1, unpadded convolution of a large plane uses the image itself as its columns.
+// Units of work (one image, or one tile of images) run in parallel with single-threaded GEMMs;
+// a lone unit gets all threads inside the GEMM.
 //
-// Determinism: every image's result is computed the same way whatever the thread count; the
-// weight gradient sums images in fixed blocks (a function of the batch size only), then adds
-// the blocks in order.
+// Determinism: every unit's result is computed the same way whatever the thread count; the
+// weight gradient sums units in fixed blocks (a function of the shapes only), then adds the
+// blocks in order.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -19,16 +24,31 @@
 namespace kindle::cpu {
 namespace {
 
+constexpr int64_t kTileCols = 512;
+
 template <typename T>
 struct Conv {
   const WindowGeom& g;
-  int64_t O, G, Cg, Og, CgK, L, HW;
-  bool direct;  // 1x1, stride 1, no padding: the image is its own column matrix
+  int64_t O, G, Cg, Og, CgK, K, L, HW;
+  int64_t nb;    // images per unit
+  int64_t band;  // output rows per GEMM when a unit is one image
+  bool direct;   // one image per unit, 1x1, stride 1, no padding: the image is its own column matrix
 
   explicit Conv(const ConvGeom& cg)
       : g(cg.w), O(cg.O), G(cg.groups), Cg(cg.w.C / cg.groups), Og(cg.O / cg.groups),
-        CgK(cg.w.C / cg.groups * cg.w.kh * cg.w.kw), L(cg.w.oh * cg.w.ow), HW(cg.w.H * cg.w.W),
-        direct(cg.w.kh == 1 && cg.w.kw == 1 && cg.w.sh == 1 && cg.w.sw == 1 && cg.w.ph == 0 && cg.w.pw == 0) {}
+        CgK(cg.w.C / cg.groups * cg.w.kh * cg.w.kw), K(cg.w.C * cg.w.kh * cg.w.kw), L(cg.w.oh * cg.w.ow),
+        HW(cg.w.H * cg.w.W) {
+    nb = L >= kTileCols / 2 || L == 0 ? 1 : std::max<int64_t>(1, std::min(g.N, kTileCols / L));
+    band = std::max<int64_t>(1, std::min(g.oh, kTileCols / std::max<int64_t>(1, g.ow)));
+    direct = nb == 1 && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  }
+
+  int64_t units() const { return (g.N + nb - 1) / nb; }
+  // Columns of the widest tile.
+  int64_t tile_cols() const { return nb == 1 ? band * g.ow : nb * L; }
+  // Per-thread scratch: the unfolded tile, then (several images per unit) the tile's output or
+  // output gradient in (O, columns) layout.
+  int64_t buffer_size() const { return K * tile_cols() + (nb > 1 ? O * tile_cols() : 0); }
 
   // The output columns [lo, hi) whose input column ox*sw + off lies inside the image.
   void valid_range(int64_t off, int64_t& lo, int64_t& hi) const {
@@ -37,15 +57,36 @@ struct Conv {
     lo = std::min(lo, hi);
   }
 
-  void im2col(const T* x, T* col) const {
+  // Unfolds output rows [oy0, oy1) of image x: row r of the column matrix starts at col + r * ld.
+  void im2col(const T* x, T* col, int64_t ld, int64_t oy0, int64_t oy1) const {
+    // Stride 1 with output rows as wide as input rows ("same" padding): a tap's window rows are
+    // one contiguous run of the input plane (whose reads stay inside the plane while pw <= W).
+    const bool rows_contiguous = g.sh == 1 && g.sw == 1 && g.ow == g.W && g.pw <= g.W;
     for (int64_t c = 0; c < g.C; ++c)
       for (int64_t ki = 0; ki < g.kh; ++ki)
         for (int64_t kj = 0; kj < g.kw; ++kj) {
-          T* row = col + ((c * g.kh + ki) * g.kw + kj) * L;
+          T* row = col + ((c * g.kh + ki) * g.kw + kj) * ld - oy0 * g.ow;
           const int64_t off = kj * g.dw - g.pw;
           int64_t lo, hi;
           valid_range(off, lo, hi);
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
+          if (rows_contiguous) {
+            // Output rows [a, b) read input rows a - ph + ki*dh onwards, consecutive in memory:
+            // one copy of the whole run, then zeros over the columns that fall in the padding.
+            const int64_t a = std::clamp(g.ph - ki * g.dh, oy0, oy1), b = std::clamp(g.H + g.ph - ki * g.dh, a, oy1);
+            std::fill(row + oy0 * g.ow, row + a * g.ow, T(0));
+            std::fill(row + b * g.ow, row + oy1 * g.ow, T(0));
+            if (a == b) continue;
+            T* r = row + a * g.ow;
+            const T* src = x + (c * g.H + a - g.ph + ki * g.dh) * g.W + off;
+            std::memcpy(r + lo, src + lo, size_t((b - a - 1) * g.ow + hi - lo) * sizeof(T));
+            if (lo > 0 || hi < g.ow)
+              for (int64_t oy = a; oy < b; ++oy, r += g.ow) {
+                for (int64_t ox = 0; ox < lo; ++ox) r[ox] = T(0);
+                for (int64_t ox = hi; ox < g.ow; ++ox) r[ox] = T(0);
+              }
+            continue;
+          }
+          for (int64_t oy = oy0; oy < oy1; ++oy) {
             T* r = row + oy * g.ow;
             const int64_t ih = oy * g.sh - g.ph + ki * g.dh;
             if (ih < 0 || ih >= g.H) {
@@ -61,16 +102,16 @@ struct Conv {
         }
   }
 
-  // dx (zeroed) += the adjoint of im2col applied to col.
-  void col2im(const T* col, T* dx) const {
+  // dx += the adjoint of im2col(., ., ld, oy0, oy1) applied to col.
+  void col2im(const T* col, int64_t ld, int64_t oy0, int64_t oy1, T* dx) const {
     for (int64_t c = 0; c < g.C; ++c)
       for (int64_t ki = 0; ki < g.kh; ++ki)
         for (int64_t kj = 0; kj < g.kw; ++kj) {
-          const T* row = col + ((c * g.kh + ki) * g.kw + kj) * L;
+          const T* row = col + ((c * g.kh + ki) * g.kw + kj) * ld - oy0 * g.ow;
           const int64_t off = kj * g.dw - g.pw;
           int64_t lo, hi;
           valid_range(off, lo, hi);
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t oy = oy0; oy < oy1; ++oy) {
             const int64_t ih = oy * g.sh - g.ph + ki * g.dh;
             if (ih < 0 || ih >= g.H) continue;
             const T* r = row + oy * g.ow;
@@ -83,15 +124,21 @@ struct Conv {
         }
   }
 
-  int64_t col_size() const { return direct ? 0 : g.C * g.kh * g.kw * L; }
+  // Copies m images' (O, L) planes of src (image stride O*L) into tile, laid out (O, m*L).
+  void gather(const T* src, T* tile, int64_t m) const {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t o = 0; o < O; ++o)
+        std::memcpy(tile + o * m * L + i * L, src + (i * O + o) * L, size_t(L) * sizeof(T));
+  }
 
-  // Runs f(first, last, buffer, gemm_threads) over the images [0, n), in parallel when there
-  // are several images and threads.
+  // Runs f(first_unit, last_unit, buffer, gemm_threads) over the units, in parallel when there
+  // are several units and threads.
   template <typename F>
-  void over_images(int64_t n, DType dt, const F& f) const {
+  void over_units(DType dt, const F& f) const {
     const int nt = get_num_threads();
+    const int64_t n = units();
     auto run = [&](int64_t b, int64_t e, int threads) {
-      Tensor buf = empty_tensor({col_size()}, dt);
+      Tensor buf = empty_tensor({buffer_size()}, dt);
       f(b, e, static_cast<T*>(buf.data_ptr()), threads);
     };
     if (n >= 2 && nt > 1 && !omp_in_parallel()) parallel_for(0, n, 1, [&](int64_t b, int64_t e) { run(b, e, 1); });
@@ -232,20 +279,45 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
     });
     return;
   }
-  cv.over_images(g.N, input.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
-    for (int64_t n = first; n < last; ++n) {
-      const T* xn = x + n * g.C * cv.HW;
-      T* yn = y + n * cv.O * cv.L;
-      const T* cols = xn;
-      if (!cv.direct) {
-        cv.im2col(xn, buf);
-        cols = buf;
+  cv.over_units(input.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
+      const T* xn = x + n0 * g.C * cv.HW;
+      T* yn = y + n0 * cv.O * cv.L;
+      if (cv.nb > 1) {
+        const int64_t cols = m * cv.L;
+        T* tile = buf + cv.K * cols;
+        for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
+        for (int64_t gi = 0; gi < cv.G; ++gi)
+          gemm<T>(false, false, cv.Og, cols, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, buf + gi * cv.CgK * cols,
+                  cols, T(0), tile + gi * cv.Og * cols, cols, threads);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t o = 0; o < cv.O; ++o) {
+            const T* src = tile + o * cols + i * cv.L;
+            T* dst = yn + (i * cv.O + o) * cv.L;
+            const T bo = b ? b[o] : T(0);
+            for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
+          }
+        continue;
       }
-      if (b)
-        for (int64_t o = 0; o < cv.O; ++o) std::fill(yn + o * cv.L, yn + (o + 1) * cv.L, b[o]);
-      for (int64_t gi = 0; gi < cv.G; ++gi)
-        gemm<T>(false, false, cv.Og, cv.L, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, cols + gi * cv.CgK * cv.L,
-                cv.L, b ? T(1) : T(0), yn + gi * cv.Og * cv.L, cv.L, threads);
+      // One image, in bands of output rows (the whole plane when direct).
+      const int64_t band = cv.direct ? g.oh : cv.band;
+      for (int64_t oy0 = 0; oy0 < g.oh; oy0 += band) {
+        const int64_t oy1 = std::min(g.oh, oy0 + band), cw = (oy1 - oy0) * g.ow;
+        const T* cols = xn;
+        int64_t ld = cv.L;
+        if (!cv.direct) {
+          cv.im2col(xn, buf, cw, oy0, oy1);
+          cols = buf;
+          ld = cw;
+        }
+        T* yb = yn + oy0 * g.ow;
+        if (b)
+          for (int64_t o = 0; o < cv.O; ++o) std::fill(yb + o * cv.L, yb + o * cv.L + cw, b[o]);
+        for (int64_t gi = 0; gi < cv.G; ++gi)
+          gemm<T>(false, false, cv.Og, cw, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, cols + gi * cv.CgK * ld, ld,
+                  b ? T(1) : T(0), yb + gi * cv.Og * cv.L, cv.L, threads);
+      }
     }
   });
 }
@@ -270,17 +342,34 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
     });
     return;
   }
-  cv.over_images(g.N, grad_out.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
-    for (int64_t n = first; n < last; ++n) {
-      const T* gyn = gy + n * cv.O * cv.L;
-      T* dxn = dx + n * g.C * cv.HW;
-      T* cols = cv.direct ? dxn : buf;
-      for (int64_t gi = 0; gi < cv.G; ++gi)
-        gemm<T>(true, false, cv.CgK, cv.L, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, gyn + gi * cv.Og * cv.L,
-                cv.L, T(0), cols + gi * cv.CgK * cv.L, cv.L, threads);
-      if (!cv.direct) {
-        std::fill(dxn, dxn + g.C * cv.HW, T(0));
-        cv.col2im(buf, dxn);
+  cv.over_units(grad_out.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
+      const T* gyn = gy + n0 * cv.O * cv.L;
+      T* dxn = dx + n0 * g.C * cv.HW;
+      if (cv.direct) {
+        for (int64_t gi = 0; gi < cv.G; ++gi)
+          gemm<T>(true, false, cv.CgK, cv.L, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, gyn + gi * cv.Og * cv.L,
+                  cv.L, T(0), dxn + gi * cv.CgK * cv.L, cv.L, threads);
+        continue;
+      }
+      std::fill(dxn, dxn + m * g.C * cv.HW, T(0));
+      if (cv.nb > 1) {
+        const int64_t cols = m * cv.L;
+        T* tile = buf + cv.K * cols;
+        cv.gather(gyn, tile, m);
+        for (int64_t gi = 0; gi < cv.G; ++gi)
+          gemm<T>(true, false, cv.CgK, cols, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, tile + gi * cv.Og * cols,
+                  cols, T(0), buf + gi * cv.CgK * cols, cols, threads);
+        for (int64_t i = 0; i < m; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
+        continue;
+      }
+      for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
+        const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
+        for (int64_t gi = 0; gi < cv.G; ++gi)
+          gemm<T>(true, false, cv.CgK, cw, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK,
+                  gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw, threads);
+        cv.col2im(buf, cw, oy0, oy1, dxn);
       }
     }
   });
@@ -306,7 +395,7 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
     });
     return;
   }
-  const int64_t blocks = std::min<int64_t>(g.N, 4);
+  const int64_t units = cv.units(), blocks = std::min<int64_t>(units, 4);
   if (blocks == 0) {
     std::fill(dw, dw + wsize, T(0));
     return;
@@ -315,28 +404,44 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
   T* part = static_cast<T*>(partial.data_ptr());
   const int nt = get_num_threads();
   auto block = [&](int64_t bi, T* buf, int threads) {
-    const int64_t first = bi * g.N / blocks, last = (bi + 1) * g.N / blocks;
     T* acc = part + bi * wsize;
-    for (int64_t n = first; n < last; ++n) {
-      const T* xn = x + n * g.C * cv.HW;
-      const T* cols = xn;
-      if (!cv.direct) {
-        cv.im2col(xn, buf);
-        cols = buf;
-      }
+    T beta = T(0);
+    // acc (+)= gyt (O rows, ld ldg) times the transpose of cols (K rows, ld ldc), over cw columns.
+    auto product = [&](const T* gyt, int64_t ldg, const T* cols, int64_t ldc, int64_t cw) {
       for (int64_t gi = 0; gi < cv.G; ++gi)
-        gemm<T>(false, true, cv.Og, cv.CgK, cv.L, T(1), gy + n * cv.O * cv.L + gi * cv.Og * cv.L, cv.L,
-                cols + gi * cv.CgK * cv.L, cv.L, n == first ? T(0) : T(1), acc + gi * cv.Og * cv.CgK, cv.CgK,
-                threads);
+        gemm<T>(false, true, cv.Og, cv.CgK, cw, T(1), gyt + gi * cv.Og * ldg, ldg, cols + gi * cv.CgK * ldc, ldc,
+                beta, acc + gi * cv.Og * cv.CgK, cv.CgK, threads);
+      beta = T(1);
+    };
+    for (int64_t u = bi * units / blocks; u < (bi + 1) * units / blocks; ++u) {
+      const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
+      const T* xn = x + n0 * g.C * cv.HW;
+      const T* gyn = gy + n0 * cv.O * cv.L;
+      if (cv.direct) {
+        product(gyn, cv.L, xn, cv.L, cv.L);
+      } else if (cv.nb > 1) {
+        const int64_t cols = m * cv.L;
+        T* tile = buf + cv.K * cols;
+        for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
+        cv.gather(gyn, tile, m);
+        product(tile, cols, buf, cols, cols);
+      } else {
+        for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
+          const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
+          cv.im2col(xn, buf, cw, oy0, oy1);
+          product(gyn + oy0 * g.ow, cv.L, buf, cw, cw);
+        }
+      }
     }
+    if (beta == T(0)) std::fill(acc, acc + wsize, T(0));  // no output positions
   };
   if (blocks >= 2) {
     parallel_for(0, blocks, 1, [&](int64_t b, int64_t e) {
-      Tensor buf = empty_tensor({cv.col_size()}, grad_out.dtype());
+      Tensor buf = empty_tensor({cv.buffer_size()}, grad_out.dtype());
       for (int64_t bi = b; bi < e; ++bi) block(bi, static_cast<T*>(buf.data_ptr()), 1);
     });
   } else {
-    Tensor buf = empty_tensor({cv.col_size()}, grad_out.dtype());
+    Tensor buf = empty_tensor({cv.buffer_size()}, grad_out.dtype());
     block(0, static_cast<T*>(buf.data_ptr()), omp_in_parallel() ? 1 : nt);
   }
   std::memcpy(dw, part, size_t(wsize) * sizeof(T));
