@@ -19,12 +19,15 @@
 
 #include "cpu/blas.h"
 #include "cpu/parallel.h"
+#include "cpu/winograd.h"
 #include "ops/kernels.h"
 
 namespace kindle::cpu {
 namespace {
 
 constexpr int64_t kTileCols = 512;
+// Several images per tile: wider, since the weight (up to C*9 x O) is read once per tile.
+constexpr int64_t kImageTileCols = 2048;
 
 template <typename T>
 struct Conv {
@@ -38,12 +41,20 @@ struct Conv {
       : g(cg.w), O(cg.O), G(cg.groups), Cg(cg.w.C / cg.groups), Og(cg.O / cg.groups),
         CgK(cg.w.C / cg.groups * cg.w.kh * cg.w.kw), K(cg.w.C * cg.w.kh * cg.w.kw), L(cg.w.oh * cg.w.ow),
         HW(cg.w.H * cg.w.W) {
-    nb = L >= kTileCols / 2 || L == 0 ? 1 : std::max<int64_t>(1, std::min(g.N, kTileCols / L));
+    // At least two units for two or more images: units run in parallel on single-threaded GEMMs,
+    // whose results do not depend on the thread count (MKL's threaded GEMM may split K).
+    nb = L >= kTileCols / 2 || L == 0 ? 1 : std::max<int64_t>(1, std::min((g.N + 1) / 2, kImageTileCols / L));
     band = std::max<int64_t>(1, std::min(g.oh, kTileCols / std::max<int64_t>(1, g.ow)));
     direct = nb == 1 && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
   }
 
   int64_t units() const { return (g.N + nb - 1) / nb; }
+  // 3x3, stride 1, undilated, ungrouped, float32, with channels enough for the transforms to pay:
+  // Winograd F(2x2, 3x3) (csrc/cpu/winograd.cpp) for the forward pass and the input gradient.
+  bool winograd() const {
+    return std::is_same_v<T, float> && G == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+           g.dw == 1 && std::min(g.C, O) >= 16 && g.oh >= 2 && g.ow >= 2;
+  }
   // Columns of the widest tile.
   int64_t tile_cols() const { return nb == 1 ? band * g.ow : nb * L; }
   // Per-thread scratch: the unfolded tile, then (several images per unit) the tile's output or
@@ -124,11 +135,17 @@ struct Conv {
         }
   }
 
-  // Copies m images' (O, L) planes of src (image stride O*L) into tile, laid out (O, m*L).
-  void gather(const T* src, T* tile, int64_t m) const {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t o = 0; o < O; ++o)
-        std::memcpy(tile + o * m * L + i * L, src + (i * O + o) * L, size_t(L) * sizeof(T));
+  // Copies image i's (O, L) planes of src (image stride O*L) into tile, laid out (O, m*L).
+  void gather(const T* src, T* tile, int64_t i, int64_t m) const {
+    for (int64_t o = 0; o < O; ++o) std::memcpy(tile + o * m * L + i * L, src + (i * O + o) * L, size_t(L) * sizeof(T));
+  }
+
+  // f(i) for the m images of a tile; across threads when the tile's GEMM has them (the copies
+  // are the serial part of a one-tile convolution).
+  template <typename F>
+  void per_image(int64_t m, int threads, const F& f) const {
+    if (threads > 1) parallel_for(0, m, 1, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) f(i); });
+    else for (int64_t i = 0; i < m; ++i) f(i);
   }
 
   // Runs f(first_unit, last_unit, buffer, gemm_threads) over the units, in parallel when there
@@ -279,6 +296,12 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
     });
     return;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    if (cv.winograd()) {
+      winograd_conv3x3(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw);
+      return;
+    }
+  }
   cv.over_units(input.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
     for (int64_t u = first; u < last; ++u) {
       const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
@@ -287,17 +310,18 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
       if (cv.nb > 1) {
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
-        for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
+        cv.per_image(m, threads, [&](int64_t i) { cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh); });
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(false, false, cv.Og, cols, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, buf + gi * cv.CgK * cols,
                   cols, T(0), tile + gi * cv.Og * cols, cols, threads);
-        for (int64_t i = 0; i < m; ++i)
+        cv.per_image(m, threads, [&](int64_t i) {
           for (int64_t o = 0; o < cv.O; ++o) {
             const T* src = tile + o * cols + i * cv.L;
             T* dst = yn + (i * cv.O + o) * cv.L;
             const T bo = b ? b[o] : T(0);
             for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
           }
+        });
         continue;
       }
       // One image, in bands of output rows (the whole plane when direct).
@@ -342,6 +366,14 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
     });
     return;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    // The input gradient is the convolution of gy with the flipped, transposed filters, padded by
+    // 2 - p (so p <= 2 here).
+    if (cv.winograd() && g.ph <= 2 && g.pw <= 2) {
+      winograd_conv3x3(gy, w, true, nullptr, dx, g.N, cv.O, g.oh, g.ow, g.C, 2 - g.ph, 2 - g.pw);
+      return;
+    }
+  }
   cv.over_units(grad_out.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
     for (int64_t u = first; u < last; ++u) {
       const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
@@ -353,17 +385,18 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
                   cv.L, T(0), dxn + gi * cv.CgK * cv.L, cv.L, threads);
         continue;
       }
-      std::fill(dxn, dxn + m * g.C * cv.HW, T(0));
       if (cv.nb > 1) {
+        cv.per_image(m, threads, [&](int64_t i) { std::fill(dxn + i * g.C * cv.HW, dxn + (i + 1) * g.C * cv.HW, T(0)); });
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
-        cv.gather(gyn, tile, m);
+        cv.per_image(m, threads, [&](int64_t i) { cv.gather(gyn, tile, i, m); });
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(true, false, cv.CgK, cols, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, tile + gi * cv.Og * cols,
                   cols, T(0), buf + gi * cv.CgK * cols, cols, threads);
-        for (int64_t i = 0; i < m; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
+        cv.per_image(m, threads, [&](int64_t i) { cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW); });
         continue;
       }
+      std::fill(dxn, dxn + g.C * cv.HW, T(0));
       for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
         const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
         for (int64_t gi = 0; gi < cv.G; ++gi)
@@ -422,8 +455,10 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
       } else if (cv.nb > 1) {
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
-        for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
-        cv.gather(gyn, tile, m);
+        cv.per_image(m, threads, [&](int64_t i) {
+          cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
+          cv.gather(gyn, tile, i, m);
+        });
         product(tile, cols, buf, cols, cols);
       } else {
         for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {

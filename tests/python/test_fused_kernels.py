@@ -80,6 +80,68 @@ def test_conv2d_native_matches_torch(groups, mult, dtype):
             np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol)
 
 
+def _conv_f64_reference(x, w, b, gy, **kw):
+    """Output and gradients of conv2d computed by kindle in float64 (the im2col path)."""
+    kx, kw_, kb = (_t(a.astype(np.float64)) for a in (x, w, b))
+    y = F.conv2d(kx, kw_, kb, **kw)
+    y.backward(_t(gy.astype(np.float64), False))
+    return [y.detach().numpy(), kx.grad.numpy(), kw_.grad.numpy(), kb.grad.numpy()]
+
+
+def _conv_float32(x, w, b, gy, **kw):
+    kx, kw_, kb = _t(x), _t(w), _t(b)
+    y = F.conv2d(kx, kw_, kb, **kw)
+    y.backward(_t(gy, False))
+    return [y.detach().numpy(), kx.grad.numpy(), kw_.grad.numpy(), kb.grad.numpy()]
+
+
+# Shapes that reach every path of csrc/cpu/conv2d.cpp and winograd.cpp: Winograd (3x3, stride 1,
+# >= 16 channels; odd and even planes, padding 0-3, where padding 3 sends the input gradient to
+# im2col), several images per GEMM (planes under 256 positions, batch not a multiple of the
+# tile), bands of output rows (planes over 512 positions), strided and 1x1 convolutions.
+CONV_CASES = [
+    ((3, 16, 9, 11), (24, 16, 3, 3), dict(padding=1)),
+    ((5, 17, 8, 8), (16, 17, 3, 3), dict(padding=1)),
+    ((2, 16, 4, 5), (33, 16, 3, 3), dict(padding=0)),
+    ((2, 16, 6, 7), (16, 16, 3, 3), dict(padding=2)),
+    ((2, 16, 5, 4), (16, 16, 3, 3), dict(padding=3)),
+    ((1, 16, 1, 1), (16, 16, 3, 3), dict(padding=1)),
+    ((7, 8, 6, 6), (12, 8, 3, 3), dict(padding=1, stride=2)),
+    ((33, 3, 4, 4), (5, 3, 3, 3), dict(padding=1)),
+    ((2, 4, 40, 30), (6, 4, 3, 3), dict(padding=1)),
+    ((2, 4, 40, 30), (6, 4, 1, 1), dict()),
+    ((3, 6, 7, 7), (8, 6, 1, 1), dict(stride=2)),
+    ((2, 16, 30, 33), (16, 16, 3, 3), dict(padding=1)),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", CONV_CASES)
+def test_conv2d_paths_match_float64(xs, ws, kw):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    gy_shape = F.conv2d(_t(x, False), _t(w, False), None, **kw).shape
+    gy = rng.standard_normal(gy_shape).astype(np.float32)
+    want = _conv_f64_reference(x, w, b, gy, **kw)
+    results = []
+    old = kindle.get_num_threads()
+    try:
+        for threads in (1, 2):
+            kindle.set_num_threads(threads)
+            got = _conv_float32(x, w, b, gy, **kw)
+            for name, g, r in zip(("out", "grad_input", "grad_weight", "grad_bias"), got, want):
+                scale = np.abs(r).max() + 1e-30
+                assert g.shape == r.shape, name
+                assert np.abs(g - r).max() / scale < 2e-6, (name, np.abs(g - r).max() / scale)
+            results.append(got)
+    finally:
+        kindle.set_num_threads(old)
+    # Bit-identical whatever the thread count.
+    for a, c in zip(*results):
+        assert np.array_equal(a, c)
+
+
 def test_conv_and_norm_double_backward():
     rng = np.random.default_rng(4)
     x, w = _t(rng.standard_normal((2, 2, 5, 5))), _t(rng.standard_normal((3, 2, 3, 3)))
