@@ -6,6 +6,7 @@
 // OpenMP threading layer, so its threads are the same libgomp pool as Kindle's own kernels
 // instead of a second pool that spins against it.
 #include <climits>
+#include <cstdlib>
 #include <mutex>
 
 #include "cpu/blas.h"
@@ -27,12 +28,23 @@ void cblas_sgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, 
 void cblas_dgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a,
                                int lda, int stride_a, const double* b, int ldb, int stride_b, double beta,
                                double* c, int ldc, int stride_c, int batch);
+size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
+void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src,
+                      int ld, float* dest);
+void cblas_sgemm_compute(int layout, int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b,
+                         int ldb, float beta, float* c, int ldc);
+size_t cblas_dgemm_pack_get_size(int identifier, int m, int n, int k);
+void cblas_dgemm_pack(int layout, int identifier, int trans, int m, int n, int k, double alpha, const double* src,
+                      int ld, double* dest);
+void cblas_dgemm_compute(int layout, int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b,
+                         int ldb, double beta, double* c, int ldc);
 }
 
 namespace kindle::cpu {
 namespace {
 
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS enum values
+constexpr int kPacked = 151, kBMatrix = 162;                      // mkl_cblas.h
 constexpr int kThreadingGnu = 3, kInterfaceLp64 = 0;           // mkl_service.h
 
 // Must run before any other MKL call: otherwise mkl_rt picks Intel's OpenMP runtime (or whatever
@@ -138,6 +150,46 @@ template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const fl
                           float, float*, int64_t, int);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
                            int64_t, double, double*, int64_t, int);
+
+template <typename T>
+PackedGemm<T>::PackedGemm(bool trans_b, int64_t m, int64_t n, int64_t k, const T* b, int64_t ldb)
+    : m_(m), n_(n), k_(k) {
+  KINDLE_CHECK(fits_int({m, n, k, ldb}), "PackedGemm: sizes beyond MKL's 32-bit interface: ", m, "x", n, "x", k);
+  init_mkl();
+  MKL_Set_Num_Threads_Local(1);
+  const int tb = trans_b ? kTrans : kNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    size_t bytes = cblas_sgemm_pack_get_size(kBMatrix, int(m), int(n), int(k));
+    packed_ = static_cast<T*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    KINDLE_CHECK(packed_, "PackedGemm: out of memory (", bytes, " bytes)");
+    cblas_sgemm_pack(kRowMajor, kBMatrix, tb, int(m), int(n), int(k), 1.f, b, int(ldb), packed_);
+  } else {
+    size_t bytes = cblas_dgemm_pack_get_size(kBMatrix, int(m), int(n), int(k));
+    packed_ = static_cast<T*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    KINDLE_CHECK(packed_, "PackedGemm: out of memory (", bytes, " bytes)");
+    cblas_dgemm_pack(kRowMajor, kBMatrix, tb, int(m), int(n), int(k), 1.0, b, int(ldb), packed_);
+  }
+}
+
+template <typename T>
+PackedGemm<T>::~PackedGemm() {
+  std::free(packed_);
+}
+
+template <typename T>
+void PackedGemm<T>::multiply(const T* a, int64_t lda, T beta, T* c, int64_t ldc) const {
+  if (m_ == 0 || n_ == 0) return;
+  MKL_Set_Num_Threads_Local(1);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm_compute(kRowMajor, kNoTrans, kPacked, int(m_), int(n_), int(k_), a, int(lda), packed_, int(n_), beta, c,
+                        int(ldc));
+  else
+    cblas_dgemm_compute(kRowMajor, kNoTrans, kPacked, int(m_), int(n_), int(k_), a, int(lda), packed_, int(n_), beta, c,
+                        int(ldc));
+}
+
+template class PackedGemm<float>;
+template class PackedGemm<double>;
 
 }  // namespace kindle::cpu
 

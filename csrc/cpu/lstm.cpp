@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/blas.h"
 #include "cpu/parallel.h"
 #include "cpu/vec_math.h"
 #include "ops/rnn_kernels.h"
@@ -71,6 +72,62 @@ void backward(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const T
   });
 }
 
+// The whole recurrence of one layer and direction: G holds the input projections on entry and
+// the gates on exit; w_hh^T is packed once for all steps.
+template <typename T>
+void recurrence(const Tensor& G, const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& out,
+                const Tensor& cells, bool reverse) {
+  const int64_t steps = G.size(0), B = G.size(1), H4 = G.size(2), H = H4 / 4;
+  const PackedGemm<T> wt(true, B, H4, H, static_cast<const T*>(w_hh.data_ptr()), H);
+  Tensor h = h0, c = c0;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = reverse ? steps - 1 - s : s;
+    Tensor g = G.select(0, t), hy = out.select(0, t), cy = cells.select(0, t);
+    wt.multiply(static_cast<const T*>(h.data_ptr()), H, T(1), static_cast<T*>(g.data_ptr()), H4);
+    forward<T>(g, c, hy, cy);
+    h = hy;
+    c = cy;
+  }
+}
+
+// Its backward, steps in reverse: dh and dc hold the gradients of the last step's h and c on
+// entry and of h0 and c0 on exit; dG receives the gates' gradients.
+template <typename T>
+void recurrence_backward(const Tensor* dout, const Tensor& G, const Tensor& c0, const Tensor& cells,
+                         const Tensor& w_hh, const Tensor& dG, const Tensor& dh, const Tensor& dc, bool reverse) {
+  const int64_t steps = G.size(0), B = G.size(1), H4 = G.size(2), H = H4 / 4;
+  const PackedGemm<T> w(false, B, H, H4, static_cast<const T*>(w_hh.data_ptr()), H);
+  Tensor gh = empty_tensor({B, H}, dh.dtype(), dh.device()), dcp = empty_tensor({B, H}, dc.dtype(), dc.device());
+  T* ghp = static_cast<T*>(gh.data_ptr());
+  T* dhp = static_cast<T*>(dh.data_ptr());
+  for (int64_t s = steps - 1; s >= 0; --s) {
+    const int64_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1;
+    if (dout) {
+      const T* d = static_cast<const T*>(dout->data_ptr()) + t * B * H;
+      for (int64_t i = 0; i < B * H; ++i) ghp[i] = dhp[i] + d[i];
+    } else {
+      std::copy(dhp, dhp + B * H, ghp);
+    }
+    Tensor dg = dG.select(0, t);
+    backward<T>(&gh, &dc, G.select(0, t), s == 0 ? c0 : cells.select(0, prev), cells.select(0, t), dg, dcp);
+    w.multiply(static_cast<const T*>(dg.data_ptr()), H4, T(0), dhp, H);
+    std::copy(static_cast<const T*>(dcp.data_ptr()), static_cast<const T*>(dcp.data_ptr()) + B * H,
+              static_cast<T*>(dc.data_ptr()));
+  }
+}
+
+void lstm_recurrence_kernel(const Tensor& G, const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
+                            const Tensor& out, const Tensor& cells, bool reverse) {
+  if (G.dtype() == kFloat64) recurrence<double>(G, h0, c0, w_hh, out, cells, reverse);
+  else recurrence<float>(G, h0, c0, w_hh, out, cells, reverse);
+}
+void lstm_recurrence_backward_kernel(const Tensor* dout, const Tensor& G, const Tensor& c0, const Tensor& cells,
+                                     const Tensor& w_hh, const Tensor& dG, const Tensor& dh, const Tensor& dc,
+                                     bool reverse) {
+  if (G.dtype() == kFloat64) recurrence_backward<double>(dout, G, c0, cells, w_hh, dG, dh, dc, reverse);
+  else recurrence_backward<float>(dout, G, c0, cells, w_hh, dG, dh, dc, reverse);
+}
+
 void lstm_pointwise_kernel(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {
   if (gates.dtype() == kFloat64) forward<double>(gates, cx, hy, cy);
   else forward<float>(gates, cx, hy, cy);
@@ -90,4 +147,11 @@ KernelStub<void (*)(const Tensor*, const Tensor*, const Tensor&, const Tensor&, 
                     const Tensor&)> lstm_pointwise_backward_stub{"lstm_cell_backward"};
 KINDLE_REGISTER_KERNEL(lstm_pointwise_stub, DeviceType::CPU, &cpu::lstm_pointwise_kernel);
 KINDLE_REGISTER_KERNEL(lstm_pointwise_backward_stub, DeviceType::CPU, &cpu::lstm_pointwise_backward_kernel);
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool)>
+    lstm_recurrence_stub{"lstm_recurrence"};
+KernelStub<void (*)(const Tensor*, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                    const Tensor&, const Tensor&, bool)>
+    lstm_recurrence_backward_stub{"lstm_recurrence_backward"};
+KINDLE_REGISTER_KERNEL(lstm_recurrence_stub, DeviceType::CPU, &cpu::lstm_recurrence_kernel);
+KINDLE_REGISTER_KERNEL(lstm_recurrence_backward_stub, DeviceType::CPU, &cpu::lstm_recurrence_backward_kernel);
 }  // namespace kindle

@@ -70,6 +70,101 @@ Tensor lstm_pointwise_grad(const Tensor& grad_hy, const Tensor& grad_cy, const T
 }
 }  // namespace autograd
 
+namespace {
+
+// The LSTM recurrence of one layer and direction, from the input projections xi (T, B, 4H)
+// (biases included): steps of addmm and lstm_pointwise, recorded op by op.
+std::tuple<Tensor, Tensor, Tensor> lstm_recurrence_ops(const Tensor& xi, Tensor h, Tensor c, const Tensor& w_hh,
+                                                       bool reverse) {
+  const int64_t T = xi.size(0);
+  std::vector<Tensor> gi = xi.unbind(0);
+  std::vector<Tensor> steps(static_cast<size_t>(T));
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = reverse ? T - 1 - s : s;
+    std::tie(h, c) = lstm_pointwise(addmm(gi[size_t(t)], h, w_hh.t()), c);
+    steps[size_t(t)] = h;
+  }
+  return {stack(steps, 0), h, c};
+}
+
+// The same recurrence as one autograd node. The forward keeps every step's gates and cell state;
+// the backward walks the steps in reverse with the fused pointwise kernel and forms the w_hh
+// gradient with one GEMM over all steps, where the op-by-op graph had a GEMM, a transpose and an
+// accumulation per step. With create_graph, the backward differentiates the op-by-op recurrence
+// (recomputed from the saved inputs), so double backward works as before.
+std::tuple<Tensor, Tensor, Tensor> lstm_recurrence(const Tensor& xi, const Tensor& h0, const Tensor& c0,
+                                                   const Tensor& w_hh, bool reverse) {
+  const DType dt = xi.dtype();
+  const bool fusable = (dt == kFloat32 || dt == kFloat64) && h0.dtype() == dt && c0.dtype() == dt &&
+                       w_hh.dtype() == dt && xi.dim() == 3 && xi.size(0) > 0 && xi.numel() > 0 && h0.dim() == 2 &&
+                       c0.dim() == 2 && h0.sizes() == c0.sizes() && xi.size(1) == h0.size(0) &&
+                       xi.size(2) == 4 * h0.size(1) && w_hh.dim() == 2 && w_hh.size(0) == xi.size(2) &&
+                       w_hh.size(1) == h0.size(1);
+  if (!fusable) return lstm_recurrence_ops(xi, h0, c0, w_hh, reverse);
+  const int64_t T = xi.size(0), B = h0.size(0), H = h0.size(1);
+  Tensor G, cells, out, hT, cT;
+  Tensor h0c = h0.contiguous(), c0c = c0.contiguous();
+  {
+    autograd::NoGradGuard no_grad;
+    G = xi.contiguous().clone();  // becomes the gates: xi[t] + h @ w_hh^T
+    cells = empty_tensor({T, B, H}, dt, xi.device());
+    out = empty_tensor({T, B, H}, dt, xi.device());
+    lstm_recurrence_stub[xi.device()](G, h0c, c0c, w_hh.contiguous(), out, cells, reverse);
+    const int64_t last = reverse ? 0 : T - 1;
+    hT = out.select(0, last).clone();
+    cT = cells.select(0, last).clone();
+  }
+  const bool any_grad = xi.requires_grad() || h0.requires_grad() || c0.requires_grad() || w_hh.requires_grad();
+  if (!autograd::GradMode::is_enabled() || !any_grad) return {out, hT, cT};
+  auto ctx = std::make_shared<autograd::FunctionCtx>();
+  ctx->needs_input_grad = {xi.requires_grad(), h0.requires_grad(), c0.requires_grad(), w_hh.requires_grad()};
+  ctx->materialize_grads = false;
+  ctx->save_for_backward({xi, h0, c0, w_hh, out, G, cells});
+  auto outs = autograd::wrap_outputs(
+      "LstmRecurrenceBackward0", {xi, h0, c0, w_hh}, {out, hT, cT}, ctx,
+      [reverse, T, B, H](autograd::FunctionCtx& c, autograd::tensor_list grads) -> autograd::tensor_list {
+        autograd::tensor_list s = c.saved_tensors();
+        const Tensor &xi = s[0], &h0 = s[1], &c0 = s[2], &w_hh = s[3], &out = s[4], &G = s[5], &cells = s[6];
+        if (autograd::GradMode::is_enabled()) {  // create_graph
+          auto [o, hT, cT] = lstm_recurrence_ops(xi, h0, c0, w_hh, reverse);
+          autograd::tensor_list outs, gos, want, result(4);
+          const Tensor produced[3] = {o, hT, cT};
+          for (int k = 0; k < 3; ++k)
+            if (grads[size_t(k)].defined()) outs.push_back(produced[k]), gos.push_back(grads[size_t(k)]);
+          std::vector<size_t> idx;
+          for (size_t i = 0; i < 4; ++i)
+            if (c.needs_input_grad[i]) want.push_back(s[i]), idx.push_back(i);
+          if (outs.empty() || want.empty()) return result;
+          autograd::tensor_list got = autograd::grad(outs, want, gos, true, true, true);
+          for (size_t j = 0; j < idx.size(); ++j) result[idx[j]] = got[j];
+          return result;
+        }
+        const DType dt = G.dtype();
+        Tensor dout = grads[0].defined() ? grads[0].contiguous() : Tensor();
+        Tensor dh = grads[1].defined() ? grads[1].contiguous().clone() : zeros({B, H}, dt, G.device());
+        Tensor dc = grads[2].defined() ? grads[2].contiguous().clone() : zeros({B, H}, dt, G.device());
+        Tensor dG = empty_tensor(G.sizes(), dt, G.device());
+        lstm_recurrence_backward_stub[G.device()](dout.defined() ? &dout : nullptr, G, c0.contiguous(), cells,
+                                                  w_hh.contiguous(), dG, dh, dc, reverse);
+        autograd::tensor_list result(4);
+        if (c.needs_input_grad[0]) result[0] = dG;
+        if (c.needs_input_grad[1]) result[1] = dh;
+        if (c.needs_input_grad[2]) result[2] = dc;
+        if (c.needs_input_grad[3]) {
+          // h_{t-1} for every step t, in the layout of dG.
+          Tensor h0r = h0.contiguous().unsqueeze(0);
+          Tensor hprev = T == 1 ? h0r
+                         : reverse ? cat({out.narrow(0, 1, T - 1), h0r}, 0)
+                                   : cat({h0r, out.narrow(0, 0, T - 1)}, 0);
+          result[3] = mm(dG.reshape({T * B, 4 * H}).t(), hprev.reshape({T * B, H}));
+        }
+        return result;
+      });
+  return {outs[0], outs[1], outs[2]};
+}
+
+}  // namespace
+
 std::tuple<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& hx, const Tensor& cx, const Tensor& w_ih,
                                      const Tensor& w_hh, const std::optional<Tensor>& b_ih,
                                      const std::optional<Tensor>& b_hh) {
@@ -127,15 +222,21 @@ std::tuple<Tensor, Tensor, Tensor> rnn(const Tensor& input, const Tensor& hx, co
       // recurrence only multiplies by w_hh. unbind: one backward node for all steps.
       std::optional<Tensor> bias_in = b_ih;
       if (lstm && b_ih && b_hh) bias_in = *b_ih + *b_hh;
+      if (lstm) {
+        Tensor xi = linear(x, w_ih, bias_in);  // (T, B, 4H)
+        if (b_hh && !b_ih) xi = xi + *b_hh;
+        auto [o, hT, cT] = lstm_recurrence(xi, h, c, w_hh, d == 1);
+        outs_dir.push_back(o);
+        hn.push_back(hT);
+        cn.push_back(cT);
+        continue;
+      }
       std::vector<Tensor> xi = linear(x, w_ih, bias_in).unbind(0);  // T x (B, gates*H)
       std::vector<Tensor> steps(static_cast<size_t>(T));
       for (int64_t s = 0; s < T; ++s) {
         int64_t t = d == 0 ? s : T - 1 - s;
         const Tensor& gi = xi[size_t(t)];
-        if (lstm) {
-          Tensor pre = (b_hh && !b_ih) ? addmm(gi + *b_hh, h, w_hh.t()) : addmm(gi, h, w_hh.t());
-          std::tie(h, c) = lstm_pointwise(pre, c);
-        } else if (mode == "GRU") {
+        if (mode == "GRU") {
           auto a = gi.chunk(3, -1);
           auto b = linear(h, w_hh, b_hh).chunk(3, -1);
           Tensor r = (a[0] + b[0]).sigmoid(), z = (a[1] + b[1]).sigmoid();

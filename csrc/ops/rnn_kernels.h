@@ -12,6 +12,17 @@ extern KernelStub<void (*)(const Tensor& gates, const Tensor& cx, const Tensor& 
 extern KernelStub<void (*)(const Tensor* grad_hy, const Tensor* grad_cy, const Tensor& gates, const Tensor& cx,
                            const Tensor& cy, const Tensor& grad_gates, const Tensor& grad_cx)>
     lstm_pointwise_backward_stub;
+// The recurrence of one LSTM layer and direction over T steps (contiguous tensors, one dtype):
+// G (T, B, 4H) holds the input projections (biases included) on entry and the gates on exit;
+// out and cells (T, B, H) receive every step's h and c; h0, c0 (B, H); w_hh (4H, H).
+extern KernelStub<void (*)(const Tensor& G, const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
+                           const Tensor& out, const Tensor& cells, bool reverse)>
+    lstm_recurrence_stub;
+// Its backward: dout (T, B, H) may be null; dh, dc (B, H) hold the gradients of the last step's h
+// and c on entry and of h0 and c0 on exit; dG (T, B, 4H) receives the gates' gradients.
+extern KernelStub<void (*)(const Tensor* dout, const Tensor& G, const Tensor& c0, const Tensor& cells,
+                           const Tensor& w_hh, const Tensor& dG, const Tensor& dh, const Tensor& dc, bool reverse)>
+    lstm_recurrence_backward_stub;
 
 }  // namespace kindle
 

@@ -173,6 +173,58 @@ def test_lstm_pointwise_double_backward_and_rnn_cn():
     assert out[2].shape == (0,)  # c_n of a non-LSTM: an empty tensor, never a null handle
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("T,bias,batch_first", [(1, True, False), (6, True, True), (4, False, False)])
+def test_lstm_recurrence_matches_torch(T, bias, batch_first, bidirectional):
+    """The fused recurrence (one node per layer and direction, packed w_hh) against torch.nn.LSTM,
+    with gradients reaching the output, h_n and c_n separately."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    L, B, F_, H = 2, 3, 5, 4
+    D = 2 if bidirectional else 1
+    tm = torch.nn.LSTM(F_, H, num_layers=L, bias=bias, batch_first=batch_first, bidirectional=bidirectional).double()
+    km = kindle.nn.LSTM(F_, H, num_layers=L, bias=bias, batch_first=batch_first, bidirectional=bidirectional).double()
+    km.load_state_dict({k: kindle.from_numpy(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    xs = (B, T, F_) if batch_first else (T, B, F_)
+    x, h0, c0 = rng.standard_normal(xs), rng.standard_normal((L * D, B, H)), rng.standard_normal((L * D, B, H))
+    for which in ("out", "h", "c", "all"):
+        kx, kh, kc = _t(x), _t(h0), _t(c0)
+        tx, th, tc = (torch.from_numpy(a).requires_grad_() for a in (x, h0, c0))
+        ko, (khn, kcn) = km(kx, (kh, kc))
+        to, (thn, tcn) = tm(tx, (th, tc))
+        for a, b in ((ko, to), (khn, thn), (kcn, tcn)):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-12)
+        ws = {n: rng.standard_normal(t.shape) for n, t in (("out", to), ("h", thn), ("c", tcn))}
+        pick = ["out", "h", "c"] if which == "all" else [which]
+        kl = sum((k * _t(ws[n], False)).sum() for n, k in (("out", ko), ("h", khn), ("c", kcn)) if n in pick)
+        tl = sum((t * torch.from_numpy(ws[n])).sum() for n, t in (("out", to), ("h", thn), ("c", tcn)) if n in pick)
+        km.zero_grad()
+        tm.zero_grad()
+        kl.backward()
+        tl.backward()
+        for a, b in ((kx, tx), (kh, th), (kc, tc)):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
+        for (n, p), (_, q) in zip(km.named_parameters(), tm.named_parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), atol=1e-12, err_msg=n)
+
+
+def test_lstm_recurrence_double_backward():
+    kindle.manual_seed(0)
+    m = kindle.nn.LSTM(3, 2, num_layers=2, bidirectional=True).double()
+    x = kindle.randn(4, 2, 3, dtype=kindle.float64, requires_grad=True)
+    h0 = kindle.randn(4, 2, 2, dtype=kindle.float64, requires_grad=True)
+    c0 = kindle.randn(4, 2, 2, dtype=kindle.float64, requires_grad=True)
+    w = m.weight_hh_l0_reverse
+
+    def f(a, hh, cc, ww):
+        flat = list(m._flat_weights)
+        flat[5] = ww  # layer 0, reverse direction: weight_hh
+        return kindle._C._nn.rnn(a, hh, cc, flat, "LSTM", True, 2, 0.0, True, True, False)
+
+    assert kindle.autograd.gradcheck(f, (x, h0, c0, w))
+    assert kindle.autograd.gradgradcheck(f, (x, h0, c0, w))
+
+
 def test_view_dtype_and_make_subclass():
     t = kindle.arange(8, dtype=kindle.float32).reshape(2, 4)
     assert t.view(kindle.int32).shape == (2, 4)
