@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/activation_kernels.h"
+
 namespace kindle::autograd {
 
 Tensor zero_of(const Tensor& like) { return scalar_tensor_of(0, like.dtype()); }
@@ -17,6 +19,14 @@ Tensor silu_backward(const Tensor& grad, const Tensor& self) {
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate) {
+  // One fused pass unless the backward itself is being recorded (double backward).
+  if (!GradMode::is_enabled() && (self.dtype() == kFloat32 || self.dtype() == kFloat64) &&
+      grad.dtype() == self.dtype() && grad.sizes() == self.sizes() && self.numel() > 0) {
+    Tensor g = grad.contiguous(), x = self.contiguous();
+    Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
+    gelu_backward_stub[x.device()](g, x, out, approximate == "tanh");
+    return out;
+  }
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
     Tensor x2 = self.square();

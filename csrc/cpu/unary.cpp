@@ -8,17 +8,6 @@
 namespace kindle::cpu {
 namespace {
 
-// erf for gelu only: Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), which vectorises
-// (one exp). gelu adds it to 1, so its absolute error is what matters.
-template <typename M>
-inline M gelu_erf(M x) {
-  M a = std::fabs(x);
-  M t = M(1) / (M(1) + M(0.3275911) * a);
-  M p = t * (M(0.254829592) + t * (M(-0.284496736) + t * (M(1.421413741) + t * (M(-1.453152027) + t * M(1.061405429)))));
-  M r = M(1) - p * vm::exp(-a * a);
-  return std::copysign(r, x);  // not a select: GCC would not vectorise the loop
-}
-
 template <typename T>
 void float_unary(const TensorIter& it, UnaryOp op) {
   using M = opmath_t<T>;
@@ -50,7 +39,7 @@ void float_unary(const TensorIter& it, UnaryOp op) {
     case UnaryOp::Silu: return run([](M x) { return x / (M(1) + vm::exp(-x)); });
     case UnaryOp::GeluErf:
       if constexpr (std::is_same_v<M, float>)
-        return run([](M x) { return M(0.5) * x * (M(1) + gelu_erf(x * M(0.70710678118654752))); });
+        return run([](M x) { return M(0.5) * x * (M(1) + vm::gelu_erf(x * M(0.70710678118654752))); });
       else
         return run([](M x) { return M(0.5) * x * (M(1) + vm::erf(x * M(0.70710678118654752))); });
     case UnaryOp::GeluTanh:

@@ -1,0 +1,50 @@
+// Fused activation backward kernels (see ops/activation_kernels.h).
+#include <cmath>
+
+#include "cpu/parallel.h"
+#include "cpu/vec_math.h"
+#include "ops/activation_kernels.h"
+
+namespace kindle::cpu {
+namespace {
+
+template <typename T>
+void gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& out, bool tanh) {
+  const T* g = static_cast<const T*>(grad.data_ptr());
+  const T* v = static_cast<const T*>(x.data_ptr());
+  T* o = static_cast<T*>(out.data_ptr());
+  parallel_for(0, x.numel(), kGrainSize, [&](int64_t lo, int64_t hi) {
+    if (tanh) {
+      const T k = T(0.79788456080286536), c = T(0.044715);
+#pragma omp simd
+      for (int64_t i = lo; i < hi; ++i) {
+        const T xi = v[i], x2 = xi * xi;
+        const T t = vm::tanh(k * (xi + c * x2 * xi));
+        o[i] = g[i] * (T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * k * (T(1) + T(3) * c * x2));
+      }
+      return;
+    }
+    // gelu'(x) = Phi(x) + x * phi(x); float32 uses gelu's own erf (as the forward does).
+#pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) {
+      const T xi = v[i];
+      const T e = std::is_same_v<T, float> ? vm::gelu_erf(xi * T(0.70710678118654752))
+                                           : vm::erf(xi * T(0.70710678118654752));
+      const T pdf = vm::exp(T(-0.5) * xi * xi) * T(0.3989422804014327);
+      o[i] = g[i] * (T(0.5) * (T(1) + e) + xi * pdf);
+    }
+  });
+}
+
+void gelu_backward_kernel(const Tensor& grad, const Tensor& x, const Tensor& out, bool tanh) {
+  if (x.dtype() == kFloat64) gelu_backward<double>(grad, x, out, tanh);
+  else gelu_backward<float>(grad, x, out, tanh);
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> gelu_backward_stub{"gelu_backward"};
+KINDLE_REGISTER_KERNEL(gelu_backward_stub, DeviceType::CPU, &cpu::gelu_backward_kernel);
+}  // namespace kindle

@@ -1,0 +1,12 @@
+// Fused activation backward kernels (csrc/cpu/activation.cpp): one pass instead of the
+// composite formula's chain of elementwise ops. Contiguous float32/float64 tensors of one shape.
+#pragma once
+#include "ops/kernels.h"
+
+namespace kindle {
+
+// grad_input = grad * gelu'(x); tanh selects the tanh approximation.
+extern KernelStub<void (*)(const Tensor& grad, const Tensor& x, const Tensor& grad_input, bool tanh)>
+    gelu_backward_stub;
+
+}  // namespace kindle
