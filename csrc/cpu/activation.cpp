@@ -8,6 +8,13 @@
 namespace kindle::cpu {
 namespace {
 
+// erf for gelu: float32 uses gelu's own approximation (as the forward does).
+template <typename T>
+inline T gelu_erf_of(T z) {
+  if constexpr (std::is_same_v<T, float>) return vm::gelu_erf(z);
+  else return vm::erf(z);
+}
+
 template <typename T>
 void gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& out, bool tanh) {
   const T* g = static_cast<const T*>(grad.data_ptr());
@@ -24,12 +31,11 @@ void gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& out, bool 
       }
       return;
     }
-    // gelu'(x) = Phi(x) + x * phi(x); float32 uses gelu's own erf (as the forward does).
+    // gelu'(x) = Phi(x) + x * phi(x)
 #pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
       const T xi = v[i];
-      const T e = std::is_same_v<T, float> ? vm::gelu_erf(xi * T(0.70710678118654752))
-                                           : vm::erf(xi * T(0.70710678118654752));
+      const T e = gelu_erf_of(xi * T(0.70710678118654752));
       const T pdf = vm::exp(T(-0.5) * xi * xi) * T(0.3989422804014327);
       o[i] = g[i] * (T(0.5) * (T(1) + e) + xi * pdf);
     }
