@@ -5,6 +5,7 @@
 // 84-89% of torch's GFLOP/s at 256-1024 on this machine, MKL 98-104%. MKL runs on the GNU
 // OpenMP threading layer, so its threads are the same libgomp pool as Kindle's own kernels
 // instead of a second pool that spins against it.
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
@@ -106,6 +107,28 @@ bool fits_int(std::initializer_list<int64_t> xs) {
   return true;
 }
 
+// A product with a few rows (a batch-1 linear layer) reads the whole weight to do little work:
+// it is bound by memory, not arithmetic. Fixed blocks of columns, each one single-threaded MKL
+// call, spread over the threads: each core streams (and keeps in its own L2, call after call)
+// its own part of the weight. The blocks do not depend on the thread count, nor do the results.
+constexpr int64_t kFewRows = 8, kColumnBlock = 128;
+
+template <typename T>
+void few_rows_gemm(const GemmArgs& g) {
+  const int64_t blocks = (g.n + kColumnBlock - 1) / kColumnBlock;
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    MKL_Set_Num_Threads_Local(1);
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t j0 = blk * kColumnBlock;
+      GemmArgs part = g;
+      part.n = std::min(kColumnBlock, g.n - j0);
+      part.b = static_cast<const T*>(g.b) + (g.trans_b ? j0 * g.ldb : j0);
+      part.c = static_cast<T*>(g.c) + j0;
+      blas_gemm<T>(part, 1, 0, 0, 0);
+    }
+  });
+}
+
 void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   if (g0->m == 0 || g0->n == 0 || batch == 0) return;
   dispatch_all(dt, "matmul", [&](auto tag) {
@@ -119,6 +142,10 @@ void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_
         // time-sliced second core it can cost milliseconds (a recurrent step of an LSTM, 20x256 by
         // 256x1024, is 5M multiply-adds: threaded, it ran 2-3x slower on a loaded machine).
         double flops = double(g0->m) * double(g0->n) * double(g0->k) * double(batch);
+        if (batch == 1 && g0->m <= kFewRows && g0->n >= 2 * kColumnBlock && flops < double(1 << 23)) {
+          few_rows_gemm<T>(*g0);
+          return;
+        }
         MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
         blas_gemm<T>(*g0, batch, sa, sb, sc);
         return;

@@ -261,3 +261,28 @@ def test_fused_optimizer_errors():
     with pytest.raises(RuntimeError, match="floating-point"):
         kindle._C._optim.sgd_step([kindle.zeros(3, dtype=kindle.int64)], [kindle.zeros(3, dtype=kindle.int64)], [None],
                                   0.1, 0.0, 0.0, 0.0, False, False)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 784, 512), (3, 100, 300), (8, 33, 257)])
+def test_few_rows_gemm_blocks(m, k, n):
+    """Products with a few rows run as fixed column blocks spread over the threads
+    (csrc/cpu/blas.cpp): right for both layouts of B, and the same bits on any thread count."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)  # linear's layout: B transposed
+    b = rng.standard_normal((k, n)).astype(np.float32)  # matmul's
+    want_lin = a.astype(np.float64) @ w.T.astype(np.float64)
+    want_mm = a.astype(np.float64) @ b.astype(np.float64)
+    old = kindle.get_num_threads()
+    got = []
+    try:
+        for threads in (1, 2):
+            kindle.set_num_threads(threads)
+            lin = F.linear(_t(a, False), _t(w, False)).numpy()
+            mm = (_t(a, False) @ _t(b, False)).numpy()
+            np.testing.assert_allclose(lin, want_lin, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            np.testing.assert_allclose(mm, want_mm, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            got.append((lin, mm))
+    finally:
+        kindle.set_num_threads(old)
+    assert np.array_equal(got[0][0], got[1][0]) and np.array_equal(got[0][1], got[1][1])
