@@ -13,6 +13,9 @@ over: `grad` (the gradient of the output; `grads[i]` for several outputs), the o
 by name, its outputs (`result`, or the names in the schema's return tuple), and `<arg>_sizes`,
 `<arg>_strides`, `<arg>_offset`, `<arg>_dtype` for tensor arguments (saved without the tensor).
 Only what a formula uses is saved, and a tensor only when a formula that needs it may run.
+Formulas run in argument order inside the node, where `needs_input_grad(i)` tells whether input
+gradient i is wanted and `grad_inputs[i]` holds those already computed, so one pass may produce
+several gradients (fused_layer_norm's input formula also fills the weight's and the bias's).
 An in-place op (`name_`) without derivatives takes those of `name`; there `result` is the
 modified tensor and `self` its value before the op (saved as a copy when a formula needs it).
 `view: true` marks ops whose outputs share memory with `self`; `inplace_view: true` in-place ops

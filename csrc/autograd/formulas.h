@@ -21,8 +21,11 @@ Tensor scale_grad(const Tensor& grad, const Scalar& s);
 
 // Fused normalisation backward (csrc/nn/normalization.cpp): fused kernels, or ops when the
 // backward is itself recorded (create_graph).
+// With grad_weight / grad_bias (not null), the weight and bias gradients come out of the same
+// pass over grad and input (the fused path only; they stay undefined otherwise).
 Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
-                             const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps);
+                             const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps,
+                             Tensor* grad_weight = nullptr, Tensor* grad_bias = nullptr);
 Tensor layer_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
                              IntArrayRef normalized_shape, bool weight, double eps);
 Tensor batch_norm_grad_input(const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,

@@ -2,6 +2,7 @@
 // channel (batch_norm), each summed in a fixed order (`omp simd` reductions: a fixed lane
 // layout), so results do not depend on the thread count. Two passes for the statistics (mean, then centred squares) keep the variance exact
 // for inputs with a large mean.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu/parallel.h"
@@ -52,38 +53,76 @@ void layer_norm_kernel(const Tensor& x, const Tensor* w, const Tensor* b, const 
   });
 }
 
+// One row of the input gradient; with pw / pb, also adds the row's terms of the weight and bias
+// gradients (grad * xhat and grad) into them.
+template <typename T>
+void layer_norm_backward_row(const T* __restrict gr, const T* __restrict xr, const T* __restrict wp, T mu, T r,
+                             T* __restrict dr, T* __restrict pw, T* __restrict pb, int64_t D) {
+  T a = 0, c = 0;  // sums of g*w and of g*w*(x - mu)
+  if (wp)
+#pragma omp simd reduction(+ : a, c)
+    for (int64_t j = 0; j < D; ++j) {
+      T gw = gr[j] * wp[j];
+      a += gw;
+      c += gw * (xr[j] - mu);
+    }
+  else
+#pragma omp simd reduction(+ : a, c)
+    for (int64_t j = 0; j < D; ++j) {
+      a += gr[j];
+      c += gr[j] * (xr[j] - mu);
+    }
+  const T inv_d = T(1) / T(D);
+  a *= inv_d;
+  c *= inv_d * r;  // mean of g*w*xhat
+  if (wp)
+    for (int64_t j = 0; j < D; ++j) dr[j] = r * (gr[j] * wp[j] - a - (xr[j] - mu) * r * c);
+  else
+    for (int64_t j = 0; j < D; ++j) dr[j] = r * (gr[j] - a - (xr[j] - mu) * r * c);
+  if (pw)
+    for (int64_t j = 0; j < D; ++j) pw[j] += gr[j] * (xr[j] - mu) * r;
+  if (pb)
+    for (int64_t j = 0; j < D; ++j) pb[j] += gr[j];
+}
+
 void layer_norm_backward_input_kernel(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                      const Tensor* w, const Tensor& dx, const RowsGeom& g) {
+                                      const Tensor* w, const Tensor& dx, const Tensor* dw, const Tensor* db,
+                                      const RowsGeom& g) {
   dispatch_ff(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *gp = cptr<T>(&grad), *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *rp = cptr<T>(&rstd), *wp = cptr<T>(w);
     T* dp = ptr<T>(dx);
-    parallel_for(0, g.M, row_grain(g.D), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const T *gr = gp + i * g.D, *xr = xp + i * g.D;
-        T* dr = dp + i * g.D;
-        const T mu = mp[i], r = rp[i];
-        T a = 0, c = 0;  // sums of g*w and of g*w*xhat
-        if (wp)
-#pragma omp simd reduction(+ : a, c)
-          for (int64_t j = 0; j < g.D; ++j) {
-            T gw = gr[j] * wp[j];
-            a += gw;
-            c += gw * (xr[j] - mu);
-          }
-        else
-#pragma omp simd reduction(+ : a, c)
-          for (int64_t j = 0; j < g.D; ++j) {
-            a += gr[j];
-            c += gr[j] * (xr[j] - mu);
-          }
-        const T inv_d = T(1) / T(g.D);
-        a *= inv_d;
-        c *= inv_d * r;  // mean of g*w*xhat
-        if (wp)
-          for (int64_t j = 0; j < g.D; ++j) dr[j] = r * (gr[j] * wp[j] - a - (xr[j] - mu) * r * c);
-        else
-          for (int64_t j = 0; j < g.D; ++j) dr[j] = r * (gr[j] - a - (xr[j] - mu) * r * c);
+    if (!dw && !db) {
+      parallel_for(0, g.M, row_grain(g.D), [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i)
+          layer_norm_backward_row<T>(gp + i * g.D, xp + i * g.D, wp, mp[i], rp[i], dp + i * g.D, nullptr, nullptr, g.D);
+      });
+      return;
+    }
+    // The parameter gradients sum over rows: fixed blocks of rows (a function of M only) each
+    // sum into their own partial row, and the partial rows are added in block order.
+    const int64_t blocks = std::min<int64_t>(g.M, 64);
+    Tensor partial = empty_tensor({2, blocks, g.D}, x.dtype());
+    T* pw_all = dw ? ptr<T>(partial) : nullptr;
+    T* pb_all = db ? ptr<T>(partial) + blocks * g.D : nullptr;
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        T* pw = pw_all ? pw_all + b * g.D : nullptr;
+        T* pb = pb_all ? pb_all + b * g.D : nullptr;
+        if (pw) std::fill(pw, pw + g.D, T(0));
+        if (pb) std::fill(pb, pb + g.D, T(0));
+        for (int64_t i = b * g.M / blocks; i < (b + 1) * g.M / blocks; ++i)
+          layer_norm_backward_row<T>(gp + i * g.D, xp + i * g.D, wp, mp[i], rp[i], dp + i * g.D, pw, pb, g.D);
+      }
+    });
+    parallel_for(0, g.D, std::max<int64_t>(64, g.D / 64), [&](int64_t lo, int64_t hi) {
+      for (int which = 0; which < 2; ++which) {
+        const T* part = which == 0 ? pw_all : pb_all;
+        if (!part) continue;
+        T* out = ptr<T>(which == 0 ? *dw : *db);
+        for (int64_t j = lo; j < hi; ++j) out[j] = part[j];
+        for (int64_t b = 1; b < blocks; ++b)
+          for (int64_t j = lo; j < hi; ++j) out[j] += part[b * g.D + j];
       }
     });
   });
@@ -226,7 +265,7 @@ namespace kindle {
 KernelStub<void (*)(const Tensor&, const Tensor*, const Tensor*, const Tensor&, const Tensor&, const Tensor&,
                     const RowsGeom&)> layer_norm_stub{"layer_norm"};
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor&,
-                    const RowsGeom&)> layer_norm_backward_input_stub{"layer_norm_backward"};
+                    const Tensor*, const Tensor*, const RowsGeom&)> layer_norm_backward_input_stub{"layer_norm_backward"};
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
                     const RowsGeom&)> layer_norm_backward_param_stub{"layer_norm_backward"};
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const ChannelsGeom&)> batch_norm_stats_stub{

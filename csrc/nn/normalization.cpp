@@ -218,7 +218,8 @@ std::tuple<Tensor, Tensor, Tensor> native_fused_batch_norm(const Tensor& input, 
 
 namespace autograd {
 Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
-                             const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps) {
+                             const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps,
+                             Tensor* grad_weight, Tensor* grad_bias) {
   if (!grad.defined()) return {};
   if (GradMode::is_enabled()) {  // recorded backward: written with ops
     // The statistics are recomputed with ops so that their dependence on input is recorded.
@@ -232,9 +233,15 @@ Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tens
   RowsGeom geom = rows_geom(input, normalized_shape, 0);
   Tensor dx = empty_tensor(input.sizes(), input.dtype(), input.device());
   auto w = as_contig(weight, input.dtype());
+  Tensor dw, db;
+  if (grad_weight && geom.M) dw = empty_tensor(normalized_shape, input.dtype(), input.device());
+  if (grad_bias && geom.M) db = empty_tensor(normalized_shape, input.dtype(), input.device());
   if (geom.M)
     layer_norm_backward_input_stub[input.device()](grad.contiguous(), input.contiguous(), mean, rstd,
-                                                   w ? &*w : nullptr, dx, geom);
+                                                   w ? &*w : nullptr, dx, dw.defined() ? &dw : nullptr,
+                                                   db.defined() ? &db : nullptr, geom);
+  if (dw.defined()) *grad_weight = dw;
+  if (db.defined()) *grad_bias = db;
   return dx;
 }
 

@@ -12,8 +12,10 @@ struct RowsGeom {
 };
 extern KernelStub<void (*)(const Tensor& x, const Tensor* w, const Tensor* b, const Tensor& y, const Tensor& mean,
                            const Tensor& rstd, const RowsGeom&)> layer_norm_stub;
+// dx; and with dw / db (not null), the weight and bias gradients from the same pass.
 extern KernelStub<void (*)(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                           const Tensor* w, const Tensor& dx, const RowsGeom&)> layer_norm_backward_input_stub;
+                           const Tensor* w, const Tensor& dx, const Tensor* dw, const Tensor* db, const RowsGeom&)>
+    layer_norm_backward_input_stub;
 // dparam[d] = sum over rows of grad * xhat (weight) or of grad (bias).
 extern KernelStub<void (*)(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                            const Tensor& dparam, bool weight, const RowsGeom&)> layer_norm_backward_param_stub;

@@ -286,3 +286,22 @@ def test_few_rows_gemm_blocks(m, k, n):
     finally:
         kindle.set_num_threads(old)
     assert np.array_equal(got[0][0], got[1][0]) and np.array_equal(got[0][1], got[1][1])
+
+
+@pytest.mark.parametrize("shape,ns", [((7, 5, 13), (13,)), ((3, 4, 6), (4, 6)), ((130, 70), (70,)), ((1, 3), (3,))])
+@pytest.mark.parametrize("req", [(True, True, True), (True, False, True), (True, True, False), (False, True, True)])
+def test_layer_norm_one_pass_parameter_gradients(shape, ns, req):
+    """The input formula of fused_layer_norm also produces the weight and bias gradients (one
+    pass); whichever of the three is wanted, all match torch."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    x, w, b, g = (rng.standard_normal(s) for s in (shape, ns, ns, shape))
+    got = []
+    for lib, FF in ((kindle, F), (torch, torch.nn.functional)):
+        X, W, B = (lib.from_numpy(a.copy()).requires_grad_(r) for a, r in zip((x, w, b), req))
+        FF.layer_norm(X, ns, W, B).backward(lib.from_numpy(g.copy()))
+        got.append([t.grad.numpy() if t.grad is not None else None for t in (X, W, B)])
+    for a, c in zip(*got):
+        assert (a is None) == (c is None)
+        if a is not None:
+            np.testing.assert_allclose(a, c, atol=1e-10)
