@@ -323,11 +323,30 @@ Tensor logsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& 
   return g * (self - r).exp();
 }
 
+namespace {
+// The fused row kernel when the softmax ran over the last dimension of a float tensor and the
+// backward is not recorded (double backward takes the formulas with ops).
+Tensor softmax_backward_fused(const Tensor& grad, const Tensor& result, int64_t dim, bool log) {
+  const int64_t nd = result.dim();
+  if (GradMode::is_enabled() || nd == 0 || (result.dtype() != kFloat32 && result.dtype() != kFloat64) ||
+      grad.dtype() != result.dtype() || grad.sizes() != result.sizes() || result.numel() == 0 ||
+      (dim < 0 ? dim + nd : dim) != nd - 1)
+    return {};
+  Tensor g = grad.contiguous(), y = result.contiguous();
+  Tensor out = empty_tensor(y.sizes(), y.dtype(), y.device());
+  const int64_t cols = y.size(-1);
+  softmax_backward_stub[y.device()](g, y, out, y.numel() / cols, cols, log);
+  return out;
+}
+}  // namespace
+
 Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  if (Tensor r = softmax_backward_fused(grad, result, dim, false); r.defined()) return r;
   return result * (grad - (grad * result).sum(IntArrayRef{dim}, true));
 }
 
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  if (Tensor r = softmax_backward_fused(grad, result, dim, true); r.defined()) return r;
   return grad - result.exp() * grad.sum(IntArrayRef{dim}, true);
 }
 

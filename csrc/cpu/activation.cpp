@@ -1,4 +1,5 @@
-// Fused activation backward kernels (see ops/activation_kernels.h).
+// Fused activation backward kernels (see ops/activation_kernels.h), one pass each.
+#include <algorithm>
 #include <cmath>
 
 #include "cpu/parallel.h"
@@ -42,6 +43,38 @@ void gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& out, bool 
   });
 }
 
+template <typename T>
+void softmax_backward(const Tensor& grad, const Tensor& y, const Tensor& out, int64_t rows, int64_t cols, bool log) {
+  const T* gp = static_cast<const T*>(grad.data_ptr());
+  const T* yp = static_cast<const T*>(y.data_ptr());
+  T* op = static_cast<T*>(out.data_ptr());
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const T* __restrict g = gp + r * cols;
+      const T* __restrict yr = yp + r * cols;
+      T* __restrict o = op + r * cols;
+      T s = 0;
+      if (log) {
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < cols; ++j) s += g[j];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) o[j] = g[j] - vm::exp(yr[j]) * s;
+      } else {
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < cols; ++j) s += g[j] * yr[j];
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) o[j] = yr[j] * (g[j] - s);
+      }
+    }
+  });
+}
+
+void softmax_backward_kernel(const Tensor& grad, const Tensor& y, const Tensor& out, int64_t rows, int64_t cols,
+                             bool log) {
+  if (y.dtype() == kFloat64) softmax_backward<double>(grad, y, out, rows, cols, log);
+  else softmax_backward<float>(grad, y, out, rows, cols, log);
+}
+
 void gelu_backward_kernel(const Tensor& grad, const Tensor& x, const Tensor& out, bool tanh) {
   if (x.dtype() == kFloat64) gelu_backward<double>(grad, x, out, tanh);
   else gelu_backward<float>(grad, x, out, tanh);
@@ -53,4 +86,7 @@ void gelu_backward_kernel(const Tensor& grad, const Tensor& x, const Tensor& out
 namespace kindle {
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> gelu_backward_stub{"gelu_backward"};
 KINDLE_REGISTER_KERNEL(gelu_backward_stub, DeviceType::CPU, &cpu::gelu_backward_kernel);
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, bool)> softmax_backward_stub{
+    "softmax_backward"};
+KINDLE_REGISTER_KERNEL(softmax_backward_stub, DeviceType::CPU, &cpu::softmax_backward_kernel);
 }  // namespace kindle

@@ -9,4 +9,10 @@ namespace kindle {
 extern KernelStub<void (*)(const Tensor& grad, const Tensor& x, const Tensor& grad_input, bool tanh)>
     gelu_backward_stub;
 
+// Over the rows of (rows, cols) matrices, with y the forward's output: softmax's input gradient
+// y * (g - sum(g * y)), or log_softmax's g - exp(y) * sum(g).
+extern KernelStub<void (*)(const Tensor& grad, const Tensor& y, const Tensor& grad_input, int64_t rows, int64_t cols,
+                           bool log)>
+    softmax_backward_stub;
+
 }  // namespace kindle
