@@ -1,7 +1,9 @@
 // Losses of torch.nn.functional, composed of core ops (autograd comes from those).
 #include <cmath>
 
+#include "kindle/autograd.h"
 #include "nn/common.h"
+#include "ops/loss_kernels.h"
 
 namespace kindle {
 namespace nn_detail {
@@ -76,6 +78,18 @@ Tensor huber_loss(const Tensor& self, const Tensor& target, std::string_view red
   return weighted(loss, weight, reduction, self, "huber_loss", true);
 }
 
+namespace {
+// IndexError naming the first target outside [0, C) that is not ignore_index.
+void check_targets(const Tensor& tgt, const Tensor& valid, int64_t C, int64_t ignore_index) {
+  Tensor bad = logical_and(valid, logical_or(tgt < 0, tgt >= C));
+  if (bad.any().item<bool>()) {
+    Tensor v = tgt.masked_select(bad);
+    KINDLE_CHECK_INDEX(false, "nll_loss: Target ", v.reshape({-1}).select(0, 0).item<int64_t>(), " is out of bounds (there are ",
+                       C, " classes; ignore_index is ", ignore_index, ")");
+  }
+}
+}  // namespace
+
 Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
                 std::string_view reduction) {
   nn_detail::check_reduction(reduction, "nll_loss");
@@ -99,12 +113,7 @@ Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Te
   }
   Tensor tgt = target.to(kInt64);
   Tensor valid = tgt != ignore_index;
-  Tensor bad = logical_and(valid, logical_or(tgt < 0, tgt >= C));
-  if (bad.any().item<bool>()) {
-    Tensor v = tgt.masked_select(bad);
-    KINDLE_CHECK_INDEX(false, "nll_loss: Target ", v.reshape({-1}).select(0, 0).item<int64_t>(), " is out of bounds (there are ",
-                       C, " classes; ignore_index is ", ignore_index, ")");
-  }
+  check_targets(tgt, valid, C, ignore_index);
   Tensor safe = where(valid, tgt, scalar_tensor_of(0, kInt64));
   Tensor logp = cdim == 0 ? self : self.movedim({1}, {-1});  // classes last
   Tensor picked = -logp.gather(-1, safe.unsqueeze(-1)).squeeze(IntArrayRef{-1});
@@ -120,8 +129,10 @@ Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Te
   return where(none, scalar_tensor_of(std::nan(""), total.dtype()), losses.sum() / denom);
 }
 
-Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+namespace {
+
+Tensor cross_entropy_ops(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                         int64_t ignore_index, std::string_view reduction, double label_smoothing) {
   nn_detail::check_reduction(reduction, "cross_entropy");
   KINDLE_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing must be between 0.0 and "
                "1.0. Got: ", label_smoothing);
@@ -157,6 +168,66 @@ Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::option
     ret = smooth.sum() / logical_not(ignored).sum().to(self.dtype());
   }
   return (1 - label_smoothing) * nll + ret * (label_smoothing / double(C));
+}
+
+// Class indices into (N, C) float logits, no weight, no smoothing: one autograd node over two row
+// kernels (ops/loss_kernels.h). With create_graph, its backward differentiates the ops version.
+Tensor cross_entropy_fused(const Tensor& self, const Tensor& target, int64_t ignore_index,
+                           std::string_view reduction) {
+  const int64_t N = self.size(0), C = self.size(1);
+  KINDLE_CHECK_VALUE(target.size(0) == N, "nll_loss: Expected input batch_size (", N, ") to match target batch_size (",
+                     target.size(0), ").");
+  Tensor x = self.contiguous(), tgt = target.contiguous();
+  Tensor valid = tgt != ignore_index;
+  check_targets(tgt, valid, C, ignore_index);
+  Tensor lse = empty_tensor({N}, x.dtype(), x.device()), losses = empty_tensor({N}, x.dtype(), x.device());
+  {
+    autograd::NoGradGuard no_grad;
+    if (N) cross_entropy_stub[x.device()](x, tgt, ignore_index, lse, losses);
+  }
+  const Tensor count = valid.sum().to(x.dtype());
+  Tensor out;
+  {
+    autograd::NoGradGuard no_grad;
+    if (reduction == "none") out = losses;
+    else if (reduction == "sum") out = losses.sum();
+    else out = losses.sum() / count;  // 0/0: NaN when every target is ignored, as in PyTorch
+  }
+  if (!autograd::GradMode::is_enabled() || !self.requires_grad()) return out;
+  auto ctx = std::make_shared<autograd::FunctionCtx>();
+  ctx->needs_input_grad = {true};
+  ctx->save_for_backward({self, tgt, lse, valid, count});
+  std::string red(reduction);
+  auto outs = autograd::wrap_outputs(
+      "CrossEntropyBackward0", {self}, {out}, ctx,
+      [red, ignore_index](autograd::FunctionCtx& c, autograd::tensor_list grads) -> autograd::tensor_list {
+        autograd::tensor_list s = c.saved_tensors();
+        const Tensor &self = s[0], &tgt = s[1], &lse = s[2], &valid = s[3], &count = s[4];
+        if (!grads[0].defined()) return {Tensor()};
+        if (autograd::GradMode::is_enabled()) {  // create_graph
+          Tensor again = cross_entropy_ops(self, tgt, std::nullopt, ignore_index, red, 0.0);
+          return autograd::grad({again}, {self}, {grads[0]}, true, true, true);
+        }
+        // Per row: the output gradient (its share of the mean), 0 on ignored rows.
+        Tensor g = grads[0].to(self.dtype());
+        if (red == "mean") g = where(count == 0, zeros_like(g), g / count);
+        Tensor coef = where(valid, g.expand(valid.sizes()), zeros_like(lse)).contiguous();
+        Tensor dx = empty_tensor(self.sizes(), self.dtype(), self.device());
+        if (self.numel()) cross_entropy_backward_stub[self.device()](self.contiguous(), tgt, lse, coef, dx);
+        return {dx};
+      });
+  return outs[0];
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                     int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+  nn_detail::check_reduction(reduction, "cross_entropy");
+  if (self.dim() == 2 && target.dim() == 1 && target.dtype() == kInt64 && !weight && label_smoothing == 0 &&
+      (self.dtype() == kFloat32 || self.dtype() == kFloat64) && self.size(1) > 0)
+    return cross_entropy_fused(self, target, ignore_index, reduction);
+  return cross_entropy_ops(self, target, weight, ignore_index, reduction, label_smoothing);
 }
 
 Tensor native_binary_cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,

@@ -323,3 +323,46 @@ def test_softmax_backward_fused_rows(fn, shape, dim, dtype):
     np.testing.assert_allclose(kx.grad.numpy(), tx.grad.numpy(), atol=1e-5 if dtype == np.float32 else 1e-12)
     if dtype == np.float64:
         assert kindle.autograd.gradgradcheck(lambda a: getattr(F, fn)(a, dim), (_t(x),))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignored", ["none", "some", "all"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_fused_rows(reduction, ignored, dtype):
+    """cross_entropy over class indices of (N, C) logits is one node over two row kernels;
+    values and gradients match torch, ignored rows included (all ignored: NaN mean, zero grad)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10)
+    N, C = 9, 13
+    x = (rng.standard_normal((N, C)) * 3).astype(dtype)
+    t = rng.integers(0, C, N)
+    if ignored == "some":
+        t[[1, 4]] = -100
+    elif ignored == "all":
+        t[:] = -100
+    kx, tx = _t(x), torch.from_numpy(x.astype(np.float64)).requires_grad_()
+    kl = F.cross_entropy(kx, kindle.from_numpy(t), reduction=reduction)
+    tl = torch.nn.functional.cross_entropy(tx, torch.from_numpy(t), reduction=reduction)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(kl.detach().numpy(), tl.detach().numpy(), rtol=tol, atol=tol)
+    gw = rng.standard_normal(tl.shape)
+    kl.backward(kindle.from_numpy(gw.astype(dtype)))
+    tl.backward(torch.from_numpy(gw))
+    np.testing.assert_allclose(kx.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_cross_entropy_fused_double_backward_errors_and_views():
+    rng = np.random.default_rng(11)
+    x = _t(rng.standard_normal((4, 5)))
+    t = kindle.tensor([0, 4, -100, 2])
+    assert kindle.autograd.gradgradcheck(lambda a: F.cross_entropy(a, t), (x,))
+    assert kindle.autograd.gradgradcheck(lambda a: F.cross_entropy(a, t, reduction="none"), (x,))
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(x, kindle.tensor([0, 7, 1, 1]))
+    with pytest.raises(ValueError, match="batch_size"):
+        F.cross_entropy(x, kindle.tensor([0, 1, 1]))
+    # A transposed (non-contiguous) input gives the contiguous input's result.
+    xt = _t(rng.standard_normal((5, 4))).t()
+    a = F.cross_entropy(xt, t)
+    b = F.cross_entropy(xt.contiguous(), t)
+    assert kindle.allclose(a, b)
