@@ -26,7 +26,8 @@ void forward(const Tensor& x, const Tensor& target, int64_t ignore_index, const 
       const T* __restrict row = xp + r * C;
       T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
-      for (int64_t j = 0; j < C; ++j) m = std::max(m, row[j]);
+      for (int64_t j = 0; j < C; ++j) m = row[j] > m ? row[j] : m;  // (std::max does not vectorise)
+      if (std::isinf(m)) m = m > 0 ? m : T(0);  // as softmax: no inf - inf below
       T s = 0;
 #pragma omp simd reduction(+ : s)
       for (int64_t j = 0; j < C; ++j) s += vm::exp(row[j] - m);
