@@ -6,7 +6,9 @@
 // tile: one GEMM per image would have 16-64 columns and read the whole weight for each image.
 // A 1x1, stride-1, unpadded convolution of a large plane uses the image itself as its columns.
 // Units of work (one image, or one tile of images) run in parallel with single-threaded GEMMs;
-// a lone unit gets all threads inside the GEMM.
+// a lone image spreads its forward bands over the threads, and its backward runs on one thread
+// (MKL's threaded GEMM may split the sum over K, which would make the bits depend on the
+// thread count).
 //
 // Determinism: every unit's result is computed the same way whatever the thread count; the
 // weight gradient sums units in fixed blocks (a function of the shapes only), then adds the
@@ -313,7 +315,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         cv.per_image(m, threads, [&](int64_t i) { cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh); });
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(false, false, cv.Og, cols, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, buf + gi * cv.CgK * cols,
-                  cols, T(0), tile + gi * cv.Og * cols, cols, threads);
+                  cols, T(0), tile + gi * cv.Og * cols, cols, 1);
         cv.per_image(m, threads, [&](int64_t i) {
           for (int64_t o = 0; o < cv.O; ++o) {
             const T* src = tile + o * cols + i * cv.L;
@@ -324,15 +326,16 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         });
         continue;
       }
-      // One image, in bands of output rows (the whole plane when direct).
-      const int64_t band = cv.direct ? g.oh : cv.band;
-      for (int64_t oy0 = 0; oy0 < g.oh; oy0 += band) {
-        const int64_t oy1 = std::min(g.oh, oy0 + band), cw = (oy1 - oy0) * g.ow;
-        const T* cols = xn;
+      // One image, in bands of output rows: the same single-threaded GEMMs whatever the thread
+      // count; a lone image spreads its bands over the threads (MKL's own threading may split
+      // the sum over K, and the bits would then depend on the thread count).
+      auto band = [&](int64_t oy0, T* bbuf) {
+        const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
+        const T* cols = xn + oy0 * g.ow;
         int64_t ld = cv.L;
         if (!cv.direct) {
-          cv.im2col(xn, buf, cw, oy0, oy1);
-          cols = buf;
+          cv.im2col(xn, bbuf, cw, oy0, oy1);
+          cols = bbuf;
           ld = cw;
         }
         T* yb = yn + oy0 * g.ow;
@@ -340,7 +343,18 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
           for (int64_t o = 0; o < cv.O; ++o) std::fill(yb + o * cv.L, yb + o * cv.L + cw, b[o]);
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(false, false, cv.Og, cw, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, cols + gi * cv.CgK * ld, ld,
-                  b ? T(1) : T(0), yb + gi * cv.Og * cv.L, cv.L, threads);
+                  b ? T(1) : T(0), yb + gi * cv.Og * cv.L, cv.L, 1);
+      };
+      const int64_t bands = (g.oh + cv.band - 1) / cv.band;
+      // Small convolutions (LeNet at batch 1) are not worth waking a thread for.
+      const bool spread = threads > 1 && bands > 1 && double(cv.O) * double(cv.L) * double(cv.CgK) >= double(1 << 23);
+      if (spread) {
+        parallel_for(0, bands, 1, [&](int64_t b0, int64_t b1) {
+          Tensor own = empty_tensor({cv.buffer_size()}, input.dtype());
+          for (int64_t bi = b0; bi < b1; ++bi) band(bi * cv.band, static_cast<T*>(own.data_ptr()));
+        });
+      } else {
+        for (int64_t bi = 0; bi < bands; ++bi) band(bi * cv.band, buf);
       }
     }
   });
@@ -382,7 +396,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
       if (cv.direct) {
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(true, false, cv.CgK, cv.L, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, gyn + gi * cv.Og * cv.L,
-                  cv.L, T(0), dxn + gi * cv.CgK * cv.L, cv.L, threads);
+                  cv.L, T(0), dxn + gi * cv.CgK * cv.L, cv.L, 1);
         continue;
       }
       if (cv.nb > 1) {
@@ -392,7 +406,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
         cv.per_image(m, threads, [&](int64_t i) { cv.gather(gyn, tile, i, m); });
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(true, false, cv.CgK, cols, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, tile + gi * cv.Og * cols,
-                  cols, T(0), buf + gi * cv.CgK * cols, cols, threads);
+                  cols, T(0), buf + gi * cv.CgK * cols, cols, 1);
         cv.per_image(m, threads, [&](int64_t i) { cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW); });
         continue;
       }
@@ -401,7 +415,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
         const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(true, false, cv.CgK, cw, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK,
-                  gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw, threads);
+                  gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw, 1);
         cv.col2im(buf, cw, oy0, oy1, dxn);
       }
     }
@@ -443,7 +457,7 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
     auto product = [&](const T* gyt, int64_t ldg, const T* cols, int64_t ldc, int64_t cw) {
       for (int64_t gi = 0; gi < cv.G; ++gi)
         gemm<T>(false, true, cv.Og, cv.CgK, cw, T(1), gyt + gi * cv.Og * ldg, ldg, cols + gi * cv.CgK * ldc, ldc,
-                beta, acc + gi * cv.Og * cv.CgK, cv.CgK, threads);
+                beta, acc + gi * cv.Og * cv.CgK, cv.CgK, 1);
       beta = T(1);
     };
     for (int64_t u = bi * units / blocks; u < (bi + 1) * units / blocks; ++u) {

@@ -112,6 +112,10 @@ CONV_CASES = [
     ((2, 4, 40, 30), (6, 4, 1, 1), dict()),
     ((3, 6, 7, 7), (8, 6, 1, 1), dict(stride=2)),
     ((2, 16, 30, 33), (16, 16, 3, 3), dict(padding=1)),
+    ((1, 4, 40, 30), (6, 4, 3, 3), dict(padding=1)),  # a lone image
+    ((1, 16, 64, 64), (64, 16, 5, 5), dict(padding=2)),  # a lone image large enough to spread its bands
+    ((1, 4, 40, 30), (6, 4, 1, 1), dict()),
+    ((1, 4, 41, 29), (6, 4, 3, 3), dict(padding=2, stride=2)),
 ]
 
 
