@@ -48,7 +48,7 @@ void softmax_backward(const Tensor& grad, const Tensor& y, const Tensor& out, in
   const T* gp = static_cast<const T*>(grad.data_ptr());
   const T* yp = static_cast<const T*>(y.data_ptr());
   T* op = static_cast<T*>(out.data_ptr());
-  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)), [&](int64_t lo, int64_t hi) {
+  parallel_for(0, rows, rows_grain(cols), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const T* __restrict g = gp + r * cols;
       const T* __restrict yr = yp + r * cols;

@@ -142,16 +142,8 @@ struct Conv {
     for (int64_t o = 0; o < O; ++o) std::memcpy(tile + o * m * L + i * L, src + (i * O + o) * L, size_t(L) * sizeof(T));
   }
 
-  // f(i) for the m images of a tile; across threads when the tile's GEMM has them (the copies
-  // are the serial part of a one-tile convolution).
-  template <typename F>
-  void per_image(int64_t m, int threads, const F& f) const {
-    if (threads > 1) parallel_for(0, m, 1, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) f(i); });
-    else for (int64_t i = 0; i < m; ++i) f(i);
-  }
-
-  // Runs f(first_unit, last_unit, buffer, gemm_threads) over the units, in parallel when there
-  // are several units and threads.
+  // Runs f(first_unit, last_unit, buffer, threads) over the units, in parallel when there are
+  // several units and threads; threads > 1 only for a lone unit, which may spread its own work.
   template <typename F>
   void over_units(DType dt, const F& f) const {
     const int nt = get_num_threads();
@@ -312,18 +304,17 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
       if (cv.nb > 1) {
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
-        cv.per_image(m, threads, [&](int64_t i) { cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh); });
+        for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(false, false, cv.Og, cols, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, buf + gi * cv.CgK * cols,
                   cols, T(0), tile + gi * cv.Og * cols, cols, 1);
-        cv.per_image(m, threads, [&](int64_t i) {
+        for (int64_t i = 0; i < m; ++i)
           for (int64_t o = 0; o < cv.O; ++o) {
             const T* src = tile + o * cols + i * cv.L;
             T* dst = yn + (i * cv.O + o) * cv.L;
             const T bo = b ? b[o] : T(0);
             for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
           }
-        });
         continue;
       }
       // One image, in bands of output rows: the same single-threaded GEMMs whatever the thread
@@ -400,14 +391,14 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
         continue;
       }
       if (cv.nb > 1) {
-        cv.per_image(m, threads, [&](int64_t i) { std::fill(dxn + i * g.C * cv.HW, dxn + (i + 1) * g.C * cv.HW, T(0)); });
+        std::fill(dxn, dxn + m * g.C * cv.HW, T(0));
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
-        cv.per_image(m, threads, [&](int64_t i) { cv.gather(gyn, tile, i, m); });
+        for (int64_t i = 0; i < m; ++i) cv.gather(gyn, tile, i, m);
         for (int64_t gi = 0; gi < cv.G; ++gi)
           gemm<T>(true, false, cv.CgK, cols, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, tile + gi * cv.Og * cols,
                   cols, T(0), buf + gi * cv.CgK * cols, cols, 1);
-        cv.per_image(m, threads, [&](int64_t i) { cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW); });
+        for (int64_t i = 0; i < m; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
         continue;
       }
       std::fill(dxn, dxn + g.C * cv.HW, T(0));
@@ -449,8 +440,7 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
   }
   Tensor partial = empty_tensor({blocks, wsize}, grad_out.dtype());
   T* part = static_cast<T*>(partial.data_ptr());
-  const int nt = get_num_threads();
-  auto block = [&](int64_t bi, T* buf, int threads) {
+  auto block = [&](int64_t bi, T* buf) {
     T* acc = part + bi * wsize;
     T beta = T(0);
     // acc (+)= gyt (O rows, ld ldg) times the transpose of cols (K rows, ld ldc), over cw columns.
@@ -469,10 +459,10 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
       } else if (cv.nb > 1) {
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
-        cv.per_image(m, threads, [&](int64_t i) {
+        for (int64_t i = 0; i < m; ++i) {
           cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
           cv.gather(gyn, tile, i, m);
-        });
+        }
         product(tile, cols, buf, cols, cols);
       } else {
         for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
@@ -487,11 +477,11 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
   if (blocks >= 2) {
     parallel_for(0, blocks, 1, [&](int64_t b, int64_t e) {
       Tensor buf = empty_tensor({cv.buffer_size()}, grad_out.dtype());
-      for (int64_t bi = b; bi < e; ++bi) block(bi, static_cast<T*>(buf.data_ptr()), 1);
+      for (int64_t bi = b; bi < e; ++bi) block(bi, static_cast<T*>(buf.data_ptr()));
     });
   } else {
     Tensor buf = empty_tensor({cv.buffer_size()}, grad_out.dtype());
-    block(0, static_cast<T*>(buf.data_ptr()), omp_in_parallel() ? 1 : nt);
+    block(0, static_cast<T*>(buf.data_ptr()));
   }
   std::memcpy(dw, part, size_t(wsize) * sizeof(T));
   for (int64_t bi = 1; bi < blocks; ++bi)

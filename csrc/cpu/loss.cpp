@@ -12,8 +12,6 @@
 namespace kindle::cpu {
 namespace {
 
-int64_t rows_grain(int64_t C) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)); }
-
 template <typename T>
 void forward(const Tensor& x, const Tensor& target, int64_t ignore_index, const Tensor& lse, const Tensor& loss) {
   const int64_t N = x.size(0), C = x.size(1);

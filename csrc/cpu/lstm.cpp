@@ -15,16 +15,13 @@ namespace {
 template <typename T>
 inline T sigmoid(T x) { return T(1) / (T(1) + vm::exp(-x)); }
 
-// Rows per task: a recurrent step (20 x 256 in the benchmarks) is far too little work to wake a
-// second thread for, 35 times a layer.
-int64_t row_grain(int64_t H) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(H, 1)); }
-
 template <typename T>
 void forward(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {
   const int64_t B = cx.numel() == 0 ? 0 : gates.size(0), H = cx.size(-1);
   const T *g = static_cast<const T*>(gates.data_ptr()), *c = static_cast<const T*>(cx.data_ptr());
   T *h = static_cast<T*>(hy.data_ptr()), *cn = static_cast<T*>(cy.data_ptr());
-  parallel_for(0, B, row_grain(H), [&](int64_t lo, int64_t hi) {
+  // At least kGrainSize elements per task: a recurrent step (20 x 256) stays on one thread.
+  parallel_for(0, B, rows_grain(H), [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       const T* __restrict gr = g + b * 4 * H;
       const T* __restrict cr = c + b * H;
@@ -51,7 +48,7 @@ void backward(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const T
           *gc = gcy ? static_cast<const T*>(gcy->data_ptr()) : nullptr;
   T *dg = static_cast<T*>(dgates.data_ptr()), *dc = static_cast<T*>(dcx.data_ptr());
   const std::vector<T> zero(size_t(H), T(0));  // stands in for a missing output gradient
-  parallel_for(0, B, row_grain(H), [&](int64_t lo, int64_t hi) {
+  parallel_for(0, B, rows_grain(H), [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       const T* __restrict gr = g + b * 4 * H;
       T* __restrict dr = dg + b * 4 * H;

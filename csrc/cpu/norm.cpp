@@ -22,15 +22,13 @@ void dispatch_ff(DType d, const F& f) {
   else f(float{});
 }
 
-int64_t row_grain(int64_t d) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(d, 1)); }
-
 void layer_norm_kernel(const Tensor& x, const Tensor* w, const Tensor* b, const Tensor& y, const Tensor& mean,
                        const Tensor& rstd, const RowsGeom& g) {
   dispatch_ff(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *xp = cptr<T>(&x), *wp = cptr<T>(w), *bp = cptr<T>(b);
     T *yp = ptr<T>(y), *mp = ptr<T>(mean), *rp = ptr<T>(rstd);
-    parallel_for(0, g.M, row_grain(g.D), [&](int64_t lo, int64_t hi) {
+    parallel_for(0, g.M, rows_grain(g.D), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const T* xr = xp + i * g.D;
         T* yr = yp + i * g.D;
@@ -103,7 +101,7 @@ void layer_norm_backward_input_kernel(const Tensor& grad, const Tensor& x, const
     const T *gp = cptr<T>(&grad), *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *rp = cptr<T>(&rstd), *wp = cptr<T>(w);
     T* dp = ptr<T>(dx);
     if (!dw && !db) {
-      parallel_for(0, g.M, row_grain(g.D), [&](int64_t lo, int64_t hi) {
+      parallel_for(0, g.M, rows_grain(g.D), [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i)
           layer_norm_backward_row<T>(gp + i * g.D, xp + i * g.D, wp, mp[i], rp[i], dp + i * g.D, nullptr, nullptr, g.D);
       });
@@ -201,7 +199,7 @@ void batch_norm_apply_kernel(const Tensor& x, const Tensor& mean, const Tensor& 
     using T = decltype(tag);
     const T *xp = cptr<T>(&x), *mp = cptr<T>(&mean), *ip = cptr<T>(&invstd), *wp = cptr<T>(w), *bp = cptr<T>(b);
     T* yp = ptr<T>(y);
-    parallel_for(0, g.N * g.C, row_grain(g.S), [&](int64_t lo, int64_t hi) {
+    parallel_for(0, g.N * g.C, rows_grain(g.S), [&](int64_t lo, int64_t hi) {
       for (int64_t t = lo; t < hi; ++t) {
         const int64_t c = t % g.C;
         const T scale = ip[c] * (wp ? wp[c] : T(1));
@@ -251,7 +249,7 @@ void batch_norm_backward_input_kernel(const Tensor& grad, const Tensor& x, const
     const T *sg = cptr<T>(sum_g), *sgx = cptr<T>(sum_gx);
     T* dp = ptr<T>(dx);
     const T inv_m = T(1) / T(std::max<int64_t>(g.N * g.S, 1));
-    parallel_for(0, g.N * g.C, row_grain(g.S), [&](int64_t lo, int64_t hi) {
+    parallel_for(0, g.N * g.C, rows_grain(g.S), [&](int64_t lo, int64_t hi) {
       for (int64_t t = lo; t < hi; ++t) {
         const int64_t c = t % g.C;
         const T scale = ip[c] * (wp ? wp[c] : T(1));

@@ -13,6 +13,10 @@ namespace kindle::cpu {
 
 constexpr int64_t kGrainSize = 32768;
 
+// The grain, in rows, for a parallel_for over rows of `row_len` elements: at least kGrainSize
+// elements per task.
+inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_len, 1)); }
+
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   int64_t n = end - begin;

@@ -121,7 +121,7 @@ void reduce_typed(const ReducePlan& pl) {
   // rows of outputs at once (vectorised); each output still sums its inputs in order.
   if (rs != 1 && nk >= 1 && pl.kept_strides[nk - 1] == 1 && pl.kept_sizes[nk - 1] > 1) {
     int64_t inner = pl.kept_sizes[nk - 1];
-    parallel_for(0, M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t m0, int64_t m1) {
+    parallel_for(0, M, rows_grain(R), [&](int64_t m0, int64_t m1) {
       std::vector<A> acc;
       for (int64_t m = m0; m < m1;) {
         int64_t j0 = m % inner, len = std::min(inner - j0, m1 - m);
@@ -137,7 +137,7 @@ void reduce_typed(const ReducePlan& pl) {
     });
     return;
   }
-  parallel_for(0, M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t m0, int64_t m1) {
+  parallel_for(0, M, rows_grain(R), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) store(m, reduce_row(in + offset_of(m)));
   });
 }
@@ -181,7 +181,7 @@ void arg_reduce_kernel(const Tensor& in, const Tensor& values, const Tensor& ind
     const T* p = static_cast<const T*>(in.data_ptr());
     T* v = values.defined() ? static_cast<T*>(values.data_ptr()) : nullptr;
     int64_t* ix = static_cast<int64_t*>(indices.data_ptr());
-    parallel_for(0, M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t m0, int64_t m1) {
+    parallel_for(0, M, rows_grain(R), [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m) {
         const T* row = p + m * R;
         M_t best = M_t(row[0]);
@@ -253,7 +253,7 @@ void scan_kernel(const Tensor& in, const Tensor& out, bool prod) {
     dispatch_all(out.dtype(), "cumsum", [&](auto otag) {
       using O = typename decltype(otag)::type;
       O* o = static_cast<O*>(out.data_ptr());
-      parallel_for(0, M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t m0, int64_t m1) {
+      parallel_for(0, M, rows_grain(R), [&](int64_t m0, int64_t m1) {
         for (int64_t m = m0; m < m1; ++m) {
           A acc = prod ? A(1) : A(0);
           for (int64_t r = 0; r < R; ++r) {

@@ -181,14 +181,12 @@ Tensor cross_entropy_fused(const Tensor& self, const Tensor& target, int64_t ign
   Tensor valid = tgt != ignore_index;
   check_targets(tgt, valid, C, ignore_index);
   Tensor lse = empty_tensor({N}, x.dtype(), x.device()), losses = empty_tensor({N}, x.dtype(), x.device());
+  const bool mean = reduction == "mean";
+  Tensor count, out;  // count: the rows not ignored (the mean's denominator)
   {
     autograd::NoGradGuard no_grad;
     if (N) cross_entropy_stub[x.device()](x, tgt, ignore_index, lse, losses);
-  }
-  const Tensor count = valid.sum().to(x.dtype());
-  Tensor out;
-  {
-    autograd::NoGradGuard no_grad;
+    if (mean) count = valid.sum().to(x.dtype());
     if (reduction == "none") out = losses;
     else if (reduction == "sum") out = losses.sum();
     else out = losses.sum() / count;  // 0/0: NaN when every target is ignored, as in PyTorch
@@ -196,13 +194,14 @@ Tensor cross_entropy_fused(const Tensor& self, const Tensor& target, int64_t ign
   if (!autograd::GradMode::is_enabled() || !self.requires_grad()) return out;
   auto ctx = std::make_shared<autograd::FunctionCtx>();
   ctx->needs_input_grad = {true};
-  ctx->save_for_backward({self, tgt, lse, valid, count});
+  ctx->save_for_backward(mean ? autograd::tensor_list{self, tgt, lse, valid, count}
+                              : autograd::tensor_list{self, tgt, lse, valid});
   std::string red(reduction);
   auto outs = autograd::wrap_outputs(
       "CrossEntropyBackward0", {self}, {out}, ctx,
       [red, ignore_index](autograd::FunctionCtx& c, autograd::tensor_list grads) -> autograd::tensor_list {
         autograd::tensor_list s = c.saved_tensors();
-        const Tensor &self = s[0], &tgt = s[1], &lse = s[2], &valid = s[3], &count = s[4];
+        const Tensor &self = s[0], &tgt = s[1], &lse = s[2], &valid = s[3];
         if (!grads[0].defined()) return {Tensor()};
         if (autograd::GradMode::is_enabled()) {  // create_graph
           Tensor again = cross_entropy_ops(self, tgt, std::nullopt, ignore_index, red, 0.0);
@@ -210,7 +209,7 @@ Tensor cross_entropy_fused(const Tensor& self, const Tensor& target, int64_t ign
         }
         // Per row: the output gradient (its share of the mean), 0 on ignored rows.
         Tensor g = grads[0].to(self.dtype());
-        if (red == "mean") g = where(count == 0, zeros_like(g), g / count);
+        if (red == "mean") g = where(s[4] == 0, zeros_like(g), g / s[4]);
         Tensor coef = where(valid, g.expand(valid.sizes()), zeros_like(lse)).contiguous();
         Tensor dx = empty_tensor(self.sizes(), self.dtype(), self.device());
         if (self.numel()) cross_entropy_backward_stub[self.device()](self.contiguous(), tgt, lse, coef, dx);
