@@ -22,10 +22,23 @@ cmake --build build/release
 ctest --test-dir build/release --output-on-failure
 
 echo "== C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINDLE_SANITIZE=ON \
+# The same build also makes a sanitized kindle._C for the Python stage below.
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINDLE_SANITIZE=ON -DKINDLE_BUILD_PYTHON=ON \
   -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
 cmake --build build/asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure
 
 echo "== Python tests"
 $PY -m pytest -q tests/python
+
+echo "== Python op database and differential fuzz run (AddressSanitizer + UndefinedBehaviorSanitizer)"
+# The sanitized extension beside a copy of the Python package; the interpreter (not built with
+# ASan) gets the runtime preloaded. Leak checking is off: CPython's own allocations look leaked.
+ASAN_PKG=build/asan/pypkg
+rm -rf "$ASAN_PKG" && mkdir -p "$ASAN_PKG"
+cp -r python/kindle "$ASAN_PKG/kindle"
+cp build/asan/_C*.so build/asan/libkindle.so "$ASAN_PKG/kindle/"
+LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 KINDLE_SANITIZED=1 \
+  PYTHONPATH="$ASAN_PKG" $PY -m pytest -q -p no:cacheprovider tests/python/test_ops.py tests/python/test_ops_consistency.py \
+  tests/python/test_robustness.py tests/python/test_fuzz_differential.py

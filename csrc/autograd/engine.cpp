@@ -1,5 +1,6 @@
 // The backward pass: runs the graph from the roots in dependency order on the calling thread.
 #include <algorithm>
+#include <atomic>
 #include <queue>
 #include <sstream>
 #include <unordered_map>
@@ -11,6 +12,8 @@
 namespace kindle::autograd {
 
 namespace {
+
+std::atomic<void (*)()> interrupt_check{nullptr};
 
 bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
   if (shape.size() > desired.size()) return false;
@@ -120,12 +123,7 @@ tensor_list call_node(Node& fn, tensor_list&& inputs) {
   for (auto& hook : fn.tensor_hooks) {
     Tensor& g = inputs[hook.output_nr];
     if (!g.defined()) continue;
-    Tensor r = hook.fn(g);
-    if (r.defined()) {
-      KINDLE_CHECK(r.sizes() == g.sizes(), "hook: a hook on an output of ", fn.name(), " of shape ", g.sizes(),
-                   " returned a gradient of shape ", r.sizes(), "; it must keep the gradient's shape");
-      g = r;
-    }
+    g = checked_hook_result(g, hook.fn(g), ("an output of " + fn.name()).c_str());
   }
   for (auto& hook : fn.pre_hooks) {
     tensor_list r = hook(inputs);
@@ -183,7 +181,9 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
     deliver(roots[i], std::move(root_grads[i]), r);
     if (r) ready.push(roots[i].fn);
   }
-  while (!ready.empty()) {
+  void (*check)() = interrupt_check.load(std::memory_order_relaxed);
+  for (uint32_t step = 0; !ready.empty(); ++step) {
+    if (check && step % 64 == 63) check();
     std::shared_ptr<Node> fn = ready.top();
     ready.pop();
     tensor_list inputs = std::move(task.buffers[fn.get()]);
@@ -224,6 +224,8 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
 }
 
 }  // namespace
+
+void set_backward_interrupt_check(void (*check)()) { interrupt_check = check; }
 
 tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
                          bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate_into_grad) {
@@ -272,12 +274,10 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
       if (!g.defined()) continue;
       const Tensor& t = inputs[i];
       if (AutogradMeta* m = get_meta(t); m && !m->grad_fn) {
-        for (auto& [id, hook] : m->leaf_hooks)
-          if (Tensor r = hook(g); r.defined()) g = r;
+        for (auto& [id, hook] : m->leaf_hooks) g = checked_hook_result(g, hook(g), "a tensor");
       } else if (auto fn = t.grad_fn()) {
         for (auto& h : fn->tensor_hooks)
-          if (h.id != 0 && h.output_nr == t.output_nr())
-            if (Tensor r = h.fn(g); r.defined()) g = r;
+          if (h.id != 0 && h.output_nr == t.output_nr()) g = checked_hook_result(g, h.fn(g), "a tensor");
       }
     }
   }

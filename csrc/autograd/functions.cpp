@@ -34,18 +34,20 @@ Tensor as_strided_backward(const Tensor& grad, const TensorGeometry& input, cons
   return flat.index_select(0, storage_positions(input, lo).reshape({-1})).view(input.sizes);
 }
 
+Tensor checked_hook_result(const Tensor& g, const Tensor& r, const char* where) {
+  if (!r.defined()) return g;
+  KINDLE_CHECK(r.sizes() == g.sizes(), "hook: a hook on ", where, " of shape ", g.sizes(),
+               " returned a gradient of shape ", r.sizes(), "; it must keep the gradient's shape");
+  KINDLE_CHECK(r.dtype() == g.dtype(), "hook: a hook on ", where, " has changed the type of the gradient (was ",
+               g.dtype(), ", got ", r.dtype(), "); it must keep the gradient's dtype");
+  return r;
+}
+
 tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
   AutogradMeta& m = materialize_meta(variable);
-  for (auto& [id, hook] : m.leaf_hooks) {
-    Tensor r = hook(g);
-    if (r.defined()) {
-      KINDLE_CHECK(r.sizes() == g.sizes(), "hook: a hook on a tensor of shape ", g.sizes(),
-                   " returned a gradient of shape ", r.sizes(), "; it must keep the gradient's shape");
-      g = r;
-    }
-  }
+  for (auto& [id, hook] : m.leaf_hooks) g = checked_hook_result(g, hook(g), "a tensor");
   if (!variable.requires_grad()) return {};
   Tensor& cur = m.grad;
   if (!cur.defined()) {

@@ -17,6 +17,9 @@ struct TensorGeometry {
 // Gradient of `as_strided(input, view)` with respect to an input laid out as `input`: sums every
 // element of grad into the input position it aliases (views may overlap, e.g. expand or unfold).
 Tensor as_strided_backward(const Tensor& grad, const TensorGeometry& input, const TensorGeometry& view);
+// What a hook returned for gradient `g` (undefined: keep g). A replacement must keep the
+// gradient's shape and dtype, or the engine would hand a wrongly typed tensor to the next node.
+Tensor checked_hook_result(const Tensor& g, const Tensor& r, const char* where);
 
 struct AccumulateGrad : Node {
   explicit AccumulateGrad(Tensor variable) : variable(std::move(variable)) {}

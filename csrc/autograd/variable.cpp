@@ -33,7 +33,24 @@ std::string AnomalyMode::current_stack() { return stack_provider ? stack_provide
 Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
   if (AnomalyMode::is_enabled()) anomaly_trace = AnomalyMode::current_stack();
 }
-Node::~Node() = default;
+// Note [Iterative graph destruction]: a chain of nodes (`total = total + loss` over many steps)
+// would otherwise be freed recursively, one stack frame per node, and overflow the stack at about
+// 10^5 nodes. A dying node hands the predecessors it alone owns to a per-thread list; the
+// outermost destructor frees that list in a loop, so the depth stays constant.
+Node::~Node() {
+  thread_local std::vector<std::shared_ptr<Node>> pending;
+  thread_local bool draining = false;
+  for (Edge& e : next_edges)
+    if (e.fn && e.fn.use_count() == 1) pending.push_back(std::move(e.fn));
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    n.reset();  // its destructor appends its own predecessors
+  }
+  draining = false;
+}
 
 uint32_t Node::add_output(const Tensor& t) {
   output_meta.push_back(OutputMeta{DimVector(t.sizes()), t.dtype()});

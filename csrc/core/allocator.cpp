@@ -2,9 +2,12 @@
 // glibc serves them with mmap, so every fresh large result would otherwise be first-touched page
 // by page (a 16M-element add into a fresh tensor measured at a quarter of the speed of one into
 // a preallocated tensor). The cache is bounded, and emptied on allocation failure or on request.
+#include <chrono>
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include <unistd.h>
 
@@ -21,9 +24,11 @@ size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 // Large sizes are rounded to 1/16 of their power of two so that nearby sizes share blocks.
 size_t large_block_size(size_t n) {
   size_t p = kLargeBlock;
-  while (p * 2 <= n) p *= 2;
+  while (p <= n / 2) p *= 2;
   return round_up(n, p / 16);
 }
+// No machine has this much memory; refusing it up front keeps the rounding above exact.
+constexpr size_t kMaxBytes = size_t(1) << 60;
 
 size_t default_cache_limit() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -31,9 +36,19 @@ size_t default_cache_limit() {
   return phys / 8;
 }
 
+// Note [CPU block cache]: a freed large block is kept for reuse only while the cache stays under
+// both the hard limit and the peak of live large blocks seen in the current window (about two
+// seconds of allocator activity, or one training step's peak). A loop that allocates the same
+// sizes again (the next step, the next fresh output) finds them; a burst of one-off sizes is
+// returned to the system once the window moves on. Oldest blocks are evicted first.
+constexpr size_t kCacheFloor = size_t(64) << 20;  // always worth keeping, whatever the peak
+constexpr auto kWindow = std::chrono::seconds(2);
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
+    KINDLE_CHECK(nbytes <= kMaxBytes, "CPU allocator: out of memory: tried to allocate ", nbytes,
+                 " bytes (more than any machine has)");
     if (nbytes < kLargeBlock) {
       void* p = std::aligned_alloc(kAlign, round_up(nbytes ? nbytes : 1, kAlign));
       if (!p) { empty(); p = std::aligned_alloc(kAlign, round_up(nbytes ? nbytes : 1, kAlign)); }
@@ -41,62 +56,123 @@ class CpuAllocator final : public Allocator {
       return {p, &free_small, nullptr};
     }
     size_t size = large_block_size(nbytes);
+    std::vector<void*> evicted;
+    void* p = nullptr;
     {
       std::lock_guard<std::mutex> g(mu_);
-      auto it = cache_.find(size);
-      if (it != cache_.end()) {
-        void* p = it->second;
-        cache_.erase(it);
+      auto it = by_size_.find(size);
+      if (it != by_size_.end()) {
+        p = it->second->ptr;
+        lru_.erase(it->second);
+        by_size_.erase(it);
         cached_ -= size;
         ++hits_;
-        return {p, &free_large, this};
+      } else {
+        ++misses_;
       }
-      ++misses_;
+      in_use_ += size;
+      advance_window(evicted);
     }
-    void* p = std::aligned_alloc(kAlign, size);
+    release(evicted);
+    if (p) return {p, &free_large, this};
+    p = std::aligned_alloc(kAlign, size);
     if (!p) { empty(); p = std::aligned_alloc(kAlign, size); }
+    if (!p) {
+      std::lock_guard<std::mutex> g(mu_);
+      in_use_ -= size;
+    }
     KINDLE_CHECK(p, "CPU allocator: out of memory allocating ", nbytes, " bytes");
     return {p, &free_large, this};
   }
 
   void empty() {
-    std::multimap<size_t, void*> old;
+    std::vector<void*> old;
     {
       std::lock_guard<std::mutex> g(mu_);
-      old.swap(cache_);
-      cached_ = 0;
+      evict_to(0, old);
     }
-    for (auto& [size, p] : old) std::free(p);
+    release(old);
   }
 
   CpuCacheStats stats() {
     std::lock_guard<std::mutex> g(mu_);
-    return {cached_, hits_, misses_};
+    return {cached_, hits_, misses_, in_use_, peak_all_, limit_};
   }
   void set_limit(size_t bytes) {
-    { std::lock_guard<std::mutex> g(mu_); limit_ = bytes; }
-    if (bytes == 0) empty();
+    std::vector<void*> old;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      limit_ = bytes;
+      evict_to(cap(), old);
+    }
+    release(old);
   }
 
  private:
+  struct Block {
+    size_t size;
+    void* ptr;
+  };
+  using Lru = std::list<Block>;  // oldest first
+
+  size_t cap() const { return std::min(limit_, std::max(kCacheFloor, peak_)); }
+
+  // Called with mu_ held.
+  void evict_to(size_t bytes, std::vector<void*>& out) {
+    while (cached_ > bytes && !lru_.empty()) {
+      Block b = lru_.front();
+      auto range = by_size_.equal_range(b.size);
+      for (auto i = range.first; i != range.second; ++i)
+        if (i->second == lru_.begin()) { by_size_.erase(i); break; }
+      lru_.pop_front();
+      cached_ -= b.size;
+      out.push_back(b.ptr);
+    }
+  }
+  // Called with mu_ held: tracks the window's peak of live bytes; a new window starts from what
+  // is live now and trims the cache to it.
+  void advance_window(std::vector<void*>& out) {
+    peak_ = std::max(peak_, in_use_);
+    peak_all_ = std::max(peak_all_, in_use_);
+    auto now = std::chrono::steady_clock::now();
+    if (now - window_start_ < kWindow) return;
+    window_start_ = now;
+    peak_ = in_use_;
+    evict_to(cap(), out);
+  }
+  static void release(const std::vector<void*>& blocks) {
+    for (void* p : blocks) std::free(p);
+  }
+
   static void free_small(void*, void* p, size_t) { std::free(p); }
   static void free_large(void* ctx, void* p, size_t nbytes) {
     auto* self = static_cast<CpuAllocator*>(ctx);
     size_t size = large_block_size(nbytes);
+    std::vector<void*> evicted;
+    bool keep = false;
     {
       std::lock_guard<std::mutex> g(self->mu_);
-      if (self->cached_ + size <= self->limit_) {
-        self->cache_.emplace(size, p);
+      self->in_use_ -= size;
+      self->advance_window(evicted);
+      size_t limit = self->cap();
+      if (size <= limit) {
+        self->evict_to(limit - size, evicted);
+        self->lru_.push_back({size, p});
+        self->by_size_.emplace(size, std::prev(self->lru_.end()));
         self->cached_ += size;
-        return;
+        keep = true;
       }
     }
-    std::free(p);
+    release(evicted);
+    if (!keep) std::free(p);
   }
 
   std::mutex mu_;
-  std::multimap<size_t, void*> cache_;
+  Lru lru_;
+  std::multimap<size_t, Lru::iterator> by_size_;
   size_t cached_ = 0, hits_ = 0, misses_ = 0;
+  size_t in_use_ = 0, peak_ = 0, peak_all_ = 0;  // live large blocks: now, this window, ever
+  std::chrono::steady_clock::time_point window_start_ = std::chrono::steady_clock::now();
   size_t limit_ = default_cache_limit();
 };
 

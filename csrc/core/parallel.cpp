@@ -1,6 +1,7 @@
 #include "kindle/parallel.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include "kindle/error.h"
 
@@ -12,5 +13,15 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() { return omp_get_max_threads(); }
+
+namespace {
+// A child made by fork() after the parent ran a parallel region inherits an OpenMP pool whose
+// threads do not exist in it: its next parallel region would wait for them forever. As PyTorch
+// does for its own pool, a forked child runs on one thread (set_num_threads raises it again).
+const bool fork_handler_registered = [] {
+  pthread_atfork(nullptr, nullptr, [] { omp_set_num_threads(1); });
+  return true;
+}();
+}  // namespace
 
 }  // namespace kindle

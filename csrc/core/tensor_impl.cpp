@@ -17,10 +17,11 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, i
 }
 
 void TensorImpl::refresh() {
-  numel_ = 1;
-  for (int64_t s : sizes_) numel_ *= s;
+  numel_ = checked_numel(sizes_);
   contiguous_ = true;
   if (numel_ == 0) return;
+  // Every view, whoever made it, stays inside its storage (Note [Checked sizes]).
+  if (storage_) check_view_in_storage(*storage_, itemsize(dtype_), sizes_, strides_, offset_, "view", true);
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (sizes_[d] == 1) continue;
@@ -47,41 +48,100 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   int64_t s = 1;
   for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
     st[d] = s;
-    s *= std::max<int64_t>(sizes[d], 1);
+    // Wraps only when the sizes overflow: checked_numel rejects those, or an empty tensor
+    // (a zero size) never reads its strides.
+    __builtin_mul_overflow(s, std::max<int64_t>(sizes[d], 1), &s);
   }
   return st;
 }
 
-int64_t numel_of(IntArrayRef sizes) {
+int64_t numel_of(IntArrayRef sizes) { return checked_numel(sizes); }
+
+// Note [Checked sizes]
+int64_t checked_numel(IntArrayRef sizes, const char* op) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    KINDLE_CHECK(s >= 0, op == std::string_view("numel") ? "" : op,
+                 op == std::string_view("numel") ? "" : ": ",
+                 "Trying to create tensor with negative dimension ", s, ": ", sizes);
+    overflow |= __builtin_mul_overflow(n, s, &n);
+  }
+  // A zero anywhere makes the tensor empty whatever the other sizes, as in PyTorch's
+  // safe_compute_numel (an overflowed partial product is then irrelevant).
+  if (overflow) {
+    for (int64_t s : sizes)
+      if (s == 0) return 0;
+    KINDLE_ERROR(op, ": integer multiplication overflow (sizes ", sizes,
+                 " have more than 2^63 - 1 elements)");
+  }
   return n;
 }
 
-static void check_sizes(IntArrayRef sizes) {
-  for (int64_t s : sizes)
-    KINDLE_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", sizes);
+size_t checked_storage_nbytes(IntArrayRef sizes, IntArrayRef strides, size_t itemsize,
+                              const char* op) {
+  KINDLE_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
+               " must have the same length");
+  bool overflow = false;
+  int64_t extent = 1;  // elements from the first to one past the last, plus one
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KINDLE_CHECK(sizes[i] >= 0, op, ": Trying to create tensor with negative dimension ",
+                 sizes[i], ": ", sizes);
+    if (sizes[i] == 0) return 0;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KINDLE_CHECK(strides[i] >= 0, op, ": negative strides are not supported, got sizes=",
+                 sizes, " and strides=", strides);
+    int64_t span;
+    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
+    overflow |= __builtin_add_overflow(extent, span, &extent);
+  }
+  int64_t nbytes;
+  overflow |= __builtin_mul_overflow(extent, int64_t(itemsize), &nbytes);
+  KINDLE_CHECK(!overflow, op, ": Storage size calculation overflowed with sizes=", sizes,
+               " and strides=", strides);
+  return size_t(nbytes);
+}
+
+void check_view_in_storage(const StorageImpl& storage, size_t itemsize, IntArrayRef sizes,
+                           IntArrayRef strides, int64_t offset, const char* op, bool allow_negative_strides) {
+  KINDLE_CHECK(offset >= 0, op, ": Tensor: invalid storage offset ", offset);
+  KINDLE_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
+               " must have the same length");
+  bool overflow = false;
+  int64_t lo = offset, hi = offset;  // the first and last element reached
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KINDLE_CHECK(sizes[i] >= 0, op, ": Trying to create tensor with negative dimension ", sizes[i], ": ", sizes);
+    if (sizes[i] == 0) return;  // an empty view reads nothing
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KINDLE_CHECK(strides[i] >= 0 || allow_negative_strides, op,
+                 ": negative strides are not supported, got sizes=", sizes, " and strides=", strides);
+    int64_t span;
+    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
+    overflow |= __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
+  }
+  int64_t end;
+  overflow |= __builtin_add_overflow(hi, 1, &end);
+  overflow |= __builtin_mul_overflow(end, int64_t(itemsize), &end);
+  KINDLE_CHECK(!overflow && lo >= 0 && size_t(end) <= storage.nbytes(), op, ": setStorage: sizes ", sizes,
+               ", strides ", strides, ", storage offset ", offset, ", and itemsize ", itemsize,
+               " requiring a storage size of ", overflow ? std::string("more than 2^63") : std::to_string(end),
+               " are out of bounds for storage of size ", storage.nbytes());
 }
 
 Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {
-  check_sizes(sizes);
-  int64_t n = numel_of(sizes);
-  Storage st = make_storage(size_t(n) * itemsize(dtype), device);
-  return Tensor(intrusive_ptr<TensorImpl>::make(std::move(st), dtype, sizes,
-                                                contiguous_strides(sizes), 0));
+  int64_t numel = checked_numel(sizes, "empty"), nbytes;
+  KINDLE_CHECK(!__builtin_mul_overflow(numel, int64_t(itemsize(dtype)), &nbytes),
+               "Storage size calculation overflowed with sizes=", sizes);
+  DimVector strides = contiguous_strides(sizes);
+  Storage st = make_storage(nbytes, device);
+  return Tensor(intrusive_ptr<TensorImpl>::make(std::move(st), dtype, sizes, strides, 0));
 }
 
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {
-  check_sizes(sizes);
-  KINDLE_CHECK(sizes.size() == strides.size(), "empty_strided: sizes ", sizes, " and strides ",
-               strides, " must have the same length");
-  int64_t span = 1;
-  bool empty = false;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) empty = true;
-    span += (sizes[i] - 1) * strides[i];
-  }
-  Storage st = make_storage(empty ? 0 : size_t(span) * itemsize(dtype), device);
+  size_t nbytes = checked_storage_nbytes(sizes, strides, itemsize(dtype), "empty_strided");
+  Storage st = make_storage(nbytes, device);
   return Tensor(intrusive_ptr<TensorImpl>::make(std::move(st), dtype, sizes, strides, 0));
 }
 

@@ -11,6 +11,19 @@
 namespace kindle::cpu {
 namespace {
 
+// Integer a / b and a % b with b != 0: the most negative value over -1 overflows (SIGFPE on
+// x86); the quotient wraps to itself and the remainder is 0, as in PyTorch.
+template <typename M>
+M int_div(M a, M b) {
+  if constexpr (std::is_signed_v<M>) if (b == -1) return wrap_sub(M(0), a);
+  return M(a / b);
+}
+template <typename M>
+M int_rem(M a, M b) {
+  if constexpr (std::is_signed_v<M>) if (b == -1) return M(0);
+  return M(a % b);
+}
+
 template <typename M>
 M python_mod(M a, M b) {  // the result takes the sign of the divisor
   if constexpr (std::is_floating_point_v<M>) {
@@ -18,7 +31,7 @@ M python_mod(M a, M b) {  // the result takes the sign of the divisor
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
   } else {
-    M r = a % b;
+    M r = int_rem(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
   }
@@ -31,8 +44,8 @@ M int_pow(M base, M exp) {
   }
   M r = 1;
   while (exp) {
-    if (exp & 1) r = M(r * base);
-    base = M(base * base);
+    if (exp & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
     exp >>= 1;
   }
   return r;
@@ -47,13 +60,13 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
   auto run_bool = [&](auto f) { binary_loop<bool, T>(it, f); };
   std::atomic<bool> zero_div{false};
   switch (op) {
-    case BinaryOp::Add: if constexpr (is_bool) return run([](M a, M b) { return a || b; }); else return run([](M a, M b) { return M(a + b); });
-    case BinaryOp::Sub: return run([](M a, M b) { return M(a - b); });
-    case BinaryOp::Mul: if constexpr (is_bool) return run([](M a, M b) { return a && b; }); else return run([](M a, M b) { return M(a * b); });
+    case BinaryOp::Add: if constexpr (is_bool) return run([](M a, M b) { return a || b; }); else return run([](M a, M b) { return wrap_add(a, b); });
+    case BinaryOp::Sub: return run([](M a, M b) { return wrap_sub(a, b); });
+    case BinaryOp::Mul: if constexpr (is_bool) return run([](M a, M b) { return a && b; }); else return run([](M a, M b) { return wrap_mul(a, b); });
     case BinaryOp::Div: return run([](M a, M b) { return M(a / b); });
     case BinaryOp::DivTrunc:
       if constexpr (is_float) return run([](M a, M b) { return std::trunc(a / b); });
-      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a / b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return int_div(a, b); }); break; }
     case BinaryOp::DivFloor:
       if constexpr (is_float)
         return run([](M a, M b) {
@@ -66,8 +79,8 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
       else if constexpr (!is_bool) {
         run([&](M a, M b) {
           if (b == 0) { zero_div = true; return M(0); }
-          M q = M(a / b);
-          if ((a % b != 0) && ((a < 0) != (b < 0))) q = M(q - 1);
+          M q = int_div(a, b);
+          if ((int_rem(a, b) != 0) && ((a < 0) != (b < 0))) q = M(q - 1);
           return q;
         });
         break;
@@ -77,9 +90,14 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
       else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return python_mod(a, b); }); break; }
     case BinaryOp::Fmod:
       if constexpr (is_float) return run([](M a, M b) { return std::fmod(a, b); });
-      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return M(a % b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return int_rem(a, b); }); break; }
     case BinaryOp::Pow:
-      if constexpr (is_float) return run([](M a, M b) { return b == M(2) ? a * a : vm::pow(a, b); });
+      // Exponents 0.5 and -0.5 are sqrt and rsqrt, as PyTorch computes them (pow(-inf, 0.5) is
+      // inf by IEEE, but NaN there).
+      if constexpr (is_float)
+        return run([](M a, M b) {
+          return b == M(2) ? a * a : b == M(0.5) ? std::sqrt(a) : b == M(-0.5) ? M(1) / std::sqrt(a) : vm::pow(a, b);
+        });
       else if constexpr (!is_bool) return run([](M a, M b) { return int_pow(a, b); });
       else return run([](M a, M b) { return b ? a : true; });
     case BinaryOp::Atan2: if constexpr (is_float) return run([](M a, M b) { return vm::atan2(a, b); }); break;
@@ -209,7 +227,7 @@ void where_kernel(TensorIter& it) {
     for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<T*>(p[0] + i * s[0]) =
-            *reinterpret_cast<const bool*>(p[1] + i * s[1]) ? *reinterpret_cast<const T*>(p[2] + i * s[2])
+            load(reinterpret_cast<const bool*>(p[1] + i * s[1])) ? *reinterpret_cast<const T*>(p[2] + i * s[2])
                                                              : *reinterpret_cast<const T*>(p[3] + i * s[3]);
     });
   });
@@ -247,9 +265,22 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
       }
     }
     switch (op) {
-      case ParamOp::Clamp: { M lo = M(pr[0]), hi = M(pr[1]); return run([=](M x) { return std::min(std::max(x, lo), hi); }); }
-      case ParamOp::ClampMin: { M lo = M(pr[0]); return run([=](M x) { return std::max(x, lo); }); }
-      case ParamOp::ClampMax: { M hi = M(pr[0]); return run([=](M x) { return std::min(x, hi); }); }
+      // A NaN bound makes every result NaN, as in PyTorch (std::max would drop it).
+      case ParamOp::Clamp: {
+        M lo = M(pr[0]), hi = M(pr[1]);
+        if (lo != lo || hi != hi) return run([=](M) { return lo != lo ? lo : hi; });
+        return run([=](M x) { return std::min(std::max(x, lo), hi); });
+      }
+      case ParamOp::ClampMin: {
+        M lo = M(pr[0]);
+        if (lo != lo) return run([=](M) { return lo; });
+        return run([=](M x) { return std::max(x, lo); });
+      }
+      case ParamOp::ClampMax: {
+        M hi = M(pr[0]);
+        if (hi != hi) return run([=](M) { return hi; });
+        return run([=](M x) { return std::min(x, hi); });
+      }
       case ParamOp::Hardtanh: { M lo = M(pr[0]), hi = M(pr[1]); return run([=](M x) { return x < lo ? lo : x > hi ? hi : x; }); }
       case ParamOp::Threshold: { M th = M(pr[0]), v = M(pr[1]); return run([=](M x) { return x <= th ? v : x; }); }
       case ParamOp::Addcmul: { M v = M(pr[0]); ternary_loop<T>(it, [=](M a, M b, M c) { return M(a + v * b * c); }); return; }

@@ -28,7 +28,8 @@ inline bool offset_of(char** p, const int64_t* s, int64_t i, const IndexDims& d,
   for (int k = 0; k < d.n; ++k) {
     int64_t v = *reinterpret_cast<const int64_t*>(p[first_idx + k] + i * s[first_idx + k]);
     int64_t n = d.sizes[k];
-    if (v < -n || v >= n) { bad.report(v, n); return false; }
+    // Indexing wraps negative indices; gather and scatter (index_error false) refuse them.
+    if (v < (d.index_error ? -n : 0) || v >= n) { bad.report(v, n); return false; }
     if (v < 0) v += n;
     off += v * d.strides[k];
   }

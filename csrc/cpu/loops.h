@@ -40,6 +40,36 @@ void for_each_run(const TensorIter& it, const Loop& loop, bool serial = false) {
   });
 }
 
+// Reads one element as its opmath value. A bool is read as its byte != 0: memory shared with
+// NumPy or loaded from a file may hold bytes other than 0 and 1, which every op reads as true
+// (as PyTorch does); loading such a byte as a C++ bool would be undefined.
+template <typename In>
+inline opmath_t<In> load(const In* p) {
+  if constexpr (std::is_same_v<In, bool>) return *reinterpret_cast<const uint8_t*>(p) != 0;
+  else return opmath_t<In>(*p);
+}
+
+// Signed integers wrap on overflow as in PyTorch (two's complement), without the undefined
+// behaviour of signed overflow in C++: the arithmetic is done on an unsigned type at least as
+// wide as int (uint16 * uint16 would otherwise promote to a signed int and overflow).
+template <typename M>
+using wrap_unsigned_t = std::conditional_t<(sizeof(M) < sizeof(unsigned)), unsigned, std::make_unsigned_t<M>>;
+template <typename M>
+M wrap_add(M a, M b) {
+  if constexpr (std::is_integral_v<M> && std::is_signed_v<M>) return M(wrap_unsigned_t<M>(a) + wrap_unsigned_t<M>(b));
+  else return M(a + b);
+}
+template <typename M>
+M wrap_sub(M a, M b) {
+  if constexpr (std::is_integral_v<M> && std::is_signed_v<M>) return M(wrap_unsigned_t<M>(a) - wrap_unsigned_t<M>(b));
+  else return M(a - b);
+}
+template <typename M>
+M wrap_mul(M a, M b) {
+  if constexpr (std::is_integral_v<M> && std::is_signed_v<M>) return M(wrap_unsigned_t<M>(a) * wrap_unsigned_t<M>(b));
+  else return M(a * b);
+}
+
 // `omp simd` only on plain arithmetic types: GCC 12 fails (an internal error) on some loops
 // that convert 16-bit floats, and those gain nothing from it anyway.
 template <typename T> constexpr bool kSimdOk = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
@@ -53,17 +83,17 @@ void unary_loop(const TensorIter& it, const F& f) {
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
       if constexpr (kSimdOk<Out> && kSimdOk<In>) {
 #pragma omp simd
-        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(opmath_t<In>(a[i])));
+        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(load(a + i)));
       } else {
-        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(opmath_t<In>(a[i])));
+        for (int64_t i = 0; i < n; ++i) o[i] = Out(f(load(a + i)));
       }
     } else if (s[0] == sizeof(Out) && s[1] == 0) {
-      Out v = Out(f(opmath_t<In>(*a)));
+      Out v = Out(f(load(a)));
       for (int64_t i = 0; i < n; ++i) o[i] = v;
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-            Out(f(opmath_t<In>(*reinterpret_cast<const In*>(p[1] + i * s[1]))));
+            Out(f(load(reinterpret_cast<const In*>(p[1] + i * s[1]))));
     }
   });
 }
@@ -95,20 +125,20 @@ void binary_loop(const TensorIter& it, const F& f) {
     constexpr int64_t so = sizeof(Out), si = sizeof(In);
     if (s[0] == so && s[1] == si && s[2] == si) {
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M(a[i]), M(b[i])));
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(load(a + i), load(b + i)));
     } else if (s[0] == so && s[1] == si && s[2] == 0) {
-      const M bv = M(*b);
+      const M bv = load(b);
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M(a[i]), bv));
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(load(a + i), bv));
     } else if (s[0] == so && s[1] == 0 && s[2] == si) {
-      const M av = M(*a);
+      const M av = load(a);
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(av, M(b[i])));
+      for (int64_t i = 0; i < n; ++i) o[i] = Out(f(av, load(b + i)));
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-            Out(f(M(*reinterpret_cast<const In*>(p[1] + i * s[1])),
-                  M(*reinterpret_cast<const In*>(p[2] + i * s[2]))));
+            Out(f(load(reinterpret_cast<const In*>(p[1] + i * s[1])),
+                  load(reinterpret_cast<const In*>(p[2] + i * s[2]))));
     }
   });
 }
@@ -123,13 +153,13 @@ void ternary_loop(const TensorIter& it, const F& f) {
       const T *a = reinterpret_cast<const T*>(p[1]), *b = reinterpret_cast<const T*>(p[2]),
               *c = reinterpret_cast<const T*>(p[3]);
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = T(f(M(a[i]), M(b[i]), M(c[i])));
+      for (int64_t i = 0; i < n; ++i) o[i] = T(f(load(a + i), load(b + i), load(c + i)));
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<T*>(p[0] + i * s[0]) =
-            T(f(M(*reinterpret_cast<const T*>(p[1] + i * s[1])),
-                M(*reinterpret_cast<const T*>(p[2] + i * s[2])),
-                M(*reinterpret_cast<const T*>(p[3] + i * s[3]))));
+            T(f(load(reinterpret_cast<const T*>(p[1] + i * s[1])),
+                load(reinterpret_cast<const T*>(p[2] + i * s[2])),
+                load(reinterpret_cast<const T*>(p[3] + i * s[3]))));
     }
   });
 }

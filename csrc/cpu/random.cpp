@@ -51,7 +51,7 @@ void range_kernel(const Tensor& out, double start, double step, double end, bool
   dispatch_numeric(out.dtype(), "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(out.data_ptr());
-    int64_t half = n / 2;
+    int64_t half = n == 1 ? 1 : n / 2;  // one step of linspace is its start
     const bool exact_int = !linspace && start == std::floor(start) && step == std::floor(step);
     parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {

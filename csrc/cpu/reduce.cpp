@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu/loops.h"
 #include "cpu/parallel.h"
 #include "cpu/vec_math.h"
 #include "ops/kernels.h"
@@ -30,16 +31,16 @@ struct Reducer {
     else return A(0);
   }
   static A step(A acc, A x) {
-    if constexpr (OP == ReduceOp::Sum || OP == ReduceOp::Any) return acc + (OP == ReduceOp::Any ? A(x != 0) : x);
-    else if constexpr (OP == ReduceOp::SumSq) return acc + x * x;
-    else if constexpr (OP == ReduceOp::Prod) return acc * x;
+    if constexpr (OP == ReduceOp::Sum || OP == ReduceOp::Any) return wrap_add(acc, OP == ReduceOp::Any ? A(x != 0) : x);
+    else if constexpr (OP == ReduceOp::SumSq) return wrap_add(acc, wrap_mul(x, x));
+    else if constexpr (OP == ReduceOp::Prod) return wrap_mul(acc, x);
     else if constexpr (OP == ReduceOp::All) return acc * A(x != 0);
     else if constexpr (OP == ReduceOp::Max) return (x != x || x > acc) ? x : acc;
     else return (x != x || x < acc) ? x : acc;
   }
   static A combine(A a, A b) {
-    if constexpr (OP == ReduceOp::Sum || OP == ReduceOp::SumSq || OP == ReduceOp::Any) return a + b;
-    else if constexpr (OP == ReduceOp::Prod || OP == ReduceOp::All) return a * b;
+    if constexpr (OP == ReduceOp::Sum || OP == ReduceOp::SumSq || OP == ReduceOp::Any) return wrap_add(a, b);
+    else if constexpr (OP == ReduceOp::Prod || OP == ReduceOp::All) return wrap_mul(a, b);
     else return step(a, b);
   }
   // A contiguous run: fixed lanes, combined pairwise.
@@ -71,15 +72,15 @@ struct Reducer {
     for (int l = 0; l < kLanes; ++l) lanes[l] = init();
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] = step(lanes[l], A(opmath_t<T>(p[i + l])));
-    for (; i < n; ++i) lanes[0] = step(lanes[0], A(opmath_t<T>(p[i])));
+      for (int l = 0; l < kLanes; ++l) lanes[l] = step(lanes[l], A(load(p + i + l)));
+    for (; i < n; ++i) lanes[0] = step(lanes[0], A(load(p + i)));
     for (int w = kLanes / 2; w > 0; w /= 2)
       for (int l = 0; l < w; ++l) lanes[l] = combine(lanes[l], lanes[l + w]);
     return lanes[0];
   }
   static A run_strided(const T* p, int64_t n, int64_t s) {
     A acc = init();
-    for (int64_t i = 0; i < n; ++i) acc = step(acc, A(opmath_t<T>(p[i * s])));
+    for (int64_t i = 0; i < n; ++i) acc = step(acc, A(load(p + i * s)));
     return acc;
   }
 };
@@ -129,7 +130,7 @@ void reduce_typed(const ReducePlan& pl) {
         acc.assign(size_t(len), Red::init());
         for (int64_t r = 0; r < R; ++r) {
           const T* row = base + r * rs;
-          for (int64_t j = 0; j < len; ++j) acc[j] = Red::step(acc[j], A(opmath_t<T>(row[j])));
+          for (int64_t j = 0; j < len; ++j) acc[j] = Red::step(acc[j], A(load(row + j)));
         }
         for (int64_t j = 0; j < len; ++j) store(m + j, acc[j]);
         m += len;
@@ -257,8 +258,8 @@ void scan_kernel(const Tensor& in, const Tensor& out, bool prod) {
         for (int64_t m = m0; m < m1; ++m) {
           A acc = prod ? A(1) : A(0);
           for (int64_t r = 0; r < R; ++r) {
-            A x = A(opmath_t<T>(p[m * R + r]));
-            acc = prod ? acc * x : acc + x;
+            A x = A(load(p + m * R + r));
+            acc = prod ? wrap_mul(acc, x) : wrap_add(acc, x);
             o[m * R + r] = O(opmath_t<O>(acc));
           }
         }

@@ -61,14 +61,14 @@ void any_unary(const TensorIter& it, UnaryOp op) {
   auto run_bool = [&](auto f) { unary_loop<bool, T>(it, f); };
   constexpr bool is_float = std::is_floating_point_v<M>;
   switch (op) {
-    case UnaryOp::Neg: return run([](M x) { return M(-x); });
+    case UnaryOp::Neg: return run([](M x) { return wrap_sub(M(0), x); });  // -INT_MIN wraps
     case UnaryOp::Abs:
       if constexpr (std::is_unsigned_v<M>) return run([](M x) { return x; });
-      else return run([](M x) { return x < M(0) ? M(-x) : x; });
+      else return run([](M x) { return x < M(0) ? wrap_sub(M(0), x) : x; });
     case UnaryOp::Sign:
     case UnaryOp::Sgn: return run([](M x) { return M((M(0) < x) - (x < M(0))); });  // sign(nan) is 0, as in PyTorch
     case UnaryOp::Relu: return run([](M x) { return x < M(0) ? M(0) : x; });
-    case UnaryOp::Square: return run([](M x) { return M(x * x); });
+    case UnaryOp::Square: return run([](M x) { return wrap_mul(x, x); });
     case UnaryOp::Floor: if constexpr (is_float) return run([](M x) { return std::floor(x); }); else return run([](M x) { return x; });
     case UnaryOp::Ceil: if constexpr (is_float) return run([](M x) { return std::ceil(x); }); else return run([](M x) { return x; });
     case UnaryOp::Trunc: if constexpr (is_float) return run([](M x) { return std::trunc(x); }); else return run([](M x) { return x; });

@@ -81,7 +81,12 @@ Tensor interpolate(const Tensor& self, IntArrayRef output_size, std::string_view
                                "and 5-D inputs (N, C, spatial...) are supported");
   KINDLE_CHECK(int64_t(output_size.size()) == spatial, "interpolate: expected ", spatial,
                " output sizes for input of shape ", self.sizes(), ", got ", output_size);
-  for (int64_t s : output_size) KINDLE_CHECK(s > 0, "interpolate: output sizes must be positive, got ", output_size);
+  IntArrayRef in_spatial = self.sizes().slice(2, size_t(spatial));
+  bool positive = true;
+  for (int64_t s : output_size) positive &= s > 0;
+  for (int64_t s : in_spatial) positive &= s > 0;
+  KINDLE_CHECK(positive, "interpolate: Input and output sizes should be greater than 0, but got input ",
+               in_spatial, " and output ", output_size);
   KINDLE_CHECK(self.is_floating_point(), "interpolate: expected a floating point input, got ", self.dtype());
   bool linear_mode = (mode == "linear" && spatial == 1) || (mode == "bilinear" && spatial == 2) ||
                      (mode == "trilinear" && spatial == 3) || (mode == "bicubic" && spatial == 2);
@@ -102,9 +107,13 @@ Tensor interpolate(const Tensor& self, IntArrayRef output_size, std::string_view
     std::optional<double> sc = scales[3 - spatial + k];
     std::string_view m = mode == "area" ? "area" : mode;
     Tensor w = weights(y.size(d), output_size[size_t(k)], m, align_corners.value_or(false),
-                       mode == "area" ? std::nullopt : sc, antialias)
-                   .to(y.dtype());
-    y = matmul(y.movedim({d}, {-1}), w.t()).movedim({-1}, {d});
+                       mode == "area" ? std::nullopt : sc, antialias);
+    if (mode == "nearest" || mode == "nearest-exact") {
+      // A copy of the chosen sources: a product with the 0/1 weights would turn 0 * inf into NaN.
+      y = y.index_select(d, w.argmax(1));
+      continue;
+    }
+    y = matmul(y.movedim({d}, {-1}), w.to(y.dtype()).t()).movedim({-1}, {d});
   }
   return y.contiguous();
 }

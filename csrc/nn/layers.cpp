@@ -68,6 +68,8 @@ Tensor dropout_impl(const Tensor& self, double p, bool training, bool feature, c
   check_p(p, op);
   if (!training || p == 0) return self;
   if (p == 1) return self * zeros_like(self);
+  KINDLE_CHECK(self.is_floating_point(), op, ": result type Float can't be cast to the desired output type ",
+               scalar_type_name(self.dtype()), " (dropout needs a floating point input)");
   return self * (keep_mask(self, p, feature) / (1 - p));
 }
 
@@ -186,6 +188,11 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
     KINDLE_CHECK(B >= 0 && (off.numel() == 0 || off.select(0, 0).item<int64_t>() == 0), "embedding_bag: offsets[0] "
                  "has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got ",
                  off.numel() ? off.select(0, 0).item<int64_t>() : 0);
+    if (off.numel()) {
+      int64_t last = off.select(0, -1).item<int64_t>();
+      KINDLE_CHECK(last <= n, "embedding_bag: offsets[-1] can not be greater than input's length ", n,
+                   " but got offsets[-1] of ", last);
+    }
     // bag id of every index: count how many bag starts lie at or before each position
     Tensor starts = zeros({n + 1}, kInt64);
     if (B > 1) starts.index_add_(0, off.narrow(0, 1, B - 1), ones({B - 1}, kInt64));
@@ -255,13 +262,7 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
     }
     double v = value.value_or(0.0);
-    if (!self.is_floating_point() && self.dtype() != kBool) {
-      double lo = self.dtype() == kUInt8 ? 0 : self.dtype() == kInt8 ? -128 : self.dtype() == kInt16 ? -32768
-                : self.dtype() == kInt32 ? -2147483648.0 : -9.2233720368547758e18;
-      double hi = self.dtype() == kUInt8 ? 255 : self.dtype() == kInt8 ? 127 : self.dtype() == kInt16 ? 32767
-                : self.dtype() == kInt32 ? 2147483647.0 : 9.2233720368547758e18;
-      KINDLE_CHECK(v >= lo && v <= hi, "pad: value cannot be converted to type ", self.dtype(), " without overflow: ", v);
-    }
+    // full() checks that the value fits the dtype (check_scalar_fits).
     Tensor out = full(shape, v, self.dtype());
     Tensor region = out;
     for (size_t k = 0; k < np; ++k) {
@@ -312,6 +313,9 @@ Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {
   KINDLE_CHECK(self.dim() >= 3, "pixel_shuffle expects input to have at least 3 dimensions, but got input with ",
                self.dim(), " dimension(s)");
   KINDLE_CHECK(r > 0, "pixel_shuffle expects a positive upscale_factor, but got ", r);
+  int64_t r2;
+  KINDLE_CHECK_VALUE(!__builtin_mul_overflow(r, r, &r2), "pixel_shuffle: upscale factor is too large, "
+                     "(upscale_factor)^2 overflowed: upscale_factor=", r);
   int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
   KINDLE_CHECK(c % (r * r) == 0, "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
                "of upscale_factor, but input.size(-3)=", c, " is not divisible by ", r * r);
@@ -331,6 +335,9 @@ Tensor pixel_unshuffle(const Tensor& self, int64_t downscale_factor) {
   KINDLE_CHECK(self.dim() >= 3, "pixel_unshuffle expects input to have at least 3 dimensions, but got input with ",
                self.dim(), " dimension(s)");
   KINDLE_CHECK(r > 0, "pixel_unshuffle expects a positive downscale_factor, but got ", r);
+  int64_t r2;
+  KINDLE_CHECK_VALUE(!__builtin_mul_overflow(r, r, &r2), "pixel_unshuffle: downscale factor is too large, "
+                     "(downscale_factor)^2 overflowed: downscale_factor=", r);
   int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
   KINDLE_CHECK(h % r == 0 && w % r == 0, "pixel_unshuffle expects height and width to be divisible by "
                "downscale_factor, but input.size(-2)=", h, " and input.size(-1)=", w, " for downscale_factor ", r);

@@ -17,6 +17,7 @@ const Tensor& native_copy_(const Tensor& self, const Tensor& src) {
 }
 
 const Tensor& native_fill_(const Tensor& self, const Scalar& value) {
+  check_scalar_fits(value, self.dtype(), "fill_");
   TensorIterConfig cfg;
   cfg.add_output(self);
   cfg.compute_dtype = self.dtype();

@@ -8,7 +8,8 @@
 namespace kindle {
 namespace {
 
-enum class UKind { Float, Numeric, Any, BoolOut, Integral };
+// FloatOnly: float inputs only (PyTorch has no integer kernel: silu); Float promotes integers.
+enum class UKind { Float, FloatOnly, Numeric, Any, BoolOut, Integral };
 
 Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const Tensor& out = {}) {
   DType dt = self.dtype();
@@ -16,9 +17,12 @@ Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const
     KINDLE_CHECK(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
   if (kind == UKind::Integral)
     KINDLE_CHECK(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
+  if (kind == UKind::FloatOnly)
+    KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt), name, ": \"", name, "_cpu\" not implemented for '",
+                                 scalar_type_name(dt), "'");
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self);
-  cfg.int_to_float = kind == UKind::Float;
+  cfg.int_to_float = kind == UKind::Float || kind == UKind::FloatOnly;
   if (kind == UKind::BoolOut) cfg.output_dtype = kBool;
   TensorIter it = cfg.build(name);
   if (it.numel) unary_stub[it.device()](it, op);
@@ -27,13 +31,40 @@ Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const
   return it.output();
 }
 
-enum class BKind { Arith, TrueDiv, Compare, Logical, Bitwise, Float };
+// FloatOnly: float inputs only (hypot); Float promotes integers to the default float type.
+enum class BKind { Arith, TrueDiv, Compare, Logical, Bitwise, Float, FloatOnly };
 
 Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, BKind kind,
-              const Tensor& out = {}) {
+              const Tensor& out = {});
+
+// A float16/bfloat16 tensor multiplied or divided by a Python number (`h * 65536.0`, loss
+// scaling): PyTorch computes in float32 with the number unrounded and rounds the result once;
+// converting the number to the tensor's dtype first would overflow it to inf. (Its add and sub
+// do round the number first, and so does Kindle.) Returns an undefined tensor when not the case.
+Tensor reduced_float_with_number(const char* name, const Tensor& a, const Tensor& b, BinaryOp op,
+                                 BKind kind, const Tensor& out) {
+  bool wa = a.impl()->wrapped_number, wb = b.impl()->wrapped_number;
+  if (wa == wb || (op != BinaryOp::Mul && op != BinaryOp::Div)) return {};
+  DType t = wa ? b.dtype() : a.dtype();
+  if (t != kFloat16 && t != kBFloat16) return {};
+  Tensor r = binary(name, wa ? a : a.to(kFloat32), wb ? b : b.to(kFloat32), op, kind);
+  if (!out.defined()) return r.to(t);
+  out.copy_(r);
+  return out;
+}
+
+Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, BKind kind,
+              const Tensor& out) {
+  if ((op == BinaryOp::Mul || op == BinaryOp::Div) && (a.impl()->wrapped_number || b.impl()->wrapped_number))
+    if (Tensor r = reduced_float_with_number(name, a, b, op, kind, out); r.defined()) return r;
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(a).add_input(b);
   if (kind == BKind::TrueDiv || kind == BKind::Float) cfg.int_to_float = true;
+  if (kind == BKind::FloatOnly) {
+    DType ct = result_type({a, b});
+    KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(ct), name, ": \"", name, "_cpu\" not implemented for '",
+                                 scalar_type_name(ct), "'");
+  }
   if (kind == BKind::Compare || kind == BKind::Logical) cfg.output_dtype = kBool;
   TensorIter it = cfg.build(name);
   DType ct = it.common_dtype;
@@ -115,7 +146,7 @@ KINDLE_UNARY(sinh, Sinh, Float)
 KINDLE_UNARY(cosh, Cosh, Float)
 KINDLE_UNARY(tanh, Tanh, Float)
 KINDLE_UNARY(sigmoid, Sigmoid, Float)
-KINDLE_UNARY(silu, Silu, Float)
+KINDLE_UNARY(silu, Silu, FloatOnly)
 KINDLE_UNARY(erf, Erf, Float)
 KINDLE_UNARY(erfinv, Erfinv, Float)
 KINDLE_UNARY(reciprocal, Reciprocal, Float)
@@ -307,7 +338,7 @@ const Tensor& native_pow_(const Tensor& a, const Tensor& b) {
 KINDLE_BINARY_INPLACE(native_, mul, Mul, Arith)
 
 KINDLE_BINARY_INPLACE(native_, atan2, Atan2, Float)
-KINDLE_BINARY_INPLACE(native_, hypot, Hypot, Float)
+KINDLE_BINARY_INPLACE(native_, hypot, Hypot, FloatOnly)
 KINDLE_BINARY_INPLACE(native_, copysign, Copysign, Float)
 KINDLE_BINARY_INPLACE(native_, xlogy, Xlogy, Float)
 KINDLE_BINARY_INPLACE(native_, fmod, Fmod, Arith)

@@ -96,9 +96,27 @@ Tensor normal(double mean, double std, IntArrayRef size, const std::optional<Gen
   fill_random(t, RandomKind::Normal, mean, std, generator);
   return finish_factory(t, requires_grad, "normal");
 }
+// [from, to) must lie in an integer dtype's range, or the values would wrap (PyTorch raises).
+static void check_random_range(int64_t from, int64_t to, DType dt, const char* op) {
+  if (is_floating_point(dt) || dt == kInt64) return;
+  int64_t lo = 0, hi = 1;
+  switch (dt) {
+    case kUInt8: hi = 255; break;
+    case kInt8: lo = -128; hi = 127; break;
+    case kInt16: lo = -32768; hi = 32767; break;
+    case kInt32: lo = INT32_MIN; hi = INT32_MAX; break;
+    default: break;  // bool: [0, 1]
+  }
+  KINDLE_CHECK(from >= lo && from <= hi, op, ": from is out of bounds for ", dt, " (from=", from, ", range [", lo, ", ",
+               hi, "])");
+  KINDLE_CHECK(to - 1 >= lo && to - 1 <= hi, op, ": to - 1 is out of bounds for ", dt, " (to=", to, ", range [", lo,
+               ", ", hi, "])");
+}
+
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, const std::optional<Generator>& generator,
                std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
   KINDLE_CHECK(low < high, "randint: expected 'low' to be less than 'high', but got low=", low, " and high=", high);
+  check_random_range(low, high, dtype.value_or(kInt64), "randint");
   Tensor t = empty_tensor(size, dtype.value_or(kInt64), dev(device));
   fill_random(t, RandomKind::Integer, double(low), double(high), generator);
   return finish_factory(t, requires_grad, "randint");
@@ -147,6 +165,7 @@ const Tensor& native_exponential_(const Tensor& self, double lambd, const std::o
 const Tensor& native_random_(const Tensor& self, int64_t from, std::optional<int64_t> to, const std::optional<Generator>& generator) {
   int64_t lo = to ? from : 0, hi = to ? *to : from;
   KINDLE_CHECK(lo < hi, "random_: expects 'from' to be less than 'to', but got from=", lo, " >= to=", hi);
+  check_random_range(lo, hi, self.dtype(), "random_");
   fill_random(self, RandomKind::Integer, double(lo), double(hi), generator);
   return self;
 }
@@ -207,7 +226,10 @@ Tensor arange(const Scalar& start, const std::optional<Scalar>& end, const Scala
   KINDLE_CHECK((st > 0 && b >= a) || (st < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign");
   bool any_float = s0.is_floating_point() || s1.is_floating_point() || step.is_floating_point();
   DType dt = dtype.value_or(any_float ? default_dtype() : kInt64);
-  int64_t n = int64_t(std::ceil((b - a) / st));
+  double count = std::ceil((b - a) / st);
+  KINDLE_CHECK(count >= 0 && count < 9223372036854775808.0, "arange: invalid size, possible overflow? (start ", a,
+               ", end ", b, ", step ", st, " give ", count, " elements)");
+  int64_t n = int64_t(count);
   Tensor t = empty_tensor({n}, dt, dev(device));
   if (n) range_stub[t.device()](t, a, st, b, false);
   return finish_factory(t, requires_grad, "arange");

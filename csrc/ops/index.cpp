@@ -87,6 +87,11 @@ IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tens
   for (int64_t d = 0; d < s; ++d) { pl.shape.push_back(self.sizes()[d]); src_strides.push_back(self.strides()[d]); }
   for (int64_t v : b) { pl.shape.push_back(v); src_strides.push_back(0); }
   for (int64_t d = s + k; d < self.dim(); ++d) { pl.shape.push_back(self.sizes()[d]); src_strides.push_back(self.strides()[d]); }
+  // Any index into a dimension of size 0 is out of range (the kernel would see no storage at all).
+  if (numel_of(pl.shape) > 0)
+    for (int64_t j = 0; j < k; ++j)
+      KINDLE_CHECK_INDEX(self.sizes()[s + j] > 0, op, ": index ", idx[s + j].reshape({-1}).select(0, 0).item(),
+                         " is out of bounds for dimension ", s + j, " with size 0");
   pl.src = make_view(self, pl.shape, src_strides, self.storage_offset());
   int64_t nb = int64_t(b.size());
   for (int64_t j = 0; j < k; ++j) {
@@ -179,6 +184,8 @@ static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& inde
   for (int64_t k = 0; k < nd; ++k)
     KINDLE_CHECK(k == d || ix.sizes()[k] <= s.sizes()[k], op, "(): Size does not match at dimension ", k,
                  " expected index ", ix.sizes(), " to be smaller than self ", s.sizes(), " apart from dimension ", d);
+  KINDLE_CHECK(s.sizes()[d] > 0 || ix.numel() == 0, op, "(): index ", ix.reshape({-1}).select(0, 0).item(),
+               " is out of bounds for dimension ", d, " with size 0");
   IndexPlan pl;
   pl.shape = DimVector(ix.sizes());
   DimVector st(s.strides());
@@ -193,6 +200,10 @@ static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& inde
 }
 
 Tensor native_gather(const Tensor& self, int64_t dim, const Tensor& index) {
+  if (index.numel() == 0) {  // PyTorch checks nothing more for an empty index
+    KINDLE_CHECK(index.dtype() == kInt64, "gather(): Expected dtype int64 for index, got ", index.dtype());
+    return empty_tensor(index.sizes(), self.dtype(), self.device());
+  }
   IndexPlan pl = plan_gather(self, dim, index, "gather");
   TensorIterConfig cfg;
   cfg.add_output(Tensor()).add_input(pl.src).add_input(pl.idx[0]);
@@ -204,6 +215,10 @@ Tensor native_gather(const Tensor& self, int64_t dim, const Tensor& index) {
 }
 
 static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool acc, const char* op) {
+  if (index.numel() == 0) {
+    KINDLE_CHECK(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
+    return self;
+  }
   IndexPlan pl = plan_gather(self, dim, index, op);
   KINDLE_CHECK(src.impl()->wrapped_number || src.dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype (got ",
                self.dtype(), " and ", src.dtype(), ")");
@@ -249,8 +264,13 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
   KINDLE_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
   if (index.numel()) {
     int64_t lo = amin(index, {}, false).item().to_int(), hi = amax(index, {}, false).item().to_int();
-    KINDLE_CHECK(lo >= -self.size(d) && hi < self.size(d), "index_add_(): index ", hi >= self.size(d) ? hi : lo,
-                 " is out of bounds for dimension ", d, " with size ", self.size(d));
+    // PyTorch raises IndexError for a vector and RuntimeError otherwise; both name the index.
+    int64_t bad = hi >= self.size(d) ? hi : lo;
+    if (self.dim() == 1)
+      KINDLE_CHECK_INDEX(lo >= 0 && hi < self.size(d), "index_add_(): index out of range in self (index ", bad,
+                         " for dimension ", d, " with size ", self.size(d), ")");
+    KINDLE_CHECK(lo >= 0 && hi < self.size(d), "index_add_(): index ", bad, " is out of bounds for dimension ", d,
+                 " with size ", self.size(d));
   }
   Tensor src = (alpha.to_double() == 1.0) ? source : mul(source, scalar_to_tensor(alpha));
   return index_put_(self, at_dim(d, index.reshape({-1})), src, true);
@@ -263,6 +283,7 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
 const Tensor& index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   if (self.dim() == 0) { index_fill_(self.view({1}), 0, index, value); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_fill_");
+  check_scalar_fits(value, self.dtype(), "index_fill_");
   return index_put_(self, at_dim(d, index.reshape({-1})), scalar_tensor_of(value, self.dtype()), false);
 }
 const Tensor& native_index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
@@ -278,21 +299,8 @@ const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, 
   return index_put_(self, at_dim(d, index.reshape({-1})), source, false);
 }
 
-static void check_fits(const Scalar& v, DType t, const char* op) {
-  if (is_floating_point(t) || t == kBool) return;
-  double x = v.to_double(), lo = 0, hi = 0;
-  switch (t) {
-    case kUInt8: lo = 0; hi = 255; break;
-    case kInt8: lo = -128; hi = 127; break;
-    case kInt16: lo = -32768; hi = 32767; break;
-    case kInt32: lo = -2147483648.0; hi = 2147483647.0; break;
-    default: return;
-  }
-  KINDLE_CHECK(x >= lo && x <= hi, op, ": value ", v, " cannot be converted to type ", t, " without overflow");
-}
-
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  if (value.dim() == 0 && value.numel() == 1) check_fits(value.item(), self.dtype(), "masked_fill");
+  if (value.dim() == 0 && value.numel() == 1) check_scalar_fits(value.item(), self.dtype(), "masked_fill");
   KINDLE_CHECK(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
   KINDLE_CHECK(value.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
                value.dim(), " dimension(s).");

@@ -24,6 +24,7 @@ MatView as_blas(const Tensor& m) {  // m is 2-d, or 3-d with a batch dim first
 
 void check_mm_dtypes(const Tensor& a, const Tensor& b, const char* op) {
   KINDLE_CHECK(a.dtype() == b.dtype(), op, ": expected m1 and m2 to have the same dtype, but got: ", a.dtype(), " != ", b.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(a.dtype() != kBool, op, ": \"", op, "\" not implemented for '", scalar_type_name(kBool), "'");
 }
 
 // A matrix as a batch of one (an internal view: no op call, nothing for autograd to track).
@@ -253,6 +254,23 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
   for (size_t i = 0; i < terms.size(); ++i)
     KINDLE_CHECK(int64_t(terms[i].size()) == tensors[i].dim(), "einsum(): the number of subscripts in the equation (",
                  terms[i].size(), ") does not match the number of dimensions (", tensors[i].dim(), ") for operand ", i);
+  // A letter names one size: repeated within an operand it must match exactly, across operands
+  // it must match or be 1 (broadcast).
+  std::map<char, int64_t> size_of_label;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    std::map<char, int64_t> own;
+    for (size_t a = 0; a < terms[i].size(); ++a) {
+      char c = terms[i][a];
+      int64_t n = tensors[i].sizes()[a];
+      auto [it, fresh] = own.emplace(c, n);
+      KINDLE_CHECK(fresh || it->second == n, "einsum(): subscript ", c, " is repeated for operand ", i,
+                   " but the sizes don't match, ", n, " != ", it->second);
+      auto [g, first] = size_of_label.emplace(c, n);
+      KINDLE_CHECK(first || g->second == n || g->second == 1 || n == 1, "einsum(): operands do not broadcast: "
+                   "subscript ", c, " has size ", g->second, " in one operand and ", n, " in operand ", i);
+      if (!first && g->second == 1) g->second = n;
+    }
+  }
   // Reduce each operand: diagonals of repeated letters, sums over letters used nowhere else.
   std::vector<Tensor> ops;
   std::vector<std::string> labels;

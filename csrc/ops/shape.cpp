@@ -249,16 +249,7 @@ std::vector<Tensor> broadcast_tensors(TensorList tensors) {
 Tensor native_as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride, std::optional<int64_t> storage_offset) {
   KINDLE_CHECK(size.size() == stride.size(), "as_strided: mismatch in length of strides and shape");
   int64_t off = storage_offset.value_or(self.storage_offset());
-  int64_t last = off;
-  for (size_t i = 0; i < size.size(); ++i) {
-    KINDLE_CHECK(size[i] >= 0 && stride[i] >= 0, "as_strided: negative sizes or strides are not supported, got size ",
-                 size, " and stride ", stride);
-    if (size[i] == 0) { last = -1; break; }
-    last += (size[i] - 1) * stride[i];
-  }
-  KINDLE_CHECK(last < int64_t(self.impl()->storage()->nbytes() / self.element_size()), "as_strided: setStorage: sizes ",
-               size, ", strides ", stride, ", storage offset ", off, " are out of bounds for storage of size ",
-               self.impl()->storage()->nbytes());
+  check_view_in_storage(*self.impl()->storage(), self.element_size(), size, stride, off, "as_strided");
   return view_of(self, size, stride, off);
 }
 
@@ -413,7 +404,10 @@ Tensor repeat(const Tensor& self, IntArrayRef repeats) {
     expanded.push_back(repeats[i]); expanded.push_back(padded[i]);
     final_shape.push_back(repeats[i] * padded[i]);
   }
-  return self.reshape(inter).expand(expanded).contiguous().view(final_shape);
+  Tensor r = self.reshape(inter).expand(expanded).contiguous();
+  // Repeats of all ones leave a contiguous view of self: repeat always returns new memory.
+  if (r.impl()->storage() == self.impl()->storage()) r = r.clone();
+  return r.view(final_shape);
 }
 Tensor tile(const Tensor& self, IntArrayRef dims) {
   DimVector r(dims);
@@ -530,6 +524,7 @@ Tensor diag(const Tensor& self, int64_t d) {
 Tensor native_unfold(const Tensor& self, int64_t dimension, int64_t size, int64_t step) {
   int64_t d = self.dim() == 0 ? 0 : wrap_dim(dimension, self.dim(), "unfold");
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
+  KINDLE_CHECK(size >= 0, "unfold: size is ", size, " but must be >= 0");
   KINDLE_CHECK(size <= n, "unfold: maximum size for tensor at dimension ", d, " is ", n, " but size is ", size);
   KINDLE_CHECK(step > 0, "unfold: step is ", step, " but must be > 0");
   DimVector sz(self.sizes()), st(self.strides());

@@ -50,6 +50,22 @@ DType result_type(ArrayRef<Tensor> tensors) {
 
 bool can_cast(DType from, DType to) { return category(from) <= category(to); }
 
+namespace {
+// The bytes [begin, end) a tensor spans in its storage; dense when it touches each element once.
+struct MemRange {
+  int64_t begin, end;
+  bool dense;
+};
+MemRange mem_range(const Tensor& t) {
+  int64_t lo = t.storage_offset(), hi = lo, es = int64_t(t.element_size());
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t span = (t.sizes()[d] - 1) * t.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo * es, (hi + 1) * es, hi - lo + 1 == t.numel()};
+}
+}  // namespace
+
 TensorIter TensorIterConfig::build(const char* op) {
   TensorIter it;
   // 1. broadcast
@@ -65,7 +81,7 @@ TensorIter TensorIterConfig::build(const char* op) {
   }
   if (check_internal_overlap)
     for (int i = 0; i < n_out; ++i) {
-      if (!outputs[i].defined()) continue;
+      if (!outputs[i].defined() || outputs[i].numel() == 0) continue;
       for (int64_t d = 0; d < outputs[i].dim(); ++d)
         KINDLE_CHECK(outputs[i].strides()[d] != 0 || outputs[i].sizes()[d] <= 1, op,
                      ": unsupported operation: more than one element of the written-to tensor refers to a single "
@@ -137,15 +153,24 @@ TensorIter TensorIterConfig::build(const char* op) {
   it.n_operands = n_out + n_in;
   for (int i = 0; i < n_out; ++i) it.operands[i] = outputs[i];
   for (int i = 0; i < n_in; ++i) it.operands[n_out + i] = inputs[i];
-  // An input that partially overlaps an output would be read after being written.
+  // An input that overlaps an output in memory would be read after being written. Dense
+  // operands whose ranges partly overlap raise, as PyTorch's assert_no_partial_overlap; other
+  // aliasing (a transposed view of the output, interleaved strides) reads from a copy.
   for (int i = n_out; i < it.n_operands; ++i)
     for (int o = 0; o < n_out; ++o) {
       const Tensor& in = it.operands[i];
       const Tensor& out = it.operands[o];
-      if (in.impl()->storage() == out.impl()->storage() && in.numel() > 1 &&
-          !(in.storage_offset() == out.storage_offset() && in.strides() == out.strides() &&
-            in.sizes() == out.sizes()))
-        it.operands[i] = in.clone();
+      if (in.impl()->storage() != out.impl()->storage() || in.numel() == 0 || out.numel() == 0) continue;
+      if (in.storage_offset() == out.storage_offset() && in.strides() == out.strides() &&
+          in.sizes() == out.sizes())
+        continue;
+      MemRange a = mem_range(in), b = mem_range(out);
+      if (a.end <= b.begin || b.end <= a.begin) continue;
+      bool both_dense = a.dense && b.dense;
+      KINDLE_CHECK(!both_dense || (a.begin == b.begin && a.end == b.end), op,
+                   ": unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                   "to a single memory location. Please clone() the tensor before performing the operation.");
+      it.operands[i] = in.clone();
     }
   // 5. byte strides in perm order, then merge dims contiguous for every operand
   it.shape.resize(nd);

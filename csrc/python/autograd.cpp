@@ -174,6 +174,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_is_anomaly_enabled", &AnomalyMode::is_enabled);
   m.def("_is_anomaly_check_nan_enabled", &AnomalyMode::check_nan);
 
+  // Ctrl-C during a long backward: Python only sets a flag, so the engine polls it.
+  set_backward_interrupt_check([] {
+    if (PyGILState_Check() && PyErr_CheckSignals() != 0) throw nb::python_error();
+  });
   m.def("_run_backward", [](nb::handle tensors, nb::handle grads, bool keep_graph, bool create_graph,
                             nb::handle inputs, bool allow_unused, bool accumulate) {
     tensor_list r = run_backward(to_tensors(tensors), to_tensors(grads), keep_graph, create_graph, to_tensors(inputs),

@@ -98,7 +98,9 @@ template <> struct type_caster<kindle::Scalar> {
     if (PyLong_Check(o)) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-      if (overflow) { value = kindle::Scalar(PyLong_AsDouble(o)); PyErr_Clear(); return true; }
+      // Beyond int64: refused (as PyTorch's "int too big to convert"), not silently turned into
+      // a float that would change the result's dtype.
+      if (overflow) return false;
       value = kindle::Scalar(int64_t(v));
       return true;
     }

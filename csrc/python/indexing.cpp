@@ -96,7 +96,9 @@ Parsed parse(const Tensor& self, nb::handle idx) {
 Tensor getitem(const Tensor& self, nb::handle idx) {
   PyObject* o = idx.ptr();
   if (PyLong_Check(o) && !PyBool_Check(o)) {  // the common case, kept short
-    int64_t k = PyLong_AsLongLong(o);
+    int overflow = 0;
+    int64_t k = PyLong_AsLongLongAndOverflow(o, &overflow);
+    KINDLE_CHECK_INDEX(!overflow, "index ", nb::str(idx).c_str(), " is out of bounds: it does not fit in int64");
     KINDLE_CHECK_INDEX(self.dim() > 0, "invalid index of a 0-dim tensor. Use `tensor.item()` to convert a 0-dim tensor to a number");
     int64_t n = self.sizes()[0];
     KINDLE_CHECK_INDEX(k >= -n && k < n, "index ", k, " is out of bounds for dimension 0 with size ", n);

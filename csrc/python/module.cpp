@@ -144,6 +144,17 @@ NB_MODULE(_C, m) {
   m.def("result_type", [](const Tensor& a, const Tensor& b) { return result_type({a, b}); }, nb::arg("tensor1"), nb::arg("tensor2"));
   m.def("empty_cache", &empty_cache);
   m.def("cpu_cache_stats", []() { auto s = cpu_cache_stats(); return std::make_tuple(s.cached_bytes, s.cache_hits, s.cache_misses); });
+  m.def("cpu_memory_stats", []() {
+    CpuCacheStats s = cpu_cache_stats();
+    nb::dict d;
+    d["allocated_bytes"] = s.allocated_bytes;
+    d["peak_allocated_bytes"] = s.peak_allocated_bytes;
+    d["cached_bytes"] = s.cached_bytes;
+    d["cache_limit"] = s.cache_limit;
+    d["cache_hits"] = s.cache_hits;
+    d["cache_misses"] = s.cache_misses;
+    return d;
+  });
   m.def("cpu_cache_set_limit", &cpu_cache_set_limit, nb::arg("bytes"));
 
   static PyType_Slot tensor_slots[] = {{Py_tp_traverse, (void*)tensor_tp_traverse},

@@ -1,5 +1,6 @@
 // NumPy and DLPack interop (memory is shared, never copied, where the API promises it), and
 // kindle.tensor / as_tensor from nested Python data.
+#include <limits>
 #include <nanobind/ndarray.h>
 
 #include "python/bind_common.h"
@@ -91,12 +92,16 @@ nb::object to_numpy(nb::handle self_obj, bool force) {
 }
 
 // Nested Python data -> tensor.
+constexpr int64_t kMaxTensorDims = 64;
 Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy);
 
 // kind: the category of the Python scalars seen (0 bool, 1 int, 2 float); np_dtype: the promoted
 // dtype of the NumPy scalars seen, which keep their dtype as in PyTorch.
 void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::optional<DType>& np_dtype) {
   PyObject* o = h.ptr();
+  // A list nested deeper than any tensor (or one that contains itself) must not recurse on.
+  KINDLE_CHECK_VALUE(depth <= kMaxTensorDims, "tensor(): too many dimensions '", nb::inst_name(h).c_str(),
+                     "' (more than ", kMaxTensorDims, " levels of nesting)");
   if (!PySequence_Check(o) && !nb::isinstance<Tensor>(h) && PyObject_HasAttrString(o, "dtype") &&
       PyObject_HasAttrString(o, "item")) {
     DType d = from_data(h, std::nullopt, true).dtype();
@@ -131,7 +136,23 @@ void fill(nb::handle h, char*& p, DType dt) {
     for (Py_ssize_t i = 0; i < n; ++i) fill(nb::steal(PySequence_GetItem(o, i)), p, dt);
     return;
   }
-  Scalar s = nb::cast<Scalar>(h);
+  Scalar s;
+  if (PyLong_Check(o) && !PyBool_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+      KINDLE_CHECK_VALUE(is_floating_point(dt), "tensor(): Overflow when unpacking long long: ",
+                         nb::str(h).c_str(), " does not fit in ", dt);
+      s = Scalar(PyLong_AsDouble(o));
+      if (PyErr_Occurred()) { PyErr_Clear(); s = Scalar(std::numeric_limits<double>::infinity()); }
+    } else {
+      s = Scalar(int64_t(v));
+    }
+  } else {
+    s = nb::cast<Scalar>(h);
+  }
+  // Integers and NaN must fit an integer dtype (PyTorch raises); float dtypes take inf.
+  if (!is_floating_point(dt)) check_scalar_fits(s, dt, "tensor()");
   dispatch_all(dt, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     *reinterpret_cast<T*>(p) = s.to<T>();

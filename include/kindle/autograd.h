@@ -50,6 +50,10 @@ struct AnomalyMode {
   static std::string current_stack();
 };
 
+// Called by the engine every few nodes of a backward pass; raising from it ends the pass (the
+// graph stays intact). The Python front end installs one that raises KeyboardInterrupt on Ctrl-C.
+void set_backward_interrupt_check(void (*check)());
+
 // The gradient of one forward output goes to `fn`'s input `input_nr`.
 struct Edge {
   std::shared_ptr<Node> fn;

@@ -26,7 +26,12 @@ class Scalar {
   bool is_integral() const { return kind_ == Kind::Int; }
   bool is_floating_point() const { return kind_ == Kind::Float; }
   double to_double() const { return kind_ == Kind::Float ? v_.d : double(v_.i); }
-  int64_t to_int() const { return kind_ == Kind::Float ? int64_t(v_.d) : v_.i; }
+  // A float outside int64's range (or NaN) gives INT64_MIN, as x86 does, without the undefined
+  // behaviour of the plain conversion; ops that must refuse it call check_scalar_fits.
+  int64_t to_int() const {
+    if (kind_ != Kind::Float) return v_.i;
+    return v_.d >= -9223372036854775808.0 && v_.d < 9223372036854775808.0 ? int64_t(v_.d) : INT64_MIN;
+  }
   bool to_bool() const { return kind_ == Kind::Float ? v_.d != 0 : v_.i != 0; }
   template <typename T>
   T to() const {
@@ -45,5 +50,11 @@ class Scalar {
 };
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s);
+
+// Raises RuntimeError naming `op` unless `s` converts to `dtype` without overflow, by PyTorch's
+// rule (c10::checked_convert): integers must be in range (for unsigned types, negatives down to
+// -max wrap as in C), NaN and infinities never go into an integer type, and a finite value beyond
+// a float type's range overflows it. Bool takes anything.
+void check_scalar_fits(const Scalar& s, DType dtype, const char* op);
 
 }  // namespace kindle

@@ -29,6 +29,9 @@ Allocator* get_allocator(Device device);
 // large result does not pay a page fault per 4 KiB page. See csrc/core/allocator.cpp.
 struct CpuCacheStats {
   size_t cached_bytes, cache_hits, cache_misses;
+  size_t allocated_bytes;       // live large blocks (rounded sizes)
+  size_t peak_allocated_bytes;  // the most ever live at once
+  size_t cache_limit;           // the hard limit (kindle.cpu.set_cache_limit)
 };
 CpuCacheStats cpu_cache_stats();
 void cpu_cache_set_limit(size_t bytes);

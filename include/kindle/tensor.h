@@ -142,6 +142,21 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 DimVector contiguous_strides(IntArrayRef sizes);
 int64_t numel_of(IntArrayRef sizes);
 
+// Note [Checked sizes]: every size, stride, offset and byte count that reaches memory goes
+// through these. A product that overflows int64, a negative size, stride or offset, or a view
+// whose extent leaves its storage raises RuntimeError naming `op` and the values; nothing is
+// ever allocated or read with a wrapped size.
+int64_t checked_numel(IntArrayRef sizes, const char* op = "numel");
+// Bytes a tensor of these sizes/strides (elements of `itemsize` bytes) needs from its storage
+// offset on: 0 when empty, else (1 + sum (size-1)*stride) * itemsize, checked.
+size_t checked_storage_nbytes(IntArrayRef sizes, IntArrayRef strides, size_t itemsize,
+                              const char* op);
+// Raises unless a view (sizes, strides, offset) of `storage` stays inside it. Negative strides
+// are for Kindle's own views (flip); as_strided and empty_strided refuse them, as PyTorch does.
+void check_view_in_storage(const StorageImpl& storage, size_t itemsize, IntArrayRef sizes,
+                           IntArrayRef strides, int64_t offset, const char* op,
+                           bool allow_negative_strides = false);
+
 // A tensor of the given shape, uninitialised, with contiguous strides.
 Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = kCPU);
 // A tensor with the given strides over a fresh storage big enough for them.

@@ -30,6 +30,7 @@ from .autograd import is_inference_mode_enabled  # noqa: F401,E402
 from .serialization import save, load  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (kindle.utils.data)
+from . import cpu  # noqa: E402,F401
 
 default_generator = _C.default_generator()  # shares its state with kindle.manual_seed
 

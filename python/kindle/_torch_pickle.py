@@ -9,11 +9,14 @@ The unpickler here resolves globals only from a fixed table of harmless callable
 tensor rebuilders below, OrderedDict, set, dtypes...) and refuses every other global with
 pickle.UnpicklingError, so a hostile pickle cannot reach os.system or anything like it. It
 is pickle's pure-Python unpickler (its memo is a dict: a hostile memo index cannot make it
-allocate, as the C unpickler's array would), with BUILD limited to setting attributes on
-OrderedDict (state_dict's _metadata) and the opcodes that hash or nest guarded (see _Unpickler).
+allocate, as the C unpickler's array would), with BUILD limited to setting an OrderedDict's
+_metadata (what state_dict carries), the opcodes that fill containers limited to real lists,
+dicts and sets, the opcodes that hash or nest guarded, and everything it builds charged
+against a budget linear in the file's size (see _Unpickler).
 
 Every size is checked against the archive before allocating: storages must match their
-entries' byte counts, lie inside the file, and together fit in it.
+entries' byte counts, lie inside the file, and together fit in it; every tensor's sizes,
+strides and offset must stay inside its storage.
 """
 import io
 import pickle
@@ -23,7 +26,8 @@ import zipfile
 from collections import OrderedDict
 
 from . import _C
-from .serialization import _MAX_DEPTH, _MAX_NUMEL, _checked_numel, _map_tensor, byte_view, readinto_exact
+from .serialization import (_MAX_DEPTH, _VIEW_FACTOR, _HashGuard, _check_view, _map_tensor, _view_budget, byte_view,
+                            readinto_exact)
 
 _STORAGE_DTYPES = {
     "DoubleStorage": _C.float64, "FloatStorage": _C.float32, "HalfStorage": _C.float16,
@@ -78,17 +82,9 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     if type(storage_offset) is not int or storage_offset < 0:
         raise ValueError(f"_rebuild_tensor: invalid storage offset {_short(storage_offset)}")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
-    if len(size) != len(stride) or _checked_numel(list(size)) is None or \
-            any(s < 0 or s > _MAX_NUMEL for s in stride):
-        raise ValueError(f"_rebuild_tensor: invalid size {size} with stride {stride}")
-    available = storage.tensor.numel()
-    if 0 not in size:
-        last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
-        if last >= available:
-            raise ValueError(f"_rebuild_tensor: size {size}, stride {stride} and offset {storage_offset} reach "
-                             f"element {last} of a storage of {available} elements")
-    elif storage_offset > available:
-        raise ValueError(f"_rebuild_tensor: offset {storage_offset} is past a storage of {available} elements")
+    why = _check_view(size, stride, storage_offset, storage.tensor.numel())
+    if why is not None:
+        raise ValueError(f"_rebuild_tensor: invalid tensor: {why}")
     return _C.as_strided(storage.tensor, size, stride, storage_offset)
 
 
@@ -128,6 +124,13 @@ def _codecs_encode(text, encoding="utf-8"):
     return text.encode("latin1")
 
 
+def _bytes(*args):
+    # Protocol 2 pickles spell b'' as bytes().
+    if args:
+        raise ValueError("bytes() may only be rebuilt without arguments")
+    return b""
+
+
 def _size(dims=()):
     from . import Size
     return Size(_ints(dims, "torch.Size"))
@@ -145,6 +148,7 @@ def _allowed_globals():
         "collections.OrderedDict": OrderedDict,
         "builtins.set": set,
         "_codecs.encode": _codecs_encode,
+        "builtins.bytes": _bytes,
         "torch._utils._rebuild_tensor": _rebuild_tensor,
         "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
         "torch._utils._rebuild_parameter": _rebuild_parameter,
@@ -160,17 +164,45 @@ def _allowed_globals():
 
 
 _ALLOWED = _allowed_globals()
+_TENSOR_BUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_parameter, _rebuild_parameter_with_state)
+
+
+# What the unpickler may build, in estimated bytes of memory, for a file of n bytes: the
+# objects the pickle's opcodes create (containers, their items, memo entries, tensors...)
+# at most _MEMORY_FACTOR * n + _MEMORY_SLACK, and objects rebuilt again from a value already
+# rebuilt from once (the same memoized list given to set() twice, the same argument tuple to
+# a tensor rebuilder twice: a "memo bomb"; torch.save never writes one) at most
+# _REPEAT_FACTOR * n + _REPEAT_SLACK more. The budgets count what is built, freed or not, so
+# they bound the time spent too. The estimates are CPython's sizes on 64-bit machines.
+_MEMORY_FACTOR = 64
+_MEMORY_SLACK = 16 << 20
+_REPEAT_FACTOR = 1
+_REPEAT_SLACK = 64 << 10
+_REPEAT_MIN_LEN = 16  # copies of shorter values (e.g. torch.Size(()) of the shared ()) are not tracked
+_COST_LIST, _COST_DICT, _COST_SET, _COST_TUPLE, _COST_ORDERED_DICT = 56, 64, 216, 40, 128
+# per list/tuple item, dict entry, set entry (a set's table is up to 4x its size), OrderedDict entry
+_COST_SLOT, _COST_ENTRY, _COST_SET_ENTRY, _COST_ORDERED_ENTRY = 8, 48, 96, 104
+_COST_MEMO, _COST_MARK, _COST_TENSOR, _COST_OBJECT = 64, 64, 640, 64
+_MAX_MEMO_INDEX = 2 ** 32 - 1  # LONG_BINPUT's own limit; bigger (text PUT) indices could collide in the memo
 
 
 class _Unpickler(pickle._Unpickler):
     """pickle's pure-Python unpickler with a fixed table of globals and guarded opcodes.
 
-    Beyond the globals table, the opcodes that hash (dict keys, set items) or build tuples
-    are checked, because CPython hashes tuples recursively in C with no depth check (a 1 MB
-    pickle of nested TUPLE1 opcodes used as a dict key kills the interpreter) and hashes
-    big ints without caching (colliding int keys or a huge key hashed again and again would
-    hang the load). Tuples are limited to _MAX_DEPTH levels, dict keys and set items to
-    small hashable values, and the total hashing work to a bound linear in the pickle's size.
+    Beyond the globals table:
+    - the opcodes that hash (dict keys, set items) or build tuples are checked, because
+      CPython hashes tuples recursively in C with no depth check (a 1 MB pickle of nested
+      TUPLE1 opcodes used as a dict key kills the interpreter), hashes big ints without
+      caching, and slows down quadratically on keys that share a hash. Tuples are limited to
+      _MAX_DEPTH levels, dict keys and set items to small hashable values of which at most
+      _MAX_SAME_HASH distinct ones share a hash (_HashGuard), and the total hashing work to
+      a bound linear in the pickle's size;
+    - every object built is charged against the memory budgets above;
+    - APPEND(S), SETITEM(S) and ADDITEMS work only on real lists, dicts and sets, REDUCE
+      takes only a tuple of arguments, and BUILD only sets an OrderedDict's _metadata (what
+      torch's state dicts carry), so no opcode reaches a method a pickle has substituted;
+    - tensors are checked against their storages, and views that expand a storage may
+      together address at most _VIEW_FACTOR times the file's size.
     """
 
     dispatch = dict(pickle._Unpickler.dispatch)
@@ -178,10 +210,20 @@ class _Unpickler(pickle._Unpickler):
     def __init__(self, data, reader, encoding):
         super().__init__(io.BytesIO(data), encoding=encoding)
         self._reader = reader
+        size = max(reader.file_end, len(data))
         self._tuples = {}  # id -> (tuple, depth, hashing cost or None if not hashable here)
+        self._guard = _HashGuard()
         self._work_left = 1_000_000 + 16 * len(data)
+        self._memory_limit = _MEMORY_FACTOR * size + _MEMORY_SLACK
+        self._memory_left = self._memory_limit
+        self._repeat_left = _REPEAT_FACTOR * size + _REPEAT_SLACK
+        self._view_left = _view_budget(size)
+        self._sources = {}  # id -> value some REDUCE has rebuilt an object from
 
     def find_class(self, module, name):
+        if len(module) + len(name) > 200:
+            raise RefusedGlobal(f"kindle.load: {self._reader.name}: unsupported global: GLOBAL "
+                                f"{_short(module)}.{_short(name)} is not allowed")
         if module == "__builtin__":  # protocol 2 spelling
             module = "builtins"
         key = f"{module}.{name}"
@@ -202,6 +244,28 @@ class _Unpickler(pickle._Unpickler):
             raise ValueError(f"malformed storage id {_short(pid)}")
         return self._reader.storage(storage_type, key, location, numel)
 
+    # --- memory ---
+
+    def _take(self, nbytes):
+        self._memory_left -= nbytes
+        if self._memory_left < 0:
+            raise ValueError(f"the pickle builds more objects than a file of its size may (about "
+                             f"{self._memory_limit} bytes of Python objects, {_MEMORY_FACTOR}x the file's size "
+                             f"plus {_MEMORY_SLACK >> 20} MiB)")
+
+    def _take_rebuilt(self, nbytes, source):
+        """Charge an object a REDUCE builds from `source`; a second rebuild from one source is a repeat."""
+        key = id(source)
+        seen = self._sources.get(key)
+        if seen is not None and seen is source:
+            self._repeat_left -= nbytes
+            if self._repeat_left < 0:
+                raise ValueError("the pickle rebuilds objects from the same memoized value again and again "
+                                 "(a memo bomb): the copies exceed the file's size")
+            return
+        self._sources[key] = source
+        self._take(nbytes + _COST_ENTRY)
+
     # --- hashing guards ---
 
     def _cost(self, x):
@@ -211,8 +275,10 @@ class _Unpickler(pickle._Unpickler):
             return 1 + len(x) // 64
         if t is int:  # below 2**61 - 1 an int hashes to itself: no collisions to flood a dict with
             return 1 if x.bit_length() <= 60 else None
-        if t is bool or t is float or x is None or t is frozenset or isinstance(x, _C.dtype):
-            return 1  # a frozenset's hash is cached; its items were checked when it was built
+        if t is frozenset:  # its hash is cached and its items were checked when it was built, but
+            return 1 + len(x)  # telling two of one hash apart compares their items
+        if t is bool or t is float or x is None or isinstance(x, _C.dtype):
+            return 1
         if isinstance(x, tuple):
             info = self._tuples.get(id(x))
             if info is not None and info[0] is x:
@@ -227,7 +293,7 @@ class _Unpickler(pickle._Unpickler):
             if c is None:
                 raise ValueError(f"a {type(k).__name__} cannot be a dict key or set item in a checkpoint "
                                  "(allowed: str, bytes, bool, None, float, ints below 2**60, tuples of these)")
-            self._work_left -= c
+            self._work_left -= c * (1 + self._guard.check(k))  # the guard compares with its same-hash keys
         if self._work_left < 0:
             raise ValueError("the pickle asks for more hashing work than its size allows")
 
@@ -243,8 +309,11 @@ class _Unpickler(pickle._Unpickler):
             raise ValueError(f"tuples nested deeper than {_MAX_DEPTH} levels")
         t = tuple(items)
         if t:
+            self._take(_COST_TUPLE + _COST_SLOT * len(t) + _COST_MEMO)  # the tuple and its entry in _tuples
             self._tuples[id(t)] = (t, depth, cost)
         return t
+
+    # --- opcodes ---
 
     def load_tuple(self):
         items = self.pop_mark()  # first: it rebinds self.append to the enclosing stack
@@ -259,23 +328,66 @@ class _Unpickler(pickle._Unpickler):
     def load_tuple3(self):
         self.stack[-3:] = [self._push_tuple(self.stack[-3:])]
 
+    def load_mark(self):
+        self._take(_COST_MARK)
+        pickle._Unpickler.load_mark(self)
+
+    def load_empty_list(self):
+        self._take(_COST_LIST)
+        self.append([])
+
+    def load_empty_dict(self):
+        self._take(_COST_DICT)
+        self.append({})
+
+    def load_empty_set(self):
+        self._take(_COST_SET)
+        self.append(set())
+
+    def load_list(self):
+        items = self.pop_mark()
+        self._take(_COST_LIST + _COST_SLOT * len(items))
+        self.append(items)
+
+    def load_append(self):
+        value = self.stack.pop()
+        target = self.stack[-1]
+        if type(target) is not list:
+            raise ValueError(f"APPEND on a {type(target).__name__} is not allowed")
+        self._take(_COST_SLOT)
+        target.append(value)
+
+    def load_appends(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) is not list:
+            raise ValueError(f"APPENDS on a {type(target).__name__} is not allowed")
+        self._take(_COST_SLOT * len(items))
+        target.extend(items)
+
     def load_dict(self):
         items = self.pop_mark()
         self._charge(items[0::2])
+        self._take(_COST_DICT + _COST_ENTRY * (len(items) // 2))
         self.append({items[i]: items[i + 1] for i in range(0, len(items) - 1, 2)})
 
     def load_setitem(self):
         value, key = self.stack.pop(), self.stack.pop()
-        self._setitems(self.stack[-1], [key, value])
+        self._setitems(self.stack[-1], [key, value], "SETITEM")
 
     def load_setitems(self):
         items = self.pop_mark()
-        self._setitems(self.stack[-1], items)
+        self._setitems(self.stack[-1], items, "SETITEMS")
 
-    def _setitems(self, target, items):
-        if not isinstance(target, dict):
-            raise ValueError(f"SETITEM on a {type(target).__name__} is not allowed")
+    def _setitems(self, target, items, op):
+        if type(target) is dict:
+            per_entry = _COST_ENTRY
+        elif type(target) is OrderedDict:
+            per_entry = _COST_ORDERED_ENTRY
+        else:
+            raise ValueError(f"{op} on a {type(target).__name__} is not allowed")
         self._charge(items[0::2])
+        self._take(per_entry * (len(items) // 2))
         for i in range(0, len(items) - 1, 2):
             target[items[i]] = items[i + 1]
 
@@ -285,37 +397,99 @@ class _Unpickler(pickle._Unpickler):
         if type(target) is not set:
             raise ValueError(f"ADDITEMS on a {type(target).__name__} is not allowed")
         self._charge(items)
+        self._take(_COST_SET_ENTRY * len(items))
         target.update(items)
 
     def load_frozenset(self):
         items = self.pop_mark()
         self._charge(items)
+        self._take(_COST_SET + _COST_SET_ENTRY * len(items))
         self.append(frozenset(items))
 
-    def load_reduce(self):
-        args = self.stack.pop()
-        func = self.stack[-1]
-        if (func is set or func is OrderedDict) and args:
+    # Memo entries: each new index costs an entry; indices stay small ints, which cannot collide.
+    def _memo_store(self, i):
+        if type(i) is not int or not 0 <= i <= _MAX_MEMO_INDEX:
+            raise ValueError(f"memo index {_short(i)} is out of range")
+        if i not in self.memo:
+            self._take(_COST_MEMO)
+        self.memo[i] = self.stack[-1]
+
+    def load_put(self):
+        line = self.readline()[:-1]
+        if len(line) > 12:
+            raise ValueError("PUT index is out of range")
+        self._memo_store(int(line))
+
+    def load_binput(self):
+        self._memo_store(self.read(1)[0])
+
+    def load_long_binput(self):
+        (i,) = struct.unpack("<I", self.read(4))
+        self._memo_store(i)
+
+    def load_memoize(self):
+        self._memo_store(len(self.memo))
+
+    def _reduce_cost(self, func, args):
+        """(estimated bytes, source or None) of func(*args); checks what the call will hash."""
+        first = args[0] if args else None
+        n = len(first) if type(first) in (tuple, list, str) else 0
+        if func is set or func is OrderedDict:
+            if not args:
+                return (_COST_SET if func is set else _COST_ORDERED_DICT), None
             # set(iterable) and OrderedDict(iterable of pairs) hash what they are given.
-            if len(args) != 1 or type(args[0]) not in (list, tuple):
+            if len(args) != 1 or type(first) not in (list, tuple):
                 raise ValueError(f"{func.__name__}() may only be rebuilt from one list")
-            items = args[0]
+            items = first
             if func is OrderedDict:
                 if not all(type(p) in (tuple, list) and len(p) == 2 for p in items):
                     raise ValueError("OrderedDict() may only be rebuilt from (key, value) pairs")
                 items = [p[0] for p in items]
+                cost = _COST_ORDERED_DICT + _COST_ORDERED_ENTRY * n
+            else:
+                cost = _COST_SET + _COST_SET_ENTRY * n
             self._charge(items)
-        self.stack[-1] = func(*args)
+            return cost, (first if n >= _REPEAT_MIN_LEN else None)
+        if func is _size:
+            return _COST_TUPLE + _COST_SLOT * n, (first if n >= _REPEAT_MIN_LEN else None)
+        if func is _codecs_encode:
+            return 40 + n, (first if n >= _REPEAT_MIN_LEN else None)
+        if any(func is f for f in _TENSOR_BUILDERS):  # torch.save writes a fresh argument tuple for every tensor
+            return _COST_TENSOR, args
+        return _COST_OBJECT, None
+
+    def load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if type(args) is not tuple:
+            raise ValueError(f"REDUCE arguments must be a tuple, got a {type(args).__name__}")
+        cost, source = self._reduce_cost(func, args)
+        if source is None:
+            self._take(cost)
+        else:
+            self._take_rebuilt(cost, source)
+        result = func(*args)
+        if func is _rebuild_tensor or func is _rebuild_tensor_v2:
+            self._view_left -= result.numel() * result.element_size()
+            if self._view_left < 0:
+                raise ValueError(f"the tensors' views address more than {_VIEW_FACTOR} times the file's size "
+                                 f"(tensor of size {tuple(result.shape)} with stride {tuple(result.stride())}): "
+                                 "a storage expanded by stride 0 or overlapping strides")
+        self.stack[-1] = result
 
     def load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
-        # OrderedDict state dicts carry a _metadata attribute; nothing else may be set.
-        if type(inst) is OrderedDict and type(state) is dict and \
-                all(type(k) is str and not k.startswith("__") for k in state):
-            inst.__dict__.update(state)
+        # torch's state dicts are OrderedDicts with a _metadata attribute (a dict of per-module
+        # versions); nothing else may be set, so no later opcode can meet a substituted method.
+        if type(inst) is OrderedDict and type(state) is dict and list(state) == ["_metadata"] and \
+                type(state["_metadata"]) in (dict, OrderedDict):
+            self._take(_COST_OBJECT)
+            inst._metadata = state["_metadata"]
             return
-        raise ValueError(f"BUILD (setting state) on a {type(inst).__name__} is not allowed")
+        keys = list(state)[:4] if type(state) is dict else None
+        raise ValueError(f"BUILD (setting state {_short(keys) if keys is not None else type(state).__name__}) "
+                         f"on a {type(inst).__name__} is not allowed; only an OrderedDict's _metadata may be set")
 
     def _instantiate(self, klass, args):  # INST and OBJ: torch.save never writes them
         raise ValueError(f"building a {getattr(klass, '__name__', type(klass).__name__)} with INST/OBJ is not allowed")
@@ -333,9 +507,13 @@ class _Unpickler(pickle._Unpickler):
         self.append(bytearray(data))
 
     for _op, _fn in [(pickle.TUPLE, load_tuple), (pickle.TUPLE1, load_tuple1), (pickle.TUPLE2, load_tuple2),
-                     (pickle.TUPLE3, load_tuple3), (pickle.DICT, load_dict), (pickle.SETITEM, load_setitem),
-                     (pickle.SETITEMS, load_setitems), (pickle.ADDITEMS, load_additems),
-                     (pickle.FROZENSET, load_frozenset), (pickle.REDUCE, load_reduce), (pickle.BUILD, load_build),
+                     (pickle.TUPLE3, load_tuple3), (pickle.MARK, load_mark), (pickle.EMPTY_LIST, load_empty_list),
+                     (pickle.EMPTY_DICT, load_empty_dict), (pickle.EMPTY_SET, load_empty_set),
+                     (pickle.LIST, load_list), (pickle.APPEND, load_append), (pickle.APPENDS, load_appends),
+                     (pickle.DICT, load_dict), (pickle.SETITEM, load_setitem), (pickle.SETITEMS, load_setitems),
+                     (pickle.ADDITEMS, load_additems), (pickle.FROZENSET, load_frozenset),
+                     (pickle.PUT, load_put), (pickle.BINPUT, load_binput), (pickle.LONG_BINPUT, load_long_binput),
+                     (pickle.MEMOIZE, load_memoize), (pickle.REDUCE, load_reduce), (pickle.BUILD, load_build),
                      (pickle.NEWOBJ, load_newobj), (pickle.NEWOBJ_EX, load_newobj),
                      (pickle.BYTEARRAY8, load_bytearray8)]:
         dispatch[_op[0]] = _fn

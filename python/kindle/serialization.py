@@ -12,16 +12,27 @@ cannot run code from a file, whatever weights_only says.
 
 Every reader validates the whole header before allocating any tensor, so a truncated or
 hostile file raises ValueError or RuntimeError naming the file; tensor memory never exceeds
-the file's size, and parsing a header (JSON, zip directory, pickle) costs a small multiple of
-that header's own size.
+the file's size, and parsing a header (JSON, zip directory, pickle) costs time and memory
+linear in the file's size:
+- dict keys and set items whose hash an attacker can choose (tuples, floats, big ints) are
+  counted per hash value, and more than _MAX_SAME_HASH distinct ones with one hash are refused
+  (Python's dicts and sets slow down quadratically on full-hash collisions);
+- the restricted unpickler charges every object it builds against a budget proportional to
+  the file's size (see _torch_pickle.py), so a memoized value rebuilt again and again cannot
+  turn a small file into gigabytes;
+- every tensor's sizes, strides and offset are checked against its storage before the tensor
+  exists, and views that expand a storage (stride 0, overlapping strides) may together address
+  at most _VIEW_FACTOR times the file's size.
 """
 import ctypes
+import errno
 import io
 import json
 import os
+import re
+import secrets
 import struct
 import sys
-import tempfile
 
 from . import _C
 
@@ -41,6 +52,103 @@ _MAX_DEPTH = 100               # nesting of containers, on save and on load
 _MAX_HEADER = 100 * 1024 ** 2  # safetensors' own limit on the JSON header
 _MAX_DIMS = 64
 _MAX_NUMEL = 2 ** 63 - 1       # products of sizes must fit the core's int64 strides
+_MAX_SAME_HASH = 8             # distinct dict keys / set items sharing one hash value
+_MAX_VIEW_NUMEL = 2 ** 40      # elements one loaded tensor may address
+_VIEW_FACTOR = 64              # loaded tensors may address at most this many times the file's bytes
+_VIEW_SLACK = 1 << 20          # ... plus this many bytes (tiny files with small expanded views)
+
+
+# ---------------------------------------------------------------------------------------
+# guards shared by the readers
+# ---------------------------------------------------------------------------------------
+
+class _HashGuard:
+    """Refuses dict keys and set items crafted to collide in Python's hash.
+
+    CPython's dicts and sets compare a key with every stored key of the same full hash, so
+    n keys of one hash cost n**2 comparisons. str and bytes hash with a per-process random
+    key and small ints hash to themselves (no two share a hash but -1 and -2), but the hash
+    of a tuple, a frozenset, a float or an int of more than 60 bits is a public function an
+    attacker can invert (ints equal modulo 2**61 - 1 collide, tuples of two ints collide at
+    will). check() keeps, for each hash value, the distinct such keys seen in this load, and
+    raises once more than _MAX_SAME_HASH distinct keys share one hash. Its own table is keyed
+    by the hash value (an int below 2**64: at most 16 of those share a hash) and each check
+    compares with at most _MAX_SAME_HASH keys, so it costs O(size of the key).
+    """
+
+    def __init__(self):
+        self._seen = {}
+
+    @staticmethod
+    def exempt(key):
+        t = type(key)
+        return t is str or t is bytes or t is bool or key is None or (t is int and key.bit_length() <= 60)
+
+    def check(self, key):
+        """Record `key`; returns how many keys it was compared with. Raises TypeError if unhashable."""
+        if self.exempt(key):
+            return 0
+        h = hash(key)
+        same = self._seen.get(h)
+        if same is None:
+            self._seen[h] = [key]
+            return 0
+        for k in same:
+            if k is key or k == key:
+                return len(same)
+        if len(same) >= _MAX_SAME_HASH:
+            raise ValueError(f"more than {_MAX_SAME_HASH} distinct dict keys or set items share the hash value {h} "
+                             "(keys crafted to collide make loading quadratic)")
+        same.append(key)
+        return len(same)
+
+
+def _num(v):
+    """An int for a message: file-supplied ints can have millions of digits."""
+    return str(v) if type(v) is int and v.bit_length() <= 128 else f"<{type(v).__name__}>"
+
+
+def _dims(t):
+    shown = ", ".join(_num(v) for v in t[:8]) + (", ..." if len(t) > 8 else "," if len(t) == 1 else "")
+    return f"({shown})"
+
+
+def _check_view(size, stride, offset, available):
+    """Why a tensor of `size`, `stride` (tuples) and `offset` cannot view a storage of
+    `available` elements, or None. Sizes, strides and offset must be non-negative, the element
+    count and every stride's reach must fit in int64, the addressed elements must lie in the
+    storage, and a view that expands its storage may not address more than _MAX_VIEW_NUMEL
+    elements."""
+    if len(size) != len(stride):
+        return f"size {_dims(size)} and stride {_dims(stride)} have different lengths"
+    if len(size) > _MAX_DIMS:
+        return f"{len(size)} dimensions (at most {_MAX_DIMS})"
+    if type(offset) is not int or offset < 0:
+        return f"invalid storage offset {_num(offset)}"
+    if any(type(v) is not int for v in size + stride):
+        return f"size {_dims(size)} and stride {_dims(stride)} must be ints"
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        return f"negative size or stride in size {_dims(size)}, stride {_dims(stride)}"
+    numel = _checked_numel(list(size))
+    if numel is None or any(s > _MAX_NUMEL for s in stride) or offset > _MAX_NUMEL:
+        return f"size {_dims(size)} with stride {_dims(stride)} and offset {_num(offset)} overflows 64-bit indexing"
+    if numel == 0:
+        if offset > available:
+            return f"offset {offset} is past a storage of {available} elements"
+        return None
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+    if last >= available:
+        return (f"size {_dims(size)}, stride {_dims(stride)} and offset {offset} reach element {_num(last)} of a "
+                f"storage of {available} elements")
+    if numel > available and numel > _MAX_VIEW_NUMEL:  # an expanded (stride 0 or overlapping) view
+        return (f"size {_dims(size)} addresses {numel} elements of a storage of {available} "
+                f"(more than {_MAX_VIEW_NUMEL})")
+    return None
+
+
+def _view_budget(file_size):
+    """Bytes that all the tensors loaded from a file of `file_size` bytes may address together."""
+    return _VIEW_FACTOR * file_size + _VIEW_SLACK
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,7 +347,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     written contiguous. Tensors that share storage (views of one another) are saved once
     per tensor and come back as independent tensors. Writing to a path is atomic: the data
     goes to a temporary file in the same folder, which is flushed, fsync'ed and renamed
-    over the target, so a failed save leaves any previous file intact.
+    over the target, so a failed save leaves any previous file intact. A path that is a
+    symlink is written through (its target is replaced, the link kept), and the temporary
+    files of earlier saves of the same target whose process has died are removed.
 
     pickle_module, pickle_protocol and the underscore arguments exist for compatibility
     with torch.save and are ignored: nothing is pickled.
@@ -259,18 +369,20 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
 
 def _atomic_save(path, plan):
-    folder = os.path.dirname(os.path.abspath(path))
+    target = _resolve_target(path)
+    folder, base = os.path.split(target)
     if not os.path.isdir(folder):
         raise RuntimeError(f"kindle.save: parent directory {folder} does not exist")
-    mode = _new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    mode = _new_file_mode(target)
+    _remove_stale_temps(folder, base)
+    fd, tmp = _create_temp(folder, base)
     try:
         with open(fd, "wb", buffering=0) as out:
             _write_plan(out, plan)
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, mode)
             os.fsync(fd)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -278,6 +390,79 @@ def _atomic_save(path, plan):
             pass
         raise
     _fsync_folder(folder)
+
+
+def _resolve_target(path):
+    """The file a save to `path` replaces: through a symlink, its target (as open() would write).
+
+    The temporary file then lives in the target's folder, so the rename is atomic and the
+    link stays a link, as with torch.save.
+    """
+    path = os.path.abspath(path)
+    if not os.path.islink(path):
+        return path
+    real = os.path.realpath(path)
+    if os.path.islink(real):  # realpath stops at a symlink loop
+        raise OSError(errno.ELOOP, "kindle.save: too many levels of symbolic links", path)
+    return real
+
+
+# A save writes ".<name>.<host>.<pid>.<random>.tmp" next to its target. A save killed before
+# its rename leaves that file behind; the next save of the same target removes the ones whose
+# writer (same host, pid no longer running) is gone, never a live writer's.
+def _host_tag():
+    import hashlib
+    import socket
+    try:
+        host = socket.gethostname()
+    except OSError:
+        host = ""
+    return hashlib.sha256(host.encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _temp_name(base, pid):
+    return f".{base}.{_host_tag()}.{pid}.{secrets.token_hex(8)}.tmp"
+
+
+def _create_temp(folder, base):
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = os.path.join(folder, _temp_name(base, os.getpid()))
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:  # 64 random bits: practically never
+            continue
+
+
+def _pid_alive(pid):
+    if os.name == "nt" or pid <= 0:  # on Windows os.kill(pid, 0) would terminate the process
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # PermissionError: it exists, under another user
+        return True
+    return True
+
+
+def _remove_stale_temps(folder, base):
+    pattern = re.compile(re.escape(f".{base}.{_host_tag()}.") + r"(\d{1,10})\.[0-9a-f]{16}\.tmp\Z")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for entry in names:
+        m = pattern.match(entry)
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        try:
+            os.unlink(os.path.join(folder, entry))
+        except OSError:
+            pass
 
 
 def _new_file_mode(path):
@@ -429,6 +614,13 @@ def _check_entry(name, key, entry):
     if numel is None:
         raise _fail(name, f"{what}: invalid shape {shape!r:.200} (negative, too many dimensions, "
                           "or more elements than fit in 64 bits)")
+    stride, step = [], 1
+    for s in reversed(shape):  # contiguous strides, as _C.empty makes them
+        stride.append(step)
+        step *= max(s, 1)
+    why = _check_view(tuple(shape), tuple(reversed(stride)), 0, numel)
+    if why is not None:
+        raise _fail(name, f"{what}: {why}")
     begin, end = offsets
     if begin < 0 or end < begin:
         raise _fail(name, f"{what}: data_offsets {offsets} are out of order")
@@ -478,10 +670,19 @@ def _decode_tree(name, text, tensors):
     if doc.get("version") != _FORMAT_VERSION:
         raise _fail(name, f"'kindle' metadata has version {doc.get('version')!r}; this Kindle reads version "
                           f"{_FORMAT_VERSION}")
-    return _decode(name, doc["tree"], tensors, 0)
+    return _decode(name, doc["tree"], tensors, 0, _HashGuard())
 
 
-def _decode(name, node, tensors, depth):
+def _guarded(name, guard, key):
+    try:
+        guard.check(key)
+    except ValueError as e:
+        raise _fail(name, f"'kindle' metadata: {e}") from None
+    except TypeError:
+        raise _fail(name, "'kindle' metadata: a set holds an unhashable value") from None
+
+
+def _decode(name, node, tensors, depth, guard):
     if depth > _MAX_DEPTH:
         raise _fail(name, f"'kindle' metadata is nested deeper than {_MAX_DEPTH} levels")
     if node is None or isinstance(node, (bool, int, float, str)):
@@ -514,17 +715,17 @@ def _decode(name, node, tensors, depth):
                 if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) in (str, int)):
                     raise _fail(name, f"'kindle' metadata: dict item {pair!r:.100} is not a "
                                       "[str or int key, value] pair")
-                out[pair[0]] = _decode(name, pair[1], tensors, depth + 1)
+                _guarded(name, guard, pair[0])
+                out[pair[0]] = _decode(name, pair[1], tensors, depth + 1, guard)
             return out
-        items = [_decode(name, v, tensors, depth + 1) for v in value]
+        items = [_decode(name, v, tensors, depth + 1, guard) for v in value]
         if tag == "list":
             return items
         if tag == "tuple":
             return tuple(items)
-        try:
-            return set(items)
-        except TypeError:
-            raise _fail(name, "'kindle' metadata: a set holds an unhashable value") from None
+        for item in items:
+            _guarded(name, guard, item)
+        return set(items)
     raise _fail(name, f"'kindle' metadata: unexpected node {node!r:.100}")
 
 

@@ -500,6 +500,25 @@ def test_killed_worker_raises_instead_of_hanging():
     assert time.monotonic() - start < 5
 
 
+class KillAfterSending(Dataset):
+    """Returns a tensor batch, then the worker dies before the main process fetches the batch's
+    shared memory from it."""
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import threading
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+        return kindle.full((1000,), float(i))
+
+
+def test_worker_killed_after_sending_says_killed():
+    it = iter(DataLoader(KillAfterSending(), batch_size=2, num_workers=1))
+    time.sleep(1.5)  # the batch waits in the queue; its worker is dead by now
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid \d+\) is killed by signal: Killed"):
+        list(it)
+
+
 class Sleepy(Dataset):
     def __len__(self):
         return 2

@@ -149,7 +149,9 @@ def test_lbfgs_matches_torch_float64(torch, kwargs):
     k = _run_lbfgs(kindle, optim, kwargs, np.float64, 5)
     t = _run_lbfgs(torch, torch.optim, kwargs, np.float64, 5)
     assert k[2:] == t[2:]  # the same number of evaluations and iterations
-    np.testing.assert_allclose(k[1], t[1], rtol=1e-9)
+    # 1e-8: MKL's float64 products differ in the last bits between its AVX2 and AVX-512 kernels,
+    # which torch and kindle may pick differently on one machine
+    np.testing.assert_allclose(k[1], t[1], rtol=1e-8)
     _assert_close(k[0], t[0], rtol=1e-7, atol=1e-10)
     assert t[1][-1] < t[1][0]
 

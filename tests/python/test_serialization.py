@@ -284,7 +284,7 @@ def test_torch_model_and_optimizer_state():
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     model(torch.randn(5, 3)).sum().backward()
     opt.step()
-    ckpt = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3, "note": b"\x00\xff",
+    ckpt = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3, "note": b"\x00\xff", "empty": b"",
             "size": torch.Size([2, 3]), "device": torch.device("cpu"), "dtype": torch.float16, "tags": {"a"}}
     got = load_bytes(torch_bytes(ckpt))
     assert isinstance(got["model"], OrderedDict) and list(got["model"]) == list(ckpt["model"])
@@ -295,7 +295,7 @@ def test_torch_model_and_optimizer_state():
         for k, v in st.items():
             np.testing.assert_array_equal(as_np(got["optimizer"]["state"][i][k]), as_np(v))
     assert got["optimizer"]["param_groups"] == ckpt["optimizer"]["param_groups"]
-    assert got["epoch"] == 3 and got["note"] == b"\x00\xff" and got["tags"] == {"a"}
+    assert got["epoch"] == 3 and got["note"] == b"\x00\xff" and got["empty"] == b"" and got["tags"] == {"a"}
     assert got["size"] == kindle.Size([2, 3]) and got["device"] == kindle.device("cpu")
     assert got["dtype"] == kindle.float16
 
@@ -622,9 +622,12 @@ def test_hostile_torch_archives():
         return rezip(good, replace={"data.pkl": buf.getvalue()})
 
     for size, stride, offset, match in [((5,), (1,), 0, "reach element 4"), ((2, 2), (3, 1), 0, "reach element 4"),
-                                        ((2,), (-1,), 1, "invalid size"), ((2,), (1,), -1, "invalid storage offset"),
-                                        ((2,), (1, 1), 0, "invalid size"), ((2 ** 62, 4), (1, 1), 0, "invalid size"),
-                                        ((1,), (2 ** 64,), 0, "invalid size")]:
+                                        ((2,), (-1,), 1, "negative size or stride"),
+                                        ((2,), (1,), -1, "invalid storage offset"),
+                                        ((2,), (1, 1), 0, "different lengths"), ((2 ** 62, 4), (1, 1), 0, "overflows"),
+                                        ((1,), (2 ** 64,), 0, "overflows"), ((-1,), (1,), 0, "negative size"),
+                                        ((2 ** 41,), (0,), 0, "more than 1099511627776"),
+                                        ((2 ** 20, 2 ** 20), (0, 0), 0, "more than 64 times the file")]:
         with pytest.raises(RuntimeError, match=match):
             load_bytes(archive(size, stride, offset))
     assert as_np(load_bytes(archive((2, 2), (1, 2), 0))).tolist() == [[0, 2], [1, 3]]

@@ -383,19 +383,34 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             try:
                 idx, payload = self._data_queue.get(timeout=wait)
             except queue.Empty:
-                failed = [w for i, w in enumerate(self._workers)
-                          if self._workers_status[i] and not w.is_alive()]
-                if failed:
-                    for i, w in enumerate(self._workers):
-                        if w in failed:
-                            self._mark_worker_as_unavailable(i)
-                    self._shutdown_workers()
-                    raise RuntimeError(" ".join(_worker_failure(w) for w in failed)) from None
+                self._raise_if_workers_died()
                 if deadline is not None and time.monotonic() >= deadline:
                     return False, None
                 continue
-            data = payload if payload is None else pickle.loads(payload)
+            try:
+                data = payload if payload is None else pickle.loads(payload)
+            except (ConnectionError, EOFError, OSError):
+                # The batch's shared-memory descriptors are fetched from the worker that sent
+                # it: if that worker was killed meanwhile, say so rather than what the socket
+                # saw (ConnectionRefusedError).
+                self._raise_if_workers_died(wait_s=1.0)
+                raise
             return True, (idx, data)
+
+    def _raise_if_workers_died(self, wait_s=0.0):
+        deadline = time.monotonic() + wait_s
+        while True:
+            failed = [w for i, w in enumerate(self._workers)
+                      if self._workers_status[i] and not w.is_alive()]
+            if failed or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if failed:
+            for i, w in enumerate(self._workers):
+                if w in failed:
+                    self._mark_worker_as_unavailable(i)
+            self._shutdown_workers()
+            raise RuntimeError(" ".join(_worker_failure(w) for w in failed)) from None
 
     def _get_data(self):
         if self._timeout > 0:
