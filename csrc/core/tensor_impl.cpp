@@ -62,9 +62,7 @@ int64_t checked_numel(IntArrayRef sizes, const char* op) {
   int64_t n = 1;
   bool overflow = false;
   for (int64_t s : sizes) {
-    KINDLE_CHECK(s >= 0, op == std::string_view("numel") ? "" : op,
-                 op == std::string_view("numel") ? "" : ": ",
-                 "Trying to create tensor with negative dimension ", s, ": ", sizes);
+    KINDLE_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": ", sizes);
     overflow |= __builtin_mul_overflow(n, s, &n);
   }
   // A zero anywhere makes the tensor empty whatever the other sizes, as in PyTorch's

@@ -329,6 +329,7 @@ std::vector<Tensor> native_chunk(const Tensor& self, int64_t chunks, int64_t dim
 }
 
 std::vector<Tensor> native_unbind(const Tensor& self, int64_t dim) {
+  KINDLE_CHECK_INDEX(self.dim() > 0, "unbind: Dimension specified as ", dim, " but tensor has no dimensions");
   int64_t d = wrap_dim(dim, self.dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < self.sizes()[d]; ++i) out.push_back(select(self, d, i));

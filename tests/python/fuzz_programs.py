@@ -63,6 +63,61 @@ class Finding:
 ALLOW = [
 ]
 
+# Open Kindle bugs that the fixed-seed run of test_fuzz_differential still finds: (program index,
+# class, op). These are bugs, not deliberate differences; the test fails on any disagreement not
+# listed here and on any listed one that has been fixed, so this set only ever shrinks.
+KNOWN_OPEN = {
+    (0, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
+    (1, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
+    (13, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
+    (20, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
+    (21, 'kindle raises, torch not', 'F.log_softmax'),  # empty integer/bool input raises (torch returns an empty result)
+    (47, 'torch raises, kindle not', 'scatter_add'),  # src of another dtype accepted
+    (58, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
+    (60, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
+    (84, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
+    (99, 'torch raises, kindle not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
+    (102, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
+    (117, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
+    (118, 'kindle raises, torch not', 'F.softmax'),  # empty integer/bool input raises (torch returns an empty result)
+    (120, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (135, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
+    (154, 'torch raises, kindle not', 'logical_and'),  # a Python scalar operand is accepted (torch raises TypeError)
+    (159, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (160, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
+    (163, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (168, 'torch raises, kindle not', 'logical_and'),  # a Python scalar operand is accepted (torch raises TypeError)
+    (171, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
+    (175, 'kindle raises, torch not', 'F.max_pool2d'),  # ceil_mode with a kernel larger than the input raises
+    (185, 'torch raises, kindle not', 'round'),  # round on integers accepted
+    (190, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (195, 'kindle raises, torch not', 'einsum'),  # mixed dtypes on empty operands raise
+    (197, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
+    (205, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
+    (212, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
+    (214, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (217, 'torch raises, kindle not', 'logical_and'),  # a Python scalar operand is accepted (torch raises TypeError)
+    (218, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
+    (220, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
+    (222, 'kindle raises, torch not', 'F.softmax'),  # empty integer/bool input raises (torch returns an empty result)
+    (225, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (226, 'torch raises, kindle not', 'sub'),  # alpha=True accepted
+    (228, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (229, 'torch raises, kindle not', 'logical_or'),  # a Python scalar operand is accepted (torch raises TypeError)
+    (234, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
+    (241, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (243, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (254, 'value differs', 'std'),  # float32 values near 1e30 overflow to inf (squares in float32)
+    (256, 'torch raises, kindle not', 'logical_or'),  # a Python scalar operand is accepted (torch raises TypeError)
+    (257, 'torch raises, kindle not', 'maximum'),  # a Python scalar operand is accepted (torch raises TypeError)
+    (271, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
+    (272, 'value differs', 'arange'),  # float start/step with an integer dtype: size and values differ
+    (281, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
+    (282, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
+    (297, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
+    (299, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
+}
+
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 INTS = ["int64", "int32", "int16", "int8", "uint8"]
 DTYPES = FLOATS + INTS + ["bool"]
@@ -691,8 +746,10 @@ def worker_main(argv):
     import importlib
     import resource
     import time
-    # Runaway allocations fail fast instead of swamping the machine (in both libraries).
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    # Runaway allocations fail fast instead of swamping the machine (in both libraries). Not
+    # under AddressSanitizer, whose shadow memory needs terabytes of address space.
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     for attempt in range(10):  # the installed package may be in the middle of being replaced
         try:
             importlib.import_module("kindle")
