@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <string>
 
 #include "kindle/error.h"
-#include <string>
 
 namespace kindle {
 
@@ -69,36 +69,31 @@ std::ostream& operator<<(std::ostream& os, const Scalar& s) {
 
 void check_scalar_fits(const Scalar& s, DType dtype, const char* op) {
   if (dtype == kBool || s.is_bool()) return;
-  double lo = 0, hi = 0;  // the target's range
+  double lo = 0, hi = 0;  // an integer target's range; a float target's overflow threshold in hi
   const char* name = "";
   switch (dtype) {
     case kUInt8: lo = -255; hi = 255; name = "uint8_t"; break;
     case kInt8: lo = -128; hi = 127; name = "int8_t"; break;
     case kInt16: lo = -32768; hi = 32767; name = "int16_t"; break;
     case kInt32: lo = -2147483648.0; hi = 2147483647.0; name = "int"; break;
-    case kInt64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; name = "int64_t"; break;
-    case kFloat16: lo = -65504; hi = 65504; name = "c10::Half"; break;
-    case kBFloat16: lo = -3.3895313892515355e38; hi = 3.3895313892515355e38; name = "c10::BFloat16"; break;
-    case kFloat32: lo = -3.4028234663852886e38; hi = 3.4028234663852886e38; name = "float"; break;
+    case kInt64: name = "int64_t"; break;
+    // Beyond these a finite value rounds to infinity (half way past the largest finite value).
+    case kFloat16: hi = 65520.0; name = "c10::Half"; break;
+    case kBFloat16: hi = 3.3961775292304e38; name = "c10::BFloat16"; break;
+    case kFloat32: hi = 3.4028235677973366e38; name = "float"; break;
     default: return;  // float64 holds every Scalar
   }
   bool fits;
   if (is_floating_point(dtype)) {
     double v = s.to_double();
-    fits = !std::isfinite(v) || (v >= lo && v <= hi);
-    if (!fits) {  // a value that rounds to the largest finite one still fits
-      double m = dtype == kFloat16 ? 65520.0 : dtype == kBFloat16 ? 3.3961775292304e38 : 3.4028235677973366e38;
-      fits = v > -m && v < m;
-    }
+    fits = !std::isfinite(v) || (v > -hi && v < hi);
   } else if (s.is_integral()) {
-    int64_t v = s.to_int();
-    if (dtype == kInt64) fits = true;
-    else fits = double(v) >= lo && double(v) <= hi;
-  } else {  // a float into an integer type: no wrapping of negatives into unsigned types
-    double v = std::trunc(s.to_double());  // the conversion truncates: -0.5 fits uint8
-    if (dtype == kUInt8) lo = 0;
-    fits = std::isfinite(v) && v >= lo && v <= hi;
-    if (dtype == kInt64) fits = std::isfinite(v) && v >= lo && v < 9223372036854775808.0;
+    double v = double(s.to_int());
+    fits = dtype == kInt64 || (v >= lo && v <= hi);
+  } else {  // a float into an integer type: truncated (-0.5 fits uint8), negatives never wrap
+    double v = std::trunc(s.to_double());
+    if (dtype == kInt64) fits = std::isfinite(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    else fits = std::isfinite(v) && v >= (dtype == kUInt8 ? 0 : lo) && v <= hi;
   }
   KINDLE_CHECK(fits, op, ": value cannot be converted to type ", name, " without overflow (got ", s, ")");
 }

@@ -2,6 +2,28 @@
 
 namespace kindle {
 
+namespace {
+// The first and last element (lo, hi) a view with non-negative sizes reaches from `offset`;
+// false when it is empty (it reaches nothing). Raises on a negative stride unless allowed, and
+// reports int64 overflow through `overflow`.
+bool view_extent(IntArrayRef sizes, IntArrayRef strides, int64_t offset, bool allow_negative_strides,
+                 const char* op, int64_t& lo, int64_t& hi, bool& overflow) {
+  KINDLE_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
+               " must have the same length");
+  for (int64_t s : sizes)
+    if (s == 0) return false;
+  lo = hi = offset;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KINDLE_CHECK(strides[i] >= 0 || allow_negative_strides, op,
+                 ": negative strides are not supported, got sizes=", sizes, " and strides=", strides);
+    int64_t span;
+    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
+    overflow |= __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
+  }
+  return true;
+}
+}  // namespace
+
 TensorImpl::TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
                        int64_t offset)
     : storage_(std::move(storage)), sizes_(sizes), strides_(strides), offset_(offset),
@@ -20,8 +42,17 @@ void TensorImpl::refresh() {
   numel_ = checked_numel(sizes_);
   contiguous_ = true;
   if (numel_ == 0) return;
-  // Every view, whoever made it, stays inside its storage (Note [Checked sizes]).
-  if (storage_) check_view_in_storage(*storage_, itemsize(dtype_), sizes_, strides_, offset_, "view", true);
+  // Every view, whoever made it, stays inside its storage (Note [Checked sizes]). Sizes are
+  // checked and non-zero here; on failure check_view_in_storage raises with the full message.
+  if (storage_) {
+    int64_t lo, hi, end;
+    bool overflow = false;
+    view_extent(sizes_, strides_, offset_, true, "view", lo, hi, overflow);
+    overflow |= __builtin_add_overflow(hi, 1, &end);
+    overflow |= __builtin_mul_overflow(end, int64_t(itemsize(dtype_)), &end);
+    if (overflow || lo < 0 || size_t(end) > storage_->nbytes())
+      check_view_in_storage(*storage_, itemsize(dtype_), sizes_, strides_, offset_, "view", true);
+  }
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (sizes_[d] == 1) continue;
@@ -76,26 +107,14 @@ int64_t checked_numel(IntArrayRef sizes, const char* op) {
   return n;
 }
 
+
 size_t checked_storage_nbytes(IntArrayRef sizes, IntArrayRef strides, size_t itemsize,
                               const char* op) {
-  KINDLE_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
-               " must have the same length");
+  checked_numel(sizes, op);  // negative sizes
+  int64_t lo, hi, nbytes;
   bool overflow = false;
-  int64_t extent = 1;  // elements from the first to one past the last, plus one
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    KINDLE_CHECK(sizes[i] >= 0, op, ": Trying to create tensor with negative dimension ",
-                 sizes[i], ": ", sizes);
-    if (sizes[i] == 0) return 0;
-  }
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    KINDLE_CHECK(strides[i] >= 0, op, ": negative strides are not supported, got sizes=",
-                 sizes, " and strides=", strides);
-    int64_t span;
-    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
-    overflow |= __builtin_add_overflow(extent, span, &extent);
-  }
-  int64_t nbytes;
-  overflow |= __builtin_mul_overflow(extent, int64_t(itemsize), &nbytes);
+  if (!view_extent(sizes, strides, 0, false, op, lo, hi, overflow)) return 0;
+  overflow |= __builtin_mul_overflow(hi + 1, int64_t(itemsize), &nbytes);
   KINDLE_CHECK(!overflow, op, ": Storage size calculation overflowed with sizes=", sizes,
                " and strides=", strides);
   return size_t(nbytes);
@@ -104,22 +123,10 @@ size_t checked_storage_nbytes(IntArrayRef sizes, IntArrayRef strides, size_t ite
 void check_view_in_storage(const StorageImpl& storage, size_t itemsize, IntArrayRef sizes,
                            IntArrayRef strides, int64_t offset, const char* op, bool allow_negative_strides) {
   KINDLE_CHECK(offset >= 0, op, ": Tensor: invalid storage offset ", offset);
-  KINDLE_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
-               " must have the same length");
+  checked_numel(sizes, op);  // negative sizes
+  int64_t lo, hi, end;
   bool overflow = false;
-  int64_t lo = offset, hi = offset;  // the first and last element reached
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    KINDLE_CHECK(sizes[i] >= 0, op, ": Trying to create tensor with negative dimension ", sizes[i], ": ", sizes);
-    if (sizes[i] == 0) return;  // an empty view reads nothing
-  }
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    KINDLE_CHECK(strides[i] >= 0 || allow_negative_strides, op,
-                 ": negative strides are not supported, got sizes=", sizes, " and strides=", strides);
-    int64_t span;
-    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
-    overflow |= __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
-  }
-  int64_t end;
+  if (!view_extent(sizes, strides, offset, allow_negative_strides, op, lo, hi, overflow)) return;
   overflow |= __builtin_add_overflow(hi, 1, &end);
   overflow |= __builtin_mul_overflow(end, int64_t(itemsize), &end);
   KINDLE_CHECK(!overflow && lo >= 0 && size_t(end) <= storage.nbytes(), op, ": setStorage: sizes ", sizes,

@@ -40,11 +40,12 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
 // A float16/bfloat16 tensor multiplied or divided by a Python number (`h * 65536.0`, loss
 // scaling): PyTorch computes in float32 with the number unrounded and rounds the result once;
 // converting the number to the tensor's dtype first would overflow it to inf. (Its add and sub
-// do round the number first, and so does Kindle.) Returns an undefined tensor when not the case.
+// do round the number first, and so does Kindle.) Called for mul and div only; returns an
+// undefined tensor when the operands are not one reduced-float tensor and one number.
 Tensor reduced_float_with_number(const char* name, const Tensor& a, const Tensor& b, BinaryOp op,
                                  BKind kind, const Tensor& out) {
   bool wa = a.impl()->wrapped_number, wb = b.impl()->wrapped_number;
-  if (wa == wb || (op != BinaryOp::Mul && op != BinaryOp::Div)) return {};
+  if (wa == wb) return {};
   DType t = wa ? b.dtype() : a.dtype();
   if (t != kFloat16 && t != kBFloat16) return {};
   Tensor r = binary(name, wa ? a : a.to(kFloat32), wb ? b : b.to(kFloat32), op, kind);
