@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+stage() { echo "== $1 (${SECONDS}s since start)"; }
 
 if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v ninja >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq libgtest-dev ninja-build ccache) >/dev/null
@@ -13,25 +14,25 @@ $PY -m pip install -q scikit-build-core nanobind mkl pyyaml numpy pytest hypothe
 # PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.
 $PY -m pip install -q torch==2.13.0 || echo "note: torch==2.13.0 not installable here; torch comparisons will skip"
 
-echo "== build and install the Python package"
+stage "build and install the Python package"
 $PY -m pip install -q --no-build-isolation .
 
-echo "== C++ tests (release)"
+stage "C++ tests (release)"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
 cmake --build build/release
 ctest --test-dir build/release --output-on-failure
 
-echo "== C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+stage "C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # The same build also makes a sanitized kindle._C for the Python stage below.
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINDLE_SANITIZE=ON -DKINDLE_BUILD_PYTHON=ON \
   -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
 cmake --build build/asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure
 
-echo "== Python tests"
+stage "Python tests"
 $PY -m pytest -q tests/python
 
-echo "== Python op database and differential fuzz run (AddressSanitizer + UndefinedBehaviorSanitizer)"
+stage "Python op database and differential fuzz run (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # The sanitized extension beside a copy of the Python package; the interpreter (not built with
 # ASan) gets the runtime preloaded. Leak checking is off: CPython's own allocations look leaked;
 # huge requests return NULL (torch, the reference, allocates what the tests ask it to refuse).
@@ -43,3 +44,4 @@ LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.s
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
   PYTHONPATH="$ASAN_PKG" $PY -m pytest -q -p no:cacheprovider tests/python/test_ops.py tests/python/test_ops_consistency.py \
   tests/python/test_robustness.py tests/python/test_fuzz_differential.py
+stage "done"

@@ -142,7 +142,10 @@ TensorIter TensorIterConfig::build(const char* op) {
     }
     DimVector st(nd);
     int64_t s = 1;
-    for (int64_t k = 0; k < nd; ++k) { st[perm[k]] = s; s *= std::max<int64_t>(shape[perm[k]], 1); }
+    for (int64_t k = 0; k < nd; ++k) {  // wraps only for an empty shape, whose strides are never read
+      st[perm[k]] = s;
+      __builtin_mul_overflow(s, std::max<int64_t>(shape[perm[k]], 1), &s);
+    }
     outputs[i] = empty_strided_tensor(shape, st, output_dtype.value_or(common), device);
     if (it.writeback_dst.defined()) {
       KINDLE_INTERNAL_ASSERT(n_out == 1);
@@ -172,6 +175,12 @@ TensorIter TensorIterConfig::build(const char* op) {
                    "to a single memory location. Please clone() the tensor before performing the operation.");
       it.operands[i] = in.clone();
     }
+  it.numel = numel_of(shape);
+  if (it.numel == 0) {  // nothing to visit; an empty tensor's strides may be huge, so skip them
+    it.shape = DimVector{0};
+    for (int i = 0; i < it.n_operands; ++i) it.strides[i] = DimVector{0};
+    return it;
+  }
   // 5. byte strides in perm order, then merge dims contiguous for every operand
   it.shape.resize(nd);
   for (int64_t k = 0; k < nd; ++k) it.shape[k] = shape[perm[k]];
@@ -200,7 +209,6 @@ TensorIter TensorIterConfig::build(const char* op) {
     it.shape.resize(out_nd);
     for (int i = 0; i < it.n_operands; ++i) it.strides[i].resize(out_nd);
   }
-  it.numel = numel_of(shape);
   return it;
 }
 
