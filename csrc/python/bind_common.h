@@ -38,6 +38,7 @@ void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_indexing(nb::class_<Tensor>& cls);
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_tensor_constructor(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_optim(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);

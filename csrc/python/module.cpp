@@ -164,6 +164,7 @@ NB_MODULE(_C, m) {
   bind_tensor(m, cls);
   bind_indexing(cls);
   bind_numpy(m, cls);
+  bind_tensor_constructor(cls);
   bind_autograd(m, cls);
   bind_generated_ops(m, cls);
   bind_optim(m);

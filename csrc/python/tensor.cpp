@@ -246,4 +246,17 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"));
 }
 
+// kindle.Tensor(...) called by a user: PyTorch's legacy constructor forms (Tensor(2, 3),
+// Tensor([1, 2]), Tensor(size), Tensor()), resolved in Python by kindle._legacy. Bound after
+// the number and ndarray overloads, which are the implicit conversions for `t + 1` and
+// `t + ndarray`. nanobind converts implicitly by calling the type with the one argument, so
+// Tensor(3) cannot be told from the conversion of 3: it stays a 0-d tensor, where PyTorch's
+// legacy constructor makes an uninitialised tensor of size 3.
+void bind_tensor_constructor(nb::class_<Tensor>& cls) {
+  cls.def("__init__", [](Tensor* t, nb::args args, nb::kwargs kwargs) {
+    nb::object made = nb::module_::import_("kindle._legacy").attr("tensor_new")(*args, **kwargs);
+    new (t) Tensor(nb::cast<Tensor>(made));
+  });
+}
+
 }  // namespace kindle::python

@@ -31,6 +31,18 @@ from .serialization import save, load  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (kindle.utils.data)
 from . import cpu  # noqa: E402,F401
+from . import cuda, backends, accelerator, mps  # noqa: E402,F401
+from ._torch_api import *  # noqa: E402,F401,F403  (constants, memory formats, finfo, switches)
+from ._torch_api import _assert, install_tensor_methods as _install_tensor_methods  # noqa: E402
+from ._legacy import legacy_type_classes as _legacy_type_classes  # noqa: E402
+from ._torch_alias import install_as_torch, uninstall_as_torch  # noqa: E402,F401
+
+globals().update(_legacy_type_classes())  # kindle.FloatTensor, kindle.LongTensor, ...
+_install_tensor_methods(Tensor)
+from . import random, testing, hub, jit  # noqa: E402,F401
+from .random import get_rng_state, set_rng_state  # noqa: E402,F401
+from ._compile import compile  # noqa: E402,F401,A001  (torch.compile: runs eagerly)
+_is_kindle = True  # how kindle.install_as_torch tells Kindle from PyTorch under the name torch
 
 default_generator = _C.default_generator()  # shares its state with kindle.manual_seed
 
@@ -148,9 +160,14 @@ Tensor.__reversed__ = lambda self: _C.flip(self, 0)
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
+_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler"}
+
+
 def __getattr__(name):
-    # kindle.multiprocessing is imported on first use: `import kindle` stays fast.
-    if name == "multiprocessing":
+    # Submodules imported on first use: `import kindle` stays fast.
+    if name in _LAZY_SUBMODULES:
         import importlib
-        return importlib.import_module(".multiprocessing", __name__)
-    raise AttributeError(f"module 'kindle' has no attribute '{name}'")
+        return importlib.import_module("." + name, __name__)
+    if name.startswith("__"):
+        raise AttributeError(f"module 'kindle' has no attribute '{name}'")
+    raise AttributeError(f"module 'kindle' has no attribute '{name}': torch.{name} is not in Kindle yet")

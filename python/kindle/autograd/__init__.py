@@ -5,6 +5,7 @@ from .function import Function, FunctionCtx, InplaceFunction, once_differentiabl
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import graph  # noqa: F401
+from . import profiler  # noqa: F401
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck",

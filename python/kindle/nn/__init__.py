@@ -6,3 +6,5 @@ from .parameter import Buffer, Parameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from . import utils  # noqa: F401
+from . import parallel  # noqa: F401
+from .parallel import DataParallel  # noqa: F401

@@ -3,8 +3,8 @@ import kindle
 from kindle import Tensor
 
 from kindle._C import _optim
-from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
+from .optimizer import (Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
+                        _sparse_check, _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["Adam"]
 
@@ -23,7 +23,7 @@ class Adam(Optimizer):
         for i, b in enumerate(betas):
             if isinstance(b, Tensor) and b.numel() != 1:
                 raise ValueError(f"Tensor betas[{i}] must be 1-element")
-        _check_not_differentiable(differentiable)
+        _check_not_differentiable(differentiable, fused)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "capturable": capturable, "differentiable": differentiable, "fused": fused,
@@ -78,6 +78,8 @@ class Adam(Optimizer):
         for group in self.param_groups:
             # params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps
             lists = ([], [], [], [], [], [])
+            if group["capturable"]:
+                _check_capturable([p for p in group["params"] if p.grad is not None])
             self._init_group(group, *lists)
             if not lists[0]:
                 continue

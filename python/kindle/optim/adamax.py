@@ -2,8 +2,8 @@
 import kindle
 from kindle import Tensor
 
-from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _step_tensor, _to_scalar, _use_grad)
+from .optimizer import (Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
+                        _sparse_check, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["Adamax"]
 
@@ -40,6 +40,8 @@ class Adamax(Optimizer):
             with kindle.enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            if group["capturable"]:
+                _check_capturable([p for p in group["params"] if p.grad is not None])
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay = _to_scalar(group["lr"]), group["eps"], group["weight_decay"]
             for p in group["params"]:

@@ -2,8 +2,8 @@
 import kindle
 from kindle import Tensor
 
-from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _step_tensor, _to_scalar, _use_grad)
+from .optimizer import (Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
+                        _sparse_check, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["NAdam"]
 
@@ -49,6 +49,9 @@ class NAdam(Optimizer):
             with kindle.enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            if group["capturable"]:
+                _check_capturable([p for p in group["params"] if p.grad is not None],
+                                  "params, mu_products and state_steps")
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay = _to_scalar(group["lr"]), group["eps"], group["weight_decay"]
             momentum_decay = group["momentum_decay"]

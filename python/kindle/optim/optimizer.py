@@ -112,10 +112,21 @@ def _check_hyper(lr=None, eps=None, betas=None, weight_decay=None, momentum=None
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
-def _check_not_differentiable(differentiable):
+def _check_not_differentiable(differentiable, fused=None):
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
     if differentiable:
         raise NotImplementedError("differentiable=True is not supported by kindle.optim: the "
                                   "updates run in fused kernels outside autograd")
+
+
+def _check_capturable(params, what="params and state_steps"):
+    """capturable=True keeps the step counts on the device for CUDA-graph capture; torch allows
+    it only on accelerators and fails the step with this AssertionError for CPU parameters, so
+    Kindle does too. (On an accelerator Kindle would run its ordinary update.)"""
+    if any(p.is_cpu for p in params):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: "
+                             "['cuda'].")
 
 
 def _step_tensor(value=0.0):

@@ -3,8 +3,8 @@ import kindle
 from kindle import Tensor
 
 from kindle._C import _optim
-from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
-                        _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
+from .optimizer import (Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
+                        _sparse_check, _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["RMSprop"]
 
@@ -49,6 +49,8 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             params, grads, square_avgs, grad_avgs, bufs = [], [], [], [], []
             momentum, centered = group["momentum"], group["centered"]
+            if group["capturable"]:
+                _check_capturable([p for p in group["params"] if p.grad is not None])
             for p in group["params"]:
                 if p.grad is None:
                     continue

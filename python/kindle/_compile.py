@@ -1,0 +1,143 @@
+"""kindle.compile: torch.compile's signature, running eagerly.
+
+Kindle has no graph compiler yet, so compile() never changes what runs: it checks its
+arguments as torch.compile does and returns an OptimizedModule (for a module) or a wrapper
+(for a function) that calls the original directly, as torch.compile(backend="eager") would
+without its graph capture. Everything that works on the model keeps working on the result:
+training, .parameters(), attribute access, and state_dict(), whose keys carry torch's
+"_orig_mod." prefix.
+"""
+import functools
+
+from .nn.modules.module import Module
+
+__all__ = ["compile", "OptimizedModule", "list_backends"]
+
+_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+_BACKENDS = ("cudagraphs", "eager", "aot_eager", "inductor", "onnxrt", "openxla", "tvm", "tensorrt",
+             "aot_eager_decomp_partition", "aot_ts_nvfuser")
+
+
+class InvalidBackend(RuntimeError):
+    def __init__(self, name):
+        super().__init__(f"Invalid backend: {name!r}, see `torch._dynamo.list_backends()` for available backends.")
+
+
+def list_backends(exclude_tags=("debug", "experimental")):
+    return sorted(b for b in _BACKENDS if exclude_tags is None or b not in ("eager", "aot_eager"))
+
+
+class _CompileOptions:
+    """What compile() was asked for; kept for introspection (get_compiler_config)."""
+
+    def __init__(self, fullgraph, dynamic, backend, mode, options, disable):
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = backend
+        self.mode = mode
+        self.options = dict(options or {})
+        self.disable = disable
+
+
+class OptimizedModule(Module):
+    """A module returned by kindle.compile: it owns the original as `_orig_mod` (hence the
+    "_orig_mod." prefix of its state_dict keys), forwards calls to it (hooks included), and
+    reads and writes attributes on it. `training` mirrors the original's."""
+
+    _own_attributes = {"_orig_mod", "dynamo_ctx", "_torchdynamo_orig_callable", "forward", "_initialized",
+                       "get_compiler_config"}
+
+    def __init__(self, mod, dynamo_ctx=None):
+        object.__setattr__(self, "_orig_mod", mod)  # attribute reads during Module.__init__ reach mod
+        object.__setattr__(self, "_initialized", False)
+        super().__init__()
+        object.__setattr__(self, "_initialized", True)
+        self._modules["_orig_mod"] = mod
+        object.__setattr__(self, "dynamo_ctx", dynamo_ctx)
+        object.__setattr__(self, "_torchdynamo_orig_callable", mod.forward)
+
+    def forward(self, *args, **kwargs):
+        return self._modules["_orig_mod"](*args, **kwargs)
+
+    def get_compiler_config(self):
+        return self.dynamo_ctx
+
+    @property
+    def training(self):
+        return self._modules["_orig_mod"].training if "_modules" in self.__dict__ else True
+
+    @training.setter
+    def training(self, value):
+        if self.__dict__.get("_initialized"):
+            self._modules["_orig_mod"].training = value
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        if name == "_orig_mod":
+            return d["_modules"]["_orig_mod"] if "_modules" in d else d["_orig_mod"]
+        return getattr(d["_orig_mod"], name)
+
+    def __setattr__(self, name, value):
+        if hasattr(type(self), name) or name in OptimizedModule._own_attributes:
+            return super().__setattr__(name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if hasattr(type(self), name) or name in OptimizedModule._own_attributes:
+            return super().__delattr__(name)
+        return delattr(self._orig_mod, name)
+
+    def __len__(self):
+        return len(self._orig_mod)
+
+    def __dir__(self):
+        own = super().__dir__()
+        return sorted(set(dir(self._orig_mod)) | set(own))
+
+    def __reduce__(self):
+        return (type(self), (self._orig_mod, self.dynamo_ctx))
+
+
+def _check_arguments(backend, mode, options):
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode is not None and mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
+    if isinstance(backend, str):
+        if backend not in _BACKENDS:
+            raise InvalidBackend(backend)
+    elif not callable(backend):
+        raise TypeError(f"kindle.compile: backend must be a name or a callable, got {type(backend).__name__}")
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """Accepts torch.compile's arguments and returns `model` ready to run, eagerly.
+
+    Kindle has no graph compiler yet: the result runs the original module or function
+    unchanged, as PyTorch's backend="eager" would (a callable backend is accepted but not
+    called, since no graph is captured). For a module the result is an OptimizedModule (its
+    state_dict keys start with "_orig_mod.", exactly as torch's; parameters, attributes and
+    training are the original's); for a function, a wrapper with the function's name and
+    docstring. Without `model` it returns a decorator, so both @kindle.compile and
+    @kindle.compile(mode="max-autotune") work.
+    """
+    _check_arguments(backend, mode, options)
+    ctx = _CompileOptions(fullgraph, dynamic, backend, mode, options, disable)
+    if model is None:
+        def decorator(m):
+            return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                           disable=disable)
+        return decorator
+    if isinstance(model, Module):
+        return OptimizedModule(model, ctx)
+    if not callable(model):
+        raise RuntimeError("model must be a callable")
+
+    @functools.wraps(model)
+    def compiled(*args, **kwargs):
+        return model(*args, **kwargs)
+
+    compiled._torchdynamo_orig_callable = model
+    compiled._kindle_compile_options = ctx
+    return compiled

@@ -1,0 +1,268 @@
+"""Top-level names PyTorch programs touch at start-up: constants, memory formats and layouts,
+finfo/iinfo, the default device, precision and determinism switches, and the Tensor methods
+with PyTorch's Python-level argument forms (new_zeros(2, 3), cuda(), contiguous(memory_format=))."""
+import math as _math
+
+import numpy as _np
+
+from . import _C
+from ._legacy import _type_name, tensor_type
+
+__all__ = [
+    "pi", "e", "inf", "nan", "newaxis", "memory_format", "contiguous_format", "channels_last",
+    "channels_last_3d", "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "finfo",
+    "iinfo", "typename", "get_default_device", "set_default_device", "set_float32_matmul_precision",
+    "get_float32_matmul_precision", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+    "get_deterministic_debug_mode", "_assert", "is_storage", "set_printoptions",
+]
+
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
+
+class memory_format:  # noqa: N801
+    """A memory format tag (kindle.contiguous_format, kindle.channels_last, ...). Kindle's CPU
+    kernels pick their own layouts, so every format gives a row-major (contiguous) result."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+
+class layout:  # noqa: N801
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+
+
+class finfo:  # noqa: N801
+    """Machine limits of a floating-point dtype, as torch.finfo."""
+
+    _BF16 = dict(bits=16, eps=0.0078125, max=3.3895313892515355e38, min=-3.3895313892515355e38,
+                 tiny=1.1754943508222875e-38, resolution=0.01)
+
+    def __init__(self, type=None):  # noqa: A002
+        from . import get_default_dtype
+        dtype = get_default_dtype() if type is None else type
+        if not isinstance(dtype, _C.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"finfo(): argument 'type' must be a floating point dtype, but got {dtype}")
+        self.dtype = str(dtype).split(".")[-1]
+        if dtype == _C.bfloat16:
+            v = self._BF16
+        else:
+            f = _np.finfo({_C.float16: _np.float16, _C.float32: _np.float32, _C.float64: _np.float64}[dtype])
+            v = dict(bits=f.bits, eps=float(f.eps), max=float(f.max), min=float(f.min),
+                     tiny=float(f.tiny), resolution=float(f.resolution))
+        for k, val in v.items():
+            setattr(self, k, val)
+        self.smallest_normal = self.tiny
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:e}, max={self.max:e}, eps={self.eps}, "
+                f"smallest_normal={self.smallest_normal:e}, tiny={self.tiny:e}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801
+    """Machine limits of an integer dtype, as torch.iinfo."""
+
+    def __init__(self, type):  # noqa: A002
+        np_type = {_C.int8: _np.int8, _C.int16: _np.int16, _C.int32: _np.int32, _C.int64: _np.int64,
+                   _C.uint8: _np.uint8}.get(type) if isinstance(type, _C.dtype) else None
+        if np_type is None:
+            raise TypeError(f"iinfo(): argument 'type' must be an integer dtype, but got {type}")
+        i = _np.iinfo(np_type)
+        self.bits, self.min, self.max = i.bits, int(i.min), int(i.max)
+        self.dtype = str(type).split(".")[-1]
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def typename(obj):
+    """The type name of obj: a tensor's legacy type name ('torch.FloatTensor'), else the
+    qualified class name."""
+    if isinstance(obj, _C.Tensor):
+        return _type_name(obj.dtype)
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = cls.__module__
+    return cls.__qualname__ if module in (None, "builtins") else f"{module}.{cls.__qualname__}"
+
+
+def is_storage(obj):  # noqa: ARG001
+    return False  # Kindle exposes no separate storage objects
+
+
+def get_default_device():
+    from . import device
+    return device("cpu")
+
+
+def set_default_device(device):
+    """Only the CPU has kernels, so the default device can only be the CPU (or None)."""
+    if device is None:
+        return
+    from . import device as _device
+    d = _device(device)
+    if d.type != "cpu":
+        raise RuntimeError(f"set_default_device: Kindle was built without support for device '{d}' "
+                           "(only cpu is available)")
+
+
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted as torch accepts it; Kindle's CPU matmul always computes in full float32."""
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision '{precision}': expected one of 'highest', 'high', 'medium'")
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision
+
+
+_deterministic = [False, False]  # [enabled, warn_only]
+_debug_mode = 0
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Kindle's kernels are deterministic (results do not depend on thread count or run), so
+    this records the setting and changes nothing."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}")
+    _deterministic[0], _deterministic[1] = mode, bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic[0]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _deterministic[1]
+
+
+def set_deterministic_debug_mode(debug_mode):
+    global _debug_mode
+    modes = {"default": 0, "warn": 1, "error": 2}
+    _debug_mode = modes[debug_mode] if isinstance(debug_mode, str) else int(debug_mode)
+    use_deterministic_algorithms(_debug_mode > 0, warn_only=_debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    return _debug_mode
+
+
+def _assert(condition, message):
+    """torch._assert: an assert that symbolic tracing can record."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None):
+    """Accepted for compatibility; Kindle's tensor printing does not take options yet."""
+
+
+# --- Tensor methods with PyTorch's Python-level argument forms ---------------------------------
+
+def _sizes(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return list(size[0])
+    return list(size)
+
+
+def _check_cpu(device, op):
+    if device is not None:
+        from . import device as _device
+        d = _device(device)
+        if d.type != "cpu":
+            raise RuntimeError(f"{op}: Kindle was built without support for device '{d}' (only cpu is available)")
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _make_new(name):
+    c_method = getattr(_C.Tensor, name)
+
+    def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):  # noqa: ARG001
+        _check_cpu(device, name)
+        return _finish(c_method(self, _sizes(size), dtype), requires_grad)
+    new.__name__ = name
+    return new
+
+
+def _make_new_full(c_new_full):
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,  # noqa: ARG001
+                 pin_memory=False):  # noqa: ARG001
+        _check_cpu(device, "new_full")
+        return _finish(c_new_full(self, list(size), fill_value, dtype), requires_grad)
+    return new_full
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):  # noqa: ARG001
+    _check_cpu(device, "new_tensor")
+    if isinstance(data, _C.Tensor):
+        t = data.detach().clone().to(dtype or data.dtype)
+    else:
+        t = _C.tensor(data, dtype=dtype or self.dtype)
+    return _finish(t, requires_grad)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):  # noqa: ARG001
+    raise RuntimeError("cuda(): Kindle was built without support for device cuda (only cpu is available)")
+
+
+def _with_memory_format(c_method):
+    def method(self, memory_format=None):
+        if memory_format is not None and not isinstance(memory_format, globals()["memory_format"]):
+            raise TypeError(f"{c_method.__name__}(): argument 'memory_format' must be torch.memory_format, "
+                            f"not {type(memory_format).__name__}")
+        return c_method(self)
+    method.__name__ = c_method.__name__
+    return method
+
+
+def install_tensor_methods(Tensor):
+    for name in ("new_zeros", "new_ones", "new_empty"):
+        setattr(Tensor, name, _make_new(name))
+    Tensor.new_full = _make_new_full(Tensor.new_full)
+    Tensor.new_tensor = _new_tensor
+    Tensor.cuda = _cuda
+    Tensor.type = tensor_type
+    Tensor.contiguous = _with_memory_format(Tensor.contiguous)
+    Tensor.clone = _with_memory_format(Tensor.clone)
+    for name, value in (("is_mps", False), ("is_xpu", False), ("is_meta", False), ("is_quantized", False),
+                        ("layout", strided)):
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, property(lambda self, v=value: v))
