@@ -32,6 +32,8 @@ from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (kindle.utils.data)
 from . import cpu  # noqa: E402,F401
 from . import cuda, backends, accelerator, mps  # noqa: E402,F401
+from .amp import autocast, top_level_names as _amp_names  # noqa: E402,F401  (torch.autocast, torch.amp)
+globals().update(_amp_names())  # torch.is_autocast_enabled, torch.get_autocast_dtype, ...
 from ._torch_api import *  # noqa: E402,F401,F403  (constants, memory formats, finfo, switches)
 from ._torch_api import _assert, install_tensor_methods as _install_tensor_methods  # noqa: E402
 from ._legacy import legacy_type_classes as _legacy_type_classes  # noqa: E402
@@ -64,7 +66,7 @@ class Size(tuple):
     """The shape of a tensor: a tuple of ints, printed as kindle.Size([...])."""
 
     def __repr__(self):
-        return f"kindle.Size({list(self)})"
+        return f"{_legacy.type_prefix}.Size({list(self)})"  # torch.Size under install_as_torch
 
     def numel(self):
         n = 1
@@ -160,7 +162,7 @@ Tensor.__reversed__ = lambda self: _C.flip(self, 0)
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
-_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler"}
+_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func"}
 
 
 def __getattr__(name):

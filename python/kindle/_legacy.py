@@ -61,9 +61,31 @@ _TYPE_NAMES = {
 _NAME_OF = {v: k for k, v in _TYPE_NAMES.items()}
 
 
-# The module name in type names: "torch" once kindle.install_as_torch() has run, so that
-# x.type() == 'torch.FloatTensor' holds in a PyTorch program run on Kindle.
+# The module name in type names and reprs: "torch" once kindle.install_as_torch() has run, so
+# that x.type() == 'torch.FloatTensor' holds and torch.Size([2, 3]), torch.float32 and
+# tensor(..., dtype=torch.int64) print as PyTorch prints them in a program run on Kindle.
 type_prefix = "kindle"
+_tensor_repr = _C.Tensor.__repr__  # the core's repr, which spells dtypes "kindle.<name>"
+
+
+def _dtype_repr(dtype):
+    return f"{type_prefix}.{dtype.__reduce__()}"
+
+
+def _torch_tensor_repr(self):
+    return _tensor_repr(self).replace("dtype=kindle.", "dtype=torch.")
+
+
+def set_type_prefix(prefix):
+    """Spell type names and reprs with `prefix` ("kindle" or "torch")."""
+    global type_prefix
+    if prefix not in ("kindle", "torch"):
+        raise ValueError(f"set_type_prefix: expected 'kindle' or 'torch', got {prefix!r}")
+    type_prefix = prefix
+    _C.dtype.__repr__ = _dtype_repr
+    # Only a program run as PyTorch pays for the rewrite of the core's tensor repr.
+    _C.Tensor.__repr__ = _tensor_repr if prefix == "kindle" else _torch_tensor_repr
+    _C.Tensor.__module__ = prefix
 
 
 def _type_name(dtype):

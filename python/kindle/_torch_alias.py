@@ -53,7 +53,7 @@ def install_as_torch():
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
     from . import _legacy
-    _legacy.type_prefix = "torch"
+    _legacy.set_type_prefix("torch")
     import kindle
     sys.modules["torch"] = kindle
     for name, module in list(sys.modules.items()):  # Kindle's submodules already imported
@@ -66,7 +66,7 @@ def uninstall_as_torch():
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     from . import _legacy
-    _legacy.type_prefix = "kindle"
+    _legacy.set_type_prefix("kindle")
     for name, module in list(sys.modules.items()):
         if (name == "torch" or name.startswith("torch.")) and getattr(module, "__name__", "").startswith("kindle"):
             del sys.modules[name]

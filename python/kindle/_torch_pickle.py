@@ -18,6 +18,7 @@ Every size is checked against the archive before allocating: storages must match
 entries' byte counts, lie inside the file, and together fit in it; every tensor's sizes,
 strides and offset must stay inside its storage.
 """
+import importlib
 import io
 import pickle
 import reprlib
@@ -26,7 +27,7 @@ import zipfile
 from collections import OrderedDict
 
 from . import _C
-from .serialization import (_MAX_DEPTH, _VIEW_FACTOR, _HashGuard, _check_view, _map_tensor, _view_budget, byte_view,
+from .serialization import (UNSAFE_MESSAGE, _MAX_DEPTH, _VIEW_FACTOR, _HashGuard, _check_view, _map_tensor, _view_budget, byte_view,
                             readinto_exact)
 
 _STORAGE_DTYPES = {
@@ -207,7 +208,7 @@ class _Unpickler(pickle._Unpickler):
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, data, reader, encoding):
+    def __init__(self, data, reader, encoding, user_globals=None):
         super().__init__(io.BytesIO(data), encoding=encoding)
         self._reader = reader
         size = max(reader.file_end, len(data))
@@ -219,6 +220,8 @@ class _Unpickler(pickle._Unpickler):
         self._repeat_left = _REPEAT_FACTOR * size + _REPEAT_SLACK
         self._view_left = _view_budget(size)
         self._sources = {}  # id -> value some REDUCE has rebuilt an object from
+        self._user_globals = user_globals or {}  # add_safe_globals: {path: class or function}
+        self._user_values = {id(v): v for v in self._user_globals.values()}
 
     def find_class(self, module, name):
         if len(module) + len(name) > 200:
@@ -229,10 +232,26 @@ class _Unpickler(pickle._Unpickler):
         key = f"{module}.{name}"
         if key in _ALLOWED:
             return _ALLOWED[key]
-        hint = _UNSUPPORTED_HINTS.get(key, "Kindle rebuilds only tensors, Parameters, dict, OrderedDict, list, "
-                                           "tuple, set and plain Python values, and never runs code from a file")
-        raise RefusedGlobal(f"kindle.load: {self._reader.name}: unsupported global: GLOBAL {key} is not allowed "
-                            f"({hint})")
+        if key in _UNSUPPORTED_HINTS:
+            raise RefusedGlobal(f"kindle.load: {self._reader.name}: unsupported global: GLOBAL {key} is not allowed "
+                                f"({_UNSUPPORTED_HINTS[key]})")
+        user = self._user_globals.get(key)
+        if user is None and self._user_globals:  # a kindle class listed by its own name, named by torch's
+            found = kindle_object(module, name)
+            user = found if found is not None and self._is_user_allowed(found) else None
+        if user is not None:
+            self._take(_COST_OBJECT)
+            return user
+        raise RefusedGlobal(f"kindle.load: {self._reader.name}: Weights only load failed. This file can still be "
+                            "loaded, to do so you have two options, do those steps only if you trust the source of "
+                            f"the checkpoint.\n\t(1) {UNSAFE_MESSAGE}\n\t(2) Alternatively, to load with "
+                            "`weights_only=True` please check the recommended steps in the following error message."
+                            f"\n\tWeightsUnpickler error: Unsupported global: GLOBAL {key} was not an allowed global "
+                            f"by default. Please use `torch.serialization.add_safe_globals([{key}])` or the "
+                            f"`torch.serialization.safe_globals([{key}])` context manager to allowlist this global "
+                            "if you trust this class/function. (Kindle rebuilds by default only tensors, "
+                            "Parameters, dict, OrderedDict, list, tuple, set and plain Python values, and never runs "
+                            "code from a file unless weights_only=False.)")
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
@@ -477,9 +496,25 @@ class _Unpickler(pickle._Unpickler):
                                  "a storage expanded by stride 0 or overlapping strides")
         self.stack[-1] = result
 
+    def _is_user_allowed(self, obj):
+        return self._user_values.get(id(obj)) is obj
+
     def load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
+        if self._is_user_allowed(type(inst)):  # a class the user listed with add_safe_globals, as torch
+            self._take(_COST_OBJECT)
+            if hasattr(inst, "__setstate__"):
+                inst.__setstate__(state)
+                return
+            slotstate = None
+            if isinstance(state, tuple) and len(state) == 2:
+                state, slotstate = state
+            if state:
+                inst.__dict__.update(state)
+            for k, v in (slotstate or {}).items():
+                setattr(inst, k, v)
+            return
         # torch's state dicts are OrderedDicts with a _metadata attribute (a dict of per-module
         # versions); nothing else may be set, so no later opcode can meet a substituted method.
         if type(inst) is OrderedDict and type(state) is dict and list(state) == ["_metadata"] and \
@@ -494,8 +529,25 @@ class _Unpickler(pickle._Unpickler):
     def _instantiate(self, klass, args):  # INST and OBJ: torch.save never writes them
         raise ValueError(f"building a {getattr(klass, '__name__', type(klass).__name__)} with INST/OBJ is not allowed")
 
-    def load_newobj(self):  # torch.save writes REDUCE for everything it allows
-        raise ValueError("the NEWOBJ opcode is not allowed")
+    def load_newobj(self):  # torch.save writes REDUCE for everything it allows by default
+        args = self.stack.pop()
+        cls = self.stack[-1]
+        if not (isinstance(cls, type) and self._is_user_allowed(cls)) or type(args) is not tuple:
+            raise ValueError(f"NEWOBJ of {_short(cls)}: only classes allowlisted with add_safe_globals may be "
+                             "created this way")
+        self._take(_COST_OBJECT)
+        self.stack[-1] = cls.__new__(cls, *args)
+
+    def load_newobj_ex(self):
+        kwargs = self.stack.pop()
+        args = self.stack.pop()
+        cls = self.stack[-1]
+        if not (isinstance(cls, type) and self._is_user_allowed(cls)) or type(args) is not tuple or \
+                type(kwargs) is not dict:
+            raise ValueError(f"NEWOBJ_EX of {_short(cls)}: only classes allowlisted with add_safe_globals may be "
+                             "created this way")
+        self._take(_COST_OBJECT)
+        self.stack[-1] = cls.__new__(cls, *args, **kwargs)
 
     def load_bytearray8(self):
         # pickle's own version allocates the declared length before reading: a hostile
@@ -514,7 +566,7 @@ class _Unpickler(pickle._Unpickler):
                      (pickle.ADDITEMS, load_additems), (pickle.FROZENSET, load_frozenset),
                      (pickle.PUT, load_put), (pickle.BINPUT, load_binput), (pickle.LONG_BINPUT, load_long_binput),
                      (pickle.MEMOIZE, load_memoize), (pickle.REDUCE, load_reduce), (pickle.BUILD, load_build),
-                     (pickle.NEWOBJ, load_newobj), (pickle.NEWOBJ_EX, load_newobj),
+                     (pickle.NEWOBJ, load_newobj), (pickle.NEWOBJ_EX, load_newobj_ex),
                      (pickle.BYTEARRAY8, load_bytearray8)]:
         dispatch[_op[0]] = _fn
     del _op, _fn
@@ -609,15 +661,20 @@ class _ZipReader:
         return self.storages[key]
 
 
-def load_zip(src, name, file_end, map_location, encoding="ASCII"):
+def load_zip(src, name, file_end, map_location, encoding="ASCII", weights_only=True, pickle_module=None,
+             pickle_load_args=None):
+    from .serialization import _user_allowed_globals
+    user_globals = _user_allowed_globals()  # first: a malformed entry raises its own error, as in torch
     reader = _ZipReader(src, name, file_end, map_location)
+    if not weights_only:
+        return _load_zip_trusted(reader, pickle_module, pickle_load_args or {})
     try:
         if reader.prefix + "byteorder" in reader.zip.NameToInfo:
             order = reader.read_entry("byteorder")
             if order != b"little":
                 raise ValueError(f"byte order {order!r:.20} is not supported (only little-endian)")
         data = reader.read_entry("data.pkl")
-        return _Unpickler(data, reader, encoding).load()
+        return _Unpickler(data, reader, encoding, user_globals).load()
     except (RefusedGlobal, MemoryError):
         raise
     except Exception as e:
@@ -626,5 +683,88 @@ def load_zip(src, name, file_end, map_location, encoding="ASCII"):
         # Our checks raise ValueError; anything else is the pickle machinery choking.
         what = str(e) if type(e) in (ValueError, RuntimeError) else f"{type(e).__name__}: {e}"
         raise RuntimeError(f"kindle.load: {name}: invalid torch checkpoint: {what}") from e
+    finally:
+        reader.zip.close()
+
+
+def kindle_object(module, name):
+    """The object of Kindle's that torch's path module.name names, or None. Kindle's public
+    names are torch's but its files are laid out differently: torch.nn.modules.flatten.Flatten
+    is found as kindle.nn.modules.flatten.Flatten, else in the nearest package above that has it
+    (kindle.nn.Flatten). Only Kindle's own modules are imported."""
+    if not (module == "torch" or module.startswith("torch.")) or not name.isidentifier():
+        return None
+    parts = ("kindle" + module[len("torch"):]).split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    while parts:
+        try:
+            found = getattr(importlib.import_module(".".join(parts)), name, None)
+        except ImportError:
+            found = None
+        if found is not None:
+            return found
+        parts.pop()
+    return None
+
+
+# --- weights_only=False: the trusted path ---------------------------------------------------
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """A tensor subclass (or a tensor with Python attributes), as torch._tensor._rebuild_from_type_v2."""
+    t = func(*args)
+    if type(t) is not new_type:
+        t = _C.Tensor._make_subclass(new_type, t, t.requires_grad)
+    for k, v in (state or {}).items():
+        setattr(t, k, v)
+    return t
+
+
+def _rebuild_parameter_trusted(data, requires_grad, backward_hooks, state=None):
+    p = _rebuild_parameter(data, requires_grad, None)
+    for k, v in (state or {}).items():
+        setattr(p, k, v)
+    return p
+
+
+def _trusted_unpickler_class(base):
+    class _TrustedUnpickler(base):
+        """Full unpickling, as torch.load(weights_only=False): the file may run code. torch.X
+        globals resolve to kindle.X (the same module paths), tensors to Kindle's."""
+
+        def find_class(self, module, name):
+            key = f"{module}.{name}"
+            if key == "torch._utils._rebuild_parameter" or key == "torch._utils._rebuild_parameter_with_state":
+                return _rebuild_parameter_trusted
+            if key == "torch._tensor._rebuild_from_type_v2":
+                return _rebuild_from_type_v2
+            if key in _ALLOWED and key.startswith("torch."):
+                return _ALLOWED[key]
+            if module == "torch" or module.startswith("torch."):
+                found = kindle_object(module, name)
+                if found is None:
+                    raise AttributeError(f"kindle.load: {self.reader.name}: the checkpoint needs {key}, which is "
+                                         "not in Kindle yet")
+                return found
+            return super().find_class(module, name)
+
+        def persistent_load(self, pid):
+            if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+                raise pickle.UnpicklingError(f"unexpected persistent id {_short(pid)}")
+            _, storage_type, key, location, numel = pid
+            if not isinstance(storage_type, _StorageType):
+                raise pickle.UnpicklingError(f"persistent id names {_short(storage_type)}, not a storage type")
+            return self.reader.storage(storage_type, key, location, numel)
+
+    return _TrustedUnpickler
+
+
+def _load_zip_trusted(reader, pickle_module, pickle_load_args):
+    try:
+        data = reader.read_entry("data.pkl")
+        base = getattr(pickle_module, "Unpickler", pickle.Unpickler)
+        unpickler = _trusted_unpickler_class(base)(io.BytesIO(data), **pickle_load_args)
+        unpickler.reader = reader
+        return unpickler.load()
     finally:
         reader.zip.close()

@@ -6,9 +6,16 @@ A flat dict of str -> tensor becomes a plain safetensors file any safetensors re
 nesting and non-tensor values (optimizer state dicts) are described in the "kindle" metadata
 entry as JSON that names the tensors it holds. Nothing in a file is ever executed.
 
-kindle.load also reads PyTorch's zip checkpoints (torch.save's default format) through a
-restricted unpickler (see _torch_pickle.py). Unlike torch.load(weights_only=False), it
-cannot run code from a file, whatever weights_only says.
+Objects the format cannot describe (a whole nn.Module, an optimizer, NumPy arrays, any other
+picklable object) are written in PyTorch's zip+pickle layout instead (see _pickle_save.py).
+
+kindle.load also reads PyTorch's zip checkpoints (torch.save's default format). As in torch
+2.6 and later, weights_only defaults to True: a restricted unpickler (see _torch_pickle.py)
+rebuilds tensors, Parameters, containers and plain values, plus the classes and functions
+allowlisted with add_safe_globals / safe_globals, and refuses any other global with
+pickle.UnpicklingError, so a hostile file cannot run code. weights_only=False is full
+unpickling, exactly as torch.load(weights_only=False): an explicit opt-in, only for files
+from a trusted source, because such a file can run arbitrary code.
 
 Every reader validates the whole header before allocating any tensor, so a truncated or
 hostile file raises ValueError or RuntimeError naming the file; tensor memory never exceeds
@@ -36,7 +43,14 @@ import sys
 
 from . import _C
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+
+UNSAFE_MESSAGE = (
+    "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "
+    "from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, "
+    "but it can result in arbitrary code execution. Do it only if you got the file from a "
+    "trusted source."
+)
 
 # Safetensors dtype names, in the spec's spelling.
 _DTYPE_TO_ST = {
@@ -227,7 +241,7 @@ class _Plan:
         for k, v in obj.items():
             if type(k) is not str or k == "__metadata__" or not isinstance(v, _C.Tensor):
                 return False
-            if v.requires_grad or _is_parameter(v):
+            if v.requires_grad or type(v) is not _C.Tensor or getattr(v, "__dict__", None):
                 return False
         return True
 
@@ -254,6 +268,8 @@ class _Plan:
             # JSON has no NaN or infinities.
             return x if x - x == 0 else {"float": repr(x)}
         if isinstance(x, _C.Tensor):
+            if getattr(x, "__dict__", None) or type(x) not in (_C.Tensor, _parameter_class()):
+                raise _NeedsPickle("kindle.save: a tensor subclass or a tensor with attributes")  # pickled whole
             node = {"tensor": self._add(".".join(path) or "tensor", x)}
             if x.requires_grad:
                 node["requires_grad"] = True
@@ -270,15 +286,15 @@ class _Plan:
                 return self._encode_container(x, path, depth)
             finally:
                 self._active.discard(id(x))
-        raise TypeError(f"kindle.save: cannot save an object of type {type(x).__name__} at {_where(path)}; "
-                        "supported: tensors, dict, list, tuple, set, int, float, bool, str, None and dtypes")
+        raise _NeedsPickle(f"kindle.save: cannot save an object of type {type(x).__name__} at {_where(path)} "
+                           "in a safetensors file")
 
     def _encode_container(self, x, path, depth):
         if isinstance(x, dict):
             items = []
             for k, v in x.items():
                 if type(k) is not str and (type(k) is not int):
-                    raise TypeError(f"kindle.save: dict key {k!r} at {_where(path)} has type {type(k).__name__}; "
+                    raise _NeedsPickle(f"kindle.save: dict key {k!r} at {_where(path)} has type {type(k).__name__}; "
                                     "keys must be str or int")
                 items.append([k, self._encode(v, path + [str(k)], depth + 1)])
             return {"dict": items}
@@ -310,8 +326,17 @@ class _Plan:
         return raw + b" " * (-len(raw) % 8)
 
 
+class _NeedsPickle(TypeError):
+    """The object holds something a safetensors file cannot describe: save pickles it instead."""
+
+
 def _where(path):
     return "the top level" if not path else "'" + ".".join(path) + "'"
+
+
+def _parameter_class():
+    from . import nn
+    return getattr(nn, "Parameter", None)
 
 
 def _is_parameter(t):
@@ -321,6 +346,9 @@ def _is_parameter(t):
 
 
 def _write_plan(out, plan):
+    if not isinstance(plan, _Plan):  # a pickled object: its own zip layout
+        plan.write(out)
+        return
     write_all(out, struct.pack("<Q", len(plan.header)))
     write_all(out, plan.header)
     for name, t in plan.tensors:
@@ -336,11 +364,14 @@ def _write_plan(out, plan):
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False):
-    """Save a tensor, or a structure holding tensors, to a safetensors file.
+    """Save a tensor, a structure holding tensors, or any picklable object.
 
-    obj may be a tensor or nested dicts (str or int keys), lists, tuples and sets of
-    tensors, ints, floats, bools, strings, None and dtypes -- model and optimizer state
-    dicts. f is a path or a writable binary file object.
+    A tensor or nested dicts (str or int keys), lists, tuples and sets of tensors, ints,
+    floats, bools, strings, None and dtypes -- model and optimizer state dicts -- go to a
+    safetensors file. Anything else (a whole nn.Module, an optimizer, NumPy arrays, other
+    Python objects) is pickled in PyTorch's zip checkpoint layout, which kindle.load reads
+    back with weights_only=False (or with the classes allowlisted by add_safe_globals).
+    f is a path or a writable binary file object.
 
     A dict of str -> tensor is written as a plain safetensors file that any safetensors
     reader opens; other structures are described in the header's metadata. Tensors are
@@ -351,12 +382,18 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     symlink is written through (its target is replaced, the link kept), and the temporary
     files of earlier saves of the same target whose process has died are removed.
 
-    pickle_module, pickle_protocol and the underscore arguments exist for compatibility
-    with torch.save and are ignored: nothing is pickled.
+    pickle_protocol (default 2, as torch) applies to pickled objects; pickle_module and the
+    underscore arguments exist for compatibility with torch.save and are ignored.
     """
     if sys.byteorder != "little":
         raise NotImplementedError("kindle.save: big-endian machines are not supported")
-    plan = _Plan(obj)
+    try:
+        plan = _Plan(obj)
+    except _NeedsPickle:
+        plan = None
+    if plan is None:
+        from ._pickle_save import PicklePlan
+        plan = PicklePlan(obj, pickle_protocol)
     if isinstance(f, (str, bytes, os.PathLike)):
         _atomic_save(os.fsdecode(f), plan)
         return
@@ -501,54 +538,144 @@ def _fsync_folder(folder):
 # load
 # ---------------------------------------------------------------------------------------
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Load an object saved by kindle.save, a safetensors file, or a torch.save zip checkpoint.
 
-    Nothing in the file is executed, whatever weights_only says: torch checkpoints are read
-    with a restricted unpickler that rebuilds tensors, Parameters, dicts, OrderedDicts,
-    lists, tuples, sets and plain Python values, and raises pickle.UnpicklingError naming
-    any other global. Tensor bytes are read straight into each tensor's memory.
+    weights_only (default True, as in torch 2.6 and later unless pickle_module is given):
+    torch checkpoints are read with a restricted unpickler that rebuilds tensors, Parameters,
+    dicts, OrderedDicts, lists, tuples, sets, plain Python values and what add_safe_globals
+    allowlists, and raises pickle.UnpicklingError naming any other global (with torch's advice:
+    allowlist it, or pass weights_only=False if the file is trusted). Nothing in the file runs.
+    weights_only=False: full unpickling, as torch.load(weights_only=False) -- whole modules,
+    optimizers, any pickled object -- which can run arbitrary code from the file; use it only
+    for files from a trusted source. The environment variables TORCH_FORCE_WEIGHTS_ONLY_LOAD and
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD work as in torch. Safetensors files never run code.
 
     map_location may be None, 'cpu', kindle.device('cpu'), a dict mapping saved locations
     to devices, or a callable (storage, location) -> storage or None, as in torch.load;
     only the CPU is available. mmap is accepted for compatibility (f must then be a path)
-    but tensors are always read into memory. Only pickle_load_args['encoding'] is used.
+    but tensors are always read into memory. With weights_only, only
+    pickle_load_args['encoding'] is used; otherwise they go to the unpickler.
     Corrupt or hostile files raise ValueError or RuntimeError naming the file.
     """
-    if pickle_module is not None:
-        raise TypeError("kindle.load: pickle_module is not supported; Kindle always uses its restricted reader")
-    unknown = set(pickle_load_args) - {"encoding"}
-    if unknown:
-        raise TypeError(f"kindle.load: unexpected keyword argument(s) {sorted(unknown)}")
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
+    if weights_only:
+        if pickle_module is not None:
+            raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+        unknown = set(pickle_load_args) - {"encoding"}
+        if unknown:
+            raise TypeError(f"kindle.load: unexpected keyword argument(s) {sorted(unknown)}")
     _check_map_location(map_location)
     is_path = isinstance(f, (str, bytes, os.PathLike))
     if mmap and not is_path:
         raise ValueError("kindle.load: f must be a file path in order to use the mmap argument")
+    how = (weights_only, pickle_module, pickle_load_args)
     if is_path:
         name = os.fsdecode(f)
         with open(name, "rb", buffering=0) as src:
-            return _load_from(src, name, map_location, pickle_load_args)
+            return _load_from(src, name, map_location, how)
     if not hasattr(f, "read"):
         raise TypeError(f"kindle.load: f must be a path or a binary file object, got {type(f).__name__}")
     name = str(getattr(f, "name", "<file object>"))
     if not (hasattr(f, "seekable") and f.seekable()):
         f = io.BytesIO(f.read())  # zip and safetensors both need to seek
-    return _load_from(f, name, map_location, pickle_load_args)
+    return _load_from(f, name, map_location, how)
 
 
-def _load_from(src, name, map_location, pickle_load_args):
+def _resolve_weights_only(weights_only, pickle_module):
+    not_set = weights_only is None
+    if not_set:
+        weights_only = pickle_module is None
+    yes = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in yes
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in yes
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if force:
+        return True
+    if force_no and not_set:  # only overrides a call that did not choose
+        import warnings
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the"
+                      "`weights_only` argument was not explicitly passed to `torch.load`, forcing weights_only=False.",
+                      UserWarning, stacklevel=3)
+        return False
+    return bool(weights_only)
+
+
+def _load_from(src, name, map_location, how):
     from . import _torch_pickle
+    weights_only, pickle_module, pickle_load_args = how
     base = src.tell()
     end = src.seek(0, io.SEEK_END)
     src.seek(base)
     head = src.read(9)
     src.seek(base)
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-        return _torch_pickle.load_zip(src, name, end, map_location, pickle_load_args.get("encoding", "ASCII"))
+        if weights_only:
+            return _torch_pickle.load_zip(src, name, end, map_location, pickle_load_args.get("encoding", "ASCII"))
+        return _torch_pickle.load_zip(src, name, end, map_location, weights_only=False, pickle_module=pickle_module,
+                                      pickle_load_args=pickle_load_args)
     if len(head) == 9 and head[8:9] != b"{" and head[0] == 0x80 and 2 <= head[1] <= 5:
         raise RuntimeError(f"kindle.load: {name}: this is a legacy (non-zip) torch.save checkpoint, which Kindle "
                            "does not read; re-save it with torch.save's default zip format")
     return _load_safetensors(src, name, base, end - base, map_location)
+
+
+# ---------------------------------------------------------------------------------------
+# safe globals: what weights_only=True may rebuild beyond its fixed table
+# ---------------------------------------------------------------------------------------
+
+_safe_globals_set = set()
+
+
+def add_safe_globals(safe_globals):
+    """Marks classes and functions (or (object, "module.qualname") pairs) as safe for
+    weights_only=True loads: the functions may be called and the classes instantiated and
+    have their state set. Items are named {__module__}.{__qualname__} unless a pair says
+    otherwise; a kindle class also matches the torch path a checkpoint names it by."""
+    global _safe_globals_set
+    _safe_globals_set = _safe_globals_set.union(set(safe_globals))
+
+
+def get_safe_globals():
+    """The user-added safe globals, as a list."""
+    return list(_safe_globals_set)
+
+
+def clear_safe_globals():
+    global _safe_globals_set
+    _safe_globals_set = set()
+
+
+class safe_globals:  # noqa: N801  (torch's name)
+    """Context manager: add_safe_globals(safe_globals) for its body, removed again at exit."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, exc_type, exc_value, tb):
+        global _safe_globals_set
+        _safe_globals_set = _safe_globals_set - set(self.safe_globals)
+
+
+def _user_allowed_globals():
+    """{"module.qualname": object} of the safe globals, checked as torch checks them."""
+    out = {}
+    for f in _safe_globals_set:
+        if isinstance(f, tuple):
+            if len(f) != 2:
+                raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), but got tuple "
+                                 f"of length: {len(f)}")
+            if type(f[1]) is not str:
+                raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: {type(f[1])}")
+            out[f[1]] = f[0]
+        else:
+            out[f"{f.__module__}.{f.__qualname__}"] = f
+    return out
 
 
 def _fail(name, what):

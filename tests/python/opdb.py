@@ -335,6 +335,8 @@ class OpInfo:
                                        # kindle must raise there (test_dtype_support_matches_torch)
     grad_tol: dict = field(default_factory=dict)  # result dtype -> (rtol, atol) for gradients where the
                                        # gradient itself is ill-conditioned (normalising a few values)
+    torch_grad_wrong: Callable[[Sample], bool] | None = None  # samples where torch's own gradient
+                                       # is wrong: not compared with torch (gradcheck still checks kindle's)
 
     @property
     def qualname(self) -> str:
@@ -1797,6 +1799,10 @@ OPS: list[OpInfo] = [
 from opdb_nn import NN_OPS  # noqa: E402
 
 OPS += NN_OPS
+
+from opdb_composite import COMPOSITE_OPS  # noqa: E402
+
+OPS += COMPOSITE_OPS
 
 OP_DB = {o.qualname: o for o in OPS}
 assert len(OP_DB) == len(OPS), "duplicate op names"

@@ -649,6 +649,16 @@ def _pixel_unshuffle_samples(g):
     # (an empty batch is left out: torch returns the input's shape for it, (0, 1, 2, 2) -> (0, 1, 2, 2))
 
 
+def _channel_shuffle_samples(g):
+    t = g.t
+    return [g.S(t((1, 6, 2, 3)), 2), g.S(t((2, 6, 4)), 3), g.S(t((2, 4, 2, 1, 2)), 4), g.S(t((1, 4, 3)), 1),
+            g.S(t((1, 6, 3, 2), "T"), 3), g.S(t((2, 4, 2, 3), "P"), groups=2), g.S(t((0, 4, 2)), 2)]
+
+
+def _channel_shuffle_errors(g):
+    return [g.S(g.t((4, 6)), 2), g.S(g.t((1, 6, 2)), 4), g.S(g.t((1, 6, 2)), 0)]
+
+
 def _pixel_errors(name):
     def gen(g):
         if name == "pixel_shuffle":
@@ -1068,6 +1078,8 @@ NN_OPS: list[OpInfo] = [
     fop("pad", _pad_samples, ALL, errors=_pad_errors),
     fop("pixel_shuffle", _pixel_shuffle_samples, ALL, errors=_pixel_errors("pixel_shuffle")),
     fop("pixel_unshuffle", _pixel_unshuffle_samples, ALL, errors=_pixel_errors("pixel_unshuffle")),
+    fop("channel_shuffle", _channel_shuffle_samples, ALL, errors=_channel_shuffle_errors, op_names=()),
+    fop("native_channel_shuffle", _channel_shuffle_samples, ALL, op_names=()),
 
     # ---- convolution
     fop("conv1d", _conv1d_samples, NUMERIC, dtypes_gap=INTS, tol=ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(1), kind="nn_conv"),

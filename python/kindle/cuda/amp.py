@@ -1,89 +1,40 @@
-"""kindle.cuda.amp: the deprecated CUDA spellings of autocast and GradScaler.
+"""kindle.cuda.amp (torch.cuda.amp): the deprecated CUDA spellings of autocast and GradScaler.
 
-Without CUDA, autocast(enabled=...) on 'cuda' warns and does nothing (as torch's CPU build
-does), and GradScaler is disabled: scale() returns its input, step() steps the optimizer."""
+They warn as PyTorch's do (FutureWarning, then the no-CUDA warning) and behave as
+kindle.amp.autocast('cuda', ...) and kindle.amp.GradScaler('cuda', ...): disabled without CUDA."""
 import functools
 import warnings
+
+from .. import _C
+from ..amp import autocast_mode as _autocast_mode
+from ..amp import grad_scaler as _grad_scaler
 
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 
 
-class autocast:  # noqa: N801
-    def __init__(self, enabled=True, dtype=None, cache_enabled=True):  # noqa: ARG002
-        if enabled:
-            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
-                          stacklevel=2)
-        self.enabled = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
-        return wrapped
+class autocast(_autocast_mode.autocast):  # noqa: N801
+    def __init__(self, enabled=True, dtype=_C.float16, cache_enabled=True):
+        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cuda", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
 
-class GradScaler:
-    """A disabled gradient scaler (no CUDA): the methods keep the training loop unchanged."""
-
-    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+class GradScaler(_grad_scaler.GradScaler):
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
                  enabled=True):
-        if enabled:
-            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
-                          stacklevel=2)
-        self._enabled = False
-        self._init_scale = init_scale
-        self._growth_factor = growth_factor
-        self._backoff_factor = backoff_factor
-        self._growth_interval = growth_interval
-
-    def is_enabled(self):
-        return self._enabled
-
-    def scale(self, outputs):
-        return outputs
-
-    def unscale_(self, optimizer):  # noqa: ARG002
-        pass
-
-    def step(self, optimizer, *args, **kwargs):
-        return optimizer.step(*args, **kwargs)
-
-    def update(self, new_scale=None):  # noqa: ARG002
-        pass
-
-    def get_scale(self):
-        return 1.0
-
-    def get_growth_factor(self):
-        return self._growth_factor
-
-    def get_backoff_factor(self):
-        return self._backoff_factor
-
-    def get_growth_interval(self):
-        return self._growth_interval
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state_dict):  # noqa: ARG002
-        pass
+        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
 
 
-def custom_fwd(fwd=None, *, cast_inputs=None):  # noqa: ARG001
-    if fwd is None:
-        return lambda f: f
-    return fwd
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return functools.partial(_autocast_mode.custom_fwd, device_type="cuda")(fwd=fwd, cast_inputs=cast_inputs)
 
 
 def custom_bwd(bwd=None):
-    if bwd is None:
-        return lambda f: f
-    return bwd
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return functools.partial(_autocast_mode.custom_bwd, device_type="cuda")(bwd)

@@ -17,10 +17,11 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropy
                    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
                    PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
-from .shape import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d,  # noqa: F401
-                    Flatten, Fold, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
-                    ReplicationPad1d, ReplicationPad2d, Unflatten, Unfold, Upsample, UpsamplingBilinear2d,
-                    UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+from .shape import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,  # noqa: F401
+                    ConstantPad2d, ConstantPad3d, Flatten, Fold, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
+                    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                    Unflatten, Unfold, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                    ZeroPad3d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .attention import MultiheadAttention  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401

@@ -9,15 +9,10 @@ from ... import _C
 from .. import functional as F
 from ..init import constant_, xavier_normal_, xavier_uniform_
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention", "multi_head_attention_forward"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """torch's name for MultiheadAttention.out_proj (a plain Linear; the name only matters to
-    its quantization tooling)."""
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):

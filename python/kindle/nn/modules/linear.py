@@ -56,6 +56,12 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention.out_proj (a plain Linear; the name only matters to
+    its quantization tooling)."""
+
+
 class Bilinear(Module):
     """y = x1^T A x2 + b; weight and bias ~ U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
 

@@ -1,5 +1,5 @@
-"""Layers that only move elements: Flatten, Unflatten, PixelShuffle/Unshuffle, Upsample and the
-padding layers."""
+"""Layers that only move elements: Flatten, Unflatten, PixelShuffle/Unshuffle, ChannelShuffle,
+Upsample and the padding layers."""
 from .. import functional as F
 from .module import Module
 from .utils import _ntuple
@@ -7,7 +7,7 @@ from .utils import _ntuple
 __all__ = ["Flatten", "Unflatten", "Fold", "Unfold", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
            "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d"]
+           "CircularPad2d", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "ChannelShuffle"]
 
 
 class Flatten(Module):
@@ -193,12 +193,24 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
+class ZeroPad3d(ConstantPad3d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
 class ReflectionPad1d(_PadNd):
     _mode, _ndim = "reflect", 1
 
 
 class ReflectionPad2d(_PadNd):
     _mode, _ndim = "reflect", 2
+
+
+class ReflectionPad3d(_PadNd):
+    _mode, _ndim = "reflect", 3
 
 
 class ReplicationPad1d(_PadNd):
@@ -209,6 +221,10 @@ class ReplicationPad2d(_PadNd):
     _mode, _ndim = "replicate", 2
 
 
+class ReplicationPad3d(_PadNd):
+    _mode, _ndim = "replicate", 3
+
+
 class CircularPad1d(_PadNd):
     _mode, _ndim = "circular", 1
 
@@ -216,3 +232,20 @@ class CircularPad1d(_PadNd):
 class CircularPad2d(_PadNd):
     _mode, _ndim = "circular", 2
 
+
+class CircularPad3d(_PadNd):
+    _mode, _ndim = "circular", 3
+
+
+class ChannelShuffle(Module):
+    """Splits the channels (dim 1) into `groups` and interleaves them (ShuffleNet)."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):  # noqa: A002
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

@@ -5,7 +5,8 @@ fault per page. The cache holds at most the peak of live large blocks over the l
 seconds of allocator activity (at least 64 MiB) and never more than a hard limit (1/8 of RAM by
 default): see Note [CPU block cache] in csrc/core/allocator.cpp.
 """
-from . import _C
+from .. import _C
+from . import amp  # noqa: E402,F401  (torch.cpu.amp)
 
 __all__ = ["is_available", "device_count", "current_device", "synchronize", "empty_cache",
            "memory_stats", "memory_allocated", "max_memory_allocated", "set_cache_limit"]

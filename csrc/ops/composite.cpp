@@ -1,0 +1,461 @@
+// Ops composed of other ops (PyTorch's CompositeImplicitAutograd ones): their gradients come
+// from the ops they call, so none has a derivative formula or a kernel of its own, and every
+// device that has the underlying ops has these.
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "kindle/operators.h"
+#include "ops/tensor_iter.h"
+
+namespace kindle {
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+
+bool is_reduced_float(DType t) { return t == kFloat16 || t == kBFloat16; }
+
+// Integer and bool inputs of float-valued ops compute in the default dtype, as PyTorch does.
+Tensor to_floating(const Tensor& t) { return t.is_floating_point() ? t : t.to(default_dtype()); }
+
+// Transcendental composites run in float32 for float16/bfloat16 and round once at the end, as a
+// fused kernel would (several rounded half steps lose more than the kernel's one).
+template <class F>
+Tensor in_opmath(const Tensor& x, F f) {
+  if (!is_reduced_float(x.dtype())) return f(x);
+  return f(x.to(kFloat32)).to(x.dtype());
+}
+
+// The in-place form of a composite: the result must fit self's shape and dtype.
+const Tensor& assign_result(const Tensor& self, const Tensor& result, const char* op) {
+  KINDLE_CHECK(result.sizes() == self.sizes(), op, ": output with shape ", self.sizes(),
+               " doesn't match the broadcast shape ", result.sizes());
+  KINDLE_CHECK(can_cast(result.dtype(), self.dtype()), op, ": result type ", result.dtype(),
+               " can't be cast to the desired output type ", self.dtype());
+  self.copy_(result);
+  return self;
+}
+
+// The value self holds before an in-place composite overwrites it: a copy when autograd records
+// the op, since the ops that compute the result may save their input for backward, and the
+// in-place write would invalidate what they saved.
+Tensor input_of(const Tensor& self) { return self.requires_grad() ? self.clone() : self; }
+
+void check_floating(const Tensor& t, const char* op) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(t.is_floating_point(), "\"", op, "\" not implemented for '", t.dtype(), "'");
+}
+
+Tensor ones_of(DType dt) { return scalar_tensor_of(1, dt); }
+
+}  // namespace
+
+// ---- elementwise
+
+Tensor deg2rad(const Tensor& self) { return to_floating(self) * Scalar(kPi / 180.0); }
+const Tensor& deg2rad_(const Tensor& self) { return assign_result(self, deg2rad(input_of(self)), "deg2rad_"); }
+Tensor rad2deg(const Tensor& self) { return to_floating(self) * Scalar(180.0 / kPi); }
+const Tensor& rad2deg_(const Tensor& self) { return assign_result(self, rad2deg(input_of(self)), "rad2deg_"); }
+
+// log(e^a + e^b) = max + log1p(e^-|a-b|); where the max is infinite the sum is the max (the
+// difference of two equal infinities is NaN).
+static Tensor logaddexp_impl(const Tensor& self, const Tensor& other, bool base2, const char* op) {
+  DType dt = result_type({self, other});
+  KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt), "\"", op, "_cpu\" not implemented for '", dt, "'");
+  Tensor a = self.to(dt), b = other.to(dt);
+  return in_opmath(a, [&](const Tensor& af) {
+    Tensor bf = b.to(af.dtype());
+    Tensor m = maximum(af, bf);
+    Tensor d = (af - bf).abs().neg();
+    Tensor r = base2 ? m + log1p(exp2(d)) * Scalar(1.0 / std::numbers::ln2) : m + log1p(exp(d));
+    return where(isinf(m), m, r);
+  });
+}
+Tensor logaddexp(const Tensor& self, const Tensor& other) { return logaddexp_impl(self, other, false, "logaddexp"); }
+Tensor logaddexp2(const Tensor& self, const Tensor& other) { return logaddexp_impl(self, other, true, "logaddexp2"); }
+
+// sin(pi x) / (pi x), 1 at 0. The quotient is taken at a safe point where x is 0 so that its
+// gradient there is 0, not NaN (the untaken branch of `where` still runs its backward).
+Tensor sinc(const Tensor& self) {
+  return in_opmath(to_floating(self), [](const Tensor& x) {
+    Tensor zero = x == Scalar(0);
+    Tensor one = ones_of(x.dtype());
+    Tensor pix = where(zero, one, x * Scalar(kPi));
+    return where(zero, one, pix.sin() / pix);
+  });
+}
+const Tensor& sinc_(const Tensor& self) { return assign_result(self, sinc(input_of(self)), "sinc_"); }
+
+// self * 2^other in the operands' common floating type.
+Tensor ldexp(const Tensor& self, const Tensor& other) {
+  DType dt = result_type({self, other});
+  if (!is_floating_point(dt)) dt = default_dtype();
+  return in_opmath(self.to(dt), [&](const Tensor& x) { return x * other.to(x.dtype()).exp2(); });
+}
+const Tensor& ldexp_(const Tensor& self, const Tensor& other) {
+  return assign_result(self, ldexp(input_of(self), other), "ldexp_");
+}
+
+Tensor heaviside(const Tensor& self, const Tensor& values) {
+  KINDLE_CHECK(self.dtype() == values.dtype(), "heaviside is not yet implemented for tensors with different dtypes.");
+  return where(self == Scalar(0), values, (self > Scalar(0)).to(self.dtype()));
+}
+const Tensor& heaviside_(const Tensor& self, const Tensor& values) {
+  return assign_result(self, heaviside(input_of(self), values), "heaviside_");
+}
+
+// float_power computes in double whatever the operands' dtypes.
+Tensor float_power(const Tensor& self, const Tensor& exponent) { return pow(self.to(kFloat64), exponent.to(kFloat64)); }
+Tensor float_power(const Tensor& self, const Scalar& exponent) {
+  return pow(self.to(kFloat64), scalar_tensor_of(exponent, kFloat64));
+}
+Tensor float_power(const Scalar& self, const Tensor& exponent) {
+  return pow(scalar_tensor_of(self, kFloat64), exponent.to(kFloat64));
+}
+const Tensor& float_power_(const Tensor& self, const Tensor& exponent) {
+  KINDLE_CHECK(self.dtype() == kFloat64, "the base given to float_power_ has dtype ", self.dtype(),
+               " but the operation's result requires dtype ", kFloat64);
+  return assign_result(self, float_power(input_of(self), exponent), "float_power_");
+}
+
+// ---- reductions
+
+Tensor nanmean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  KINDLE_CHECK(self.is_floating_point(), "nanmean(): expected input to have floating point or complex dtype but got ",
+               self.dtype());
+  Tensor count = self.isnan().logical_not().sum(dim, keepdim);
+  return nansum(self, dim, keepdim, dtype) / count;
+}
+
+// ---- creation
+
+Tensor scalar_tensor(const Scalar& s, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
+  return full({}, s, dtype.value_or(default_dtype()), device, requires_grad);
+}
+
+static Tensor tri_indices(int64_t row, int64_t col, int64_t offset, std::optional<DType> dtype,
+                          std::optional<Device> device, bool lower, const char* op) {
+  KINDLE_CHECK(row >= 0, op, ": row must be non-negative, got ", row);
+  KINDLE_CHECK(col >= 0, op, ": col must be non-negative, got ", col);
+  DType dt = dtype.value_or(kInt64);
+  KINDLE_CHECK_NOT_IMPLEMENTED(dt == kInt64 || dt == kInt32, "\"", op, "\" not implemented for '", dt, "'");
+  Tensor i = arange(0, row, 1, kInt64, device).unsqueeze(1);
+  Tensor j = arange(0, col, 1, kInt64, device);
+  Tensor keep = lower ? (j - i) <= Scalar(offset) : (j - i) >= Scalar(offset);
+  return keep.nonzero().t().contiguous().to(dt);
+}
+Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<DType> dtype, std::optional<Device> device) {
+  return tri_indices(row, col, offset, dtype, device, true, "tril_indices");
+}
+Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<DType> dtype, std::optional<Device> device) {
+  return tri_indices(row, col, offset, dtype, device, false, "triu_indices");
+}
+
+// Powers of x by repeated multiplication (a cumulative product), so that they round as
+// PyTorch's do; int and bool inputs give int64.
+Tensor vander(const Tensor& x, std::optional<int64_t> N, bool increasing) {
+  KINDLE_CHECK(x.dim() == 1, "vander: x must be a one-dimensional tensor.");
+  int64_t n = N.value_or(x.size(0));
+  KINDLE_CHECK(n >= 0, "vander: N must be non-negative.");
+  DType dt = promote_types(x.dtype(), kInt64);
+  if (n <= 1) return ones({x.size(0), n}, dt, x.device());
+  Tensor xs = x.to(dt);
+  Tensor cols = cat({ones({x.size(0), 1}, dt, x.device()), xs.unsqueeze(1).expand({x.size(0), n - 1})}, 1);
+  Tensor r = cols.cumprod(1);
+  return increasing ? r : r.flip({1});
+}
+
+// ---- shape
+
+Tensor narrow_copy(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
+  KINDLE_CHECK(self.dim() > 0 && dim >= -self.dim() && dim < self.dim(), "narrow_copy: dim ", dim,
+               " out of range for a tensor of dimension ", self.dim());
+  Tensor v = self.narrow(dim, start, length);
+  return v.is_contiguous() ? v.clone() : v.contiguous();
+}
+
+Tensor rot90(const Tensor& self, int64_t k, IntArrayRef dims) {
+  KINDLE_CHECK(dims.size() == 2, "rot90: expected total rotation dims == 2, but got dims = ", dims.size());
+  KINDLE_CHECK(self.dim() >= 2, "rot90: expected total dims >= 2, but got total dims = ", self.dim());
+  int64_t d0 = wrap_dim(dims[0], self.dim(), "rot90"), d1 = wrap_dim(dims[1], self.dim(), "rot90");
+  KINDLE_CHECK(d0 != d1, "rot90: expected rotation dims to be different, but got dim0 = ", dims[0],
+               " and dim1 = ", dims[1]);
+  switch (((k % 4) + 4) % 4) {
+    case 1: return self.flip({d1}).transpose(d0, d1);
+    case 2: return self.flip({d0, d1});
+    case 3: return self.flip({d0}).transpose(d0, d1);
+    default: return self.clone();
+  }
+}
+
+std::vector<Tensor> meshgrid(TensorList tensors, std::optional<std::string_view> indexing) {
+  KINDLE_CHECK(!tensors.empty(), "meshgrid expects a non-empty TensorList");
+  std::string_view mode = indexing.value_or("ij");
+  KINDLE_CHECK(mode == "ij" || mode == "xy", "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: ", mode);
+  size_t n = tensors.size();
+  for (size_t i = 0; i < n; ++i) {
+    KINDLE_CHECK(tensors[i].dim() <= 1, "torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: ",
+                 tensors[i].sizes());
+    KINDLE_CHECK(tensors[i].dtype() == tensors[0].dtype(), "torch.meshgrid: expects all tensors to have the same dtype");
+  }
+  // "xy" is "ij" over the first two inputs swapped, its first two outputs swapped back.
+  bool swap = mode == "xy" && n >= 2;
+  std::vector<Tensor> in(tensors.begin(), tensors.end());
+  if (swap) std::swap(in[0], in[1]);
+  DimVector shape;
+  for (const Tensor& t : in) shape.push_back(t.numel());
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < n; ++i) {
+    DimVector view(n, 1);
+    view[i] = shape[i];
+    out.push_back(in[i].reshape(view).expand(shape));
+  }
+  if (swap) std::swap(out[0], out[1]);
+  return out;
+}
+
+Tensor cartesian_prod(TensorList tensors) {
+  for (const Tensor& t : tensors)
+    KINDLE_CHECK(t.dim() == 1, "cartesian_prod: Expect a 1D vector, but got shape ", t.sizes());
+  KINDLE_CHECK(!tensors.empty(), "cartesian_prod expects a non-empty TensorList");
+  if (tensors.size() == 1) return tensors[0];
+  std::vector<Tensor> grids = meshgrid(tensors, "ij");
+  for (Tensor& g : grids) g = g.flatten();
+  return stack(grids, 1);
+}
+
+// All r-element combinations of a 1-D tensor's elements in lexicographic order of positions:
+// the grid of r position tuples, kept where they increase (or do not decrease).
+Tensor combinations(const Tensor& self, int64_t r, bool with_replacement) {
+  KINDLE_CHECK(self.dim() == 1, "combinations: Expect a 1D vector, but got shape ", self.sizes());
+  KINDLE_CHECK(r >= 0, "combinations: Expect a non-negative number, but got ", r);
+  if (r == 0) return empty_tensor({0}, self.dtype(), self.device());
+  Tensor pos = arange(0, self.size(0), 1, kInt64, self.device());
+  std::vector<Tensor> grids = meshgrid(std::vector<Tensor>(size_t(r), pos), "ij");
+  Tensor keep = ones(grids[0].sizes(), kBool, self.device());
+  for (int64_t i = 0; i + 1 < r; ++i)
+    keep = logical_and(keep, with_replacement ? grids[i] <= grids[i + 1] : grids[i] < grids[i + 1]);
+  std::vector<Tensor> cols;
+  for (const Tensor& g : grids) cols.push_back(self.index_select(0, g.masked_select(keep)));
+  return stack(cols, 1);
+}
+
+// Each block padded with zero columns to the full width, then the rows stacked.
+Tensor block_diag(TensorList tensors) {
+  DType dt = kBool;
+  int64_t width = 0;
+  std::vector<Tensor> blocks;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    KINDLE_CHECK(t.dim() <= 2, "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input ", i,
+                 " has ", t.dim(), " dimensions");
+    dt = i == 0 ? t.dtype() : promote_types(dt, t.dtype());
+    blocks.push_back(t.dim() == 2 ? t : t.reshape({1, t.numel()}));
+    width += blocks.back().size(1);
+  }
+  if (blocks.empty()) return empty_tensor({1, 0}, default_dtype());
+  Device dev = tensors[0].device();
+  std::vector<Tensor> rows;
+  int64_t left = 0;
+  for (const Tensor& b : blocks) {
+    int64_t r = b.size(0), c = b.size(1);
+    rows.push_back(cat({zeros({r, left}, dt, dev), b.to(dt), zeros({r, width - left - c}, dt, dev)}, 1));
+    left += c;
+  }
+  return cat(rows, 0);
+}
+
+// ---- products and differences
+
+Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
+  KINDLE_CHECK(self.dtype() == other.dtype(), "linalg.cross: expected scalar type ", self.dtype(), " but found ",
+               other.dtype());
+  DType dt = self.dtype();
+  KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool, "\"cross\" not implemented for 'Bool'");
+  KINDLE_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  DimVector shape = broadcast_shapes(self.sizes(), other.sizes(), "linalg.cross");
+  int64_t d = wrap_dim(dim, int64_t(shape.size()), "linalg.cross");
+  KINDLE_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
+               " must have length 3. Got ", self.size(d), " and ", other.size(d));
+  Tensor a = self.to(dt).expand(shape), b = other.to(dt).expand(shape);
+  auto at = [&](const Tensor& t, int64_t i) { return t.narrow(d, i, 1); };
+  return cat({at(a, 1) * at(b, 2) - at(a, 2) * at(b, 1), at(a, 2) * at(b, 0) - at(a, 0) * at(b, 2),
+              at(a, 0) * at(b, 1) - at(a, 1) * at(b, 0)}, d);
+}
+
+// torch.cross without a dim takes the first dimension of size 3 (a deprecated default).
+Tensor cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim) {
+  if (dim) return linalg_cross(self, other, *dim);
+  KINDLE_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  DimVector shape = broadcast_shapes(self.sizes(), other.sizes(), "cross");
+  for (int64_t i = 0; i < int64_t(shape.size()); ++i)
+    if (shape[i] == 3) return linalg_cross(self, other, i);
+  KINDLE_CHECK(false, "no dimension of size 3 in input");
+  return {};
+}
+
+Tensor diff(const Tensor& self, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
+            const std::optional<Tensor>& append) {
+  KINDLE_CHECK(self.dim() >= 1, "diff expects input to be at least one-dimensional");
+  KINDLE_CHECK(n >= 0, "order must be non-negative but got ", n);
+  int64_t d = wrap_dim(dim, self.dim(), "diff");
+  Tensor x = self;
+  if (prepend || append) {
+    std::vector<Tensor> parts;
+    if (prepend) {
+      KINDLE_CHECK(prepend->dim() == self.dim(), "diff expects prepend or append to be the same dimension as input");
+      parts.push_back(*prepend);
+    }
+    parts.push_back(self);
+    if (append) {
+      KINDLE_CHECK(append->dim() == self.dim(), "diff expects prepend or append to be the same dimension as input");
+      parts.push_back(*append);
+    }
+    x = cat(parts, d);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t len = std::max<int64_t>(x.size(d) - 1, 0);
+    Tensor hi = x.narrow(d, x.size(d) - len, len), lo = x.narrow(d, 0, len);
+    x = x.dtype() == kBool ? logical_xor(hi, lo) : hi - lo;
+  }
+  return n == 0 ? x.clone() : x;
+}
+
+// The trapezoid rule along dim, with spacing dx (a number, or per-interval spacings that
+// broadcast against the intervals).
+// With a constant spacing the sum is dx * (sum(y) - (y_first + y_last) / 2): one reduction,
+// which accumulates in float for half inputs.
+static Tensor trapezoid_sum(const Tensor& y, const Tensor* dx, double dx_scalar, int64_t d, bool cumulative) {
+  int64_t n = y.size(d);
+  if (n == 0 && !cumulative) {
+    DimVector shape(y.sizes());
+    shape.erase(size_t(d));
+    return zeros(shape, y.dtype(), y.device());
+  }
+  int64_t len = std::max<int64_t>(n - 1, 0);
+  if (!dx && !cumulative)
+    return (y.sum(IntArrayRef{d}) - (y.select(d, 0) + y.select(d, n - 1)) * Scalar(0.5)) * Scalar(dx_scalar);
+  Tensor pair = y.narrow(d, std::min<int64_t>(n, 1), len) + y.narrow(d, 0, len);
+  Tensor area = dx ? (*dx * pair) / Scalar(2.0) : pair * Scalar(dx_scalar / 2.0);
+  return cumulative ? area.cumsum(d) : area.sum(IntArrayRef{d});
+}
+
+static Tensor trapezoid_x(const Tensor& y, const Tensor& x, int64_t dim, bool cumulative, const char* op) {
+  KINDLE_CHECK(y.dtype() != kBool && x.dtype() != kBool, op, ": received a bool input for `",
+               y.dtype() == kBool ? "y" : "x", "`, but bool is not supported");
+  int64_t d = wrap_dim(dim, y.dim(), op);
+  Tensor dx;
+  if (x.dim() == 1) {
+    KINDLE_CHECK(x.size(0) == y.size(d), op, ": There must be one `x` value for each sample point");
+    DimVector view(size_t(y.dim()), 1);
+    view[d] = std::max<int64_t>(x.size(0) - 1, 0);
+    dx = x.diff(1, 0).reshape(view);
+  } else {
+    dx = x.diff(1, dim);
+  }
+  return trapezoid_sum(y, &dx, 0, d, cumulative);
+}
+
+static Tensor trapezoid_dx(const Tensor& y, const Scalar& dx, int64_t dim, bool cumulative, const char* op) {
+  KINDLE_CHECK(y.dtype() != kBool, op, ": received a bool input for `y`, but bool is not supported");
+  return trapezoid_sum(y, nullptr, dx.to_double(), wrap_dim(dim, y.dim(), op), cumulative);
+}
+
+Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) { return trapezoid_x(y, x, dim, false, "trapezoid"); }
+Tensor trapezoid(const Tensor& y, const Scalar& dx, int64_t dim) { return trapezoid_dx(y, dx, dim, false, "trapezoid"); }
+Tensor trapz(const Tensor& y, const Tensor& x, int64_t dim) { return trapezoid_x(y, x, dim, false, "trapezoid"); }
+Tensor trapz(const Tensor& y, double dx, int64_t dim) { return trapezoid_dx(y, dx, dim, false, "trapezoid"); }
+Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
+  return trapezoid_x(y, x, dim, true, "cumulative_trapezoid");
+}
+Tensor cumulative_trapezoid(const Tensor& y, const Scalar& dx, int64_t dim) {
+  return trapezoid_dx(y, dx, dim, true, "cumulative_trapezoid");
+}
+
+// Pairwise p-norm distances between the rows of x1 and x2 (batched). For p = 2 on large inputs
+// (or when asked) the squared distance is expanded as |a|^2 - 2 a.b + |b|^2 and taken as one
+// matrix product, as PyTorch does: faster, less exact for nearly equal rows.
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::optional<std::string_view> compute_mode) {
+  KINDLE_CHECK(x1.is_floating_point(), "cdist only supports floating-point dtypes, X1 got: ", x1.dtype());
+  KINDLE_CHECK(x2.is_floating_point(), "cdist only supports floating-point dtypes, X2 got: ", x2.dtype());
+  for (const Tensor* t : {&x1, &x2})
+    KINDLE_CHECK_NOT_IMPLEMENTED(!is_reduced_float(t->dtype()), "\"cdist\" not implemented for '", t->dtype(), "'");
+  KINDLE_CHECK(x1.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
+  KINDLE_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
+  KINDLE_CHECK(x1.size(-1) == x2.size(-1), "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
+               " X2: ", x2.size(-1));
+  KINDLE_CHECK(p >= 0, "cdist only supports non-negative p values");
+  std::string_view mode = compute_mode.value_or("use_mm_for_euclid_dist_if_necessary");
+  KINDLE_CHECK_VALUE(mode == "use_mm_for_euclid_dist_if_necessary" || mode == "use_mm_for_euclid_dist" ||
+                         mode == "donot_use_mm_for_euclid_dist",
+                     mode, " is not a valid value for compute_mode");
+  DType dt = result_type({x1, x2});
+  Tensor a = x1.to(dt), b = x2.to(dt);
+  int64_t r1 = a.size(-2), r2 = b.size(-2);
+  bool use_mm = p == 2 && (mode == "use_mm_for_euclid_dist" ||
+                           (mode == "use_mm_for_euclid_dist_if_necessary" && (r1 > 25 || r2 > 25)));
+  if (use_mm) {
+    Tensor an = a.square().sum(IntArrayRef{-1}, true), bn = b.square().sum(IntArrayRef{-1}, true);
+    Tensor a_aug = cat({a * Scalar(-2), an, ones_like(an)}, -1);
+    Tensor b_aug = cat({b, ones_like(bn), bn}, -1);
+    return a_aug.matmul(b_aug.transpose(-2, -1)).clamp_min(1e-30).sqrt();
+  }
+  Tensor diffs = a.unsqueeze(-2) - b.unsqueeze(-3);
+  // p = 0 counts the differing coordinates; sign keeps it differentiable (a zero gradient).
+  if (p == 0) return diffs.abs().sign().sum(IntArrayRef{-1});
+  return diffs.norm(p, IntArrayRef{-1});
+}
+
+// ---- counting
+
+Tensor histc(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& max) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "\"histogram_cpu\" not implemented for '", self.dtype(), "'");
+  KINDLE_CHECK(bins > 0, "torch.histc: bins must be > 0, but got ", bins, " for bins");
+  double lo = min.to_double(), hi = max.to_double();
+  KINDLE_CHECK(lo <= hi, "torch.histc: max must be larger than min");
+  Tensor x = self.detach().flatten();
+  if (lo == hi && x.numel() > 0) {
+    lo = x.min().item().to_double();
+    hi = x.max().item().to_double();
+  }
+  if (lo == hi) { lo -= 1; hi += 1; }
+  KINDLE_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc: range of [", lo, ", ", hi, "] is not finite");
+  // The bin of x is (x - min) * bins / (max - min), each step rounded in the input's dtype as
+  // PyTorch computes it, so that values near a bin edge land in the same bin.
+  Tensor lo_t = scalar_tensor_of(lo, x.dtype()), hi_t = scalar_tensor_of(hi, x.dtype());
+  Tensor in = x.masked_select(logical_and(x >= lo_t, x <= hi_t));
+  Tensor bin = ((in - lo_t) * Scalar(bins) / (hi_t - lo_t)).floor().to(kInt64).clamp(Scalar(0), Scalar(bins - 1));
+  return bincount(bin, std::nullopt, bins).to(self.dtype());
+}
+
+// ---- repeat_interleave: the output position i takes input element j while i lies in j's
+// run; the run starts are marked and a cumulative sum turns marks into element numbers.
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size) {
+  KINDLE_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  KINDLE_CHECK(repeats.dtype() == kInt64 || repeats.dtype() == kInt32, "repeats has to be Long or Int tensor");
+  if (repeats.numel() == 0) return empty_tensor({0}, repeats.dtype(), repeats.device());
+  KINDLE_CHECK(repeats.min().item().to_int() >= 0, "repeats can not be negative");
+  Tensor ends = repeats.to(kInt64).cumsum(0);
+  int64_t total = ends.select(0, -1).item().to_int();
+  KINDLE_CHECK(!output_size || *output_size == total, "allocated size does not match required size");
+  Tensor starts = ends.narrow(0, 0, repeats.numel() - 1);
+  return bincount(starts, std::nullopt, total + 1).cumsum(0).narrow(0, 0, total).to(repeats.dtype());
+}
+
+Tensor repeat_interleave(const Tensor& self, const Tensor& repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  Tensor x = dim ? self : self.flatten();
+  int64_t d = dim ? wrap_dim(*dim, self.dim(), "repeat_interleave") : 0;
+  Tensor reps = repeats;
+  if (reps.dim() == 0 || (reps.dim() == 1 && reps.size(0) == 1)) reps = reps.reshape({1}).expand({x.size(d)});
+  KINDLE_CHECK(reps.dim() == 1 && reps.size(0) == x.size(d), "repeats must have the same size as input along dim, but got "
+               "repeats.size(0) = ", reps.dim() ? reps.size(0) : 1, " and input.size(", d, ") = ", x.size(d));
+  return x.index_select(d, repeat_interleave(reps.contiguous(), output_size).to(kInt64));
+}
+
+Tensor repeat_interleave(const Tensor& self, int64_t repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  KINDLE_CHECK(repeats >= 0, "repeats can not be negative");
+  return repeat_interleave(self, scalar_tensor_of(repeats, kInt64), dim, output_size);
+}
+
+}  // namespace kindle

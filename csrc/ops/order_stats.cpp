@@ -1,0 +1,84 @@
+// Order statistics (kthvalue, median, nanmedian) read off a stable sort along the dimension:
+// differentiable through sort, NaN sorting above every number as in PyTorch.
+#include <limits>
+#include <tuple>
+
+#include "kindle/operators.h"
+
+namespace kindle {
+namespace {
+
+struct Sorted {
+  Tensor values, indices;
+  int64_t dim;
+  bool scalar;  // the input was 0-d (sorted as one element)
+};
+
+Sorted sort_along(const Tensor& self, int64_t dim, const char* op) {
+  bool scalar = self.dim() == 0;
+  Tensor x = scalar ? self.reshape({1}) : self;
+  int64_t d = wrap_dim(dim, x.dim(), op);
+  KINDLE_CHECK_INDEX(x.size(d) > 0, op, "(): Expected reduction dim ", d, " to have non-zero size.");
+  auto [v, i] = x.sort(d, false, true);
+  return {v, i, d, scalar};
+}
+
+// The entries at sorted positions `pos` (keepdim shape), reduced as the op's keepdim asks.
+std::tuple<Tensor, Tensor> pick(const Sorted& s, const Tensor& pos, bool keepdim) {
+  Tensor v = s.values.gather(s.dim, pos), i = s.indices.gather(s.dim, pos);
+  if (s.scalar) return {v.reshape({}), i.reshape({})};
+  if (!keepdim) return {v.squeeze(IntArrayRef{s.dim}), i.squeeze(IntArrayRef{s.dim})};
+  return {v, i};
+}
+
+// The lower median's sorted position; with NaNs present, median takes the first NaN (NaN is
+// the median) and nanmedian the lower median of the other values.
+Tensor median_position(const Tensor& self, const Sorted& s, bool ignore_nan) {
+  Tensor x = s.scalar ? self.reshape({1}) : self;
+  int64_t n = x.size(s.dim);
+  if (!x.is_floating_point()) return full(s.values.narrow(s.dim, 0, 1).sizes(), Scalar((n - 1) / 2), kInt64);
+  Tensor valid = x.isnan().logical_not().sum(IntArrayRef{s.dim}, true);
+  if (ignore_nan) return (valid - 1).clamp_min(0).div(scalar_tensor_of(2, kInt64), "floor");
+  return where(valid < Scalar(n), valid, full({}, Scalar((n - 1) / 2), kInt64));
+}
+
+std::tuple<Tensor, Tensor> median_dim_impl(const Tensor& self, int64_t dim, bool keepdim, bool ignore_nan) {
+  Sorted s = sort_along(self, dim, "median");
+  return pick(s, median_position(self, s, ignore_nan), keepdim);
+}
+
+// The median of all elements. Its gradient is shared evenly by the elements equal to it (the
+// NaNs when it is NaN), as PyTorch defines it, rather than given to one of them: the result is
+// m + sum(where(equal, x - m, 0)) / count, whose value is exactly m.
+Tensor median_all_impl(const Tensor& self, bool ignore_nan) {
+  if (self.numel() == 0) {
+    KINDLE_CHECK(self.is_floating_point(), "median(): cannot compute the median of an empty ", self.dtype(), " tensor");
+    return self.sum() * Scalar(std::numeric_limits<double>::quiet_NaN());
+  }
+  Tensor m = std::get<0>(median_dim_impl(self.detach().flatten(), 0, false, ignore_nan));
+  if (!self.requires_grad()) return m;
+  Tensor equal = m.isnan().item().to_bool() ? self.isnan() : self == m;
+  Tensor share = where(equal, self - m, zeros({}, self.dtype())).sum() / equal.sum();
+  return m + share;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  Sorted s = sort_along(self, dim, "kthvalue");
+  KINDLE_CHECK(k >= 1 && k <= s.values.size(s.dim), "kthvalue(): selected number k out of range for dimension ", dim);
+  DimVector at(s.values.sizes());
+  at[s.dim] = 1;
+  return pick(s, full(at, Scalar(k - 1), kInt64), keepdim);
+}
+
+Tensor median(const Tensor& self) { return median_all_impl(self, false); }
+Tensor nanmedian(const Tensor& self) { return median_all_impl(self, true); }
+std::tuple<Tensor, Tensor> median(const Tensor& self, int64_t dim, bool keepdim) {
+  return median_dim_impl(self, dim, keepdim, false);
+}
+std::tuple<Tensor, Tensor> nanmedian(const Tensor& self, int64_t dim, bool keepdim) {
+  return median_dim_impl(self, dim, keepdim, true);
+}
+
+}  // namespace kindle

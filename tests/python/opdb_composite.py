@@ -1,0 +1,248 @@
+"""The op database's entries for the composite ops of csrc/ops/composite.cpp (meshgrid, cdist,
+histc, repeat_interleave, ...). Imported by opdb.py (import opdb, not this module): the helpers
+come from there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from opdb import (ALL, _unique_values, F32_64, FLOATS, INTS, LARGE, NUMERIC, TOL_TRANSC, Dt, binary, binary_samples, op, reduction,
+                  unary)
+
+NO_BOOL = NUMERIC
+# cdist / trapezoid accumulate: other summation orders than torch's
+ACC_TOL = {"float32": (1e-5, 1e-5), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
+
+
+def _ldexp_samples(g):
+    """binary samples without pairs of two different floating dtypes: torch rounds 2**other in
+    other's dtype or in double depending on the operands' shapes; kindle computes it in the
+    result's dtype."""
+    def mixed_floats(s):
+        a, b = s.input, s.args[0]
+        return hasattr(b, "dtype") and a.dtype != b.dtype and a.dtype in FLOATS and b.dtype in FLOATS
+    return [s for s in binary_samples(scalars=())(g) if not mixed_floats(s)]
+
+
+def _indices_creation(name):
+    def gen(g):
+        d = Dt(g.dtype)
+        return [g.S(None, 3, 3, dtype=d), g.S(None, 4, 3, 1, dtype=d), g.S(None, 3, 5, -1, dtype=d),
+                g.S(None, 0, 3, dtype=d), g.S(None, 3, 4, offset=10, dtype=d), g.S(None, 4, 4, -10, dtype=d)]
+    return gen
+
+
+def _scalar_tensor_samples(g):
+    v = True if g.dtype == "bool" else (3 if g.dtype in INTS else 2.5)
+    return [g.S(None, v, dtype=Dt(g.dtype)), g.S(None, v)]
+
+
+def _vander_samples(g):
+    t = g.t
+    return [g.S(t((4,), low=-2, high=2)), g.S(t((3,), low=-2, high=2), 5), g.S(t((3,), low=-2, high=2), N=2, increasing=True),
+            g.S(t((4,), "S", low=-2, high=2)), g.S(t((0,))), g.S(t((3,)), 0), g.S(t((3,)), 1)]
+
+
+def _narrow_copy_samples(g):
+    t = g.t
+    return [g.S(t((4, 5)), 0, 1, 2), g.S(t((4, 5)), 1, 0, 5), g.S(t((4, 5), "T"), 1, 2, 2), g.S(t((4, 5)), -1, 4, 1),
+            g.S(t((2, 3, 4), "P"), 2, 1, 0), g.S(t((5,)), 0, 0, 5)]
+
+
+def _rot90_samples(g):
+    t = g.t
+    return [g.S(t((3, 4))), g.S(t((3, 4)), 2), g.S(t((3, 4)), 3), g.S(t((3, 4)), -1), g.S(t((3, 4)), 0),
+            g.S(t((2, 3, 4)), 1, [1, 2]), g.S(t((2, 3, 4), "P"), 1, (2, 0)), g.S(t((4, 5), "T"), 5),
+            g.S(t((0, 3)), 1), g.S(t((3, 4)), k=1, dims=[1, 0])]
+
+
+def _rot90_errors(g):
+    t = g.t
+    return [g.S(t((3,))), g.S(t((3, 4)), 1, [0]), g.S(t((3, 4)), 1, [0, 0]), g.S(t((3, 4)), 1, [0, 2])]
+
+
+def _meshgrid_samples(g):
+    t = g.t
+    return [g.S(None, t((2,)), t((3,)), indexing="ij"), g.S(None, t((2,)), t((3,)), indexing="xy"),
+            g.S(None, t((2,)), t(()), t((4,), "S"), indexing="xy"), g.S(None, t((3,)), indexing="ij"),
+            g.S(None, [t((2,)), t((3,))], indexing="ij"), g.S(None, t((0,)), t((3,)), indexing="xy")]
+
+
+def _meshgrid_errors(g):
+    t = g.t
+    return [g.S(None, t((2, 2)), t((3,)), indexing="ij"), g.S(None, t((2,)), t((3,)), indexing="yx")]
+
+
+def _cartesian_prod_samples(g):
+    t = g.t
+    return [g.S(None, t((2,)), t((3,))), g.S(None, t((2,)), t((3,), "S"), t((2,))), g.S(None, t((4,))),
+            g.S(None, t((0,)), t((3,)))]
+
+
+def _combinations_samples(g):
+    t = g.t
+    return [g.S(t((4,))), g.S(t((4,)), 3), g.S(t((3,)), 2, True), g.S(t((5,), "S"), 1), g.S(t((3,)), 0),
+            g.S(t((2,)), 3), g.S(t((3,)), r=3, with_replacement=True), g.S(t((0,)))]
+
+
+def _block_diag_samples(g):
+    t = g.t
+    return [g.S(None, t((2, 3)), t((1, 2))), g.S(None, t(()), t((3,)), t((2, 2), "T")), g.S(None, t((2, 3))),
+            g.S(None, t((0, 2)), t((2, 0)), t((1, 1))), g.S(None, t((2, 2)), t((2,), dtype="float64"))]
+
+
+def _cross_samples(g):
+    t = g.t
+    return [g.S(t((3,)), t((3,))), g.S(t((4, 3)), t((4, 3))), g.S(t((3, 4)), t((3, 4)), 0),
+            g.S(t((2, 3, 4)), t((2, 3, 4)), dim=1), g.S(t((4, 3), "S"), t((4, 3), "E")), g.S(t((1, 3)), t((4, 3)), -1),
+            g.S(t((2, 3)), t((2, 3), dtype="float64"), 1), g.S(t((0, 3)), t((0, 3)), 1)]
+
+
+def _cross_errors(g):
+    t = g.t
+    return [g.S(t((4, 2)), t((4, 2)), 1), g.S(t((2, 3)), t((2, 3)), 2), g.S(t((2, 4)), t((2, 4)))]
+
+
+def _diff_samples(g):
+    t = g.t
+    return [g.S(t((5,))), g.S(t((3, 4))), g.S(t((3, 4)), 2), g.S(t((3, 4)), 1, 0), g.S(t((4, 5), "T"), dim=0),
+            g.S(t((2, 3, 4), "P"), 1, 1), g.S(t((3, 4)), 0), g.S(t((3, 4)), 5), g.S(t((0, 3)), 1, 0),
+            g.S(t((3, 4)), prepend=t((3, 2)), append=t((3, 1))), g.S(t((3, 4)), 2, 0, t((1, 4)))]
+
+
+def _diff_errors(g):
+    t = g.t
+    return [g.S(t(())), g.S(t((3,)), -1), g.S(t((3, 4)), 1, 2), g.S(t((3, 4)), 1, -1, t((3,)))]
+
+
+def _trapezoid_samples(g):
+    t = g.t
+    if g.op.name == "trapz":
+        dx = [g.S(t((3, 4)), dx=0.5), g.S(t((3, 4)), dx=2.0, dim=0)]
+    else:
+        dx = [g.S(t((3, 4)), dx=0.5), g.S(t((3, 4)), dx=2, dim=0)]
+    return [g.S(t((5,))), g.S(t((3, 4))), g.S(t((3, 4)), dim=0), g.S(t((4, 5), "T")), g.S(t((2, 3, 4), "P"), dim=1),
+            g.S(t((3, 0))), g.S(t((3, 1))), g.S(t((3, 4)), t((4,), dtype="float64", low=0, high=5)),
+            g.S(t((3, 4)), t((3, 4))), g.S(t((3, 4)), t((3,)), dim=0), g.S(t(LARGE))] + dx
+
+
+def _trapezoid_errors(g):
+    t = g.t
+    return [g.S(t((3, 4)), t((3,))), g.S(t((3, 4)), dim=2)]
+
+
+def _cdist_samples(g):
+    t = g.t
+    return [g.S(t((3, 4)), t((5, 4))), g.S(t((3, 4)), t((5, 4)), 1.0), g.S(t((3, 4)), t((5, 4)), 3.0),
+            g.S(t((3, 4)), t((5, 4)), 0.0), g.S(t((3, 4)), t((5, 4)), float("inf")),
+            g.S(t((2, 3, 4)), t((2, 5, 4))), g.S(t((2, 3, 4)), t((5, 4))), g.S(t((4, 3), "T"), t((5, 4), "S")),
+            g.S(t((30, 4)), t((27, 4))), g.S(t((3, 4)), t((5, 4)), compute_mode="use_mm_for_euclid_dist"),
+            g.S(t((30, 4)), t((27, 4)), compute_mode="donot_use_mm_for_euclid_dist"),
+            g.S(t((0, 4)), t((5, 4))), g.S(t((3, 0)), t((5, 0)))]
+
+
+def _cdist_errors(g):
+    t = g.t
+    return [g.S(t((3,)), t((5, 3))), g.S(t((3, 4)), t((5, 3))), g.S(t((3, 4)), t((5, 4)), -1.0),
+            g.S(t((3, 4)), t((5, 4)), 2.0, "fast")]
+
+
+def _histc_samples(g):
+    t = g.t
+    return [g.S(t((50,))), g.S(t((50,)), 7), g.S(t((4, 5), "T"), 5, -1, 1), g.S(t(())), g.S(t((0,)), 4),
+            g.S(t((20,)), bins=3, min=0, max=2), g.S(t((3,), data=[1.0, 1.0, 1.0]), 4),
+            g.S(t((5,), data=[0.0, 1.0, float("nan"), 2.0, 3.0]), 3, 0, 3)]
+
+
+def _histc_errors(g):
+    t = g.t
+    return [g.S(t((5,)), 0), g.S(t((5,)), 4, 2, 1)]
+
+
+def _repeat_interleave_samples(g):
+    t, idx = g.t, g.idx
+    return [g.S(t((3, 4)), 2), g.S(t((3, 4)), 2, 0), g.S(t((3, 4)), idx([1, 0, 2, 1]), 1),
+            g.S(t((4, 5), "T"), idx([2, 1, 0, 1, 1]), dim=0), g.S(t((3,)), idx([3])), g.S(t((3,)), idx(2)),
+            g.S(t((2, 3)), 0, 1), g.S(t(()), 3), g.S(t((0, 2)), 2, 0), g.S(t((2, 3)), 2, dim=-1, output_size=6)]
+
+
+def _repeat_interleave_errors(g):
+    t, idx = g.t, g.idx
+    return [g.S(t((3,)), -1), g.S(t((3,)), idx([1, 2])), g.S(t((3,)), idx([1, -1, 2])), g.S(t((3, 4)), 2, 2)]
+
+
+def _repeats_only_samples(g):
+    idx = g.idx
+    return [g.S(None, idx([2, 0, 3])), g.S(None, idx([0, 0])), g.S(None, idx([1, 2], dtype="int32")),
+            g.S(None, idx(np.zeros(0, np.int64)))]
+
+
+def _kthvalue_samples(g):
+    u = lambda shape, dim=-1, layout="C": _unique_values(g, shape, dim, layout)  # noqa: E731
+    out = [g.S(u((5,)), 2), g.S(u(()), 1), g.S(u((3, 4)), 1), g.S(u((3, 4), 0), 3, 0), g.S(u((3, 4)), 4, keepdim=True),
+           g.S(u((2, 3, 4), 1), 2, 1, True), g.S(u((4, 5), -1, "T"), 5), g.S(u((4, 5), 0, "T"), 1, dim=0),
+           g.S(u((5, 300)), 150)]
+    if g.dtype in FLOATS:
+        out.append(g.S(g.t((4, 3), data=[1.0, float("nan"), 2.0, float("inf"), -float("inf"), 0.5, 3.0, -1.0,
+                                         float("nan"), 4.0, 5.0, 6.0]), 2))
+    return out
+
+
+def _median_samples(g):
+    u = lambda shape, dim=-1, layout="C": _unique_values(g, shape, dim, layout)  # noqa: E731
+    out = [g.S(u((5,))), g.S(u((6,))), g.S(u(())), g.S(u(()), 0), g.S(u((3, 4))), g.S(u((3, 4)), 1),
+           g.S(u((3, 4), 0), 0), g.S(u((3, 5)), -1, True), g.S(u((2, 3, 4), 1), dim=1, keepdim=True),
+           g.S(u((4, 5), -1, "T"), 1), g.S(u((5, 300)), 1)]
+    if g.dtype in FLOATS:
+        nan, inf = float("nan"), float("inf")
+        # (an all-NaN row's index is left out: torch's depends on its selection algorithm)
+        rows = g.t((4, 4), data=[1.0, nan, 3.0, nan, 2.0, 1.0, 0.0, 5.0, nan, 1.5, nan, nan, -inf, inf, 0.5, nan])
+        out += [g.S(rows, 1), g.S(rows), g.S(g.t((0,))), g.S(g.t((3,), data=[nan, nan, nan]))]
+    return out
+
+
+def _median_errors(g):
+    return [g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 2)]
+
+
+COMPOSITE_OPS = [
+    unary("deg2rad", ref=np.deg2rad),
+    unary("rad2deg", ref=np.rad2deg),
+    # d sinc/dx = (cos(pi x) - sinc(x)) / x cancels near the zeros of sinc: torch's and kindle's
+    # float32 gradients are both up to 1e-3 off the float64 one there, in different places
+    op("sinc", unary("sinc").samples, ALL, inplace="sinc_", inplace_function=True, ref=np.sinc, tol=TOL_TRANSC,
+       kind="unary", grad_tol={"float32": (1e-4, 2e-3)}),
+    binary("logaddexp", FLOATS, inplace=False, ref=np.logaddexp, scalars=(), tol=TOL_TRANSC),
+    binary("logaddexp2", FLOATS, inplace=False, ref=np.logaddexp2, scalars=(), tol=TOL_TRANSC),
+    # torch's ldexp backward raises 2 to an integer `other` in integer arithmetic (2**-3 == 0)
+    op("ldexp", _ldexp_samples, ALL, inplace="ldexp_", inplace_function=True, other_domain=(-4, 4), tol=TOL_TRANSC,
+       kind="binary", torch_grad_wrong=lambda s: getattr(s.args[0], "dtype", "float") in INTS),
+    binary("heaviside", ALL, scalars=()),
+    binary("float_power", ALL, domain=(0.5, 3), other_domain=(-2, 2)),
+    reduction("nanmean", FLOATS, kwargs=({"dtype": Dt("float64")},)),
+    op("scalar_tensor", _scalar_tensor_samples, method=False, kind="creation"),
+    op("tril_indices", _indices_creation("tril_indices"), ("int32", "int64"), method=False, kind="creation",
+       errors=lambda g: [g.S(None, -1, 3), g.S(None, 3, -2)]),
+    op("triu_indices", _indices_creation("triu_indices"), ("int32", "int64"), method=False, kind="creation"),
+    op("vander", _vander_samples, method=False, errors=lambda g: [g.S(g.t((2, 2))), g.S(g.t((3,)), -1)]),
+    op("narrow_copy", _narrow_copy_samples, errors=lambda g: [g.S(g.t((4, 5)), 0, 3, 2), g.S(g.t((4, 5)), 2, 0, 1)]),
+    op("rot90", _rot90_samples, errors=_rot90_errors),
+    op("meshgrid", _meshgrid_samples, method=False, errors=_meshgrid_errors),
+    op("cartesian_prod", _cartesian_prod_samples, method=False, errors=lambda g: [g.S(None, g.t((2, 2)), g.t((3,)))]),
+    op("combinations", _combinations_samples, method=False,
+       errors=lambda g: [g.S(g.t((2, 2))), g.S(g.t((3,)), -1)]),
+    op("block_diag", _block_diag_samples, method=False, errors=lambda g: [g.S(None, g.t((2, 2, 2)))]),
+    op("cross", _cross_samples, NUMERIC, errors=_cross_errors),
+    op("diff", _diff_samples, errors=_diff_errors),
+    op("trapezoid", _trapezoid_samples, NUMERIC, method=False, tol=ACC_TOL, errors=_trapezoid_errors),
+    op("trapz", _trapezoid_samples, NUMERIC, method=False, tol=ACC_TOL),
+    op("cumulative_trapezoid", _trapezoid_samples, NUMERIC, method=False, tol=ACC_TOL, errors=_trapezoid_errors),
+    op("cdist", _cdist_samples, F32_64, method=False, tol={**ACC_TOL, "float32": (1e-4, 1e-4)}, errors=_cdist_errors),
+    op("histc", _histc_samples, FLOATS, errors=_histc_errors),
+    op("repeat_interleave", _repeat_interleave_samples, errors=_repeat_interleave_errors),
+    op("kthvalue", _kthvalue_samples, NUMERIC, kind="reduction",
+       errors=lambda g: [g.S(g.t((3, 4)), 5), g.S(g.t((3, 4)), 0), g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 1, 2)]),
+    op("median", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),
+    op("nanmedian", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),
+]
+
