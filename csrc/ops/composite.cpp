@@ -2,6 +2,7 @@
 // from the ops they call, so none has a derivative formula or a kernel of its own, and every
 // device that has the underlying ops has these.
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
 
@@ -456,6 +457,83 @@ Tensor repeat_interleave(const Tensor& self, int64_t repeats, std::optional<int6
                          std::optional<int64_t> output_size) {
   KINDLE_CHECK(repeats >= 0, "repeats can not be negative");
   return repeat_interleave(self, scalar_tensor_of(repeats, kInt64), dim, output_size);
+}
+
+}  // namespace kindle
+
+namespace kindle {
+
+// ---- clamp with tensor bounds: below min takes min, then above max takes max (so min > max
+// gives max); x equal to a bound keeps x's gradient; a NaN operand gives NaN with no gradient.
+Tensor clamp(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  KINDLE_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  std::vector<Tensor> operands{self};
+  if (min) operands.push_back(*min);
+  if (max) operands.push_back(*max);
+  DType dt = result_type(operands);
+  KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool, "\"clamp\" not implemented for 'Bool'");
+  Tensor r = self.to(dt);
+  if (min) { Tensor lo = min->to(dt); r = where(r < lo, lo, r); }
+  if (max) { Tensor hi = max->to(dt); r = where(r > hi, hi, r); }
+  if (is_floating_point(dt)) {
+    Tensor nan = self.isnan();
+    if (min) nan = logical_or(nan, min->isnan());
+    if (max) nan = logical_or(nan, max->isnan());
+    r = where(nan, full({}, Scalar(std::numeric_limits<double>::quiet_NaN()), dt), r);
+  }
+  return r;
+}
+const Tensor& clamp_(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  return assign_result(self, clamp(input_of(self), min, max), "clamp_");
+}
+Tensor clip(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  return clamp(self, min, max);
+}
+const Tensor& clip_(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  return assign_result(self, clamp(input_of(self), min, max), "clip_");
+}
+
+// ---- normal with tensor parameters: standard normal draws scaled and shifted, as PyTorch draws
+// them. Like PyTorch's, the result is differentiable with a zero gradient (not reparameterised).
+static Tensor normal_impl(const Tensor& mean, const Tensor& std, const std::optional<Generator>& generator) {
+  DType dt = result_type({mean, std});
+  KINDLE_CHECK(is_floating_point(dt), "normal expects floating-point mean and std, got ", mean.dtype(), " and ", std.dtype());
+  KINDLE_CHECK(std.numel() == 0 || !(std < Scalar(0)).any().item().to_bool(),
+               "normal expects all elements of std >= 0.0");
+  DimVector shape = broadcast_shapes(mean.sizes(), std.sizes(), "normal");
+  Tensor out = empty_tensor(shape, dt, mean.device());
+  out.normal_(0, 1, generator);
+  out = out * std.detach() + mean.detach();
+  if (mean.requires_grad() || std.requires_grad()) {
+    Tensor never = zeros({}, kBool);
+    out = where(never, mean, where(never, std, out));
+  }
+  return out;
+}
+Tensor normal(const Tensor& mean, const Tensor& std, const std::optional<Generator>& generator) {
+  return normal_impl(mean, std, generator);
+}
+Tensor normal(const Tensor& mean, double std, const std::optional<Generator>& generator) {
+  return normal_impl(mean, scalar_tensor_of(std, mean.is_floating_point() ? mean.dtype() : default_dtype()), generator);
+}
+Tensor normal(double mean, const Tensor& std, const std::optional<Generator>& generator) {
+  return normal_impl(scalar_tensor_of(mean, std.is_floating_point() ? std.dtype() : default_dtype()), std, generator);
+}
+
+// where(condition) is nonzero(condition, as_tuple=True): one index tensor per dimension.
+// (A 0-d condition counts as 1-d, as in PyTorch.)
+std::vector<Tensor> where(const Tensor& condition) {
+  Tensor nz = (condition.dim() == 0 ? condition.reshape({1}) : condition).nonzero();
+  std::vector<Tensor> out;
+  for (int64_t d = 0; d < nz.size(1); ++d) out.push_back(nz.select(1, d));
+  return out;
+}
+
+// The Frobenius norm (p='fro'); the nuclear norm needs singular values (kindle.linalg, issue 16).
+Tensor norm(const Tensor& self, std::string_view p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(p != "nuc", "norm(p='nuc'): the nuclear norm needs an SVD, which Kindle does not have yet");
+  KINDLE_CHECK(p == "fro", "norm: invalid norm type '", p, "'; expected 'fro' or 'nuc' (or a number)");
+  return norm(self, Scalar(2), dim, keepdim, dtype);
 }
 
 }  // namespace kindle

@@ -14,7 +14,7 @@ __all__ = [
     "iinfo", "typename", "get_default_device", "set_default_device", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-    "get_deterministic_debug_mode", "_assert", "is_storage", "set_printoptions",
+    "get_deterministic_debug_mode", "_assert", "is_storage", "set_printoptions", "tensordot", "nonzero",
 ]
 
 pi = _math.pi
@@ -253,7 +253,42 @@ def _with_memory_format(c_method):
     return method
 
 
+def tensordot(a, b, dims=2, out=None):
+    """torch.tensordot: dims is a count (the last `dims` of a with the first of b), a pair of
+    dimension lists, or a tensor holding either."""
+    if hasattr(dims, "tolist"):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.dim() or dims > b.dim():
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        if len(dims) != 2:
+            raise RuntimeError("tensordot expects dims to be a pair of dimension lists")
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    r = _C.tensordot(a, b, da, db)
+    return r if out is None else out.copy_(r)
+
+
+_c_nonzero = _C.nonzero
+
+
+def nonzero(input, *, out=None, as_tuple=False):  # noqa: A002
+    """torch.nonzero; as_tuple=True gives one index tensor per dimension (as torch.where(c))."""
+    if as_tuple:
+        return _C.where(input)
+    r = _c_nonzero(input)
+    return r if out is None else out.copy_(r)
+
+
+def _nonzero_method(self, *, as_tuple=False):
+    return _C.where(self) if as_tuple else _c_nonzero(self)
+
+
 def install_tensor_methods(Tensor):
+    Tensor.nonzero = _nonzero_method
     for name in ("new_zeros", "new_ones", "new_empty"):
         setattr(Tensor, name, _make_new(name))
     Tensor.new_full = _make_new_full(Tensor.new_full)

@@ -620,6 +620,25 @@ def _ternary_pointwise(extra_kwargs=()):
     return gen
 
 
+def _with_tensor_bounds(o):
+    """clamp/clip: the scalar-bound samples plus tensor bounds (broadcast, one-sided, mixed
+    dtypes, min > max)."""
+    scalar_bounds = o.samples
+
+    def gen(g):
+        out = list(scalar_bounds(g))
+        if g.dtype != "bool":  # torch has no kernel for bool tensor bounds
+            lo = lambda shape, layout="C", dtype=None: g.t(shape, layout, dtype=dtype, low=-2, high=0)  # noqa: E731
+            hi = lambda shape, layout="C", dtype=None: g.t(shape, layout, dtype=dtype, low=0, high=2)  # noqa: E731
+            out += [g.S(g.t((3, 4)), lo((3, 4)), hi((3, 4))), g.S(g.t((3, 4)), min=lo((4,))),
+                    g.S(g.t((3, 4)), max=hi((3, 1))), g.S(g.t((4, 5), "T"), lo(()), hi((4, 5), "S")),
+                    g.S(g.t((3, 4)), hi((3, 4)), lo((3, 4))), g.S(g.t((3, 4)), None, hi((3, 4), dtype="float64")),
+                    g.S(g.t(()), lo((2, 3)), hi(())), g.S(g.t((0, 3)), lo((3,)))]
+        return out
+    o.samples = gen
+    return o
+
+
 def _where_samples(g):
     m, o = g.mask, g.other
     out = [g.S(None, m((3, 4)), g.t((3, 4)), o((3, 4))), g.S(None, m(()), g.t(()), o(())),
@@ -629,6 +648,9 @@ def _where_samples(g):
            g.S(None, m((3, 4)), g.t((3, 4)), 0.5), g.S(None, m((3, 4)), 2, g.t((3, 4))),
            g.S(None, m((3, 4)), g.t((3, 4)), o((3, 4), dtype="float64")),
            g.S(None, m((3, 4)), g.t((3, 4)), o((), dtype="int64"))]
+    # where(condition) alone: nonzero(condition, as_tuple=True)
+    out += [g.S(None, m((3, 4))), g.S(None, m(())), g.S(None, m((2, 0))), g.S(None, m((4, 5), "T")),
+            g.S(None, g.t((2, 3, 4), low=-1, high=1, integer=True))]
     return out
 
 
@@ -1174,6 +1196,8 @@ def _norm_samples(g):
             g.S(t((0, 3)), 2, 1), g.S(t((3, 4)), 2, 1, dtype=Dt("float64"))]
     if g.dtype in FLOATS:
         out.append(g.S(t((2, 7), data=EXTREMAL), 2, 1))
+    # the Frobenius norm by name ('nuc' needs an SVD: not in Kindle yet)
+    out += [g.S(t((3, 4)), "fro"), g.S(t((2, 3, 4)), "fro", (1, 2)), g.S(t((4, 5), "T"), p="fro", dim=(0, 1), keepdim=True)]
     return out
 
 
@@ -1360,6 +1384,9 @@ def _nonzero_samples(g):
     out = [g.S(g.t(s, l, low=-1, high=1, integer=True)) for s, l in UNARY_CASES]
     if g.dtype in FLOATS:
         out.append(g.S(g.t((len(EXTREMAL),), data=EXTREMAL)))
+    if g.op.name == "nonzero":
+        out += [g.S(g.t(s, l, low=-1, high=1, integer=True), as_tuple=True) for s, l in UNARY_CASES[:6]]
+        out.append(g.S(g.t((4, 5), "T", low=-1, high=1, integer=True), as_tuple=False))
     return out
 
 
@@ -1581,9 +1608,9 @@ OPS: list[OpInfo] = [
     unary("gelu", FLOATS, method=False, inplace=False, extremal=FINITE_EXTREMAL, kwargs=({"approximate": "tanh"}, {"approximate": "none"})),
     unary("softplus", FLOATS, method=False, inplace=False, kwargs=((2, 5), {"beta": 0.5, "threshold": 1})),
     unary("nan_to_num", kwargs=({"nan": 1.0, "posinf": 2.0, "neginf": -2.0}, {"nan": 0.5}, (1.5,))),
-    unary("clamp", kwargs=({"min": -1, "max": 1}, {"max": 0.5}, (0, 2), {"min": 2, "max": 1},
-                           {"min": -1.5}), args=(-1, 1)),
-    unary("clip", kwargs=({"min": -1, "max": 1}, {"max": 0.5}, (0, 2)), args=(-1, 1)),
+    _with_tensor_bounds(unary("clamp", kwargs=({"min": -1, "max": 1}, {"max": 0.5}, (0, 2), {"min": 2, "max": 1},
+                                               {"min": -1.5}), args=(-1, 1))),
+    _with_tensor_bounds(unary("clip", kwargs=({"min": -1, "max": 1}, {"max": 0.5}, (0, 2)), args=(-1, 1))),
     unary("clamp_min", inplace=False, args=(0.5,), kwargs=((1,),)),
     unary("clamp_max", inplace=False, args=(0.5,), kwargs=((1,),)),
     unary("leaky_relu", FLOATS, method=False, inplace=False, kwargs=((0.2,), {"negative_slope": 2})),

@@ -205,6 +205,18 @@ def _median_errors(g):
     return [g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 2)]
 
 
+def _tensordot_samples(g):
+    t = g.t
+    return [g.S(t((3, 4, 5)), t((4, 5, 2))), g.S(t((3, 4)), t((4, 5)), 1), g.S(t((3, 4)), t((4, 5)), dims=0),
+            g.S(t((3, 4, 5)), t((5, 4, 2)), dims=([1, 2], [1, 0])), g.S(t((4, 3), "T"), t((4, 5), "S"), ([1], [0])),
+            g.S(t((2, 3)), t((2, 3)), 2), g.S(t((0, 3)), t((3, 2)), 1)]
+
+
+def _tensordot_errors(g):
+    t = g.t
+    return [g.S(t((3, 4)), t((5, 2)), 1), g.S(t((3, 4)), t((4, 5)), 3), g.S(t((3, 4)), t((4, 5)), -1)]
+
+
 COMPOSITE_OPS = [
     unary("deg2rad", ref=np.deg2rad),
     unary("rad2deg", ref=np.rad2deg),
@@ -240,6 +252,8 @@ COMPOSITE_OPS = [
     op("cdist", _cdist_samples, F32_64, method=False, tol={**ACC_TOL, "float32": (1e-4, 1e-4)}, errors=_cdist_errors),
     op("histc", _histc_samples, FLOATS, errors=_histc_errors),
     op("repeat_interleave", _repeat_interleave_samples, errors=_repeat_interleave_errors),
+    op("tensordot", _tensordot_samples, NUMERIC, method=False, kind="matmul", tol={"float32": (1e-5, 1e-5),
+       "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}, domain=(-1, 1), errors=_tensordot_errors),
     op("kthvalue", _kthvalue_samples, NUMERIC, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 5), g.S(g.t((3, 4)), 0), g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 1, 2)]),
     op("median", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),
