@@ -265,6 +265,26 @@ Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, cons
   return zeros(sizes, grad.dtype()).scatter(d, idx, g);
 }
 
+Tensor cum_extreme_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices) {
+  if (sizes.empty()) return grad.reshape({});
+  int64_t d = wrap_dim(dim, int64_t(sizes.size()), "backward");
+  return zeros(sizes, grad.dtype()).scatter_add(d, indices, grad);
+}
+
+// d result_j / d x_i = exp(x_i - result_j) for i <= j, so grad_i = sum_{j>=i} grad_j exp(x_i - r_j).
+// The sum runs in log space, separately over the positive and negative parts of grad, so that
+// no exponential overflows: grad_i = exp(x_i + rlse_{j>=i}(log g+_j - r_j)) - (same for g-).
+Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim) {
+  if (self.numel() == 0) return grad;
+  if (self.dim() == 0) return grad;
+  int64_t d = wrap_dim(dim, self.dim(), "logcumsumexp");
+  auto reverse_lcse = [&](const Tensor& t) { return t.flip({d}).logcumsumexp(d).flip({d}); };
+  Tensor zero = zero_of(grad);
+  Tensor pos = reverse_lcse(where(grad > 0, grad, zero).log() - result);
+  Tensor neg = reverse_lcse(where(grad < 0, -grad, zero).log() - result);
+  return (pos + self).exp() - (neg + self).exp();
+}
+
 Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const Tensor& self, OptionalIntArrayRef dim,
                          std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
   double c = correction ? correction->to_double() : (unbiased.value_or(true) ? 1.0 : 0.0);

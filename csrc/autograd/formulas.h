@@ -79,6 +79,9 @@ Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& resul
 Tensor extremum_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,
                          bool keepdim, bool evenly);
 Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices, bool keepdim);
+// cummax/cummin: each output's gradient goes to the position it came from (summed over repeats).
+Tensor cum_extreme_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices);
+Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim);
 Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const Tensor& self, OptionalIntArrayRef dim,
                          std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction);
 Tensor std_backward(const Tensor& grad, const Tensor& self, const Tensor& result, OptionalIntArrayRef dim,

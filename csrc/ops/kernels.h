@@ -88,6 +88,10 @@ extern KernelStub<void (*)(const Tensor& in, const Tensor& values, const Tensor&
 extern KernelStub<void (*)(const Tensor& in, const Tensor& out, bool log)> softmax_stub;
 // Over contiguous rows [M, R]: inclusive scan (cumsum, or cumprod when prod).
 extern KernelStub<void (*)(const Tensor& in, const Tensor& out, bool prod)> scan_stub;
+// Over contiguous rows [M, R]: running max (or min) and the index where it was reached.
+extern KernelStub<void (*)(const Tensor& in, const Tensor& values, const Tensor& indices, bool is_max)> cum_extreme_stub;
+// Over contiguous floating rows [M, R]: running log(sum(exp)).
+extern KernelStub<void (*)(const Tensor& in, const Tensor& out)> logcumsumexp_stub;
 // Over contiguous rows [M, R]: stable sort of each row, values and int64 indices.
 extern KernelStub<void (*)(const Tensor& in, const Tensor& values, const Tensor& indices, bool descending)> sort_stub;
 }  // namespace kindle

@@ -82,3 +82,69 @@ std::tuple<Tensor, Tensor> nanmedian(const Tensor& self, int64_t dim, bool keepd
 }
 
 }  // namespace kindle
+
+namespace kindle {
+
+// Quantiles by sorting: the q-th quantile of n sorted values sits at rank q * (n - 1), between
+// two neighbours that `interpolation` combines. quantile gives NaN for a row with a NaN (the
+// rank moves to the last value, a NaN: NaN sorts last); nanquantile ranks among the others.
+static Tensor quantile_impl(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                            std::string_view interpolation, bool ignore_nan, const char* op) {
+  KINDLE_CHECK(self.numel() > 0, op, "() input tensor must be non-empty");
+  KINDLE_CHECK(q.dim() <= 1, op, "() q must be a scalar or 1D tensor");
+  KINDLE_CHECK(self.dtype() == kFloat32 || self.dtype() == kFloat64, op,
+               "() input tensor must be either float or double dtype");
+  KINDLE_CHECK(q.dtype() == self.dtype(), op, "() q tensor must be same dtype as the input tensor");
+  KINDLE_CHECK(interpolation == "linear" || interpolation == "lower" || interpolation == "higher" ||
+                   interpolation == "midpoint" || interpolation == "nearest",
+               op, "() interpolation must be one of linear, lower, higher, midpoint or nearest, but got ", interpolation);
+  KINDLE_CHECK(q.numel() == 0 || logical_and(q >= Scalar(0), q <= Scalar(1)).all().item().to_bool(), op,
+               "() q values must be in the range [0, 1]");
+  Tensor x = dim ? (self.dim() == 0 ? self.reshape({1}) : self) : self.flatten();
+  int64_t d = dim ? wrap_dim(*dim, x.dim(), op) : 0;
+  Tensor sorted = std::get<0>(x.sort(d, false, false)).movedim({d}, {-1});  // (..., n)
+  int64_t n = sorted.size(-1);
+  Tensor qs = q.reshape({-1});
+  Tensor ranks;
+  if (ignore_nan) {
+    Tensor valid = sorted.isnan().logical_not().sum(IntArrayRef{-1}, true).to(self.dtype());
+    ranks = (qs * (valid - Scalar(1))).clamp_min(0);
+  } else {
+    Tensor has_nan = sorted.isnan().any(IntArrayRef{-1}, true);
+    ranks = where(has_nan, full({}, Scalar(n - 1), self.dtype()), qs * Scalar(n - 1));
+  }
+  Tensor lo = ranks.floor(), hi = ranks.ceil();
+  auto at = [&](const Tensor& r) { return sorted.gather(-1, r.to(kInt64)); };
+  Tensor r;
+  if (interpolation == "lower") r = at(lo);
+  else if (interpolation == "higher") r = at(hi);
+  else if (interpolation == "nearest") r = at(ranks.round());
+  else r = lerp(at(lo), at(hi), interpolation == "midpoint" ? full({}, Scalar(0.5), self.dtype()) : ranks - lo);
+  r = r.movedim({-1}, {0});  // (Q, ...)
+  if (keepdim) {
+    DimVector shape{qs.size(0)};
+    for (int64_t i = 0; i < std::max<int64_t>(self.dim(), 1); ++i)
+      shape.push_back(dim ? (i == d ? 1 : x.size(i)) : 1);
+    if (self.dim() == 0) shape.pop_back();
+    r = r.reshape(shape);
+  }
+  return q.dim() == 0 ? r.select(0, 0) : r;
+}
+
+Tensor quantile(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) {
+  return quantile_impl(self, q, dim, keepdim, interpolation, false, "quantile");
+}
+Tensor quantile(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) {
+  KINDLE_CHECK(q >= 0 && q <= 1, "quantile() q must be in the range [0, 1] but got ", q);
+  return quantile_impl(self, scalar_tensor_of(q, self.dtype()), dim, keepdim, interpolation, false, "quantile");
+}
+Tensor nanquantile(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                   std::string_view interpolation) {
+  return quantile_impl(self, q, dim, keepdim, interpolation, true, "nanquantile");
+}
+Tensor nanquantile(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) {
+  KINDLE_CHECK(q >= 0 && q <= 1, "nanquantile() q must be in the range [0, 1] but got ", q);
+  return quantile_impl(self, scalar_tensor_of(q, self.dtype()), dim, keepdim, interpolation, true, "nanquantile");
+}
+
+}  // namespace kindle

@@ -263,6 +263,26 @@ static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, 
 Tensor native_cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, false, "cumsum"); }
 Tensor native_cumprod(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, true, "cumprod"); }
 
+static std::tuple<Tensor, Tensor> cum_extreme(const Tensor& self, int64_t dim, bool is_max, const char* name) {
+  int64_t d = wrap_dim(dim, self.dim(), name);
+  Tensor rows = rows_last(self, d);
+  Tensor values = empty_tensor(rows.sizes(), self.dtype(), self.device());
+  Tensor indices = empty_tensor(rows.sizes(), kInt64, self.device());
+  if (values.numel()) cum_extreme_stub[self.device()](rows, values, indices, is_max);
+  return {contiguous(rows_back(values, self, d)), contiguous(rows_back(indices, self, d))};
+}
+std::tuple<Tensor, Tensor> native_cummax(const Tensor& self, int64_t dim) { return cum_extreme(self, dim, true, "cummax"); }
+std::tuple<Tensor, Tensor> native_cummin(const Tensor& self, int64_t dim) { return cum_extreme(self, dim, false, "cummin"); }
+
+Tensor native_logcumsumexp(const Tensor& self, int64_t dim) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "\"logcumsumexp_out_cpu\" not implemented for '", self.dtype(), "'");
+  int64_t d = wrap_dim(dim, self.dim(), "logcumsumexp");
+  Tensor rows = rows_last(self, d);
+  Tensor out = empty_tensor(rows.sizes(), self.dtype(), self.device());
+  if (out.numel()) logcumsumexp_stub[self.device()](rows, out);
+  return contiguous(rows_back(out, self, d));
+}
+
 // all/any give bool, except for uint8 input, which gives uint8 (as in PyTorch).
 Tensor all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
   Tensor r = reduce(self, dim, keepdim, ReduceOp::All, kBool, "all");

@@ -217,6 +217,48 @@ def _tensordot_errors(g):
     return [g.S(t((3, 4)), t((5, 2)), 1), g.S(t((3, 4)), t((4, 5)), 3), g.S(t((3, 4)), t((4, 5)), -1)]
 
 
+def _quantile_samples(g):
+    t = g.t
+    q = lambda vals: g.t((len(vals),), data=vals)  # noqa: E731
+    out = [g.S(t((5,)), 0.5), g.S(t((3, 4)), 0.25, 1), g.S(t((3, 4)), q([0.0, 0.3, 1.0]), 0),
+           g.S(t((2, 3, 4)), q([0.1, 0.9]), 1, True), g.S(t((3, 4)), 0.5, keepdim=True), g.S(t(()), 0.5),
+           g.S(t((4, 5), "T"), g.t((), data=0.7), -1), g.S(t((5, 60)), q([0.05, 0.5, 0.95]), 1)]
+    for mode in ("lower", "higher", "midpoint", "nearest", "linear"):
+        out.append(g.S(t((3, 5)), q([0.1, 0.375, 0.5, 0.9]), 1, interpolation=mode))
+    nan, inf = float("nan"), float("inf")
+    rows = t((3, 4), data=[1.0, nan, 3.0, 2.0, nan, nan, nan, nan, -inf, inf, 0.5, 4.0])
+    out += [g.S(rows, 0.5, 1), g.S(rows, q([0.0, 0.5, 1.0]), 1, True), g.S(rows, 0.4)]
+    return out
+
+
+def _quantile_errors(g):
+    t = g.t
+    return [g.S(t((0,)), 0.5), g.S(t((3,)), 1.5), g.S(t((3,)), g.t((2, 2), low=0, high=1)),
+            g.S(t((3,)), 0.5, interpolation="cubic"), g.S(t((3,)), g.t((1,), dtype="float64", low=0, high=1)),
+            g.S(t((3, 4)), 0.5, 2)]
+
+
+def _cum_extreme_samples(g):
+    t = g.t
+    out = [g.S(t((5,)), 0), g.S(t((3, 4)), 1), g.S(t((3, 4)), 0), g.S(t(()), 0), g.S(t((0, 3)), 1),
+           g.S(t((4, 5), "T"), 1), g.S(t((2, 3, 4), "P"), 2), g.S(t((3, 4), "E"), 0), g.S(t((3, 4)), dim=-1),
+           g.S(t((4, 9), low=-2, high=2, integer=True), 1)]  # ties: the latest index
+    if g.dtype in FLOATS:
+        nan, inf = float("nan"), float("inf")
+        out.append(g.S(t((2, 5), data=[1.0, nan, 5.0, nan, 2.0, -inf, 0.5, inf, 0.5, 3.0]), 1))
+    return out
+
+
+def _logcumsumexp_samples(g):
+    t = g.t
+    out = [g.S(t((5,)), 0), g.S(t((3, 4)), 1), g.S(t((3, 4)), 0), g.S(t(()), 0), g.S(t((0, 3)), 1),
+           g.S(t((4, 5), "T"), 1), g.S(t((2, 3, 4), "P"), 2), g.S(t((3, 4), "E"), 0), g.S(t((5, 300)), 1)]
+    if g.dtype in FLOATS:
+        nan, inf = float("nan"), float("inf")
+        out.append(g.S(t((3, 4), data=[-inf, -inf, 1.0, 2.0, inf, inf, 1.0, -inf, nan, 1.0, -60.0, 60.0]), 1))
+    return out
+
+
 COMPOSITE_OPS = [
     unary("deg2rad", ref=np.deg2rad),
     unary("rad2deg", ref=np.rad2deg),
@@ -254,6 +296,12 @@ COMPOSITE_OPS = [
     op("repeat_interleave", _repeat_interleave_samples, errors=_repeat_interleave_errors),
     op("tensordot", _tensordot_samples, NUMERIC, method=False, kind="matmul", tol={"float32": (1e-5, 1e-5),
        "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}, domain=(-1, 1), errors=_tensordot_errors),
+    op("quantile", _quantile_samples, F32_64, kind="reduction", errors=_quantile_errors),
+    op("nanquantile", _quantile_samples, F32_64, kind="reduction", errors=_quantile_errors),
+    op("cummax", _cum_extreme_samples, kind="reduction", errors=lambda g: [g.S(g.t((3, 4)), 2)]),
+    op("cummin", _cum_extreme_samples, kind="reduction", errors=lambda g: [g.S(g.t((3, 4)), 2)]),
+    op("logcumsumexp", _logcumsumexp_samples, FLOATS, kind="reduction", tol=TOL_TRANSC,
+       errors=lambda g: [g.S(g.t((3, 4)), 2)]),
     op("kthvalue", _kthvalue_samples, NUMERIC, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 5), g.S(g.t((3, 4)), 0), g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 1, 2)]),
     op("median", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),

@@ -1,0 +1,76 @@
+// Running scans along contiguous rows [M, R] that carry more than a sum: the running max/min
+// with the index where it was reached (cummax, cummin), and the running log-sum-exp.
+// Each row is scanned in order by one thread, so results never depend on the thread count.
+#include <cmath>
+
+#include "cpu/loops.h"
+#include "cpu/parallel.h"
+#include "ops/kernels.h"
+
+namespace kindle::cpu {
+namespace {
+
+// The running extreme: a new value takes over when it is at least as extreme (the latest index
+// wins a tie) or NaN; once NaN, only another NaN moves the index (as in PyTorch).
+void cum_extreme_kernel(const Tensor& in, const Tensor& values, const Tensor& indices, bool is_max) {
+  int64_t R = in.size(-1), M = R ? in.numel() / R : 0;
+  dispatch_all(in.dtype(), is_max ? "cummax" : "cummin", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = opmath_t<T>;
+    const T* p = static_cast<const T*>(in.data_ptr());
+    T* v = static_cast<T*>(values.data_ptr());
+    int64_t* ix = static_cast<int64_t*>(indices.data_ptr());
+    parallel_for(0, M, rows_grain(R), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        const T* row = p + m * R;
+        C best = C(row[0]);
+        int64_t at = 0;
+        for (int64_t r = 0; r < R; ++r) {
+          C x = C(row[r]);
+          bool take = x != x || (best == best && (is_max ? x >= best : x <= best));
+          if (take) { best = x; at = r; }
+          v[m * R + r] = T(best);
+          ix[m * R + r] = at;
+        }
+      }
+    });
+  });
+}
+
+// log(exp(a) + exp(b)) without overflow: equal infinities (and -inf with anything) need care.
+template <typename A>
+A log_add_exp(A a, A b) {
+  if (a != a || b != b) return a + b;
+  A hi = std::max(a, b), lo = std::min(a, b);
+  if (std::isinf(hi) || lo == -INFINITY) return hi;
+  return hi + std::log1p(std::exp(lo - hi));
+}
+
+void logcumsumexp_kernel(const Tensor& in, const Tensor& out) {
+  int64_t R = in.size(-1), M = R ? in.numel() / R : 0;
+  dispatch_floating(in.dtype(), "logcumsumexp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* p = static_cast<const T*>(in.data_ptr());
+    T* o = static_cast<T*>(out.data_ptr());
+    parallel_for(0, M, rows_grain(R), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        A acc = -INFINITY;
+        for (int64_t r = 0; r < R; ++r) {
+          acc = log_add_exp(acc, A(p[m * R + r]));
+          o[m * R + r] = T(acc);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> cum_extreme_stub{"cummax"};
+KernelStub<void (*)(const Tensor&, const Tensor&)> logcumsumexp_stub{"logcumsumexp"};
+KINDLE_REGISTER_KERNEL(cum_extreme_stub, DeviceType::CPU, &cpu::cum_extreme_kernel);
+KINDLE_REGISTER_KERNEL(logcumsumexp_stub, DeviceType::CPU, &cpu::logcumsumexp_kernel);
+}  // namespace kindle
