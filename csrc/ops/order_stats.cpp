@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "kindle/operators.h"
+#include "ops/kernels.h"
 
 namespace kindle {
 namespace {
@@ -145,6 +146,62 @@ Tensor nanquantile(const Tensor& self, const Tensor& q, std::optional<int64_t> d
 Tensor nanquantile(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) {
   KINDLE_CHECK(q >= 0 && q <= 1, "nanquantile() q must be in the range [0, 1] but got ", q);
   return quantile_impl(self, scalar_tensor_of(q, self.dtype()), dim, keepdim, interpolation, true, "nanquantile");
+}
+
+}  // namespace kindle
+
+namespace kindle {
+
+// searchsorted: sequence and values compare in their common dtype; a 1-D sequence serves every
+// value, an N-D one row by row (its leading dims must equal the values' leading dims).
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
+                    std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  const char* op = "torch.searchsorted()";
+  KINDLE_CHECK(sorted_sequence.dim() > 0, op, ": boundaries tensor should have positive dimension, but got 0 dimension");
+  KINDLE_CHECK(!side || *side == "left" || *side == "right", op, ": side can only be 'left' or 'right' but got ", *side);
+  KINDLE_CHECK(!side || (*side == "right") == right || !right, op,
+               ": side and right can't be set to opposites, got side of ", *side, " while right was True");
+  bool use_right = right || (side && *side == "right");
+  bool one_row = sorted_sequence.dim() == 1;
+  if (!one_row) {
+    bool match = self.dim() == sorted_sequence.dim();
+    for (int64_t i = 0; match && i + 1 < self.dim(); ++i) match = self.size(i) == sorted_sequence.size(i);
+    KINDLE_CHECK(match, op, ": boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and "
+                 "input value tensor must match, but we got boundaries tensor ", sorted_sequence.sizes(),
+                 " and input value tensor ", self.sizes());
+  }
+  if (sorter) {
+    KINDLE_CHECK(sorter->sizes() == sorted_sequence.sizes(), op, ": boundary and sorter must have the same size, but got "
+                 "boundary tensor ", sorted_sequence.sizes(), " and got sorter tensor ", sorter->sizes());
+    KINDLE_CHECK(sorter->dtype() == kInt64, op, ": sorter must be a tensor of long dtype but got dtype ", sorter->dtype());
+    KINDLE_CHECK(sorter->numel() == 0 || logical_and(*sorter >= Scalar(0), *sorter < Scalar(sorted_sequence.size(-1)))
+                                             .all().item().to_bool(), op, ": sorter index out of range");
+  }
+  DType dt = promote_types(sorted_sequence.dtype(), self.dtype());
+  Tensor seq = sorted_sequence.to(dt).contiguous(), values = self.to(dt).contiguous();
+  Tensor order = sorter ? sorter->contiguous() : Tensor();
+  Tensor out = empty_tensor(self.sizes(), kInt64, self.device());
+  if (out.numel() && seq.numel())
+    searchsorted_stub[self.device()](one_row ? seq.reshape({1, -1}) : seq, values, sorter ? &order : nullptr, out, use_right);
+  else if (out.numel())
+    out.zero_();
+  return out_int32 ? out.to(kInt32) : out;
+}
+
+Tensor searchsorted(const Tensor& sorted_sequence, const Scalar& self, bool out_int32, bool right,
+                    std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  KINDLE_CHECK(sorted_sequence.dim() == 1, "torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+               "dimension is 1, but we got boundaries tensor dim(", sorted_sequence.dim(), ") and input value's dim(0) numel(1)");
+  return searchsorted(sorted_sequence, scalar_to_tensor(self), out_int32, right, side, sorter);
+}
+
+Tensor bucketize(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right) {
+  KINDLE_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
+  return searchsorted(boundaries, self, out_int32, right, std::nullopt, std::nullopt);
+}
+Tensor bucketize(const Scalar& self, const Tensor& boundaries, bool out_int32, bool right) {
+  KINDLE_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
+  return searchsorted(boundaries, scalar_to_tensor(self), out_int32, right, std::nullopt, std::nullopt);
 }
 
 }  // namespace kindle

@@ -259,6 +259,41 @@ def _logcumsumexp_samples(g):
     return out
 
 
+def _sorted(g, shape, layout="C"):
+    """Ascending rows (with repeats for the integer dtypes) along the last dim."""
+    base = g.t(shape, low=-3, high=3)
+    data = np.sort(base.numpy(), axis=-1) if shape else base.numpy()
+    return g.t(shape, layout, data=np.swapaxes(data, -1, -2) if layout == "T" else data)
+
+
+def _searchsorted_samples(g):
+    t, s = g.t, lambda shape, layout="C": _sorted(g, shape, layout)  # noqa: E731
+    out = [g.S(None, s((7,)), t((3, 4))), g.S(None, s((7,)), t((5,)), right=True), g.S(None, s((7,)), t(())),
+           g.S(None, s((2, 6)), t((2, 3)), side="right"), g.S(None, s((2, 3, 6)), t((2, 3, 4)), out_int32=True),
+           g.S(None, s((7,)), t((0,))), g.S(None, s((0,)), t((4,))), g.S(None, s((7,)), 1),
+           g.S(None, s((7,)), t((3, 4), dtype="float64")), g.S(None, s((2, 6)), t((2, 5), "T"), side="left"),
+           g.S(None, s((100,)), t((50,)))]
+    if g.dtype not in ("bool",):
+        seq = t((5,), data=[3, 1, 2, 0, 4])
+        out.append(g.S(None, seq, t((4,)), sorter=g.idx([3, 1, 2, 0, 4])))
+    if g.dtype in FLOATS:
+        nan = float("nan")
+        out.append(g.S(None, t((3,), data=[1.0, 2.0, nan]), t((3,), data=[nan, 2.0, 5.0])))
+    return out
+
+
+def _searchsorted_errors(g):
+    t = g.t
+    return [g.S(None, t((2, 3)), t((3, 1))), g.S(None, t((3,)), t((2,)), side="left", right=True),
+            g.S(None, t((2, 3)), 1.0), g.S(None, t(()), t((2,))), g.S(None, t((3,)), t((2,)), sorter=g.idx([0, 1]))]
+
+
+def _bucketize_samples(g):
+    t, s = g.t, lambda shape: _sorted(g, shape)  # noqa: E731
+    return [g.S(t((3, 4)), s((7,))), g.S(t((5,)), s((7,)), right=True), g.S(t(()), s((7,))),
+            g.S(t((4, 5), "T"), s((3,)), out_int32=True), g.S(None, 1, s((5,))), g.S(t((0,)), s((4,)))]
+
+
 COMPOSITE_OPS = [
     unary("deg2rad", ref=np.deg2rad),
     unary("rad2deg", ref=np.rad2deg),
@@ -302,6 +337,9 @@ COMPOSITE_OPS = [
     op("cummin", _cum_extreme_samples, kind="reduction", errors=lambda g: [g.S(g.t((3, 4)), 2)]),
     op("logcumsumexp", _logcumsumexp_samples, FLOATS, kind="reduction", tol=TOL_TRANSC,
        errors=lambda g: [g.S(g.t((3, 4)), 2)]),
+    op("searchsorted", _searchsorted_samples, NUMERIC, method=False, kind="index", errors=_searchsorted_errors),
+    op("bucketize", _bucketize_samples, NUMERIC, method=False, kind="index",
+       errors=lambda g: [g.S(g.t((3,)), g.t((2, 2)))]),
     op("kthvalue", _kthvalue_samples, NUMERIC, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 5), g.S(g.t((3, 4)), 0), g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 1, 2)]),
     op("median", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),
