@@ -51,24 +51,35 @@ void index_kernel(TensorIter& it, const IndexDims& d) {
   bad.check(d.index_error);
 }
 
-void index_put_kernel(TensorIter& it, const IndexDims& d, bool accumulate) {
+void index_put_kernel(TensorIter& it, const IndexDims& d, PutReduce reduce) {
   BadIndex bad;
   dispatch_all(it.output().dtype(), "index_put_", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using C = opmath_t<T>;
     for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         int64_t off;
         if (!offset_of<true>(p, s, i, d, 2, off, bad)) continue;
         T* dst = reinterpret_cast<T*>(p[0] + i * s[0] + off);
         T v = *reinterpret_cast<const T*>(p[1] + i * s[1]);
-        if (accumulate) {
-          if constexpr (std::is_same_v<T, bool>) *dst = *dst || v;
-          else *dst = T(opmath_t<T>(*dst) + opmath_t<T>(v));
+        if constexpr (std::is_same_v<T, bool>) {
+          switch (reduce) {
+            case PutReduce::Assign: *dst = v; break;
+            case PutReduce::Add: case PutReduce::Max: *dst = *dst || v; break;
+            case PutReduce::Multiply: case PutReduce::Min: *dst = *dst && v; break;
+          }
         } else {
-          *dst = v;
+          C a = C(*dst), b = C(v);
+          switch (reduce) {  // NaN wins max and min, as in the reductions
+            case PutReduce::Assign: *dst = v; break;
+            case PutReduce::Add: *dst = T(a + b); break;
+            case PutReduce::Multiply: *dst = T(a * b); break;
+            case PutReduce::Max: if (b != b || b > a) *dst = v; break;
+            case PutReduce::Min: if (b != b || b < a) *dst = v; break;
+          }
         }
       }
-    }, /*serial=*/true);  // duplicate indices: the last write (or every addition) wins, in order
+    }, /*serial=*/true);  // duplicate indices: the last write (or every combination) wins, in order
   });
   bad.check(d.index_error);
 }
@@ -78,7 +89,7 @@ void index_put_kernel(TensorIter& it, const IndexDims& d, bool accumulate) {
 
 namespace kindle {
 KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub{"index"};
-KernelStub<void (*)(TensorIter&, const IndexDims&, bool)> index_put_stub{"index_put_"};
+KernelStub<void (*)(TensorIter&, const IndexDims&, PutReduce)> index_put_stub{"index_put_"};
 KINDLE_REGISTER_KERNEL(index_stub, DeviceType::CPU, &cpu::index_kernel);
 KINDLE_REGISTER_KERNEL(index_put_stub, DeviceType::CPU, &cpu::index_put_kernel);
 }  // namespace kindle

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kindle/operators.h"
+#include "ops/kernels.h"
 #include "ops/tensor_iter.h"
 
 namespace kindle {
@@ -534,6 +535,109 @@ Tensor norm(const Tensor& self, std::string_view p, OptionalIntArrayRef dim, boo
   KINDLE_CHECK_NOT_IMPLEMENTED(p != "nuc", "norm(p='nuc'): the nuclear norm needs an SVD, which Kindle does not have yet");
   KINDLE_CHECK(p == "fro", "norm: invalid norm type '", p, "'; expected 'fro' or 'nuc' (or a number)");
   return norm(self, Scalar(2), dim, keepdim, dtype);
+}
+
+}  // namespace kindle
+
+namespace kindle {
+
+// ---- scatter_reduce / index_reduce. The values scattered to one position combine with
+// `reduce`, and with self's own value unless include_self is false (a position nothing is
+// scattered to keeps self). sum and mean are scatter_add compositions; amax, amin and prod run
+// the reducing scatter on detached values, then attach the gradient by adding terms that are
+// exactly zero in value: amax/amin share it evenly among the elements equal to the result (as
+// PyTorch does), prod gives each factor result / factor.
+Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self) {
+  if (reduce == "max" || reduce == "min") reduce = reduce == "max" ? "amax" : "amin";  // accepted by PyTorch too
+  KINDLE_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+               "scatter_reduce(): reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+  KINDLE_CHECK(src.dtype() == self.dtype(), "scatter_reduce(): Expected self.dtype to be equal to src.dtype (got ",
+               self.dtype(), " and ", src.dtype(), ")");
+  DType dt = self.dtype();
+  Tensor scattered;  // where something lands, when self is left out
+  auto excluded = [&](const Tensor& fill) {
+    Tensor out = self.clone();
+    return include_self ? out : out.scatter(dim, index, fill);
+  };
+  if (reduce == "sum" || reduce == "mean") {
+    Tensor out = excluded(zeros_like(src)).scatter_add(dim, index, src);
+    if (reduce == "sum") return out;
+    Tensor count = (include_self ? ones_like(self) : zeros_like(self)).scatter_add(dim, index, ones_like(src)).clamp_min(1);
+    return is_floating_point(dt) ? out / count : out.div(count, "floor").to(dt);
+  }
+  bool is_max = reduce == "amax", is_min = reduce == "amin";
+  Scalar identity = is_max ? Scalar(-INFINITY) : is_min ? Scalar(INFINITY) : Scalar(1);  // floats; 1 for prod
+  Tensor r;
+  {
+    Tensor base = self.detach().clone();
+    if (!include_self) {
+      // The identity of the reduction where something lands; integer amax/amin start from the
+      // first value scattered instead (there is no integer infinity), so scatter src first.
+      if (is_floating_point(dt) || reduce == "prod") base.scatter_(dim, index, full_like(src.detach(), identity));
+      else base.scatter_(dim, index, src.detach());
+    }
+    r = scatter_reduce_raw_(base, dim, index, src.detach(),
+                            is_max ? PutReduce::Max : is_min ? PutReduce::Min : PutReduce::Multiply);
+  }
+  if (!is_floating_point(dt) || !(self.requires_grad() || src.requires_grad())) return r;
+  Tensor src_v = src;  // the part of src the index reaches
+  for (int64_t k = 0; k < index.dim(); ++k) src_v = src_v.narrow(k, 0, index.size(k));
+  Tensor r_at = r.gather(dim, index);
+  Tensor landed = zeros_like(self, kBool).scatter(dim, index, ones_like(index, kBool));
+  Tensor self_counts = include_self ? ones_like(self, kBool) : landed.logical_not();
+  Tensor zero = zeros({}, dt);
+  if (reduce == "prod") {
+    KINDLE_CHECK_NOT_IMPLEMENTED(!(logical_and(self.detach() == Scalar(0), self_counts).any().item().to_bool() ||
+                                   (src_v.detach() == Scalar(0)).any().item().to_bool()),
+                                 "scatter_reduce(reduce='prod'): the gradient with a zero factor is not implemented");
+    Tensor rel_self = where(self_counts, (self - self.detach()) / self.detach(), zero);
+    Tensor rel_src = (src_v - src_v.detach()) / src_v.detach();
+    return r + r * (rel_self + zeros_like(r).scatter_add(dim, index, rel_src));
+  }
+  Tensor on_self = logical_and(self_counts, self.detach() == r);
+  Tensor on_src = src_v.detach() == r_at;
+  Tensor count = on_self.to(dt) + zeros_like(r).scatter_add(dim, index, on_src.to(dt));
+  Tensor share = where(on_self, self - r, zero) + zeros_like(r).scatter_add(dim, index, where(on_src, src_v - r_at, zero));
+  return r + share / count.clamp_min(1);
+}
+
+const Tensor& scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                              std::string_view reduce, bool include_self) {
+  return assign_result(self, scatter_reduce(input_of(self), dim, index, src, reduce, include_self), "scatter_reduce_");
+}
+
+// index_reduce is scatter_reduce with the 1-D index spread over source's other dimensions.
+Tensor index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, std::string_view reduce,
+                    bool include_self) {
+  KINDLE_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+               "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
+  KINDLE_CHECK(index.dim() <= 1, "index_reduce_(): Index is supposed to be a vector, but got dim: ", index.dim(),
+               " with type: ", index.dtype(), " and size: ", index.sizes());
+  KINDLE_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, "index_reduce_(): Expected dtype int32/int64 for index but got: ",
+               index.dtype());
+  KINDLE_CHECK(self.dtype() == source.dtype(), "index_reduce_(): self (", self.dtype(), ") and source (", source.dtype(),
+               ") must have the same scalar type");
+  int64_t nd = std::max<int64_t>(self.dim(), 1);
+  int64_t d = wrap_dim(dim, nd, "index_reduce");
+  Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
+  Tensor src = source.dim() == 0 ? source.reshape({1}) : source;
+  KINDLE_CHECK(src.dim() == s.dim(), "index_reduce_(): Source and self must have the same number of dimensions");
+  KINDLE_CHECK(src.size(d) == index.numel(), "index_reduce_(): Number of indices (", index.numel(),
+               ") should be equal to source.size(dim) (", src.size(d), ")");
+  for (int64_t k = 0; k < s.dim(); ++k)
+    KINDLE_CHECK(k == d || s.size(k) == src.size(k), "index_reduce_(): self and source must have the same size in every "
+                 "dimension but ", d, ", got self ", s.sizes(), " and source ", src.sizes());
+  DimVector view(size_t(s.dim()), 1);
+  view[d] = index.numel();
+  Tensor idx = index.to(kInt64).reshape(view).expand(src.sizes());
+  Tensor r = scatter_reduce(s, d, idx, src, reduce, include_self);
+  return self.dim() == 0 ? r.reshape({}) : r;
+}
+
+const Tensor& index_reduce_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                            std::string_view reduce, bool include_self) {
+  return assign_result(self, index_reduce(input_of(self), dim, index, source, reduce, include_self), "index_reduce_");
 }
 
 }  // namespace kindle

@@ -135,7 +135,7 @@ const Tensor& native_index_put_(const Tensor& self, const std::vector<std::optio
   cfg.promote_inputs = false;
   cfg.compute_dtype = self.dtype();
   TensorIter it = cfg.build("index_put_");
-  if (it.numel) index_put_stub[it.device()](it, pl.dims, accumulate);
+  if (it.numel) index_put_stub[it.device()](it, pl.dims, accumulate ? PutReduce::Add : PutReduce::Assign);
   self.bump_version();
   return self;
 }
@@ -214,7 +214,7 @@ Tensor native_gather(const Tensor& self, int64_t dim, const Tensor& index) {
   return index.dim() == 0 ? it.output().reshape({}) : it.output();
 }
 
-static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool acc, const char* op) {
+static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, PutReduce acc, const char* op) {
   if (index.numel() == 0) {
     KINDLE_CHECK(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
     return self;
@@ -240,8 +240,11 @@ static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor&
   self.bump_version();
   return self;
 }
-const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, false, "scatter_"); }
-const Tensor& native_scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, true, "scatter_add_"); }
+const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, PutReduce::Assign, "scatter_"); }
+const Tensor& native_scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_impl(self, dim, index, src, PutReduce::Add, "scatter_add_"); }
+const Tensor& scatter_reduce_raw_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, PutReduce reduce) {
+  return scatter_impl(self, dim, index, src, reduce, "scatter_reduce");
+}
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_(o, dim, index, src); return o; }
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_add_(o, dim, index, src); return o; }
 

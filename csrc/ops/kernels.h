@@ -111,7 +111,11 @@ struct IndexDims {
   bool index_error = true;  // out of range: IndexError (indexing) or RuntimeError (gather, scatter)
 };
 extern KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub;
-extern KernelStub<void (*)(TensorIter&, const IndexDims&, bool accumulate)> index_put_stub;
+// How index_put / scatter combine a value with what the destination holds.
+enum class PutReduce : uint8_t { Assign, Add, Multiply, Max, Min };
+extern KernelStub<void (*)(TensorIter&, const IndexDims&, PutReduce)> index_put_stub;
+// scatter_ with a reduction (ops/index.cpp), outside autograd: composites attach gradients.
+const Tensor& scatter_reduce_raw_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, PutReduce reduce);
 }  // namespace kindle
 
 namespace kindle {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opdb import (ALL, _unique_values, F32_64, FLOATS, INTS, LARGE, NUMERIC, TOL_TRANSC, Dt, binary, binary_samples, op, reduction,
+from opdb import (TArg, ALL, _unique_values, F32_64, FLOATS, INTS, LARGE, NUMERIC, TOL_TRANSC, Dt, binary, binary_samples, op, reduction,
                   unary)
 
 NO_BOOL = NUMERIC
@@ -294,6 +294,41 @@ def _bucketize_samples(g):
             g.S(t((4, 5), "T"), s((3,)), out_int32=True), g.S(None, 1, s((5,))), g.S(t((0,)), s((4,)))]
 
 
+def _scatter_reduce_samples(g):
+    t, i = g.t, g.idx
+    # values away from zero so that prod's gradient is defined
+    v = lambda shape, layout="C": t(shape, layout, low=0.5, high=2) if g.dtype in FLOATS else t(shape, layout)  # noqa: E731
+    out = []
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        out += [g.S(v((3, 4)), 1, i([[0, 0], [3, 1], [2, 2]]), v((3, 2)), red),
+                g.S(v((3, 4)), 0, i([[0, 1, 2, 0], [0, 0, 0, 0]]), v((2, 4)), red, include_self=False),
+                g.S(v((4, 5), "T"), 1, i(np.ones((4, 5))), v((4, 5), "T"), reduce=red),
+                g.S(v(()), 0, i(0), v(()), red), g.S(v((3, 4)), 1, i(np.zeros((3, 0))), v((3, 2)), red)]
+    return out
+
+
+def _scatter_reduce_errors(g):
+    t, i = g.t, g.idx
+    return [g.S(t((3, 4)), 1, i([[0, 0]]), t((1, 2)), "maximum"), g.S(t((3, 4)), 1, i([[5, 0]]), t((1, 2)), "sum"),
+            g.S(t((3, 4)), 1, i([[0, 0]]), t((1, 2), dtype="float64" if g.dtype != "float64" else "float32"), "sum")]
+
+
+def _index_reduce_samples(g):
+    t, i = g.t, g.idx
+    v = lambda shape, layout="C": t(shape, layout, low=0.5, high=2) if g.dtype in FLOATS else t(shape, layout)  # noqa: E731
+    out = []
+    for red in ("prod", "mean", "amax", "amin"):
+        out += [g.S(v((3, 4)), 0, i([0, 2, 0, 1]), v((4, 4)), red), g.S(v((3, 4)), 1, i([3, 3]), v((3, 2)), red, include_self=False),
+                g.S(v((4, 5), "T"), 0, i([1]), v((1, 5)), reduce=red), g.S(v((3, 4)), 0, i(np.zeros(0)), v((0, 4)), red)]
+    return out
+
+
+def _index_reduce_errors(g):
+    t, i = g.t, g.idx
+    return [g.S(t((3, 4)), 0, i([0, 1]), t((2, 4)), "sum"), g.S(t((3, 4)), 0, i([0, 1]), t((3, 4)), "prod"),
+            g.S(t((3, 4)), 0, i([0, 1]), t((2, 5)), "prod")]
+
+
 COMPOSITE_OPS = [
     unary("deg2rad", ref=np.deg2rad),
     unary("rad2deg", ref=np.rad2deg),
@@ -340,6 +375,10 @@ COMPOSITE_OPS = [
     op("searchsorted", _searchsorted_samples, NUMERIC, method=False, kind="index", errors=_searchsorted_errors),
     op("bucketize", _bucketize_samples, NUMERIC, method=False, kind="index",
        errors=lambda g: [g.S(g.t((3,)), g.t((2, 2)))]),
+    op("scatter_reduce", _scatter_reduce_samples, ALL, inplace="scatter_reduce_", kind="index",
+       tol={"float16": (2e-3, 1e-3), "bfloat16": (2e-2, 1e-2)}, errors=_scatter_reduce_errors),
+    op("index_reduce", _index_reduce_samples, ALL, inplace="index_reduce_", kind="index",
+       tol={"float16": (2e-3, 1e-3), "bfloat16": (2e-2, 1e-2)}, errors=_index_reduce_errors),
     op("kthvalue", _kthvalue_samples, NUMERIC, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 5), g.S(g.t((3, 4)), 0), g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 1, 2)]),
     op("median", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),
