@@ -197,3 +197,19 @@ def test_default_seed_differs_between_processes():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)}
     assert len(outs) == 2
+
+
+def test_samplers_and_random_split_draw_as_torch():
+    import torch.utils.data as tdata  # noqa: F401  (torch.utils.data is not imported with torch)
+
+    def draws(L):
+        D = L.utils.data
+        return [list(D.RandomSampler(list(range(20)))),
+                list(D.RandomSampler(list(range(20)), replacement=True, num_samples=40)),
+                list(D.WeightedRandomSampler([0.1, 0.5, 0.4], 10)),
+                list(D.WeightedRandomSampler([0.1, 0.5, 0.4, 0.3], 3, replacement=False)),
+                list(D.random_split(list(range(20)), [15, 5])[1].indices)]
+    kindle.manual_seed(3)
+    k = draws(kindle)
+    torch.manual_seed(3)
+    assert k == draws(torch)
