@@ -303,12 +303,13 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderLayerOptions& lay
   // Python deep-copies one layer: the random stream advances once, and every copy starts from
   // the same weights. The copies here are built with the stream rewound, then given the weights.
   Generator& gen = default_generator();
-  uint64_t offset = gen->offset();
+  std::vector<uint8_t> state(GeneratorImpl::kStateBytes);
+  gen->get_state(state.data());
   layers->push_back(std::move(first));
   for (int64_t i = 1; i < n; ++i) {
     TransformerEncoderLayer copy(layer);
     copy.load_state_dict(weights);
-    gen->set_offset(offset);
+    gen->set_state(state.data(), state.size());
     layers->push_back(std::move(copy));
   }
   if (final_norm)

@@ -1,5 +1,7 @@
 #include "kindle/ops.h"
 
+#include <algorithm>
+
 namespace kindle {
 
 namespace {
@@ -142,6 +144,23 @@ Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {
   DimVector strides = contiguous_strides(sizes);
   Storage st = make_storage(nbytes, device);
   return Tensor(intrusive_ptr<TensorImpl>::make(std::move(st), dtype, sizes, strides, 0));
+}
+
+DimVector dims_by_stride(const Tensor& t) {
+  DimVector perm, rest;
+  for (int64_t d = 0; d < t.dim(); ++d) (t.size(d) == 1 ? perm : rest).push_back(d);
+  std::stable_sort(rest.begin(), rest.end(), [&](int64_t x, int64_t y) { return t.stride(x) > t.stride(y); });
+  for (int64_t d : rest) perm.push_back(d);
+  return perm;
+}
+
+Tensor empty_tensor_like_layout(const Tensor& like, DType dtype) {
+  DimVector perm = dims_by_stride(like), sizes, inv(like.sizes());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    sizes.push_back(like.size(perm[i]));
+    inv[size_t(perm[i])] = int64_t(i);
+  }
+  return empty_tensor(sizes, dtype, like.device()).permute(inv);
 }
 
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {

@@ -57,9 +57,13 @@ void check_p(double p, const char* op) {
 // Keeps each element (or each channel, for feature dropout) with probability 1 - p.
 Tensor keep_mask(const Tensor& self, double p, bool feature) {
   DimVector shape(self.sizes());
-  if (feature)
+  Tensor m;
+  if (feature) {
     for (size_t i = 2; i < shape.size(); ++i) shape[i] = 1;
-  Tensor m = empty(shape, self.dtype());
+    m = empty(shape, self.dtype());
+  } else {
+    m = empty_tensor_like_layout(self, self.dtype());  // torch's empty_like: the draws land where torch's do
+  }
   m.bernoulli_(1 - p);
   return m;
 }

@@ -19,22 +19,40 @@ Tensor finish_factory(Tensor t, bool requires_grad, const char* op) {
 
 Device dev(std::optional<Device> d) { return d.value_or(kCPU); }
 
-Generator& gen_or_default(const std::optional<Generator>& g) {
-  return g ? const_cast<Generator&>(*g) : default_generator();
+GeneratorImpl& gen_or_default(const std::optional<Generator>& g) {
+  return g && g->defined() ? **g : *default_generator();
 }
 
-void fill_random(const Tensor& self, RandomKind kind, double a, double b, const std::optional<Generator>& g) {
+// torch draws a strided tensor's elements in memory order (its iterator puts the smallest stride
+// innermost), so the draws go to a contiguous temporary laid out in that order.
+void fill_random(const Tensor& self, RandomArgs args, const std::optional<Generator>& g) {
   if (self.numel() == 0) return;
-  Generator& gen = gen_or_default(g);
-  uint64_t off = gen->reserve(uint64_t(self.numel()));
+  GeneratorImpl& gen = gen_or_default(g);
   if (self.is_contiguous()) {
-    random_stub[self.device()](self, kind, a, b, gen->seed(), off);
+    random_stub[self.device()](self, args, gen);
   } else {
-    Tensor tmp = empty_tensor(self.sizes(), self.dtype(), self.device());
-    random_stub[self.device()](tmp, kind, a, b, gen->seed(), off);
-    self.copy_(tmp);
+    DimVector perm = dims_by_stride(self);
+    Tensor view = self.permute(perm);
+    Tensor tmp = empty_tensor(view.sizes(), self.dtype(), self.device());
+    random_stub[self.device()](tmp, args, gen);
+    view.copy_(tmp);
   }
   self.bump_version();
+}
+
+RandomArgs uniform_args(double a, double b) { RandomArgs r{RandomKind::Uniform}; r.a = a; r.b = b; return r; }
+// torch's vectorised normal_ takes contiguous tensors of 16 elements or more; others draw one by one.
+RandomArgs normal_args(const Tensor& self, double mean, double std) {
+  RandomArgs r{self.is_contiguous() && self.numel() >= 16 ? RandomKind::Normal : RandomKind::NormalSerial};
+  r.a = mean;
+  r.b = std;
+  return r;
+}
+RandomArgs integer_args(int64_t from, uint64_t range) {
+  RandomArgs r{RandomKind::Integer};
+  r.from = from;
+  r.range = range;
+  return r;
 }
 
 }  // namespace
@@ -78,7 +96,7 @@ Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::op
   DType dt = dtype.value_or(default_dtype());
   KINDLE_CHECK(is_floating_point(dt), "rand: expected a floating point dtype, got ", dt);
   Tensor t = empty_tensor(size, dt, dev(device));
-  fill_random(t, RandomKind::Uniform, 0, 1, generator);
+  fill_random(t, uniform_args(0, 1), generator);
   return finish_factory(t, requires_grad, "rand");
 }
 Tensor randn(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
@@ -86,14 +104,14 @@ Tensor randn(IntArrayRef size, const std::optional<Generator>& generator, std::o
   DType dt = dtype.value_or(default_dtype());
   KINDLE_CHECK(is_floating_point(dt), "randn: expected a floating point dtype, got ", dt);
   Tensor t = empty_tensor(size, dt, dev(device));
-  fill_random(t, RandomKind::Normal, 0, 1, generator);
+  fill_random(t, normal_args(t, 0, 1), generator);
   return finish_factory(t, requires_grad, "randn");
 }
 Tensor normal(double mean, double std, IntArrayRef size, const std::optional<Generator>& generator,
               std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
   KINDLE_CHECK(std >= 0, "normal: expects std >= 0.0, but found std ", std);
   Tensor t = empty_tensor(size, dtype.value_or(default_dtype()), dev(device));
-  fill_random(t, RandomKind::Normal, mean, std, generator);
+  fill_random(t, normal_args(t, mean, std), generator);
   return finish_factory(t, requires_grad, "normal");
 }
 // [from, to) must lie in an integer dtype's range, or the values would wrap (PyTorch raises).
@@ -118,7 +136,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, const std::optional<
   KINDLE_CHECK(low < high, "randint: expected 'low' to be less than 'high', but got low=", low, " and high=", high);
   check_random_range(low, high, dtype.value_or(kInt64), "randint");
   Tensor t = empty_tensor(size, dtype.value_or(kInt64), dev(device));
-  fill_random(t, RandomKind::Integer, double(low), double(high), generator);
+  fill_random(t, integer_args(low, uint64_t(high) - uint64_t(low)), generator);
   return finish_factory(t, requires_grad, "randint");
 }
 Tensor randint(int64_t high, IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
@@ -138,40 +156,61 @@ Tensor randint_like(const Tensor& self, int64_t low, int64_t high, std::optional
 Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optional<DType> dtype,
                 std::optional<Device> device, bool requires_grad) {
   KINDLE_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  // Sorting random keys gives a uniform permutation that does not depend on the thread count.
-  Tensor keys = empty_tensor({n}, kInt64, dev(device));
-  fill_random(keys, RandomKind::Integer, 0.0, 9.2e18, generator);
-  Tensor idx = std::get<1>(sort(keys, 0, false, true));
+  Tensor idx = empty_tensor({n}, kInt64, dev(device));
+  randperm_stub[idx.device()](idx, gen_or_default(generator));
   return finish_factory(dtype && *dtype != kInt64 ? idx.to(*dtype) : idx, requires_grad, "randperm");
 }
 
 const Tensor& native_uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
   KINDLE_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
   KINDLE_CHECK(self.is_floating_point(), "uniform_: expected a floating point tensor, got ", self.dtype());
-  fill_random(self, RandomKind::Uniform, from, to, generator);
+  fill_random(self, uniform_args(from, to), generator);
   return self;
 }
 const Tensor& native_normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
   KINDLE_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
   KINDLE_CHECK(self.is_floating_point(), "normal_: expected a floating point tensor, got ", self.dtype());
-  fill_random(self, RandomKind::Normal, mean, std, generator);
+  fill_random(self, normal_args(self, mean, std), generator);
   return self;
 }
 const Tensor& native_exponential_(const Tensor& self, double lambd, const std::optional<Generator>& generator) {
   KINDLE_CHECK(lambd > 0, "exponential_: expects lambda > 0.0, but found lambda=", lambd);
-  fill_random(self, RandomKind::Exponential, lambd, 0, generator);
+  RandomArgs args{RandomKind::Exponential};
+  args.a = lambd;
+  fill_random(self, args, generator);
   return self;
 }
-const Tensor& native_random_(const Tensor& self, int64_t from, std::optional<int64_t> to, const std::optional<Generator>& generator) {
-  int64_t lo = to ? from : 0, hi = to ? *to : from;
+const Tensor& native_random_(const Tensor& self, std::optional<int64_t> from, std::optional<int64_t> to,
+                             const std::optional<Generator>& generator) {
+  if (!from && !to) {
+    // [0, 2^digits] for floats (every integer the type holds exactly), [0, max] for integers.
+    uint64_t range = 0;
+    switch (self.dtype()) {
+      case kFloat32: range = (uint64_t(1) << 24) + 1; break;
+      case kFloat64: range = (uint64_t(1) << 53) + 1; break;
+      case kFloat16: range = (uint64_t(1) << 11) + 1; break;
+      case kBFloat16: range = (uint64_t(1) << 8) + 1; break;
+      case kBool: range = 2; break;
+      case kUInt8: range = 256; break;
+      case kInt8: range = 128; break;
+      case kInt16: range = 32768; break;
+      case kInt32: range = uint64_t(1) << 31; break;
+      case kInt64: range = uint64_t(1) << 63; break;
+    }
+    fill_random(self, integer_args(0, range), generator);
+    return self;
+  }
+  int64_t lo = to ? from.value_or(0) : 0, hi = to ? *to : *from;
   KINDLE_CHECK(lo < hi, "random_: expects 'from' to be less than 'to', but got from=", lo, " >= to=", hi);
   check_random_range(lo, hi, self.dtype(), "random_");
-  fill_random(self, RandomKind::Integer, double(lo), double(hi), generator);
+  fill_random(self, integer_args(lo, uint64_t(hi) - uint64_t(lo)), generator);
   return self;
 }
 const Tensor& native_bernoulli_(const Tensor& self, double p, const std::optional<Generator>& generator) {
   KINDLE_CHECK(p >= 0 && p <= 1, "bernoulli_: expects p to be in [0, 1], but got p=", p);
-  fill_random(self, RandomKind::Bernoulli, p, 0, generator);
+  RandomArgs args{RandomKind::Bernoulli};
+  args.a = p;
+  fill_random(self, args, generator);
   return self;
 }
 Tensor bernoulli(const Tensor& self, const std::optional<Generator>& generator) {
@@ -179,7 +218,7 @@ Tensor bernoulli(const Tensor& self, const std::optional<Generator>& generator) 
   KINDLE_CHECK(all(logical_and(ge(self, scalar_to_tensor(0)), le(self, scalar_to_tensor(1)))).item().to_bool(),
                "bernoulli: all elements of input must be in [0, 1]");
   Tensor u = empty_tensor(self.sizes(), self.dtype(), self.device());
-  fill_random(u, RandomKind::Uniform, 0, 1, generator);
+  fill_random(u, uniform_args(0, 1), generator);
   return lt(u, self).to(self.dtype());
 }
 
@@ -190,30 +229,26 @@ Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement, co
   int64_t n_dist = self.dim() == 1 ? 1 : self.size(0), n_cat = self.size(-1);
   KINDLE_CHECK(replacement || num_samples <= n_cat, "multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
                "without replacement (", num_samples, " > ", n_cat, ")");
-  Tensor probs = self.reshape({n_dist, n_cat}).to(kFloat64).contiguous();
-  const double* P = probs.data_ptr<double>();
-  for (int64_t i = 0; i < n_dist * n_cat; ++i)
-    KINDLE_CHECK(P[i] >= 0 && std::isfinite(P[i]), "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
-  Tensor out = empty_tensor({n_dist, num_samples}, kInt64, self.device());
-  int64_t* O = out.data_ptr<int64_t>();
-  Generator& gen = gen_or_default(generator);
-  uint64_t seed = gen->seed(), off = gen->reserve(uint64_t(n_dist * num_samples));
-  std::vector<double> w(n_cat);
-  for (int64_t d = 0; d < n_dist; ++d) {
-    std::copy(P + d * n_cat, P + (d + 1) * n_cat, w.begin());
-    for (int64_t s = 0; s < num_samples; ++s) {
-      double total = std::accumulate(w.begin(), w.end(), 0.0);
-      KINDLE_CHECK(total > 0, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
-      Philox4 r = philox(seed, off + uint64_t(d * num_samples + s));
-      double u = double((uint64_t(r.v[0]) << 32 | r.v[1]) >> 11) * 0x1.0p-53 * total;
-      int64_t k = 0;
-      double acc = 0;
-      for (; k < n_cat - 1; ++k) { acc += w[k]; if (u < acc && w[k] > 0) break; }
-      while (w[k] <= 0 && k > 0) --k;
-      O[d * num_samples + s] = k;
-      if (!replacement) w[k] = 0;
-    }
+  if (!replacement || num_samples == 1) {
+    // As torch samples it: the largest p / q with q ~ Exp(1) (the Gumbel-max trick, exponentiated),
+    // so one exponential per category and row.
+    KINDLE_CHECK(all(logical_and(isfinite(self), ge(self, scalar_to_tensor(0)))).item().to_bool(),
+                 "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
+    KINDLE_CHECK(all(gt(sum(self, IntArrayRef{-1}), scalar_to_tensor(0))).item().to_bool(),
+                 "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
+    if (!replacement)
+      KINDLE_CHECK(all(ge(sum(ne(self, scalar_to_tensor(0)), IntArrayRef{-1}), scalar_to_tensor(num_samples))).item().to_bool(),
+                   "multinomial: invalid multinomial distribution (with replacement=False, not enough non-negative "
+                   "category to sample)");
+    Tensor q = empty_tensor(self.sizes(), self.dtype(), self.device());
+    q.exponential_(1, generator);
+    q = div(self, q);
+    return num_samples == 1 ? argmax(q, -1, true) : std::get<1>(topk(q, num_samples));
   }
+  DType dt = self.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  Tensor probs = self.reshape({n_dist, n_cat}).to(dt).contiguous();
+  Tensor out = empty_tensor({n_dist, num_samples}, kInt64, self.device());
+  multinomial_stub[self.device()](probs, out, gen_or_default(generator));
   return self.dim() == 1 ? out.reshape({num_samples}) : out;
 }
 

@@ -62,11 +62,21 @@ extern KernelStub<void (*)(TensorIter&, ParamOp, const double* p)> param_stub;
 }  // namespace kindle
 
 namespace kindle {
-// Random fills of a contiguous tensor from a Philox stream: element i uses counter offset + i,
-// so the values depend on the seed and the index only, never on the thread count.
-enum class RandomKind : uint8_t { Uniform, Normal, Bernoulli, Integer, Exponential };
-extern KernelStub<void (*)(const Tensor& out, RandomKind, double a, double b, uint64_t seed,
-                           uint64_t offset)> random_stub;
+// Random fills of a contiguous tensor with PyTorch's CPU transforms, drawing from `gen` in
+// element order (torch's order; ops/ permutes strided targets first). Normal is torch's
+// vectorised path (contiguous, 16 elements or more); NormalSerial its scalar one.
+enum class RandomKind : uint8_t { Uniform, Normal, NormalSerial, Bernoulli, Integer, Exponential };
+struct RandomArgs {
+  RandomKind kind;
+  double a = 0, b = 0;  // uniform [a, b); normal mean a, std b; bernoulli p = a; exponential lambda = a
+  int64_t from = 0;     // integer: from + draw % range
+  uint64_t range = 0;
+};
+extern KernelStub<void (*)(const Tensor& out, const RandomArgs&, GeneratorImpl& gen)> random_stub;
+// randperm into a contiguous int64 tensor of n elements.
+extern KernelStub<void (*)(const Tensor& out, GeneratorImpl& gen)> randperm_stub;
+// multinomial with replacement: probs [rows, cats] contiguous floating, out [rows, samples] int64.
+extern KernelStub<void (*)(const Tensor& probs, const Tensor& out, GeneratorImpl& gen)> multinomial_stub;
 // arange/linspace fill: out[i] = start + i * step (linspace: symmetric from both ends).
 extern KernelStub<void (*)(const Tensor& out, double start, double step, double end, bool linspace)> range_stub;
 }  // namespace kindle

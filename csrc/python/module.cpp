@@ -118,19 +118,30 @@ NB_MODULE(_C, m) {
   }
 
   nb::class_<Generator>(m, "Generator")
-      .def("__init__", [](Generator* g, std::optional<Device>) { new (g) Generator(67280421310721ull); },
+      .def("__init__", [](Generator* g, std::optional<Device>) { new (g) Generator(kDefaultGeneratorSeed); },
            nb::arg("device").none() = nb::none())
       .def("manual_seed", [](nb::handle_t<Generator> self, nb::int_ seed) {
         (*nb::inst_ptr<Generator>(self))->manual_seed(seed_value(seed));
         return nb::borrow(self);
       }, nb::arg("seed"))
       .def("initial_seed", [](const Generator& g) { return g->seed(); })
-      .def("seed", [](Generator& g) { uint64_t s = std::random_device{}(); g->manual_seed(s); return s; })
-      .def("get_state", [](const Generator& g) { return std::make_tuple(g->seed(), g->offset()); })
-      .def("set_state", [](Generator& g, std::tuple<uint64_t, uint64_t> st) {
-        g->manual_seed(std::get<0>(st));
-        g->set_offset(std::get<1>(st));
-      });
+      .def("seed", [](Generator& g) { uint64_t s = nondeterministic_seed(); g->manual_seed(s); return s; })
+      .def_prop_ro("device", [](const Generator&) { return kCPU; })
+      // torch's CPU state: a uint8 tensor of 5056 bytes in torch's layout, so states cross over.
+      .def("get_state", [](const Generator& g) {
+        Tensor t = empty({int64_t(GeneratorImpl::kStateBytes)}, kUInt8);
+        g->get_state(t.data_ptr<uint8_t>());
+        return t;
+      })
+      .def("set_state", [](nb::handle_t<Generator> self, const Tensor& state) {
+        KINDLE_CHECK_TYPE(state.dtype() == kUInt8, "set_state: the RNG state must be a kindle.ByteTensor (dtype "
+                          "kindle.uint8), but got ", state.dtype());
+        KINDLE_CHECK(state.numel() == int64_t(GeneratorImpl::kStateBytes), "Expected a CPUGeneratorImplState of size ",
+                     GeneratorImpl::kStateBytes, " but found the input RNG state size to be ", state.numel());
+        Tensor c = state.contiguous();
+        (*nb::inst_ptr<Generator>(self))->set_state(c.data_ptr<uint8_t>(), size_t(c.numel()));
+        return nb::borrow(self);
+      }, nb::arg("new_state"));
   m.def("default_generator", []() { return default_generator(); });
   m.def("manual_seed", [](nb::int_ s) { manual_seed(seed_value(s)); }, nb::arg("seed"));
   m.def("seed", []() { return kindle::seed(); });

@@ -159,6 +159,12 @@ void check_view_in_storage(const StorageImpl& storage, size_t itemsize, IntArray
 
 // A tensor of the given shape, uninitialised, with contiguous strides.
 Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = kCPU);
+// The dims of `t` in the order its memory is laid out, outermost (largest stride) first; size-1
+// dims, which order nothing, come first. PyTorch's iterators visit elements in this order.
+DimVector dims_by_stride(const Tensor& t);
+// A dense uninitialised tensor of `like`'s shape laid out in `like`'s memory order (empty_like
+// with preserve_format).
+Tensor empty_tensor_like_layout(const Tensor& like, DType dtype);
 // A tensor with the given strides over a fresh storage big enough for them.
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device = kCPU);
 // A new TensorImpl viewing `base`'s storage (shares the version counter).

@@ -67,8 +67,10 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Normal(mean, std) truncated to [a, b], by the inverse CDF of a uniform draw (torch's method,
-    so the same seed gives the same distribution of values)."""
+    """Normal(mean, std) truncated to [a, b], drawn as torch 2.13 draws it, so that a seed gives
+    torch's values: when [a, b] holds more than 30% of the mass, normals with the ones outside
+    redrawn until none is; otherwise uniform proposals on [a, b], each accepted where the log of
+    a second uniform is at most its log density relative to the peak."""
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
@@ -76,12 +78,35 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
                       "be incorrect.", stacklevel=2)
     with no_grad():
-        lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            lo, hi = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()  # the bounds in the tensor's dtype
+            out = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (out < lo) | (out > hi)
+                if not outside.any():
+                    break
+                out = _C.where(outside, _C.empty_like(out).normal_(mean, std, generator=generator), out)
+            if out is not tensor:
+                tensor.copy_(out)
+            return tensor
+
+        def log_density(x):  # relative to the density's peak on [a, b]
+            return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+        proposal, u = _C.empty_like(tensor), _C.empty_like(tensor)
+        tensor.uniform_(a, b, generator=generator)
+        rejected = u.uniform_(generator=generator).log_().gt(log_density(proposal.copy_(tensor)))
+        if rejected.any():
+            out = tensor
+            while True:
+                proposal.uniform_(a, b, generator=generator)
+                out = _C.where(rejected, proposal, out)
+                again = u.uniform_(generator=generator).log_().gt(log_density(proposal))
+                rejected = _C.where(rejected, again, rejected)
+                if not rejected.any():
+                    break
+            tensor.copy_(out)
         return tensor
 
 

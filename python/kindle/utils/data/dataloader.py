@@ -236,8 +236,7 @@ class _BaseDataLoaderIter:
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
         # Drawn for every epoch, workers or not, so the global random stream moves the same way.
-        self._base_seed = kindle.empty((), dtype=kindle.int64).random_(
-            0, 2 ** 63 - 1, generator=loader.generator).item()
+        self._base_seed = kindle.empty((), dtype=kindle.int64).random_(generator=loader.generator).item()
         self._persistent_workers = loader.persistent_workers
         self._num_yielded = 0
 

@@ -1,7 +1,7 @@
 """Samplers, as in torch.utils.data.sampler: they yield the dataset indices (or, for
 BatchSampler, lists of indices) a DataLoader fetches. Random samplers draw from a
-kindle.Generator, so a seeded generator reproduces the order (Kindle's Philox streams differ
-from PyTorch's: the same seed gives a different, equally reproducible, order)."""
+kindle.Generator, so a seeded generator reproduces the order; Kindle's generator is PyTorch's,
+so the same seed gives the order torch gives."""
 import itertools
 from typing import Generic, TypeVar
 
@@ -40,7 +40,7 @@ class SequentialSampler(Sampler):
 def _fresh_generator():
     # A private generator seeded from the global one: the global stream moves by one draw per
     # epoch however many indices are drawn, as in PyTorch.
-    seed = kindle.empty((), dtype=kindle.int64).random_(0, 2 ** 63 - 1).item()
+    seed = kindle.empty((), dtype=kindle.int64).random_().item()
     return kindle.Generator().manual_seed(seed)
 
 
