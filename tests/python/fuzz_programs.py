@@ -69,19 +69,16 @@ ALLOW = [
 KNOWN_OPEN = {
     (0, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
     (1, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
-    (13, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
     (20, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
     (21, 'kindle raises, torch not', 'F.log_softmax'),  # empty integer/bool input raises (torch returns an empty result)
     (47, 'torch raises, kindle not', 'scatter_add'),  # src of another dtype accepted
     (58, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
-    (60, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
     (84, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
     (99, 'torch raises, kindle not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
     (102, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
     (117, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
     (118, 'kindle raises, torch not', 'F.softmax'),  # empty integer/bool input raises (torch returns an empty result)
     (120, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
-    (135, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
     (154, 'torch raises, kindle not', 'logical_and'),  # a Python scalar operand is accepted (torch raises TypeError)
     (159, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
     (160, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
@@ -93,12 +90,10 @@ KNOWN_OPEN = {
     (190, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
     (195, 'kindle raises, torch not', 'einsum'),  # mixed dtypes on empty operands raise
     (197, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
-    (205, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
     (212, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
     (214, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
     (217, 'torch raises, kindle not', 'logical_and'),  # a Python scalar operand is accepted (torch raises TypeError)
     (218, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
-    (220, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
     (222, 'kindle raises, torch not', 'F.softmax'),  # empty integer/bool input raises (torch returns an empty result)
     (225, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
     (226, 'torch raises, kindle not', 'sub'),  # alpha=True accepted
@@ -112,7 +107,6 @@ KNOWN_OPEN = {
     (257, 'torch raises, kindle not', 'maximum'),  # a Python scalar operand is accepted (torch raises TypeError)
     (271, 'kindle raises, torch not', 'scatter_'),  # the value= keyword overload is missing; src of another dtype accepted
     (272, 'value differs', 'arange'),  # float start/step with an integer dtype: size and values differ
-    (281, 'kindle raises, torch not', 'where'),  # the one-argument where(cond) is missing
     (282, 'kindle raises, torch not', 'take_along_dim'),  # negative indices (torch wraps them) and int32 indices
     (297, 'kindle raises, torch not', 'gather'),  # int32 index tensors, empty indices of another rank
     (299, 'kindle raises, torch not', 'scatter'),  # the value= keyword overload is missing
