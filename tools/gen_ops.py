@@ -240,7 +240,31 @@ def gen_binding(op, variant, varargs=None):
     call = f"kindle::{op.name}({', '.join(pass_args)})"
     takes_handle = is_method or (op.returns_self and op.args and op.args[0].type == "Tensor")
     pre = "const Tensor& self = *nb::inst_ptr<Tensor>(self_obj); " if takes_handle else ""
-    if op.returns_self and takes_handle:
+    # out=: every function returning new tensors also writes into given ones, as in PyTorch
+    pair = op.ret_names is not None and len(op.ret_names) == 2 and all(t == "Tensor" for t in op.ret_types)
+    has_out = (variant == "function" and (op.ret == "Tensor" or pair) and not op.returns_self
+               and not any(a.name == "out" for a in op.args))
+    factory = variant != "method" and any(a.name == "device" for a in op.args)
+    extra = []
+    if has_out:
+        params.append("nb::handle out")
+        extra.append('nb::arg("out").none() = nb::none()')
+    if factory:  # torch's layout / pin_memory / memory_format keywords
+        params += ["nb::handle layout", "bool pin_memory", "nb::handle memory_format"]
+        extra += ['nb::arg("layout").none() = nb::none()', 'nb::arg("pin_memory") = false',
+                  'nb::arg("memory_format").none() = nb::none()']
+        pre += f'check_factory_options(layout, memory_format, "{op.name}"); '
+    if extra and not kw_emitted:
+        arg_specs.append("nb::kw_only()")
+    arg_specs += extra
+    if has_out and pair:
+        names = ", ".join(f'"{n}"' for n in op.ret_names)
+        body = (f'{pre}if (out.is_none()) return to_named_tuple("{op.name}", {{{names}}}, {call}); '
+                f'return write_out(out, "{op.name}", {{{names}}}, {call}, "{op.name}");')
+    elif has_out:
+        body = (f'{pre}if (out.is_none()) return nb::cast({call}); '
+                f'return write_out(out, {call}, "{op.name}");')
+    elif op.returns_self and takes_handle:
         body = f"{pre}{call}; return nb::borrow(self_obj);"
         ret_policy = ""
     elif op.ret_names:

@@ -33,6 +33,12 @@ std::vector<Tensor> args_to_tensors(const nb::args& args);
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor>&& t);
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t);
 bool int_from_py(PyObject* o, int64_t& out);
+// The out= form of a function: `result` copied into the tensor `out` (resized to the result's
+// shape as PyTorch resizes it, with its warning when out had elements), which is returned.
+nb::object write_out(nb::handle out, const Tensor& result, const char* op);
+nb::object write_out(nb::handle out, const char* name, std::initializer_list<const char*> fields,
+                     std::tuple<Tensor, Tensor>&& t, const char* op);
+void check_factory_options(nb::handle layout, nb::handle memory_format, const char* op);
 
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);

@@ -23,6 +23,27 @@ struct DTypeInfo {
   DType value;
 };
 
+nb::object write_out(nb::handle out, const Tensor& result, const char* op) {
+  if (!nb::isinstance<Tensor>(out))
+    throw nb::type_error(detail::str_cat(op, "(): argument 'out' must be Tensor, not ", Py_TYPE(out.ptr())->tp_name).c_str());
+  const Tensor& dst = *nb::inst_ptr<Tensor>(out);
+  KINDLE_CHECK(!result.requires_grad(), op, "(): functions with out=... arguments don't support automatic "
+               "differentiation, but one of the arguments requires grad.");
+  KINDLE_CHECK(can_cast(result.dtype(), dst.dtype()), op, "(): result type ", result.dtype(),
+               " can't be cast to the desired output type ", dst.dtype());
+  if (dst.sizes() != result.sizes()) {
+    if (dst.numel() != 0 &&
+        PyErr_WarnEx(PyExc_UserWarning, detail::str_cat("An output with one or more elements was resized since it had "
+                     "shape ", dst.sizes(), ", which does not match the required output shape ", result.sizes(), ". This "
+                     "behavior is deprecated, and in a future release outputs will not be resized unless they have zero "
+                     "elements.").c_str(), 1) < 0)
+      throw nb::python_error();
+    dst.impl()->set_data(*empty_tensor(result.sizes(), dst.dtype(), dst.device()).impl());
+  }
+  dst.copy_(result);
+  return nb::borrow(out);
+}
+
 bool int_from_py(PyObject* o, int64_t& out) {
   if (PyLong_Check(o)) {
     long long v = PyLong_AsLongLong(o);
@@ -78,6 +99,34 @@ nb::object to_named_tuple(const char* name, std::initializer_list<const char*> f
 }
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t) {
   return named_tuple_type(name, fields)(nb::cast(std::get<0>(t)), nb::cast(std::get<1>(t)), nb::cast(std::get<2>(t)));
+}
+
+nb::object write_out(nb::handle out, const char* name, std::initializer_list<const char*> fields,
+                     std::tuple<Tensor, Tensor>&& t, const char* op) {
+  KINDLE_CHECK_TYPE(nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out), op,
+                    "(): argument 'out' must be tuple of Tensors, not ", Py_TYPE(out.ptr())->tp_name);
+  nb::sequence seq = nb::borrow<nb::sequence>(out);
+  KINDLE_CHECK_TYPE(nb::len(seq) == 2, op, "(): argument 'out' must be a tuple of 2 Tensors, got ", nb::len(seq));
+  write_out(seq[0], std::get<0>(t), op);
+  write_out(seq[1], std::get<1>(t), op);
+  return named_tuple_type(name, fields)(seq[0], seq[1]);
+}
+
+// layout= and memory_format= of factories, as PyTorch's CPU build accepts them: strided tensors
+// only; a memory format is accepted (Kindle's tensors are always laid out contiguously).
+void check_factory_options(nb::handle layout, nb::handle memory_format, const char* op) {
+  if (!layout.is_none()) {
+    std::string type = nb::type_name(layout.type()).c_str();
+    KINDLE_CHECK_TYPE(type.ends_with("layout"), op, "(): argument 'layout' must be torch.layout, not ", type);
+    std::string text = nb::str(layout).c_str();
+    KINDLE_CHECK_NOT_IMPLEMENTED(text.ends_with(".strided"), op, "(): layout ", text, " is not supported: Kindle has "
+                                 "strided tensors only");
+  }
+  if (!memory_format.is_none()) {
+    std::string type = nb::type_name(memory_format.type()).c_str();
+    KINDLE_CHECK_TYPE(type.ends_with("memory_format"), op, "(): argument 'memory_format' must be torch.memory_format, not ",
+                      type);
+  }
 }
 
 }  // namespace kindle::python
