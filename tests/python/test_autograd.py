@@ -1881,13 +1881,17 @@ def test_memory_flat_with_leaf_hook_capturing_its_leaf():
     # garbage between collections: warm up past that before measuring.
     for _ in range(500):
         step()
-    gc.collect()
-    before = rss_bytes()
-    for _ in range(500):
-        step()
-    gc.collect()
-    growth = rss_bytes() - before
-    assert growth < 5 * 2 ** 20, f"resident memory grew {growth / 2 ** 20:.1f} MB over 500 steps"
+    # The resident size also moves by a few MB as malloc's arenas (one per OpenMP thread) grow and
+    # trim; a leak grows it in every window, so the smallest growth of three windows is measured.
+    growths = []
+    for _ in range(3):
+        gc.collect()
+        before = rss_bytes()
+        for _ in range(500):
+            step()
+        gc.collect()
+        growths.append(rss_bytes() - before)
+    assert min(growths) < 5 * 2 ** 20, f"resident memory grew {[round(g / 2 ** 20, 1) for g in growths]} MB per 500 steps"
 
 
 def test_memory_flat_with_create_graph():
