@@ -641,3 +641,108 @@ const Tensor& index_reduce_(const Tensor& self, int64_t dim, const Tensor& index
 }
 
 }  // namespace kindle
+
+namespace kindle {
+
+// ---- frexp: x = mantissa * 2^exponent with |mantissa| in [0.5, 1). The exponent comes from
+// log2 in double and is corrected by one where log2 rounded across a power of two; the scaling
+// by 2^-e goes in two halves so that subnormal inputs do not overflow the factor. 0, inf and
+// NaN give themselves and exponent 0.
+std::tuple<Tensor, Tensor> frexp(const Tensor& self) {
+  KINDLE_CHECK(self.is_floating_point(), "torch.frexp() only supports floating-point dtypes");
+  Tensor x = self.to(kFloat64);
+  Tensor special = logical_or(x == Scalar(0), x.isfinite().logical_not());
+  Tensor safe = where(special, ones_like(x), x);
+  Tensor e = safe.abs().log2().floor() + Scalar(1);
+  auto scale = [&](const Tensor& v, const Tensor& by) {
+    Tensor half = (by / Scalar(2)).floor();
+    return v * (-half).exp2() * (half - by).exp2();
+  };
+  Tensor m = scale(safe, e);
+  Tensor big = m.abs() >= Scalar(1), small = m.abs() < Scalar(0.5);
+  e = e + big.to(kFloat64) - small.to(kFloat64);
+  m = where(big, m / Scalar(2), where(small, m * Scalar(2), m));
+  Tensor mantissa = where(special, x, m).to(self.dtype());
+  Tensor exponent = where(special, zeros({}, kFloat64), e).to(kInt32);
+  return {mantissa, exponent};
+}
+
+// ---- nextafter: the neighbouring representable value of x in the direction of y, by stepping
+// the bit pattern (read as a same-width integer) up or down by one.
+Tensor native_nextafter(const Tensor& self_in, const Tensor& other_in) {
+  Tensor self = self_in.detach(), other = other_in.detach();  // its derivative is PyTorch's: 1 for self
+  DType dt = result_type({self, other});
+  KINDLE_CHECK_NOT_IMPLEMENTED(dt == kFloat32 || dt == kFloat64 || dt == kBFloat16 || dt == kFloat16,
+                               "\"nextafter_cpu\" not implemented for '", dt, "'");
+  DimVector shape = broadcast_shapes(self.sizes(), other.sizes(), "nextafter");
+  Tensor x = self.to(dt).expand(shape).contiguous(), y = other.to(dt).expand(shape).contiguous();
+  DType bits = dt == kFloat64 ? kInt64 : dt == kFloat32 ? kInt32 : kInt16;
+  Tensor xi = view_dtype(x, bits);
+  Tensor step = where(logical_xor(y > x, x < Scalar(0)), ones({}, bits), full({}, Scalar(-1), bits));
+  Tensor moved = view_dtype((xi + step).contiguous(), dt);
+  // From zero the first step is the smallest subnormal, with y's sign.
+  Tensor tiny = view_dtype(ones({}, bits), dt);
+  Tensor from_zero = where(y > Scalar(0), tiny, tiny.neg());
+  Tensor r = where(x == Scalar(0), from_zero, moved);
+  r = where(x == y, y, r);
+  return where(logical_or(x.isnan(), y.isnan()), x + y, r);
+}
+
+const Tensor& native_nextafter_(const Tensor& self, const Tensor& other) {
+  return assign_result(self, native_nextafter(self, other), "nextafter_");
+}
+
+// ---- gradient along one dimension (torch.gradient: kindle.gradient normalises the arguments
+// and calls this per dimension): second-order central differences inside, first- or
+// second-order one-sided ones at the edges, with uniform spacing h or coordinates.
+Tensor _gradient_along(const Tensor& self, int64_t dim, const std::optional<Tensor>& coordinates, double h,
+                       int64_t edge_order) {
+  KINDLE_CHECK(edge_order == 1 || edge_order == 2, "torch.gradient only supports edge_order=1 and edge_order=2.");
+  KINDLE_CHECK(self.dtype() != kUInt8, "torch.gradient does not support uint8 input.");
+  KINDLE_CHECK(self.dtype() != kBool, "torch.gradient: bool input is not supported (a difference of bools)");
+  int64_t d = wrap_dim(dim, self.dim(), "gradient");
+  int64_t n = self.size(d);
+  KINDLE_CHECK(n >= edge_order + 1, "torch.gradient expected each dimension size to be at least edge_order+1");
+  Tensor f = to_floating(self);
+  auto at = [&](int64_t start, int64_t len) { return f.narrow(d, start, len); };
+  Tensor hs;  // spacings h_i = x_{i+1} - x_i along d, shaped to broadcast
+  if (coordinates) {
+    KINDLE_CHECK(coordinates->dim() == 1 && coordinates->size(0) == n, "torch.gradient expected each tensor to be on the "
+                 "same device and have the same length as the dimension it is for, got ", coordinates->sizes(), " for size ", n);
+    DimVector view(size_t(f.dim()), 1);
+    view[d] = n - 1;
+    hs = coordinates->diff(1, 0).to(f.dtype()).reshape(view);
+  } else {
+    hs = full({}, Scalar(h), f.dtype());
+  }
+  auto hat = [&](int64_t start, int64_t len) { return coordinates ? hs.narrow(d, start, len) : hs; };
+  std::vector<Tensor> parts;
+  // left edge
+  if (edge_order == 1) {
+    parts.push_back((at(1, 1) - at(0, 1)) / hat(0, 1));
+  } else {
+    Tensor h1 = hat(0, 1), h2 = hat(1, 1);
+    parts.push_back(at(0, 1) * (-(h1 * Scalar(2) + h2) / (h1 * (h1 + h2))) + at(1, 1) * ((h1 + h2) / (h1 * h2)) +
+                    at(2, 1) * (-h1 / (h2 * (h1 + h2))));
+  }
+  // interior: weights of f_{i-1}, f_i, f_{i+1} for spacings h1 = h_{i-1}, h2 = h_i
+  if (n > 2) {
+    Tensor h1 = hat(0, n - 2), h2 = hat(1, n - 2);
+    if (coordinates)
+      parts.push_back(at(0, n - 2) * (-h2 / (h1 * (h1 + h2))) + at(1, n - 2) * ((h2 - h1) / (h1 * h2)) +
+                      at(2, n - 2) * (h1 / (h2 * (h1 + h2))));
+    else
+      parts.push_back((at(2, n - 2) - at(0, n - 2)) / (hs * Scalar(2)));
+  }
+  // right edge
+  if (edge_order == 1) {
+    parts.push_back((at(n - 1, 1) - at(n - 2, 1)) / hat(n - 2, 1));
+  } else {
+    Tensor h1 = hat(n - 3, 1), h2 = hat(n - 2, 1);
+    parts.push_back(at(n - 3, 1) * (h2 / (h1 * (h1 + h2))) + at(n - 2, 1) * (-(h2 + h1) / (h1 * h2)) +
+                    at(n - 1, 1) * ((h2 * Scalar(2) + h1) / (h2 * (h1 + h2))));
+  }
+  return cat(parts, d);
+}
+
+}  // namespace kindle

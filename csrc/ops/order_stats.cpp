@@ -205,3 +205,28 @@ Tensor bucketize(const Scalar& self, const Tensor& boundaries, bool out_int32, b
 }
 
 }  // namespace kindle
+
+namespace kindle {
+
+// The mode along dim: the value seen most often (the smallest of equally frequent ones) and the
+// index of its last occurrence, read off a stable sort: equal values form runs, whose lengths
+// are counted; each NaN is a run of its own (NaN != NaN), as in PyTorch.
+std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
+  Sorted s = sort_along(self, dim, "mode");
+  Tensor v = s.values.movedim({s.dim}, {-1}), ix = s.indices.movedim({s.dim}, {-1});
+  int64_t n = v.size(-1);
+  DimVector one(v.sizes());
+  one.back() = 1;
+  Tensor first = ones(one, kBool), differs = v.narrow(-1, 1, n - 1) != v.narrow(-1, 0, n - 1);
+  Tensor starts = cat({first, differs}, -1), ends = cat({differs, first}, -1);
+  Tensor run = starts.to(kInt64).cumsum(-1) - Scalar(1);
+  Tensor length = zeros_like(run).scatter_add(-1, run, ones_like(run)).gather(-1, run);
+  Tensor best = logical_and(length == length.amax(IntArrayRef{-1}, true), ends);
+  Tensor pos = best.to(kInt64).argmax(-1, true);  // the first such run: the smallest value
+  Tensor values = v.gather(-1, pos).movedim({-1}, {s.dim}), indices = ix.gather(-1, pos).movedim({-1}, {s.dim});
+  if (s.scalar) return {values.reshape({}), indices.reshape({})};
+  if (!keepdim) return {values.squeeze(IntArrayRef{s.dim}), indices.squeeze(IntArrayRef{s.dim})};
+  return {values, indices};
+}
+
+}  // namespace kindle

@@ -14,7 +14,7 @@ __all__ = [
     "iinfo", "typename", "get_default_device", "set_default_device", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-    "get_deterministic_debug_mode", "_assert", "is_storage", "set_printoptions", "tensordot", "nonzero",
+    "get_deterministic_debug_mode", "_assert", "is_storage", "set_printoptions", "tensordot", "nonzero", "gradient",
 ]
 
 pi = _math.pi
@@ -270,6 +270,29 @@ def tensordot(a, b, dims=2, out=None):
         da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
     r = _C.tensordot(a, b, da, db)
     return r if out is None else out.copy_(r)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
+    """torch.gradient: one tensor of estimated derivatives per dimension in `dim` (all by
+    default). spacing is a number for every dimension, or one per dimension: a number (uniform
+    spacing) or a 1-D tensor of coordinates. The differences are computed by the core."""
+    dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            what = (f"'self.dim() = {input.dim()}', since dim argument was not given" if dim is None
+                    else f"'len(dim) = {len(dims)}'")
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                               f"equal to {what}, but got a list of length {len(spacing)}")
+        per_dim = list(spacing)
+    else:
+        per_dim = [spacing] * len(dims)
+    out = []
+    for d, sp in zip(dims, per_dim):
+        if isinstance(sp, _C.Tensor) and sp.dim() > 0:
+            out.append(_C._gradient_along(input, d, sp, 1.0, edge_order))
+        else:
+            out.append(_C._gradient_along(input, d, None, float(sp), edge_order))
+    return tuple(out)
 
 
 _c_nonzero = _C.nonzero

@@ -1844,6 +1844,7 @@ NOT_IN_DB = {
     "exponential_": "random", "normal": "random",
     # private / covered through their public wrapper or the in-place entry of their op
     "_unique2": "behind unique",
+    "_gradient_along": "behind gradient (kindle.gradient, a Python function over it)",
     # `variants: nn` kernels without a torch.nn.functional name (behind nn.RNN / LSTM / GRU and the
     # cells): test_nn_recurrent.py compares them with torch.nn's modules
     "rnn": "test_nn_recurrent.py", "lstm_cell": "test_nn_recurrent.py", "gru_cell": "test_nn_recurrent.py",

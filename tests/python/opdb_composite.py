@@ -329,6 +329,44 @@ def _index_reduce_errors(g):
             g.S(t((3, 4)), 0, i([0, 1]), t((2, 5)), "prod")]
 
 
+def _mode_samples(g):
+    t = g.t
+    ties = lambda shape: t(shape, low=-2, high=2, integer=True)  # noqa: E731
+    out = [g.S(ties((9,))), g.S(ties((3, 8)), 1), g.S(ties((3, 8)), 0), g.S(ties((2, 3, 6)), 2, True), g.S(t(())),
+           g.S(ties((6, 5)), dim=0, keepdim=True), g.S(t((4, 5), "T", low=-1, high=1, integer=True), 1), g.S(t((1, 4)), 0)]
+    return out  # (no NaN samples: torch's mode of a row with NaNs is not the most frequent value)
+
+
+def _frexp_samples(g):
+    t = g.t
+    out = [g.S(t(s, lay)) for s, lay in ((( 5,), "C"), ((3, 4), "C"), ((), "C"), ((0,), "C"), ((4, 5), "T"))]
+    nan, inf = float("nan"), float("inf")
+    out.append(g.S(t((10,), data=[0.0, -0.0, 1.0, -3.5, 0.75, 1e-40, inf, -inf, nan, 1024.0])))
+    return out
+
+
+def _nextafter_samples(g):
+    t, o = g.t, g.other
+    nan, inf = float("nan"), float("inf")
+    return [g.S(t((3, 4)), o((3, 4))), g.S(t((3, 1)), o((1, 4))), g.S(t(()), o(())), g.S(t((4, 5), "T"), o((5,))),
+            g.S(t((8,), data=[0.0, -0.0, 1.0, -1.0, nan, 2.0, inf, 1.0]),
+                t((8,), data=[1.0, -1.0, 1.0, 0.0, 0.0, nan, 0.0, inf])),
+            g.S(t((3,)), o((3,), dtype="float64"))]
+
+
+def _gradient_samples(g):
+    t = g.t
+    c = lambda vals: g.t((len(vals),), data=vals)  # noqa: E731
+    return [g.S(t((5,))), g.S(t((3, 4))), g.S(t((3, 4)), spacing=2.0), g.S(t((3, 4)), dim=1), g.S(t((3, 4)), dim=[0]),
+            g.S(t((3, 4)), spacing=[0.5, 2], edge_order=2), g.S(t((4, 5), "T"), spacing=(c([0.0, 1.0, 3.0, 4.5]),), dim=0),
+            g.S(t((3, 5)), spacing=[c([0.0, 0.5, 1.0]), c([0.0, 1.0, 1.5, 3.0, 4.0])], edge_order=2), g.S(t((2, 3, 4)), dim=(0, 2))]
+
+
+def _gradient_errors(g):
+    t = g.t
+    return [g.S(t((1, 4))), g.S(t((3, 4)), spacing=[1.0]), g.S(t((2, 4)), edge_order=2), g.S(t((3, 4)), edge_order=3)]
+
+
 COMPOSITE_OPS = [
     unary("deg2rad", ref=np.deg2rad),
     unary("rad2deg", ref=np.rad2deg),
@@ -379,6 +417,11 @@ COMPOSITE_OPS = [
        tol={"float16": (2e-3, 1e-3), "bfloat16": (2e-2, 1e-2)}, errors=_scatter_reduce_errors),
     op("index_reduce", _index_reduce_samples, ALL, inplace="index_reduce_", kind="index",
        tol={"float16": (2e-3, 1e-3), "bfloat16": (2e-2, 1e-2)}, errors=_index_reduce_errors),
+    op("mode", _mode_samples, ALL, kind="reduction", errors=lambda g: [g.S(g.t((3, 4)), 2)]),
+    op("frexp", _frexp_samples, FLOATS, errors=lambda g: [g.S(g.t((3,), dtype="int64"))]),
+    op("nextafter", _nextafter_samples, FLOATS, inplace="nextafter_", kind="binary"),
+    op("gradient", _gradient_samples, FLOATS + ("int8", "int16", "int32", "int64"), method=False, tol={"float32": (1e-5, 1e-5), "float16": (2e-3, 1e-3),
+       "bfloat16": (2e-2, 1e-2)}, errors=_gradient_errors),
     op("kthvalue", _kthvalue_samples, NUMERIC, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 5), g.S(g.t((3, 4)), 0), g.S(g.t((3, 0)), 1), g.S(g.t((3, 4)), 1, 2)]),
     op("median", _median_samples, NUMERIC, kind="reduction", errors=_median_errors),
