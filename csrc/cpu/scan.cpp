@@ -5,7 +5,7 @@
 
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
-#include "ops/kernels.h"
+#include "ops/scan_kernels.h"
 
 namespace kindle::cpu {
 namespace {

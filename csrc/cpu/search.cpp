@@ -1,7 +1,7 @@
 // Binary search of values in sorted rows (searchsorted, bucketize).
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
-#include "ops/kernels.h"
+#include "ops/scan_kernels.h"
 
 namespace kindle::cpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <tuple>
 
 #include "kindle/operators.h"
-#include "ops/kernels.h"
+#include "ops/scan_kernels.h"
 
 namespace kindle {
 namespace {

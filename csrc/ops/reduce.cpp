@@ -6,6 +6,7 @@
 
 #include "native_ops.h"
 #include "ops/kernels.h"
+#include "ops/scan_kernels.h"
 
 namespace kindle {
 namespace {
