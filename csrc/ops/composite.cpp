@@ -555,7 +555,6 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
   KINDLE_CHECK(src.dtype() == self.dtype(), "scatter_reduce(): Expected self.dtype to be equal to src.dtype (got ",
                self.dtype(), " and ", src.dtype(), ")");
   DType dt = self.dtype();
-  Tensor scattered;  // where something lands, when self is left out
   auto excluded = [&](const Tensor& fill) {
     Tensor out = self.clone();
     return include_self ? out : out.scatter(dim, index, fill);

@@ -268,8 +268,7 @@ def tensordot(a, b, dims=2, out=None):
         if len(dims) != 2:
             raise RuntimeError("tensordot expects dims to be a pair of dimension lists")
         da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
-    r = _C.tensordot(a, b, da, db)
-    return r if out is None else out.copy_(r)
+    return _C.tensordot(a, b, da, db, out=out)
 
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
@@ -302,8 +301,7 @@ def nonzero(input, *, out=None, as_tuple=False):  # noqa: A002
     """torch.nonzero; as_tuple=True gives one index tensor per dimension (as torch.where(c))."""
     if as_tuple:
         return _C.where(input)
-    r = _c_nonzero(input)
-    return r if out is None else out.copy_(r)
+    return _c_nonzero(input, out=out)
 
 
 def _nonzero_method(self, *, as_tuple=False):

@@ -231,6 +231,18 @@ def _channel_mask(t, dim, channels):
     return mask
 
 
+def _unstructured_mask(amount, t, default_mask, scores, largest):
+    """default_mask with the `amount` entries of largest (or smallest) scores() zeroed."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone()
+    if nparams_toprune != 0:
+        topk = _C.topk(scores().reshape(-1), k=nparams_toprune, largest=largest)
+        mask.view(-1)[topk.indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` entries chosen at random."""
 
@@ -241,15 +253,8 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            prob = _C.rand_like(t)
-            topk = _C.topk(prob.reshape(-1), k=nparams_toprune)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        # the random scores are drawn only when something is pruned, as torch draws them
+        return _unstructured_mask(self.amount, t, default_mask, lambda: _C.rand_like(t), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -266,14 +271,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            topk = _C.topk(t.abs().reshape(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(self.amount, t, default_mask, t.abs, largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
