@@ -74,7 +74,8 @@ class AutogradOp:
         self.view = view
         self.inplace_view = inplace_view
         self.inplace = op.returns_self and op.name.endswith("_")
-        suffix = "Backward" + ("1" if self.inplace or op.overload else "0")
+        # An in-place overload needs its own number: its name matches the out-of-place overload's.
+        suffix = "Backward" + str(int(self.inplace) + int(bool(op.overload)))
         self.node = node_name or camel(op.name) + (camel(op.overload) if op.overload else "") + suffix
         self.formulas = []  # (arg, formula) in argument order
         for a in op.args:

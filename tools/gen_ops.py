@@ -141,6 +141,9 @@ class Op:
         self.variants = {v.strip() for v in variants.split(",")}
         self.python = entry.get("python", True)
         self.varargs = entry.get("varargs")
+        # The Tensor arguments a Python number converts to (a 0-d tensor); None: all of them.
+        # PyTorch converts numbers only where it has a Scalar overload or for arithmetic.
+        self.numbers = entry.get("numbers")
         self.ret_names = None
         if self.ret.startswith("("):
             parts = [p.strip().split() for p in self.ret[1:-1].split(",")]
@@ -230,6 +233,8 @@ def gen_binding(op, variant, varargs=None):
             arg_specs.append("nb::kw_only()")
             kw_emitted = True
         spec = f'nb::arg("{pyname}")'
+        if a.type in ("Tensor", "Tensor?") and op.numbers is not None and a.name not in op.numbers:
+            spec += ".noconvert()"  # a Python number here is a TypeError, as in PyTorch
         if a.type in ("Tensor?", "Scalar?", "int?", "int[]?", "float?", "bool?", "ScalarType?",
                       "Device?", "str?", "Generator?"):
             spec += ".none()"

@@ -11,15 +11,17 @@ namespace kindle {
 namespace {
 
 int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode = false) {
-  int64_t span = in + 2 * p - d * (k - 1) - 1;
-  if (span < 0) return 0;
-  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // Floor division, also of a negative span: with ceil_mode a kernel longer than the padded
+  // input still gives one window, as in PyTorch.
+  int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
   // With ceil_mode, the last window must start inside the input or the left padding.
   if (ceil_mode && (o - 1) * s >= in + p) --o;
-  return o;
+  return std::max<int64_t>(o, 0);
 }
 
-WindowGeom geom(IntArrayRef image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op) {
+WindowGeom geom(IntArrayRef image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op,
+                bool ceil_mode = false) {
   KINDLE_CHECK(image.size() == 4, op, ": expected a 4-D (N, C, H, W) input, got shape ", image);
   KINDLE_CHECK(k.size() == 2 && d.size() == 2 && p.size() == 2 && s.size() == 2, op,
                ": kernel_size, dilation, padding and stride must have 2 elements each");
@@ -30,15 +32,16 @@ WindowGeom geom(IntArrayRef image, IntArrayRef k, IntArrayRef d, IntArrayRef p, 
   }
   WindowGeom g{image[0], image[1], image[2], image[3], k[0], k[1], s[0], s[1], p[0], p[1],
                d[0], d[1], 0, 0};
-  g.oh = out_size(g.H, g.kh, g.sh, g.ph, g.dh);
-  g.ow = out_size(g.W, g.kw, g.sw, g.pw, g.dw);
+  g.oh = out_size(g.H, g.kh, g.sh, g.ph, g.dh, ceil_mode);
+  g.ow = out_size(g.W, g.kw, g.sw, g.pw, g.dw, ceil_mode);
   KINDLE_CHECK(g.oh > 0 && g.ow > 0, op, ": Calculated padded input size per channel: (", g.H + 2 * g.ph, " x ",
                g.W + 2 * g.pw, "). Kernel size: (", g.dh * (g.kh - 1) + 1, " x ", g.dw * (g.kw - 1) + 1,
                "). Kernel size can't be greater than actual input size");
   return g;
 }
-WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op) {
-  return geom(image.sizes(), k, d, p, s, op);
+WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, const char* op,
+                bool ceil_mode = false) {
+  return geom(image.sizes(), k, d, p, s, op, ceil_mode);
 }
 
 }  // namespace
@@ -263,11 +266,7 @@ std::tuple<Tensor, Tensor> native_max_pool2d_fwd(const Tensor& self, IntArrayRef
                                                  IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   KINDLE_CHECK(self.dim() == 4, "max_pool2d: expected a 4-D input, got ", self.sizes());
   KINDLE_CHECK(self.dtype() != kBool, "max_pool2d: \"max_pool2d\" not implemented for 'Bool'");
-  WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "max_pool2d");
-  if (ceil_mode) {
-    g.oh = out_size(g.H, g.kh, g.sh, g.ph, g.dh, true);
-    g.ow = out_size(g.W, g.kw, g.sw, g.pw, g.dw, true);
-  }
+  WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "max_pool2d", ceil_mode);
   Tensor x = self.contiguous();
   Tensor vals = empty_tensor({g.N, g.C, g.oh, g.ow}, self.dtype(), self.device());
   Tensor idx = empty_tensor({g.N, g.C, g.oh, g.ow}, kInt64, self.device());

@@ -83,15 +83,18 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
 
 Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar& alpha, bool sub,
                 const Tensor& out = {}) {
-  bool unit = !alpha.is_floating_point() && alpha.to_int() == 1;
+  KINDLE_CHECK(!sub || (a.dtype() != kBool && b.dtype() != kBool), name, ": subtraction, the `-` operator, with a bool "
+               "tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  bool unit = !alpha.is_floating_point() && !alpha.is_bool() && alpha.to_int() == 1;
   if (unit) return binary(name, a, b, sub ? BinaryOp::Sub : BinaryOp::Add, BKind::Arith, out);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(a).add_input(b);
   TensorIter it = cfg.build(name);
   KINDLE_CHECK(is_floating_point(it.common_dtype) || !alpha.is_floating_point(), name,
                ": for integral input tensors, argument alpha must not be a floating point number.");
+  KINDLE_CHECK(!alpha.is_bool() || it.common_dtype == kBool, name, ": Boolean alpha only supported for Boolean results, got ",
+               it.common_dtype);
   if (it.common_dtype == kBool) {  // alpha acts as a bool too: a or (alpha and b)
-    KINDLE_CHECK(!sub, name, ": subtraction, the `-` operator, with a bool tensor is not supported.");
     return alpha.to_bool() ? binary(name, a, b, BinaryOp::Add, BKind::Arith, out) : (out.defined() ? out.copy_(a) : a.clone());
   }
   Scalar al = sub ? (alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int())) : alpha;
@@ -194,11 +197,15 @@ const Tensor& bitwise_not_(const Tensor& self) {
 }
 
 Tensor native_round(const Tensor& self, int64_t decimals) {
-  if (decimals == 0 || !self.is_floating_point()) return unary("round", self, UnaryOp::Round, UKind::Numeric);
+  KINDLE_CHECK_NOT_IMPLEMENTED(decimals == 0 || self.is_floating_point(), "round(): decimals=", decimals,
+                               " is not implemented for ", self.dtype());
+  if (decimals == 0) return unary("round", self, UnaryOp::Round, UKind::Numeric);
   return float_param("round", self, ParamOp::RoundDecimals, {double(decimals)});
 }
 const Tensor& native_round_(const Tensor& self, int64_t decimals) {
-  if (decimals == 0 || !self.is_floating_point()) unary("round_", self, UnaryOp::Round, UKind::Numeric, self);
+  KINDLE_CHECK_NOT_IMPLEMENTED(decimals == 0 || self.is_floating_point(), "round_(): decimals=", decimals,
+                               " is not implemented for ", self.dtype());
+  if (decimals == 0) unary("round_", self, UnaryOp::Round, UKind::Numeric, self);
   else float_param("round_", self, ParamOp::RoundDecimals, {double(decimals)}, self);
   return self;
 }

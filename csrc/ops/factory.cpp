@@ -264,6 +264,23 @@ Tensor arange(const Scalar& start, const std::optional<Scalar>& end, const Scala
   double count = std::ceil((b - a) / st);
   KINDLE_CHECK(count >= 0 && count < 9223372036854775808.0, "arange: invalid size, possible overflow? (start ", a,
                ", end ", b, ", step ", st, " give ", count, " elements)");
+  if (is_integral(dt, false)) {
+    // PyTorch computes integer ranges from start and step truncated to integers (the length of
+    // an int64 range too; other integer dtypes take it from the unrounded values).
+    auto trunc64 = [](const Scalar& v) {
+      return v.is_floating_point() ? std::trunc(v.to_double()) : double(v.to_int());
+    };
+    double ia = trunc64(s0), ist = trunc64(step);
+    if (dt == kInt64) {
+      double ib = trunc64(s1);
+      if (ist == 0) throw ValueError("arange: step must be nonzero (after truncating the step " +
+                                     std::to_string(st) + " to an integer for dtype int64)");
+      count = std::trunc((ib - ia + ist - (ist > 0 ? 1 : -1)) / ist);
+      count = std::max(count, 0.0);
+    }
+    a = ia;
+    st = ist;
+  }
   int64_t n = int64_t(count);
   Tensor t = empty_tensor({n}, dt, dev(device));
   if (n) range_stub[t.device()](t, a, st, b, false);

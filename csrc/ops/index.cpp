@@ -1,6 +1,7 @@
 // Indexing ops. index / index_put_ implement PyTorch's advanced indexing; gather, scatter,
 // index_select, index_add, take, ... are expressed through the same two kernels.
 #include "native_ops.h"
+#include "kindle/operators.h"
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -173,8 +174,14 @@ Tensor take(const Tensor& self, const Tensor& idx) {
 }
 
 // gather/scatter: self restrided to index's shape with 0 along dim; the index adds idx * stride.
-static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
-  KINDLE_CHECK(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
+static void check_gather_index(const Tensor& index, const char* op) {
+  KINDLE_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op, "(): Expected dtype int32/int64 for index, got ",
+               index.dtype());
+}
+
+static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& index_in, const char* op) {
+  check_gather_index(index_in, op);
+  Tensor index = index_in.dtype() == kInt64 ? index_in : index_in.to(kInt64);  // the kernel reads int64
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   KINDLE_CHECK(std::max<int64_t>(index.dim(), 1) == nd, op, "(): Index tensor must have the same number of dimensions as input tensor (",
                index.dim(), " vs ", self.dim(), ")");
@@ -201,7 +208,7 @@ static IndexPlan plan_gather(const Tensor& self, int64_t dim, const Tensor& inde
 
 Tensor native_gather(const Tensor& self, int64_t dim, const Tensor& index) {
   if (index.numel() == 0) {  // PyTorch checks nothing more for an empty index
-    KINDLE_CHECK(index.dtype() == kInt64, "gather(): Expected dtype int64 for index, got ", index.dtype());
+    check_gather_index(index, "gather");
     return empty_tensor(index.sizes(), self.dtype(), self.device());
   }
   IndexPlan pl = plan_gather(self, dim, index, "gather");
@@ -215,13 +222,13 @@ Tensor native_gather(const Tensor& self, int64_t dim, const Tensor& index) {
 }
 
 static const Tensor& scatter_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, PutReduce acc, const char* op) {
+  KINDLE_CHECK(src.impl()->wrapped_number || src.dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype (got ",
+               self.dtype(), " and ", src.dtype(), ")");
   if (index.numel() == 0) {
-    KINDLE_CHECK(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, got ", index.dtype());
+    check_gather_index(index, op);
     return self;
   }
   IndexPlan pl = plan_gather(self, dim, index, op);
-  KINDLE_CHECK(src.impl()->wrapped_number || src.dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype (got ",
-               self.dtype(), " and ", src.dtype(), ")");
   const Tensor& s = src;
   Tensor v = s.dtype() == self.dtype() ? s : s.to(self.dtype());
   if (v.dim() > 0) {
@@ -246,11 +253,47 @@ const Tensor& scatter_reduce_raw_(const Tensor& self, int64_t dim, const Tensor&
   return scatter_impl(self, dim, index, src, reduce, "scatter_reduce");
 }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_(o, dim, index, src); return o; }
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  check_scalar_fits(value, self.dtype(), "scatter_");
+  return scatter_(self, dim, index, scalar_to_tensor(value));
+}
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  check_scalar_fits(value, self.dtype(), "scatter");
+  return scatter(self, dim, index, scalar_to_tensor(value));
+}
+static PutReduce scatter_reduce_kind(std::string_view reduce) {
+  KINDLE_CHECK(reduce == "add" || reduce == "multiply", "scatter(): reduce argument must be either add or multiply, got '",
+               reduce, "'");
+  return reduce == "add" ? PutReduce::Add : PutReduce::Multiply;
+}
+const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) {
+  return scatter_impl(self, dim, index, src, scatter_reduce_kind(reduce), "scatter_");
+}
+Tensor native_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) {
+  Tensor o = self.clone();
+  native_scatter_(o, dim, index, src, reduce);
+  return o;
+}
+const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
+  check_scalar_fits(value, self.dtype(), "scatter_");
+  return scatter_impl(self, dim, index, scalar_to_tensor(value), scatter_reduce_kind(reduce), "scatter_");
+}
+Tensor native_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
+  Tensor o = self.clone();
+  native_scatter_(o, dim, index, value, reduce);
+  return o;
+}
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_add_(o, dim, index, src); return o; }
 
-Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
-  if (!dim) return gather(self.reshape({-1}), 0, indices.reshape({-1}));
+Tensor take_along_dim(const Tensor& self, const Tensor& indices_in, std::optional<int64_t> dim) {
+  KINDLE_CHECK(indices_in.dtype() == kInt64, "take_along_dim(): dtype of indices should be int64 but got ", indices_in.dtype());
+  if (!dim) return gather(self.reshape({-1}), 0, indices_in.reshape({-1}));
   int64_t d = wrap_dim(*dim, self.dim(), "take_along_dim");
+  // Along a dimension PyTorch counts negative indices from the end (and wraps every index modulo
+  // the size; an index outside [-size, size) raises here instead of wrapping silently).
+  Tensor indices = indices_in;
+  if (indices.numel() && self.dim() && (indices < Scalar(0)).any().item().to_bool())
+    indices = where(indices < Scalar(0), indices + Scalar(self.size(d)), indices);
   DimVector ss(self.sizes()), is(indices.sizes());
   ss[d] = 1;
   is[d] = 1;

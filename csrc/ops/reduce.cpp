@@ -190,33 +190,37 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
   if (correction) return correction->to_double();
   return unbiased.value_or(true) ? 1.0 : 0.0;
 }
-std::tuple<Tensor, Tensor> native_var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
-                                    const std::optional<Scalar>& correction) {
-  KINDLE_CHECK(self.is_floating_point(), "var(): expected a floating point tensor, got ", self.dtype());
-  if (self.dtype() != kFloat64) {
-    // In float64: 16-bit intermediates overflow, and a float32 mean is not exact, so identical
-    // values would get a tiny nonzero variance (PyTorch's Welford pass gives exactly 0).
-    auto [v, m] = var_mean(self.to(kFloat64), dim, unbiased, keepdim, correction);
-    return {v.to(self.dtype()), m.to(self.dtype())};
-  }
-  double c = correction_of(unbiased, correction, "var");
+// var and mean in float64, the dtype every floating input is reduced in: 16-bit intermediates
+// overflow, and a float32 mean is not exact, so identical values would get a tiny nonzero variance
+// (PyTorch's Welford pass gives exactly 0). std takes the root before rounding to the input
+// dtype, so a variance past the dtype's range still gives a finite deviation, as in PyTorch.
+static std::tuple<Tensor, Tensor> var_mean_f64(const Tensor& self_in, OptionalIntArrayRef dim, std::optional<bool> unbiased,
+                                               bool keepdim, const std::optional<Scalar>& correction, const char* op) {
+  KINDLE_CHECK(self_in.is_floating_point(), op, "(): expected a floating point tensor, got ", self_in.dtype());
+  double c = correction_of(unbiased, correction, op);
+  Tensor self = self_in.to(kFloat64);
   Tensor m = mean(self, dim, true);
   Tensor dev = sub(self, m);
-  Tensor ss = reduce(dev, dim, keepdim, ReduceOp::SumSq, self.dtype(), "var");
+  Tensor ss = reduce(dev, dim, keepdim, ReduceOp::SumSq, kFloat64, op);
   double n = double(reduced_count(self, dim));
-  Tensor v = div(ss, scalar_tensor_of(std::max(0.0, n - c), self.dtype()));
+  Tensor v = div(ss, scalar_tensor_of(std::max(0.0, n - c), kFloat64));
   return {v, m.reshape(v.sizes())};
+}
+std::tuple<Tensor, Tensor> native_var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
+                                    const std::optional<Scalar>& correction) {
+  auto [v, m] = var_mean_f64(self, dim, unbiased, keepdim, correction, "var");
+  return {v.to(self.dtype()), m.to(self.dtype())};
 }
 Tensor var(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
   return std::get<0>(var_mean(self, dim, unbiased, keepdim, correction));
 }
 Tensor native_std(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
-  return sqrt(var(self, dim, unbiased, keepdim, correction));
+  return sqrt(std::get<0>(var_mean_f64(self, dim, unbiased, keepdim, correction, "std"))).to(self.dtype());
 }
 std::tuple<Tensor, Tensor> native_std_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
-  auto [v, m] = var_mean(self, dim, unbiased, keepdim, correction);
-  return {sqrt(v), m};
+  auto [v, m] = var_mean_f64(self, dim, unbiased, keepdim, correction, "std_mean");
+  return {sqrt(v).to(self.dtype()), m.to(self.dtype())};
 }
 
 Tensor native_norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
@@ -242,8 +246,9 @@ Tensor native_logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
 
 static Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool log, const char* name) {
   Tensor x = dtype ? self.to(*dtype) : self;
-  KINDLE_CHECK(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
   int64_t d = wrap_dim(dim, x.dim(), name);
+  if (x.numel() == 0) return empty_tensor(x.sizes(), x.dtype(), x.device());  // any dtype, as in PyTorch
+  KINDLE_CHECK_NOT_IMPLEMENTED(x.is_floating_point(), name, ": expected a floating point tensor, got ", x.dtype());
   Tensor rows = rows_last(x, d);
   Tensor out = empty_tensor(rows.sizes(), x.dtype(), x.device());
   if (out.numel()) softmax_stub[x.device()](rows, out, log);
