@@ -93,6 +93,31 @@ RAISES = [
     ("silu_int", "F.silu(lib.tensor([1, 2]))", NotImplementedError),
     ("hypot_int", "lib.hypot(lib.tensor([1, 2]), lib.tensor([1, 2]))", NotImplementedError),
     ("dropout_int", "F.dropout(lib.tensor([1, 2]), 0.5)", RuntimeError),
+    ("softmax_int", "F.softmax(lib.tensor([1, 2]), 0)", NotImplementedError),
+    ("round_decimals_int", "lib.round(lib.tensor([1, 2]), decimals=1)", NotImplementedError),
+    ("sub_bool_number", "lib.tensor([True, False]) - 2", RuntimeError),
+    ("rsub_bool", "2 - lib.tensor([True, False])", RuntimeError),
+    ("add_bool_alpha_float", "lib.add(lib.ones(2), lib.ones(2), alpha=True)", RuntimeError),
+    ("add_bool_alpha_int", "lib.ones(2, dtype=lib.int64).sub(1, alpha=True)", RuntimeError),
+    ("arange_int64_zero_step", "lib.arange(0, 5, 0.5, dtype=lib.int64)", ValueError),
+    ("arange_int32_sign", "lib.arange(0, 5, -0.5, dtype=lib.int32)", RuntimeError),
+    ("take_along_dim_int32", "lib.take_along_dim(lib.zeros(3, 4), lib.tensor([[0]], dtype=lib.int32), 1)", RuntimeError),
+    ("gather_int16_index", "lib.gather(lib.zeros(3), 0, lib.tensor([0], dtype=lib.int16))", RuntimeError),
+    ("scatter_src_dtype_empty", "lib.zeros(3).scatter_(0, lib.tensor([], dtype=lib.int64), lib.zeros(0, dtype=lib.float64))",
+     RuntimeError),
+    ("scatter_reduce_bad", "lib.zeros(3).scatter(0, lib.tensor([1]), 2.0, reduce='sum')", RuntimeError),
+    ("scatter_value_overflow", "lib.zeros(3, dtype=lib.uint8).scatter(0, lib.tensor([1]), 300)", RuntimeError),
+    # Python numbers where torch has no Scalar overload: TypeError, as from torch's argument parser.
+    ("maximum_number", "lib.maximum(lib.ones(2), 1)", TypeError),
+    ("minimum_number_first", "lib.minimum(1.5, lib.ones(2))", TypeError),
+    ("logical_and_number", "lib.logical_and(lib.ones(2), 1)", TypeError),
+    ("logical_or_method_number", "lib.ones(2).logical_or(0)", TypeError),
+    ("atan2_number", "lib.atan2(lib.ones(2), 2.0)", TypeError),
+    ("eq_number_first", "lib.eq(1, lib.ones(2))", TypeError),
+    ("fmod_number_first", "lib.fmod(1, lib.ones(2))", TypeError),
+    ("matmul_number", "lib.matmul(lib.ones(2), 2)", TypeError),
+    ("max_float_number", "lib.ones(2).max(1.5)", TypeError),
+    ("quantile_number_input", "lib.quantile(1.0, 0.5)", TypeError),
 ]
 
 SAME = [
@@ -131,6 +156,38 @@ SAME = [
     ("tile_copy", "(lambda x: x.tile((1,)).add_(1) is x or x)(lib.zeros(2))"),
     ("disjoint_inplace", "(lambda x: (x[:2].add_(x[3:]), x)[1])(lib.arange(5.))"),
     ("same_inplace", "(lambda x: x.add_(x))(lib.arange(5.))"),
+    # Found by the differential fuzzer.
+    ("gather_int32", "lib.gather(lib.arange(12.).reshape(3, 4), 1, lib.tensor([[3, 0], [1, 1]], dtype=lib.int32))"),
+    ("scatter_int32", "lib.zeros(2, 3).scatter(1, lib.tensor([[2], [0]], dtype=lib.int32), lib.ones(2, 1))"),
+    ("scatter_add_int32", "lib.zeros(3).scatter_add(0, lib.tensor([1, 1], dtype=lib.int32), lib.ones(2))"),
+    ("scatter_value_kw", "lib.zeros(2, 3).scatter(1, lib.tensor([[2], [0]]), value=2.5)"),
+    ("scatter_value_int", "lib.zeros(3, dtype=lib.int64).scatter(0, lib.tensor([1, 2]), 2.7)"),
+    ("scatter_inplace_value_kw", "lib.zeros(3).scatter_(0, lib.tensor([2]), value=-1)"),
+    ("scatter_reduce_add", "lib.ones(3).scatter(0, lib.tensor([1, 1, 0]), lib.tensor([2., 3., 4.]), reduce='add')"),
+    ("scatter_reduce_mul", "lib.full((3,), 2.).scatter(0, lib.tensor([1, 1]), lib.tensor([3., 5.]), reduce='multiply')"),
+    ("scatter_value_reduce", "lib.ones(3, dtype=lib.int64).scatter(0, lib.tensor([1, 1]), 2.7, reduce='add')"),
+    ("scatter_inplace_reduce", "lib.ones(2, 2).scatter_(1, lib.tensor([[0, 0]]), 3.0, reduce='multiply')"),
+    ("take_along_dim_negative", "lib.take_along_dim(lib.arange(12.).reshape(3, 4), lib.tensor([[-1], [-4], [2]]), 1)"),
+    ("softmax_empty_int", "F.softmax(lib.zeros(0, 3, dtype=lib.int64), 1)"),
+    ("log_softmax_empty_bool", "F.log_softmax(lib.zeros(0, 3, dtype=lib.bool), 1)"),
+    ("max_pool_ceil_past_input", "F.max_pool2d(lib.arange(4.).reshape(1, 1, 2, 2), 3, 2, ceil_mode=True)"),
+    ("avg_pool_ceil_past_input", "F.avg_pool2d(lib.arange(4.).reshape(1, 1, 2, 2), 3, 2, ceil_mode=True)"),
+    ("max_pool_ceil_stride3", "F.max_pool2d(lib.arange(25.).reshape(1, 1, 5, 5), 4, 3, ceil_mode=True)"),
+    ("arange_int64_float_args", "lib.arange(0.5, 5, 1.5, dtype=lib.int64)"),
+    ("arange_int64_negative_step", "lib.arange(5.5, -3, -2.5, dtype=lib.int64)"),
+    ("arange_int32_float_args", "lib.arange(-2.7, 3, 0.9, dtype=lib.int32)"),
+    ("arange_int16_float_args", "lib.arange(-3.5, 5, 2.5, dtype=lib.int16)"),
+    ("arange_uint8_float_args", "lib.arange(0.5, 5.5, dtype=lib.uint8)"),
+    ("std_near_float_max", "lib.tensor([1e30, 2e30, 3e30]).std()"),
+    ("std_dim_near_float_max", "lib.tensor([[1e30, 2e30, 3e30]] * 2).std(1)"),
+    ("std_mean_near_float_max", "lib.std_mean(lib.tensor([1e30, 2e30, 3e30]))[0]"),
+    ("std_half_overflows", "lib.tensor([60000., -60000., 60000.], dtype=lib.float16).std()"),
+    ("var_overflows", "lib.tensor([1e30, 2e30, 3e30]).var()"),
+    ("round_int", "lib.round(lib.tensor([1, 2]))"),
+    ("sub_int_alpha", "lib.tensor([5, 6]).sub(1, alpha=2)"),
+    ("add_bool_alpha_bool", "lib.add(lib.tensor([True, False]), lib.tensor([False, True]), alpha=True)"),
+    ("quantile_float_q", "lib.quantile(lib.tensor([1., 2., 4.]), 0.5)"),
+    ("max_int_is_dim", "lib.ones(2, 3).max(1)[0]"),
 ]
 
 
@@ -349,3 +406,17 @@ def test_cpu_cache_is_bounded_by_recent_use():
         print("ok")
     """)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+def test_scatter_reduce_forms_have_no_gradient_as_in_torch():
+    for lib in (kindle,) + ((torch,) if torch is not None else ()):
+        x = lib.zeros(3, requires_grad=True)
+        src = lib.ones(2, requires_grad=True)
+        for y in (x.scatter(0, lib.tensor([1, 1]), src, reduce="add"),
+                  x.scatter(0, lib.tensor([1, 1]), 2.0, reduce="multiply")):
+            assert y.requires_grad
+            with pytest.raises((NotImplementedError, RuntimeError), match="derivative for .*scatter"):
+                y.sum().backward()
+        # the value= form differentiates with respect to self (a zero where the value landed)
+        g, = lib.autograd.grad(x.scatter(0, lib.tensor([2]), value=5.0).sum(), x)
+        assert g.tolist() == [1.0, 1.0, 0.0]
