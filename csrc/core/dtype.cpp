@@ -90,8 +90,8 @@ void check_scalar_fits(const Scalar& s, DType dtype, const char* op) {
   } else if (s.is_integral()) {
     double v = double(s.to_int());
     fits = dtype == kInt64 || (v >= lo && v <= hi);
-  } else {  // a float into an integer type: truncated (-0.5 fits uint8), negatives never wrap
-    double v = std::trunc(s.to_double());
+  } else {  // a float into an integer type: within the range before truncation (-0.5 does not fit uint8)
+    double v = s.to_double();
     if (dtype == kInt64) fits = std::isfinite(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0;
     else fits = std::isfinite(v) && v >= (dtype == kUInt8 ? 0 : lo) && v <= hi;
   }

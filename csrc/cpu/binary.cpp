@@ -66,7 +66,8 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
     case BinaryOp::Div: return run([](M a, M b) { return M(a / b); });
     case BinaryOp::DivTrunc:
       if constexpr (is_float) return run([](M a, M b) { return std::trunc(a / b); });
-      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return int_div(a, b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return int_div(a, b); }); }
+      break;
     case BinaryOp::DivFloor:
       if constexpr (is_float)
         return run([](M a, M b) {
@@ -83,14 +84,16 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
           if ((int_rem(a, b) != 0) && ((a < 0) != (b < 0))) q = M(q - 1);
           return q;
         });
-        break;
       }
+      break;
     case BinaryOp::Remainder:
       if constexpr (is_float) return run([](M a, M b) { return python_mod(a, b); });
-      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return python_mod(a, b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return python_mod(a, b); }); }
+      break;
     case BinaryOp::Fmod:
       if constexpr (is_float) return run([](M a, M b) { return std::fmod(a, b); });
-      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return int_rem(a, b); }); break; }
+      else if constexpr (!is_bool) { run([&](M a, M b) { if (b == 0) { zero_div = true; return M(0); } return int_rem(a, b); }); }
+      break;
     case BinaryOp::Pow:
       // Exponents 0.5 and -0.5 are sqrt and rsqrt, as PyTorch computes them (pow(-inf, 0.5) is
       // inf by IEEE, but NaN there).
@@ -99,7 +102,7 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
           return b == M(2) ? a * a : b == M(0.5) ? std::sqrt(a) : b == M(-0.5) ? M(1) / std::sqrt(a) : vm::pow(a, b);
         });
       else if constexpr (!is_bool) return run([](M a, M b) { return int_pow(a, b); });
-      else return run([](M a, M b) { return b ? a : true; });
+      else return run([](M a, M b) { return b ? a : true; });  // a Python bool exponent only
     case BinaryOp::Atan2: if constexpr (is_float) return run([](M a, M b) { return vm::atan2(a, b); }); break;
     case BinaryOp::Hypot: if constexpr (is_float) return run([](M a, M b) { return vm::hypot(a, b); }); break;
     case BinaryOp::Copysign: if constexpr (is_float) return run([](M a, M b) { return std::copysign(a, b); }); break;
@@ -137,9 +140,10 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
         return run([](M a, M b) { return b < 0 || b >= M(sizeof(M) * 8) ? M(a < 0 ? -1 : 0) : M(a >> b); });
       break;
   }
+  // The op layer checks divisors for zeros before anything is written; this is the backstop.
   KINDLE_CHECK(!zero_div.load(), "ZeroDivisionError: integer division or modulo by zero");
   if (!is_bool && (op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder || op == BinaryOp::Fmod)) return;
-  KINDLE_ERROR(binary_op_name(op), ": not implemented for ", it.input_dtype(0), " tensors");
+  KINDLE_CHECK_NOT_IMPLEMENTED(false, binary_op_name(op), ": not implemented for ", it.input_dtype(0), " tensors");
 }
 
 void binary_kernel(TensorIter& it, BinaryOp op) {

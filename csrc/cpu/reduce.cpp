@@ -224,9 +224,11 @@ void softmax_kernel(const Tensor& in, const Tensor& out, bool log) {
           if (log) {
 #pragma omp simd reduction(+ : sum)
             for (int64_t r = 0; r < R; ++r) sum += vm::exp(x[r] - mx);
-            C lse = mx + std::log(sum);
+            // (x - max) - log(sum), not x - (max + log(sum)): the latter loses log(sum) next to
+            // a large max.
+            C ls = std::log(sum);
 #pragma omp simd
-            for (int64_t r = 0; r < R; ++r) y[r] = x[r] - lse;
+            for (int64_t r = 0; r < R; ++r) y[r] = (x[r] - mx) - ls;
           } else {
 #pragma omp simd reduction(+ : sum)
             for (int64_t r = 0; r < R; ++r) { C e = vm::exp(x[r] - mx); y[r] = e; sum += e; }
@@ -237,7 +239,7 @@ void softmax_kernel(const Tensor& in, const Tensor& out, bool log) {
         } else {
           buf.resize(size_t(R));
           for (int64_t r = 0; r < R; ++r) { buf[r] = vm::exp(C(x[r]) - mx); sum += buf[r]; }
-          if (log) { C lse = mx + std::log(sum); for (int64_t r = 0; r < R; ++r) y[r] = T(C(x[r]) - lse); }
+          if (log) { C ls = std::log(sum); for (int64_t r = 0; r < R; ++r) y[r] = T((C(x[r]) - mx) - ls); }
           else for (int64_t r = 0; r < R; ++r) y[r] = T(buf[r] / sum);
         }
       }

@@ -119,7 +119,8 @@ Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Te
   Tensor picked = -logp.gather(-1, safe.unsqueeze(-1)).squeeze(IntArrayRef{-1});
   Tensor w = valid.to(self.dtype());
   if (weight) w = w * weight->index_select(0, safe.reshape({-1})).reshape(safe.sizes());
-  Tensor losses = picked * w;
+  // An ignored target contributes exactly 0, even next to NaN/inf logits (0 * NaN would be NaN).
+  Tensor losses = where(valid, picked * w, nn_detail::zero_like_scalar(picked));
   if (reduction == "none") return losses;
   if (reduction == "sum") return losses.sum();
   // All targets ignored: the mean is NaN (0/0) as in PyTorch, but its gradient is 0, not NaN.

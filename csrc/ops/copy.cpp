@@ -31,7 +31,7 @@ const Tensor& native_fill_(const Tensor& self, const Scalar& value) {
 const Tensor& native_fill_(const Tensor& self, const Tensor& value) {
   KINDLE_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
                " dimensions.");
-  return fill_(self, value.item());
+  return fill_(self, value.to(self.dtype()).item());  // converted as a copy would, unchecked (PyTorch)
 }
 
 const Tensor& zero_(const Tensor& self) { return fill_(self, 0); }

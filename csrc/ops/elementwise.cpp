@@ -75,6 +75,17 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   if (op == BinaryOp::Sub)
     KINDLE_CHECK(a.dtype() != kBool && b.dtype() != kBool, name, ": subtraction, the `-` operator, with a bool tensor is not "
                  "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  bool int_division = op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder ||
+                      op == BinaryOp::Fmod;
+  // (bool ** Python bool is x ** 1 or x ** 0, which PyTorch answers before choosing a kernel)
+  if (int_division || (op == BinaryOp::Pow && !b.impl()->wrapped_number))
+    KINDLE_CHECK_NOT_IMPLEMENTED(ct != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
+  // Integer division by zero raises before anything is written (no half-updated in-place result).
+  if (int_division && it.numel && is_integral(ct, false)) {
+    Tensor divisor = b.dtype() == ct ? b : b.to(ct);
+    KINDLE_CHECK(!eq(divisor, scalar_to_tensor(Scalar(0))).any().item().to_bool(), name,
+                 ": ZeroDivisionError: integer division or modulo by zero");
+  }
   if (it.numel) binary_stub[it.device()](it, op);
   it.finish();
   if (out.defined()) out.bump_version();
@@ -250,6 +261,21 @@ static Tensor clamp_impl(const char* name, const Tensor& self, const std::option
   if (min) parts.push_back(scalar_to_tensor(*min));
   if (max) parts.push_back(scalar_to_tensor(*max));
   DType ct = result_type(parts);
+  // A bound must fit the result dtype (PyTorch raises); int64 bounds beyond double's 53 exact
+  // bits go through the exact tensor form.
+  bool big = false;
+  for (const auto* b : {&min, &max})
+    if (*b) {
+      check_scalar_fits(**b, ct, name);
+      big = big || (ct == kInt64 && (*b)->is_integral() && std::abs(double((*b)->to_int())) >= 9007199254740992.0);
+    }
+  if (big) {
+    auto as_t = [&](const std::optional<Scalar>& b) {
+      return b ? std::optional<Tensor>(scalar_tensor_of(*b, kInt64)) : std::nullopt;
+    };
+    Tensor r = clamp(self, as_t(min), as_t(max));
+    return out.defined() ? out.copy_(r) : r;
+  }
   if (min && max) return param(name, self, ParamOp::Clamp, {min->to_double(), max->to_double()}, out, ct);
   if (min) return param(name, self, ParamOp::ClampMin, {min->to_double()}, out, ct);
   return param(name, self, ParamOp::ClampMax, {max->to_double()}, out, ct);

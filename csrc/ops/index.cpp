@@ -89,7 +89,8 @@ IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tens
   for (int64_t v : b) { pl.shape.push_back(v); src_strides.push_back(0); }
   for (int64_t d = s + k; d < self.dim(); ++d) { pl.shape.push_back(self.sizes()[d]); src_strides.push_back(self.strides()[d]); }
   // Any index into a dimension of size 0 is out of range (the kernel would see no storage at all).
-  if (numel_of(pl.shape) > 0)
+  // (PyTorch checks whenever the index is nonempty, even where the result is empty anyway.)
+  if (numel_of(b) > 0)
     for (int64_t j = 0; j < k; ++j)
       KINDLE_CHECK_INDEX(self.sizes()[s + j] > 0, op, ": index ", idx[s + j].reshape({-1}).select(0, 0).item(),
                          " is out of bounds for dimension ", s + j, " with size 0");
@@ -254,11 +255,11 @@ const Tensor& scatter_reduce_raw_(const Tensor& self, int64_t dim, const Tensor&
 }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_(o, dim, index, src); return o; }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  check_scalar_fits(value, self.dtype(), "scatter_");
+  if (index.numel()) check_scalar_fits(value, self.dtype(), "scatter_");
   return scatter_(self, dim, index, scalar_to_tensor(value));
 }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  check_scalar_fits(value, self.dtype(), "scatter");
+  if (index.numel()) check_scalar_fits(value, self.dtype(), "scatter");
   return scatter(self, dim, index, scalar_to_tensor(value));
 }
 static PutReduce scatter_reduce_kind(std::string_view reduce) {
@@ -275,7 +276,7 @@ Tensor native_scatter(const Tensor& self, int64_t dim, const Tensor& index, cons
   return o;
 }
 const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
-  check_scalar_fits(value, self.dtype(), "scatter_");
+  if (index.numel()) check_scalar_fits(value, self.dtype(), "scatter_");
   return scatter_impl(self, dim, index, scalar_to_tensor(value), scatter_reduce_kind(reduce), "scatter_");
 }
 Tensor native_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
@@ -288,6 +289,8 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
 Tensor take_along_dim(const Tensor& self, const Tensor& indices_in, std::optional<int64_t> dim) {
   KINDLE_CHECK(indices_in.dtype() == kInt64, "take_along_dim(): dtype of indices should be int64 but got ", indices_in.dtype());
   if (!dim) return gather(self.reshape({-1}), 0, indices_in.reshape({-1}));
+  KINDLE_CHECK(self.dim() == indices_in.dim(), "take_along_dim(): input and indices should have the same number of "
+               "dimensions, but got ", self.dim(), " dimensions for input, and ", indices_in.dim(), " dimensions for indices");
   int64_t d = wrap_dim(*dim, self.dim(), "take_along_dim");
   // Along a dimension PyTorch counts negative indices from the end (and wraps every index modulo
   // the size; an index outside [-size, size) raises here instead of wrapping silently).
@@ -380,13 +383,16 @@ Tensor nonzero(const Tensor& self) {
     const T* p = static_cast<const T*>(x.data_ptr());
     for (int64_t i = 0; i < n; ++i) if (opmath_t<T>(p[i]) != opmath_t<T>(0)) hits.push_back(i);
   });
-  Tensor out = empty_tensor({int64_t(hits.size()), nd}, kInt64, self.device());
+  // Written as (ndim, hits) and returned transposed: PyTorch's layout, so that views of the
+  // result (flatten, view) alias it exactly where they do in PyTorch.
+  int64_t nh = int64_t(hits.size());
+  Tensor out = empty_tensor({nd, nh}, kInt64, self.device());
   int64_t* o = out.data_ptr<int64_t>();
-  for (size_t h = 0; h < hits.size(); ++h) {
-    int64_t rem = hits[h];
-    for (int64_t d = nd - 1; d >= 0; --d) { o[int64_t(h) * nd + d] = rem % x.sizes()[d]; rem /= x.sizes()[d]; }
+  for (int64_t h = 0; h < nh; ++h) {
+    int64_t rem = hits[size_t(h)];
+    for (int64_t d = nd - 1; d >= 0; --d) { o[d * nh + h] = rem % x.sizes()[d]; rem /= x.sizes()[d]; }
   }
-  return out;
+  return out.t();
 }
 Tensor argwhere(const Tensor& self) { return nonzero(self); }
 

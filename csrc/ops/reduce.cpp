@@ -114,6 +114,8 @@ Tensor native_mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, st
   DType dt = dtype.value_or(self.dtype());
   KINDLE_CHECK(is_floating_point(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
                "point or complex dtype. Got: ", self.dtype());
+  if (is_floating_point(self.dtype()) && itemsize(dt) < itemsize(self.dtype()))
+    return mean(self, dim, keepdim, std::nullopt).to(dt);  // averaged, then rounded once (PyTorch)
   Tensor s = sum(self.to(dt), dim, keepdim, dt);
   int64_t n = reduced_count(self, dim);
   return div(s, scalar_tensor_of(double(n), dt));

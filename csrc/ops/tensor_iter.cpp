@@ -116,20 +116,33 @@ TensorIter TensorIterConfig::build(const char* op) {
   };
   DimVector perm(nd);  // perm[0] is the innermost dim
   for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
-  auto inner_first = [&](int64_t a, int64_t b) {  // should dim a be inside dim b?
+  auto inner_first = [&](int64_t a, int64_t b) -> int {  // 1: dim a inside dim b; -1: outside; 0: undecided
     auto decide = [&](const Tensor& t) -> int {
       int64_t sa = stride_of(t, a), sb = stride_of(t, b);
       if (sa == 0 || sb == 0 || sa == sb) return 0;
       return sa < sb ? 1 : -1;
     };
     for (int i = 0; i < n_out; ++i)
-      if (outputs[i].defined()) if (int r = decide(outputs[i])) return r > 0;
+      if (outputs[i].defined()) if (int r = decide(outputs[i])) return r;
     for (int i = 0; i < n_in; ++i)
-      if (int r = decide(inputs[i])) return r > 0;
-    return false;
+      if (int r = decide(inputs[i])) return r;
+    return 0;
   };
-  for (int64_t i = 1; i < nd; ++i)  // insertion sort keeps the default order on ties
-    for (int64_t j = i; j > 0 && inner_first(perm[j], perm[j - 1]); --j) std::swap(perm[j], perm[j - 1]);
+  // Insertion sort that looks past undecided pairs (a size-1 or broadcast dim between two that
+  // are ordered) and keeps the default order on ties, as PyTorch's TensorIterator; so a result
+  // keeps a permuted input's memory order.
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t cur = i;
+    for (int64_t j = i - 1; j >= 0; --j) {
+      int r = inner_first(perm[cur], perm[j]);
+      if (r > 0) {
+        std::swap(perm[cur], perm[j]);
+        cur = j;
+      } else if (r < 0) {
+        break;
+      }
+    }
+  }
   // 4. allocate outputs with that memory order
   for (int i = 0; i < n_out; ++i) {
     if (outputs[i].defined()) {

@@ -111,17 +111,26 @@ Tensor getitem(const Tensor& self, nb::handle idx) {
 
 void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
   Tensor v;
-  if (nb::isinstance<Tensor>(value)) v = nb::cast<Tensor>(value);
+  bool is_tensor = nb::isinstance<Tensor>(value);
+  if (is_tensor) v = nb::cast<Tensor>(value);
   else {
     Scalar s;
-    if (!nb::try_cast<Scalar>(value, s)) v = list_to_index(value);
-    else v = scalar_tensor_of(s, self.dtype());
+    if (!nb::try_cast<Scalar>(value, s)) {
+      v = list_to_index(value).to(self.dtype());  // a nested list of numbers takes self's dtype
+    } else {
+      check_scalar_fits(s, self.dtype(), "setitem");
+      v = scalar_tensor_of(s, self.dtype());
+    }
   }
+  // PyTorch drops the value's leading size-1 dims, then broadcasts it to the indexed view.
+  while (v.dim() > 0 && v.size(0) == 1) v = v.squeeze(IntArrayRef{0});
   Parsed p = parse(self, idx);
   if (!p.advanced) {
-    p.view.copy_(v.dim() > p.view.dim() ? v.squeeze(std::nullopt) : v);
+    p.view.copy_(v);
     return;
   }
+  KINDLE_CHECK(!is_tensor || v.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
+               self.dtype(), " for the destination and ", v.dtype(), " for the source.");
   index_put_(p.view, p.indices, v, false);
   self.bump_version();
 }
