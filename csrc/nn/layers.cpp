@@ -260,14 +260,16 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1];
       int64_t n = x.size(d);
       int64_t start = lo < 0 ? -lo : 0, stop = hi < 0 ? n + hi : n;
-      KINDLE_CHECK(stop - start + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0) >= 0, "pad: The input size ",
-                   n, ", plus negative padding ", lo, " and ", hi, " resulted in a negative output size");
-      x = x.narrow(d, start, std::max<int64_t>(stop - start, 0));
+      // Cropping comes first, and must leave a size >= 0 (PyTorch narrows, then pads).
+      KINDLE_CHECK(stop - start >= 0, "pad: narrow(): length must be non-negative (dimension ", d, " of size ", n,
+                   " cropped by ", -std::min<int64_t>(lo, 0), " and ", -std::min<int64_t>(hi, 0), ")");
+      x = x.narrow(d, start, stop - start);
       shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
     }
-    double v = value.value_or(0.0);
-    // full() checks that the value fits the dtype (check_scalar_fits).
-    Tensor out = full(shape, v, self.dtype());
+    // The fill value must fit the dtype, except float16/bfloat16 which round it to infinity (PyTorch).
+    if (self.dtype() != kFloat16 && self.dtype() != kBFloat16) check_scalar_fits(Scalar(value.value_or(0.0)), self.dtype(), "pad");
+    Tensor out = empty_tensor(shape, self.dtype(), self.device());
+    out.fill_(scalar_to_tensor(Scalar(value.value_or(0.0))));
     Tensor region = out;
     for (size_t k = 0; k < np; ++k) {
       int64_t d = self.dim() - 1 - int64_t(k);
@@ -278,11 +280,39 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
   }
   KINDLE_CHECK_NOT_IMPLEMENTED(!value || *value == 0, "pad: Padding mode \"", mode,
                                "\" doesn't take in value argument");
+  // PyTorch's non-constant modes pad the last 1, 2 or 3 dims of an input with one or two batch dims.
+  KINDLE_CHECK_NOT_IMPLEMENTED(np >= 1 && np <= 3 && (self.dim() == int64_t(np) + 1 || self.dim() == int64_t(np) + 2),
+                               "pad: Padding size ", pad.size(), " is not supported for ", self.dim(),
+                               "D input tensor. Supported combinations for non-constant padding: 2D or 3D input with "
+                               "padding size 2, 3D or 4D input with 4, 4D or 5D input with 6");
+  if (mode != "circular")
+    for (int64_t d = self.dim() == int64_t(np) + 2 ? 1 : 0; d < self.dim(); ++d)
+      KINDLE_CHECK(self.size(d) > 0, "pad: Expected a ", np + 1, "D or ", np + 2, "D (batch mode) tensor with possibly 0 "
+                   "batch size and other non-zero dimensions for input, but got: ", self.sizes());
   // reflect / replicate / circular: gather along each padded dim with computed source indices.
   Tensor x = self;
   for (size_t k = 0; k < np; ++k) {
     int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1];
-    // negative pads crop first; the positive ones then wrap/reflect/replicate the cropped tensor
+    if (mode != "circular") {
+      // reflect/replicate read the uncropped input: output j is input j - lo, reflected or clamped
+      int64_t n = x.size(d);
+      KINDLE_CHECK(n + lo + hi >= 1, "pad: input (size ", n, " at dimension ", d, ") is too small. Calculated output "
+                   "size: ", n + lo + hi);
+      if (mode == "reflect")
+        KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
+                     "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());
+      Tensor i = arange(-lo, n + hi, 1, kInt64);
+      if (mode == "replicate") {
+        i = clamp(i, 0, n - 1);
+      } else {  // reflect about the edges, without repeating them
+        Tensor period = scalar_to_tensor(std::max<int64_t>(2 * (n - 1), 1));
+        Tensor m = remainder(i, period);
+        i = where(m >= n, (2 * (n - 1)) - m, m);
+      }
+      x = x.index_select(d, i);
+      continue;
+    }
+    // circular: negative pads crop first; the positive ones then wrap the cropped tensor
     if (lo < 0 || hi < 0) {
       int64_t n0 = x.size(d), a = std::max<int64_t>(-lo, 0), b = std::max<int64_t>(-hi, 0);
       KINDLE_CHECK(n0 - a - b >= 0, "pad: negative padding (", lo, ", ", hi, ") is larger than dimension ", d,
@@ -292,21 +322,10 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       hi = std::max<int64_t>(hi, 0);
     }
     int64_t n = x.size(d);
-    if (mode == "reflect")
-      KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
-                   "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());
-    if (mode == "circular")
-      KINDLE_CHECK(lo <= n && hi <= n, "pad: Padding value causes wrapping around more than once.");
+    KINDLE_CHECK(lo <= n && hi <= n, "pad: Padding value causes wrapping around more than once.");
     KINDLE_CHECK(n > 0 || (lo <= 0 && hi <= 0), "pad: input dimension ", d, " is empty and cannot be padded in ",
-                 mode, " mode");
-    Tensor i = arange(-lo, n + hi, 1, kInt64);
-    if (mode == "replicate") i = clamp(i, 0, n - 1);
-    else if (mode == "circular") i = remainder(i, scalar_to_tensor(n));
-    else {  // reflect about the edges, without repeating them
-      Tensor period = scalar_to_tensor(std::max<int64_t>(2 * (n - 1), 1));
-      Tensor m = remainder(i, period);
-      i = where(m >= n, (2 * (n - 1)) - m, m);
-    }
+                 "circular mode");
+    Tensor i = remainder(arange(-lo, n + hi, 1, kInt64), scalar_to_tensor(n));
     x = x.index_select(d, i);
   }
   return x;

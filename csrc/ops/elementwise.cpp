@@ -40,15 +40,20 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
 // A float16/bfloat16 tensor multiplied or divided by a Python number (`h * 65536.0`, loss
 // scaling): PyTorch computes in float32 with the number unrounded and rounds the result once;
 // converting the number to the tensor's dtype first would overflow it to inf. (Its add and sub
-// do round the number first, and so does Kindle.) Called for mul and div only; returns an
-// undefined tensor when the operands are not one reduced-float tensor and one number.
+// do round the number first, and so does Kindle.) Called for mul and the divisions; returns an
+// undefined tensor when the operands are not one reduced-float tensor and one scalar.
 Tensor reduced_float_with_number(const char* name, const Tensor& a, const Tensor& b, BinaryOp op,
                                  BKind kind, const Tensor& out) {
-  bool wa = a.impl()->wrapped_number, wb = b.impl()->wrapped_number;
+  // The scalar is a Python number or any 0-d tensor (PyTorch's CPU-scalar path reads its value
+  // unrounded); for the divisions only as the divisor.
+  bool wa = a.impl()->wrapped_number || (op == BinaryOp::Mul && a.dim() == 0 && b.dim() > 0);
+  bool wb = b.impl()->wrapped_number || (b.dim() == 0 && a.dim() > 0);
   if (wa == wb) return {};
   DType t = wa ? b.dtype() : a.dtype();
-  if (t != kFloat16 && t != kBFloat16) return {};
-  Tensor r = binary(name, wa ? a : a.to(kFloat32), wb ? b : b.to(kFloat32), op, kind);
+  if ((t != kFloat16 && t != kBFloat16) || result_type({a, b}) != t) return {};
+  const Tensor& s = wa ? a : b;
+  Tensor sv = s.impl()->wrapped_number ? s : s.to(kFloat32);
+  Tensor r = binary(name, wa ? sv : a.to(kFloat32), wb ? sv : b.to(kFloat32), op, kind);
   if (!out.defined()) return r.to(t);
   out.copy_(r);
   return out;
@@ -56,7 +61,8 @@ Tensor reduced_float_with_number(const char* name, const Tensor& a, const Tensor
 
 Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, BKind kind,
               const Tensor& out) {
-  if ((op == BinaryOp::Mul || op == BinaryOp::Div) && (a.impl()->wrapped_number || b.impl()->wrapped_number))
+  if ((op == BinaryOp::Mul || op == BinaryOp::Div || op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor) &&
+      (a.dim() == 0 || b.dim() == 0))
     if (Tensor r = reduced_float_with_number(name, a, b, op, kind, out); r.defined()) return r;
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(a).add_input(b);
@@ -341,14 +347,19 @@ const Tensor& true_divide_(const Tensor& a, const Tensor& b) { return div_(a, b,
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }
 const Tensor& floor_divide_(const Tensor& a, const Tensor& b) { return div_(a, b, "floor"); }
 
+// A Python-number exponent must fit the result dtype (PyTorch converts it to that dtype).
+static void check_pow_exponent(const Tensor& a, const Tensor& b, const char* name) {
+  if (!b.impl()->wrapped_number) return;
+  if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()))
+    KINDLE_CHECK(b.item().to_int() >= 0, name, ": integers to negative integer powers are not allowed.");
+  check_scalar_fits(b.item(), result_type({a, b}), name);
+}
 Tensor native_pow(const Tensor& a, const Tensor& b) {
-  if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()) && b.impl()->wrapped_number)
-    KINDLE_CHECK(b.item().to_int() >= 0, "pow: integers to negative integer powers are not allowed.");
+  check_pow_exponent(a, b, "pow");
   return binary("pow", a, b, BinaryOp::Pow, BKind::Arith);
 }
 const Tensor& native_pow_(const Tensor& a, const Tensor& b) {
-  if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()) && b.impl()->wrapped_number)
-    KINDLE_CHECK(b.item().to_int() >= 0, "pow_: integers to negative integer powers are not allowed.");
+  check_pow_exponent(a, b, "pow_");
   binary("pow_", a, b, BinaryOp::Pow, BKind::Arith, a);
   return a;
 }
@@ -423,6 +434,13 @@ Tensor native_where(const Tensor& condition, const Tensor& self, const Tensor& o
   KINDLE_CHECK(condition.dtype() == kBool || condition.dtype() == kUInt8,
                     "where: expected condition to be a boolean tensor, but got a tensor with dtype ", condition.dtype());
   Tensor cond = condition.dtype() == kBool ? condition : condition.to(kBool);
+  // A Python number must fit the result dtype, as PyTorch checks (except float16/bfloat16,
+  // where it rounds to infinity).
+  for (const Tensor* t : {&self, &other})
+    if (t->impl()->wrapped_number) {
+      DType rt = result_type({self, other});
+      if (rt != kFloat16 && rt != kBFloat16) check_scalar_fits(t->item(), rt, "where");
+    }
   TensorIterConfig cfg;
   cfg.add_output(Tensor()).add_input(cond).add_input(self).add_input(other);
   cfg.keep_input_dtype = 1;

@@ -296,7 +296,7 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
   Tensor acc = ops[0];
   std::string al = labels[0];
   for (size_t i = 1; i < ops.size(); ++i) {
-    const Tensor& b = ops[i];
+    Tensor b = ops[i];
     const std::string& bl = labels[i];
     auto needed_later = [&](char c) {
       if (out.find(c) != std::string::npos) return true;
@@ -316,16 +316,32 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
       return p;
     };
     auto size_of = [&](const Tensor& t, const std::string& l, char c) { return t.sizes()[l.find(c)]; };
+    // A label of size 1 in one operand broadcasts against the other: a contracted one sums the
+    // other operand over it first, a batch one expands.
+    for (char c : contract) {
+      int64_t sa = size_of(acc, al, c), sb = size_of(b, bl, c);
+      if (sa == sb) continue;
+      KINDLE_CHECK(sa == 1 || sb == 1, "einsum(): operands do not broadcast with remapped shapes for subscript ", c,
+                   ": ", sa, " vs ", sb);
+      Tensor& big = sa == 1 ? b : acc;
+      const std::string& bigl = sa == 1 ? bl : al;
+      big = big.sum(IntArrayRef{int64_t(bigl.find(c))}, true, big.dtype());
+    }
+    for (char c : batch) {
+      int64_t sa = size_of(acc, al, c), sb = size_of(b, bl, c);
+      if (sa == sb) continue;
+      Tensor& small = sa == 1 ? acc : b;
+      const std::string& sl = sa == 1 ? al : bl;
+      DimVector shape(small.sizes());
+      shape[sl.find(c)] = std::max(sa, sb);
+      small = small.expand(shape);
+    }
     int64_t B = 1, M = 1, N = 1, K = 1;
     DimVector res_shape;
     for (char c : batch) { int64_t s = std::max(size_of(acc, al, c), size_of(b, bl, c)); B *= s; res_shape.push_back(s); }
     for (char c : left) { M *= size_of(acc, al, c); res_shape.push_back(size_of(acc, al, c)); }
     for (char c : right) { N *= size_of(b, bl, c); res_shape.push_back(size_of(b, bl, c)); }
-    for (char c : contract) {
-      KINDLE_CHECK(size_of(acc, al, c) == size_of(b, bl, c), "einsum(): operands do not broadcast with remapped shapes "
-                   "for subscript ", c, ": ", size_of(acc, al, c), " vs ", size_of(b, bl, c));
-      K *= size_of(acc, al, c);
-    }
+    for (char c : contract) K *= size_of(acc, al, c);
     Tensor A3 = acc.permute(perm_of(al, batch + left + contract)).reshape({B, M, K});
     Tensor B3 = b.permute(perm_of(bl, batch + contract + right)).reshape({B, K, N});
     acc = bmm(A3, B3).view(res_shape);

@@ -523,7 +523,7 @@ Tensor diag(const Tensor& self, int64_t d) {
 }
 
 Tensor native_unfold(const Tensor& self, int64_t dimension, int64_t size, int64_t step) {
-  int64_t d = self.dim() == 0 ? 0 : wrap_dim(dimension, self.dim(), "unfold");
+  int64_t d = wrap_dim(dimension, std::max<int64_t>(self.dim(), 1), "unfold");  // a 0-d tensor has dim 0
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   KINDLE_CHECK(size >= 0, "unfold: size is ", size, " but must be >= 0");
   KINDLE_CHECK(size <= n, "unfold: maximum size for tensor at dimension ", d, " is ", n, " but size is ", size);

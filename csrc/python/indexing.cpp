@@ -118,7 +118,8 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
     if (!nb::try_cast<Scalar>(value, s)) {
       v = list_to_index(value).to(self.dtype());  // a nested list of numbers takes self's dtype
     } else {
-      check_scalar_fits(s, self.dtype(), "setitem");
+      // PyTorch checks the range except for float16/bfloat16, which round to infinity.
+      if (self.dtype() != kFloat16 && self.dtype() != kBFloat16) check_scalar_fits(s, self.dtype(), "setitem");
       v = scalar_tensor_of(s, self.dtype());
     }
   }
@@ -129,6 +130,11 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
     p.view.copy_(v);
     return;
   }
+  // PyTorch's order: an index into a size-0 dim, then the dtypes, then the index values.
+  for (size_t d = 0; d < p.indices.size(); ++d)
+    if (p.indices[d] && p.indices[d]->dtype() != kBool && p.indices[d]->dtype() != kUInt8 && p.indices[d]->numel() &&
+        int64_t(d) < p.view.dim() && p.view.size(int64_t(d)) == 0)
+      throw IndexError("index is out of bounds for dimension with size 0");
   KINDLE_CHECK(!is_tensor || v.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
                self.dtype(), " for the destination and ", v.dtype(), " for the source.");
   index_put_(p.view, p.indices, v, false);
