@@ -96,8 +96,10 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
       break;
     case BinaryOp::Pow:
       // Exponents 0.5 and -0.5 are sqrt and rsqrt, as PyTorch computes them (pow(-inf, 0.5) is
-      // inf by IEEE, but NaN there).
-      if constexpr (is_float)
+      // inf by IEEE, but NaN there) except for float16, which it computes with pow.
+      if constexpr (std::is_same_v<T, Half>)
+        return run([](M a, M b) { return b == M(2) ? a * a : vm::pow(a, b); });
+      else if constexpr (is_float)
         return run([](M a, M b) {
           return b == M(2) ? a * a : b == M(0.5) ? std::sqrt(a) : b == M(-0.5) ? M(1) / std::sqrt(a) : vm::pow(a, b);
         });

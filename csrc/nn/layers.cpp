@@ -266,8 +266,9 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       x = x.narrow(d, start, stop - start);
       shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
     }
-    // The fill value must fit the dtype, except float16/bfloat16 which round it to infinity (PyTorch).
-    if (self.dtype() != kFloat16 && self.dtype() != kBFloat16) check_scalar_fits(Scalar(value.value_or(0.0)), self.dtype(), "pad");
+    // The fill value must fit the dtype where it is used (some pad is positive), as PyTorch checks.
+    if (std::any_of(pad.begin(), pad.end(), [](int64_t p) { return p > 0; }))
+      check_scalar_fits(Scalar(value.value_or(0.0)), self.dtype(), "pad");
     Tensor out = empty_tensor(shape, self.dtype(), self.device());
     out.fill_(scalar_to_tensor(Scalar(value.value_or(0.0))));
     Tensor region = out;
@@ -296,8 +297,9 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
     if (mode != "circular") {
       // reflect/replicate read the uncropped input: output j is input j - lo, reflected or clamped
       int64_t n = x.size(d);
-      KINDLE_CHECK(n + lo + hi >= 1, "pad: input (size ", n, " at dimension ", d, ") is too small. Calculated output "
-                   "size: ", n + lo + hi);
+      // (PyTorch's 1-d padding needs an output of at least one element; its 2-d and 3-d accept none)
+      KINDLE_CHECK(n + lo + hi >= (np == 1 ? 1 : 0), "pad: input (size ", n, " at dimension ", d, ") is too small. "
+                   "Calculated output size: ", n + lo + hi);
       if (mode == "reflect")
         KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
                      "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());

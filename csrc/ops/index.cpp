@@ -160,7 +160,9 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   Tensor idx = index.reshape({-1});
   if (idx.numel()) {
     int64_t n = self.dim() == 0 ? 1 : self.sizes()[wrap_dim(dim, self.dim(), "index_select")];
-    KINDLE_CHECK(n > 0, "index_select(): self indexing axis dim should be positive (dimension ", dim, " has size 0)");
+    // (PyTorch: IndexError for a 1-d self, RuntimeError otherwise)
+    if (self.dim() > 1)
+      KINDLE_CHECK(n > 0, "index_select(): self indexing axis dim should be positive (dimension ", dim, " has size 0)");
     int64_t lo = amin(idx.to(kInt64), {}, false).item().to_int(), hi = amax(idx.to(kInt64), {}, false).item().to_int();
     KINDLE_CHECK_INDEX(lo >= 0 && hi < n, "index_select(): index out of range in self (index ", lo < 0 ? lo : hi,
                        " for a dimension of size ", n, ")");

@@ -324,8 +324,10 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
       KINDLE_CHECK(sa == 1 || sb == 1, "einsum(): operands do not broadcast with remapped shapes for subscript ", c,
                    ": ", sa, " vs ", sb);
       Tensor& big = sa == 1 ? b : acc;
+      Tensor& other = sa == 1 ? acc : b;
       const std::string& bigl = sa == 1 ? bl : al;
-      big = big.sum(IntArrayRef{int64_t(bigl.find(c))}, true, big.dtype());
+      big = big.sum(IntArrayRef{int64_t(bigl.find(c))}, true);  // integers promote, as in PyTorch
+      if (other.dtype() != big.dtype()) other = other.to(big.dtype());
     }
     for (char c : batch) {
       int64_t sa = size_of(acc, al, c), sb = size_of(b, bl, c);

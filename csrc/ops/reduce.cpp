@@ -262,7 +262,7 @@ Tensor native_log_softmax(const Tensor& self, int64_t dim, std::optional<DType> 
 static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool prod, const char* name) {
   int64_t d = wrap_dim(dim, self.dim(), name);
   DType dt = sum_dtype(self, dtype);
-  KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool, name, ": \"", name, "_out_cpu\" not implemented for 'Bool'");
+  KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool || self.dim() == 0 || self.numel() == 0, name, ": \"", name, "_out_cpu\" not implemented for 'Bool'");
   Tensor x = dtype && *dtype != self.dtype() ? self.to(*dtype) : self;
   Tensor rows = rows_last(x, d);
   Tensor out = empty_tensor(rows.sizes(), dt, x.device());
