@@ -244,7 +244,7 @@ Tensor one_hot(const Tensor& self, int64_t num_classes) {
   return out.scatter_(-1, self.unsqueeze(-1), ones_like(self.unsqueeze(-1)));
 }
 
-Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::optional<double> value) {
+Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, const std::optional<Scalar>& value) {
   KINDLE_CHECK(pad.size() % 2 == 0, "pad: Padding length must be divisible by 2 (got ", pad.size(), ")");
   KINDLE_CHECK(int64_t(pad.size()) / 2 <= self.dim(), "pad: Padding length should be less than or equal to two times "
                "the input dimension but got padding length ", pad.size(), " and input of dimension ", self.dim());
@@ -267,10 +267,10 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
     }
     // The fill value must fit the dtype where it is used (some pad is positive), as PyTorch checks.
-    if (std::any_of(pad.begin(), pad.end(), [](int64_t p) { return p > 0; }))
-      check_scalar_fits(Scalar(value.value_or(0.0)), self.dtype(), "pad");
+    Scalar fill = value.value_or(Scalar(0));
+    if (std::any_of(pad.begin(), pad.end(), [](int64_t p) { return p > 0; })) check_scalar_fits(fill, self.dtype(), "pad");
     Tensor out = empty_tensor(shape, self.dtype(), self.device());
-    out.fill_(scalar_to_tensor(Scalar(value.value_or(0.0))));
+    out.fill_(scalar_to_tensor(fill));
     Tensor region = out;
     for (size_t k = 0; k < np; ++k) {
       int64_t d = self.dim() - 1 - int64_t(k);
@@ -279,13 +279,17 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
     region.copy_(x);
     return out;
   }
-  KINDLE_CHECK_NOT_IMPLEMENTED(!value || *value == 0, "pad: Padding mode \"", mode,
+  KINDLE_CHECK_NOT_IMPLEMENTED(!value || value->to_double() == 0, "pad: Padding mode \"", mode,
                                "\" doesn't take in value argument");
   // PyTorch's non-constant modes pad the last 1, 2 or 3 dims of an input with one or two batch dims.
   KINDLE_CHECK_NOT_IMPLEMENTED(np >= 1 && np <= 3 && (self.dim() == int64_t(np) + 1 || self.dim() == int64_t(np) + 2),
                                "pad: Padding size ", pad.size(), " is not supported for ", self.dim(),
                                "D input tensor. Supported combinations for non-constant padding: 2D or 3D input with "
                                "padding size 2, 3D or 4D input with 4, 4D or 5D input with 6");
+  if (mode != "circular") {
+    KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() != kBool, "pad: \"", mode == "reflect" ? "reflection" : "replication",
+                                 "_pad", np, "d\" not implemented for 'Bool'");
+  }
   if (mode != "circular")
     for (int64_t d = self.dim() == int64_t(np) + 2 ? 1 : 0; d < self.dim(); ++d)
       KINDLE_CHECK(self.size(d) > 0, "pad: Expected a ", np + 1, "D or ", np + 2, "D (batch mode) tensor with possibly 0 "

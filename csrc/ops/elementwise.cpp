@@ -267,6 +267,8 @@ static Tensor clamp_impl(const char* name, const Tensor& self, const std::option
   if (min) parts.push_back(scalar_to_tensor(*min));
   if (max) parts.push_back(scalar_to_tensor(*max));
   DType ct = result_type(parts);
+  KINDLE_CHECK(!out.defined() || can_cast(ct, out.dtype()), name, ": result type ", ct,
+               " can't be cast to the desired output type ", out.dtype());
   // A bound must fit the result dtype (PyTorch raises); int64 bounds beyond double's 53 exact
   // bits go through the exact tensor form.
   bool big = false;

@@ -256,7 +256,9 @@ const Tensor& native_scatter_add_(const Tensor& self, int64_t dim, const Tensor&
 const Tensor& scatter_reduce_raw_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, PutReduce reduce) {
   return scatter_impl(self, dim, index, src, reduce, "scatter_reduce");
 }
-Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_(o, dim, index, src); return o; }
+// The out-of-place forms write into a contiguous copy of self, as PyTorch's do.
+static Tensor contiguous_copy(const Tensor& t) { return t.is_contiguous() ? t.clone() : t.contiguous(); }
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = contiguous_copy(self); scatter_(o, dim, index, src); return o; }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   if (index.numel()) check_scalar_fits(value, self.dtype(), "scatter_");
   return scatter_(self, dim, index, scalar_to_tensor(value));
@@ -274,7 +276,7 @@ const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& ind
   return scatter_impl(self, dim, index, src, scatter_reduce_kind(reduce), "scatter_");
 }
 Tensor native_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) {
-  Tensor o = self.clone();
+  Tensor o = contiguous_copy(self);
   native_scatter_(o, dim, index, src, reduce);
   return o;
 }
@@ -283,11 +285,11 @@ const Tensor& native_scatter_(const Tensor& self, int64_t dim, const Tensor& ind
   return scatter_impl(self, dim, index, scalar_to_tensor(value), scatter_reduce_kind(reduce), "scatter_");
 }
 Tensor native_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, std::string_view reduce) {
-  Tensor o = self.clone();
+  Tensor o = contiguous_copy(self);
   native_scatter_(o, dim, index, value, reduce);
   return o;
 }
-Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = self.clone(); scatter_add_(o, dim, index, src); return o; }
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) { Tensor o = contiguous_copy(self); scatter_add_(o, dim, index, src); return o; }
 
 Tensor take_along_dim(const Tensor& self, const Tensor& indices_in, std::optional<int64_t> dim) {
   KINDLE_CHECK(indices_in.dtype() == kInt64, "take_along_dim(): dtype of indices should be int64 but got ", indices_in.dtype());
@@ -356,7 +358,7 @@ Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) 
   KINDLE_CHECK(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
   KINDLE_CHECK(value.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
                value.dim(), " dimension(s).");
-  return where(mask, value.to(self.dtype()), self);
+  return where(mask, value.to(self.dtype()), self).contiguous();  // contiguous, as PyTorch's result
 }
 const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor& value) {
   Tensor r = masked_fill(self, mask, value);

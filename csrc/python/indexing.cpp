@@ -115,8 +115,9 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
   if (is_tensor) v = nb::cast<Tensor>(value);
   else {
     Scalar s;
-    if (!nb::try_cast<Scalar>(value, s)) {
-      v = list_to_index(value).to(self.dtype());  // a nested list of numbers takes self's dtype
+    if (!nb::try_cast<Scalar>(value, s)) {  // lists, tuples and arrays too, as in PyTorch
+      throw TypeError(detail::str_cat("can't assign a ", Py_TYPE(value.ptr())->tp_name, " to a kindle tensor of dtype ",
+                                      self.dtype()));
     } else {
       // PyTorch checks the range except for float16/bfloat16, which round to infinity.
       if (self.dtype() != kFloat16 && self.dtype() != kBFloat16) check_scalar_fits(s, self.dtype(), "setitem");

@@ -81,6 +81,10 @@ ALLOW = [
     ("kindle raises, torch not", "masked_fill_", "more than one element of the written-to tensor",
      "torch does not check masked_fill_'s target for internal overlap (an expanded tensor), so the "
      "result depends on the write order; Kindle refuses it as it does for every in-place op"),
+    ("torch raises, kindle not", "*", "overflow",
+     "an empty tensor whose other dims multiply past 2**63 (unfold of a huge empty tensor): torch "
+     "refuses to compute its strides or numel; Kindle's tensor has no element and its strides are "
+     "never read"),
     ("kindle raises, torch not", "take_along_dim", "out of bounds",
      "along a dim torch 2.13 wraps every index modulo the size (take_along_dim(x, [[100]], 1) reads "
      "column 100 % n) while its dim=None form and gather raise; Kindle accepts [-n, n) and raises "
@@ -90,9 +94,10 @@ ALLOW = [
      "(log_softmax: torch rounds log-sum-exp to bfloat16 before subtracting, so x - lse is exactly 0 "
      "where Kindle gives -0.0033, the correctly rounded value)"),
     # Non-finite values and the float range's end, where torch's rounding order differs from Kindle's.
-    ("value differs", "F.conv2d", "kindle nan",
-     "a NaN or infinite weight next to zero padding: torch's kernel skips the padded taps and is "
-     "finite there; Kindle multiplies the padding (0 * inf = NaN, as IEEE and the definition give)"),
+    ("value differs", "F.conv2d", "",
+     "NaN or infinite inputs or weights: torch's kernels skip padded taps (finite where Kindle's "
+     "0 * inf is NaN) and spread a non-finite value into outputs it does not touch (NaN where "
+     "Kindle, summing only the window, is finite); finite values agree"),
     ("value differs", "F.interpolate", "",
      "non-finite inputs: torch's two-tap formula gives NaN where a tap of weight exactly 0 meets an "
      "infinity and ignores taps past the edge; Kindle's separable weights differ at those points only "
@@ -100,7 +105,7 @@ ALLOW = [
     ("value differs", "F.gelu", "",
      "at the end of the float range and at infinity Kindle's gelu is exact (gelu(x) = x there); torch "
      "overflows the intermediate x * (1 + erf) to inf, and gives NaN for gelu(inf)"),
-    ("value differs", ("prod", "std", "addmm", "F.layer_norm"), "",
+    ("value differs", ("prod", "std", "var", "sum", "addmm", "matmul", "fmod", "fmod_", "F.layer_norm"), "",
      "values within a factor of a few of the float32 range: Kindle accumulates in float64 (or keeps "
      "the mean exact) where torch overflows an intermediate to inf/NaN or leaves a rounding residual "
      "that a huge weight magnifies; finite results that torch rounds differently"),
@@ -578,6 +583,14 @@ class _Pair:
         """Run step i on both libraries; record a finding if they disagree."""
         op = op_name(step)
         refs = step_refs(step)
+        # An in-place op with another input on the written storage (x.add_(x[:, :1])): torch reads
+        # it while writing, so its result depends on its loop order; Kindle reads a copy. Recorded
+        # as a note, not compared.
+        target = self.tenv[refs[0]] if refs else None
+        aliased = (step[0] == "setitem" or step[1].endswith("_")) and _is_tensor(target) and any(
+            _is_tensor(self.tenv[r]) and _storage(self.tenv[r]) == _storage(target) and
+            (tuple(self.tenv[r].shape), self.tenv[r].stride(), self.tenv[r].storage_offset()) !=
+            (tuple(target.shape), target.stride(), target.storage_offset()) for r in refs[1:])
         snaps, exact = {}, True
         for j in refs:
             tv, kv = self.tenv[j], self.kenv[j]
@@ -621,6 +634,11 @@ class _Pair:
                 return
             return self.add("exception type differs", op, f"torch {_exc(te)}; kindle {_exc(ke)}", i, snaps)
         self.tenv[i], self.kenv[i] = t, k
+        if aliased:
+            self.taint(i)
+            self.taint(refs[0])
+            self.findings.append(Finding(NOTE + "in-place op reads its own output", op, ""))
+            return
         src = (self.tenv[refs[0]], self.kenv[refs[0]]) if refs else (None, None)
         self.same_strides = bool(refs) and all(map(_is_tensor, src)) and \
             (tuple(src[0].stride()), src[0].storage_offset()) == (tuple(src[1].stride()), src[1].storage_offset())

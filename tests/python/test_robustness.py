@@ -118,6 +118,39 @@ RAISES = [
     ("matmul_number", "lib.matmul(lib.ones(2), 2)", TypeError),
     ("max_float_number", "lib.ones(2).max(1.5)", TypeError),
     ("quantile_number_input", "lib.quantile(1.0, 0.5)", TypeError),
+    # Found by the 100,000-program fuzz run (tests/README.md).
+    ("floordiv_bool", "lib.tensor([False, True]) // lib.tensor([True, True])", NotImplementedError),
+    ("fmod_bool", "lib.fmod(lib.tensor([False, True]), True)", NotImplementedError),
+    ("remainder_bool", "lib.tensor([True]) % lib.tensor([True])", NotImplementedError),
+    ("div_trunc_bool", "lib.div(lib.tensor([True]), lib.tensor([True]), rounding_mode='trunc')", NotImplementedError),
+    ("pow_bool_tensors", "lib.tensor([True]) ** lib.tensor([False])", NotImplementedError),
+    ("remainder_zero", "lib.tensor([5, 6]) % lib.tensor([1, 0])", RuntimeError),
+    ("floordiv_uint8_256", "lib.tensor([5], dtype=lib.uint8) // 256", RuntimeError),
+    ("clamp_bound_overflow", "lib.tensor([1., 2.]).clamp(max=-1e300)", RuntimeError),
+    ("clamp_half_bound", "lib.tensor([1., 2.], dtype=lib.float16).clamp(max=2**62)", RuntimeError),
+    ("pow_exponent_int8", "lib.tensor([6], dtype=lib.int8) ** (2**63 - 1)", RuntimeError),
+    ("pow_exponent_half", "lib.tensor([1.5], dtype=lib.float16) ** 1e10", RuntimeError),
+    ("where_scalar_int32", "lib.where(lib.tensor([True]), lib.zeros(1, dtype=lib.int32), 2**31)", RuntimeError),
+    ("where_scalar_float", "lib.where(lib.tensor([True]), lib.zeros(1), 1e300)", RuntimeError),
+    ("setitem_uint8_negative_float", "lib.zeros(3, dtype=lib.uint8).__setitem__(slice(None), -0.25)", RuntimeError),
+    ("setitem_index_dtype", "lib.zeros(3, dtype=lib.int16).__setitem__(lib.tensor([0]), lib.tensor(1.5))", RuntimeError),
+    ("setitem_size0_dim", "lib.zeros(0).__setitem__(lib.tensor([[0]]), lib.tensor(7, dtype=lib.uint8))", IndexError),
+    ("getitem_size0_dim", "lib.zeros(0, 4, 0)[lib.tensor([1])]", IndexError),
+    ("full_uint8_negative_float", "lib.full((2,), -0.25, dtype=lib.uint8)", RuntimeError),
+    ("cumsum_to_bool", "lib.cumsum(lib.ones(3), 0, dtype=lib.bool)", NotImplementedError),
+    ("arange_bool", "lib.arange(0, 3, dtype=lib.bool)", NotImplementedError),
+    ("unfold_0d_dim", "lib.tensor(2.).unfold(5, 1, 1)", IndexError),
+    ("index_select_size0", "lib.zeros(1, 3, 0).index_select(2, lib.tensor([0]))", RuntimeError),
+    ("take_along_dim_ndim", "lib.take_along_dim(lib.zeros(1, 0), lib.tensor([], dtype=lib.int64), 1)", RuntimeError),
+    ("pad_reflect_1d", "F.pad(lib.ones(3), (1, 0), mode='reflect')", NotImplementedError),
+    ("pad_replicate_4d_size2", "F.pad(lib.ones(1, 1, 1, 4), (1, 1), mode='replicate')", NotImplementedError),
+    ("pad_crop_negative", "F.pad(lib.zeros(0, 0, 0, 1), (0, 0, 2, -1), value=1.0)", RuntimeError),
+    ("pad_replicate_empty", "F.pad(lib.zeros(1, 2, 0), (1, 1), mode='replicate')", RuntimeError),
+    ("pad_value_uint8", "F.pad(lib.zeros(2, 3, dtype=lib.uint8), (0, 0, 1, 0), value=-1)", RuntimeError),
+    ("permuted_layout_kept", "(lambda x: x.tanh().view(-1, 2))(lib.zeros(5, 1, 4, dtype=lib.bool).permute(2, 1, 0))",
+     RuntimeError),
+    ("setitem_list_value", "lib.zeros(3).__setitem__(lib.tensor([0, 2]), [1, 2])", TypeError),
+    ("pad_replicate_too_small", "F.pad(lib.ones(1, 1, 4), (-5, 1), mode='replicate')", RuntimeError),
 ]
 
 SAME = [
@@ -188,6 +221,34 @@ SAME = [
     ("add_bool_alpha_bool", "lib.add(lib.tensor([True, False]), lib.tensor([False, True]), alpha=True)"),
     ("quantile_float_q", "lib.quantile(lib.tensor([1., 2., 4.]), 0.5)"),
     ("max_int_is_dim", "lib.ones(2, 3).max(1)[0]"),
+    ("pow_bool_number", "lib.tensor([True, False]) ** True"),
+    ("pow_half_neg_inf", "lib.tensor([-float('inf'), 4.], dtype=lib.float16) ** 0.5"),
+    ("pow_bf16_neg_inf", "lib.tensor([-float('inf'), 4.], dtype=lib.bfloat16) ** 0.5"),
+    ("pow_float_huge_exponent", "lib.tensor([1.5, -1.]) ** -1e300"),
+    ("clamp_int64_max_bound", "lib.tensor([-1, 5]).clamp(min=2**63 - 1)"),
+    ("clamp_int64_min_bound", "lib.tensor([-1, 5]).clamp(max=-2**63 + 1)"),
+    ("log_softmax_large_equal", "F.log_softmax(lib.tensor([[9.2e18, 0., 9.2e18, 2., 9.2e18]]), 1)"),
+    ("log_softmax_large_bf16", "F.log_softmax(lib.tensor([[9.2e18, 0., 9.2e18, 2.]]).to(lib.bfloat16), 1)"),
+    ("setitem_leading_ones_slice", "(lambda x: (x.__setitem__(slice(None, None, 2), lib.tensor([[[[6], [-1]]]], dtype=lib.int8)), x)[1])(lib.zeros(1, 2, 2, dtype=lib.float64))"),
+    ("setitem_leading_ones_int", "(lambda x: (x.__setitem__(2, lib.tensor([[[-1.], [2.]]], dtype=lib.float64)), x)[1])(lib.zeros(4, 2, 3, dtype=lib.float64))"),
+    ("setitem_half_huge", "(lambda x: (x.__setitem__(0, 1e10), x)[1])(lib.zeros(2, dtype=lib.float16))"),
+    ("nonzero_flatten_aliases", "(lambda n: (n.flatten().__setitem__(0, 7), n)[1])(lib.nonzero(lib.ones(2, 2)))"),
+    ("mean_dtype_narrower", "lib.tensor([[3.6, 70000.]]).mean(1, dtype=lib.float16)"),
+    ("cross_entropy_ignored_nan", "F.cross_entropy(lib.tensor([[-0.3, -6.4, float('nan')]]), lib.tensor([-100]), reduction='none', label_smoothing=0.1)"),
+    ("nll_ignored_nan", "F.nll_loss(lib.full((2, 3), float('nan')), lib.tensor([-100, -100]), reduction='sum')"),
+    ("pad_reflect_negative", "F.pad(lib.arange(4.).reshape(1, 1, 4), (-3, 2), mode='reflect')"),
+    ("pad_replicate_negative", "F.pad(lib.arange(3.).reshape(1, 1, 3), (-1, 0, -1, 1), mode='replicate')"),
+    ("pad_circular_negative", "F.pad(lib.arange(4.).reshape(1, 1, 4), (-1, 2), mode='circular')"),
+    ("pad_reflect_3d_empty_out", "F.pad(lib.ones(1, 1, 1, 1, 4), (-4, 0, 0, 0, 0, 0), mode='reflect')"),
+    ("pad_half_unused_value", "F.pad(lib.ones(1, 3, 4, dtype=lib.float16), (-1, -1), value=2**62)"),
+    ("einsum_broadcast_contract", "lib.einsum('ij,jk->ik', lib.arange(4.).reshape(4, 1), lib.arange(8.).reshape(2, 4))"),
+    ("einsum_broadcast_empty", "lib.einsum('ij,jk->ik', lib.zeros(4, 0), lib.ones(1, 4))"),
+    ("einsum_broadcast_batch", "lib.einsum('bij,bjk->bik', lib.ones(1, 2, 3), lib.ones(4, 3, 2))"),
+    ("einsum_broadcast_int", "lib.einsum('ij,jk->ik', lib.ones(3, 1, dtype=lib.int32), lib.ones(2, 2, dtype=lib.int32))"),
+    ("floordiv_half_0d_double", "lib.floor_divide(lib.tensor([0.5302734375, -0.116], dtype=lib.float16), lib.tensor(0.5304529277783991, dtype=lib.float64))"),
+    ("mul_bf16_0d_double", "lib.tensor([1e-30, 3.], dtype=lib.bfloat16) * lib.tensor(1e35, dtype=lib.float64)"),
+    ("cumsum_0d_to_bool", "lib.cumsum(lib.tensor(-2, dtype=lib.int32), 0, dtype=lib.bool)"),
+    ("scatter_value_unused_overflow", "lib.zeros(3, dtype=lib.uint8).scatter(0, lib.tensor([], dtype=lib.int64), value=300)"),
 ]
 
 
@@ -420,3 +481,15 @@ def test_scatter_reduce_forms_have_no_gradient_as_in_torch():
         # the value= form differentiates with respect to self (a zero where the value landed)
         g, = lib.autograd.grad(x.scatter(0, lib.tensor([2]), value=5.0).sum(), x)
         assert g.tolist() == [1.0, 1.0, 0.0]
+
+
+def test_integer_division_by_zero_writes_nothing():
+    for name in ("floor_divide_", "remainder_", "fmod_"):
+        x = kindle.tensor([5, 6, 7])
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            getattr(x, name)(kindle.tensor([1, 0, 2]))
+        assert x.tolist() == [5, 6, 7], name
+    x = kindle.tensor([5, 6, 7])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        x.div_(kindle.tensor([2, 1, 0]), rounding_mode="trunc")
+    assert x.tolist() == [5, 6, 7]
