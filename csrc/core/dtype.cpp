@@ -92,7 +92,8 @@ void check_scalar_fits(const Scalar& s, DType dtype, const char* op) {
     fits = dtype == kInt64 || (v >= lo && v <= hi);
   } else {  // a float into an integer type: within the range before truncation (-0.5 does not fit uint8)
     double v = s.to_double();
-    if (dtype == kInt64) fits = std::isfinite(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    // (compared as doubles, as PyTorch does: 2**63 - 1 as a double is 2**63 and fits)
+    if (dtype == kInt64) fits = std::isfinite(v) && v >= -9223372036854775808.0 && v <= 9223372036854775808.0;
     else fits = std::isfinite(v) && v >= (dtype == kUInt8 ? 0 : lo) && v <= hi;
   }
   KINDLE_CHECK(fits, op, ": value cannot be converted to type ", name, " without overflow (got ", s, ")");

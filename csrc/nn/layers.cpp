@@ -244,7 +244,7 @@ Tensor one_hot(const Tensor& self, int64_t num_classes) {
   return out.scatter_(-1, self.unsqueeze(-1), ones_like(self.unsqueeze(-1)));
 }
 
-Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, const std::optional<Scalar>& value) {
+Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::optional<double> value) {
   KINDLE_CHECK(pad.size() % 2 == 0, "pad: Padding length must be divisible by 2 (got ", pad.size(), ")");
   KINDLE_CHECK(int64_t(pad.size()) / 2 <= self.dim(), "pad: Padding length should be less than or equal to two times "
                "the input dimension but got padding length ", pad.size(), " and input of dimension ", self.dim());
@@ -267,7 +267,7 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, const std
       shape[size_t(d)] = x.size(d) + std::max<int64_t>(lo, 0) + std::max<int64_t>(hi, 0);
     }
     // The fill value must fit the dtype where it is used (some pad is positive), as PyTorch checks.
-    Scalar fill = value.value_or(Scalar(0));
+    Scalar fill(value.value_or(0.0));
     if (std::any_of(pad.begin(), pad.end(), [](int64_t p) { return p > 0; })) check_scalar_fits(fill, self.dtype(), "pad");
     Tensor out = empty_tensor(shape, self.dtype(), self.device());
     out.fill_(scalar_to_tensor(fill));
@@ -279,7 +279,7 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, const std
     region.copy_(x);
     return out;
   }
-  KINDLE_CHECK_NOT_IMPLEMENTED(!value || value->to_double() == 0, "pad: Padding mode \"", mode,
+  KINDLE_CHECK_NOT_IMPLEMENTED(!value || *value == 0, "pad: Padding mode \"", mode,
                                "\" doesn't take in value argument");
   // PyTorch's non-constant modes pad the last 1, 2 or 3 dims of an input with one or two batch dims.
   KINDLE_CHECK_NOT_IMPLEMENTED(np >= 1 && np <= 3 && (self.dim() == int64_t(np) + 1 || self.dim() == int64_t(np) + 2),
@@ -294,6 +294,19 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, const std
     for (int64_t d = self.dim() == int64_t(np) + 2 ? 1 : 0; d < self.dim(); ++d)
       KINDLE_CHECK(self.size(d) > 0, "pad: Expected a ", np + 1, "D or ", np + 2, "D (batch mode) tensor with possibly 0 "
                    "batch size and other non-zero dimensions for input, but got: ", self.sizes());
+  if (mode != "circular") {
+    // PyTorch: a 1-d padding needs an output of at least one element; 2-d and 3-d ones need one
+    // output dim of at least one, and none negative.
+    bool any_positive = false;
+    for (size_t k = 0; k < np; ++k) {
+      int64_t d = self.dim() - 1 - int64_t(k), o = self.size(d) + pad[2 * k] + pad[2 * k + 1];
+      KINDLE_CHECK(o >= 0, "pad: input (size ", self.size(d), " at dimension ", d, ") is too small. Calculated "
+                   "output size: ", o);
+      any_positive = any_positive || o >= 1;
+    }
+    KINDLE_CHECK(any_positive, "pad: input ", self.sizes(), " is too small for padding ", pad,
+                 ": every calculated output size is 0");
+  }
   // reflect / replicate / circular: gather along each padded dim with computed source indices.
   Tensor x = self;
   for (size_t k = 0; k < np; ++k) {
@@ -301,9 +314,6 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, const std
     if (mode != "circular") {
       // reflect/replicate read the uncropped input: output j is input j - lo, reflected or clamped
       int64_t n = x.size(d);
-      // (PyTorch's 1-d padding needs an output of at least one element; its 2-d and 3-d accept none)
-      KINDLE_CHECK(n + lo + hi >= (np == 1 ? 1 : 0), "pad: input (size ", n, " at dimension ", d, ") is too small. "
-                   "Calculated output size: ", n + lo + hi);
       if (mode == "reflect")
         KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
                      "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());

@@ -327,7 +327,9 @@ Tensor einsum(std::string_view equation, TensorList tensors) {
       Tensor& other = sa == 1 ? acc : b;
       const std::string& bigl = sa == 1 ? bl : al;
       big = big.sum(IntArrayRef{int64_t(bigl.find(c))}, true);  // integers promote, as in PyTorch
-      if (other.dtype() != big.dtype()) other = other.to(big.dtype());
+      DType common = promote_types(big.dtype(), other.dtype());
+      big = big.to(common);
+      other = other.to(common);
     }
     for (char c : batch) {
       int64_t sa = size_of(acc, al, c), sb = size_of(b, bl, c);

@@ -115,6 +115,8 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
   if (is_tensor) v = nb::cast<Tensor>(value);
   else {
     Scalar s;
+    if (PyLong_Check(value.ptr()) && !nb::try_cast<Scalar>(value, s))
+      throw ValueError("setitem: Overflow when unpacking long long (the value does not fit 64 bits)");
     if (!nb::try_cast<Scalar>(value, s)) {  // lists, tuples and arrays too, as in PyTorch
       throw TypeError(detail::str_cat("can't assign a ", Py_TYPE(value.ptr())->tp_name, " to a kindle tensor of dtype ",
                                       self.dtype()));

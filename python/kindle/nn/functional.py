@@ -314,6 +314,7 @@ def one_hot(tensor, num_classes=-1):
 # ---- vision
 
 def pad(input, pad, mode="constant", value=None):  # noqa: A002
+    # torch takes the value as a float (an int64 fill of 2**53 + 1 gives 2**53 there too)
     return _nn.pad(input, list(pad), mode, None if value is None else float(value))
 
 
