@@ -105,7 +105,8 @@ ALLOW = [
     ("value differs", "F.gelu", "",
      "at the end of the float range and at infinity Kindle's gelu is exact (gelu(x) = x there); torch "
      "overflows the intermediate x * (1 + erf) to inf, and gives NaN for gelu(inf)"),
-    ("value differs", ("prod", "std", "var", "sum", "addmm", "matmul", "fmod", "fmod_", "F.layer_norm"), "",
+    ("value differs", ("prod", "std", "var", "sum", "addmm", "matmul", "fmod", "fmod_", "remainder", "remainder_",
+                       "F.layer_norm"), "",
      "values within a factor of a few of the float32 range: Kindle accumulates in float64 (or keeps "
      "the mean exact) where torch overflows an intermediate to inf/NaN or leaves a rounding residual "
      "that a huge weight magnifies; finite results that torch rounds differently"),
