@@ -67,6 +67,11 @@ std::ostream& operator<<(std::ostream& os, const Scalar& s) {
   return os << s.to_double();
 }
 
+void check_kernel_dtype(DType t, const char* kernel, bool ints, bool boolean) {
+  bool ok = t == kBool ? boolean : is_integral(t, false) ? ints : true;
+  if (!ok) throw NotImplementedError(detail::str_cat("\"", kernel, "\" not implemented for '", scalar_type_name(t), "'"));
+}
+
 void check_scalar_fits(const Scalar& s, DType dtype, const char* op) {
   if (dtype == kBool || s.is_bool()) return;
   double lo = 0, hi = 0;  // an integer target's range; a float target's overflow threshold in hi

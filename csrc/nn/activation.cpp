@@ -16,12 +16,16 @@ Tensor celu(const Tensor& self, const Scalar& alpha) {
 Tensor mish(const Tensor& self) { return self * softplus(self).tanh(); }
 
 Tensor native_hardswish(const Tensor& self) {
+  check_kernel_dtype(self.dtype(), "hardswish_cpu", false, false);
   // 16-bit inputs are computed in float32 and rounded once (as PyTorch)
   if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) return native_hardswish(self.to(kFloat32)).to(self.dtype());
   return self * hardtanh(self + 3, 0, 6) / 6;
 }
 
-Tensor native_hardsigmoid(const Tensor& self) { return hardtanh(self + 3, 0, 6) / 6; }
+Tensor native_hardsigmoid(const Tensor& self) {
+  check_kernel_dtype(self.dtype(), "hardsigmoid_cpu", false, false);
+  return hardtanh(self + 3, 0, 6) / 6;
+}
 
 Tensor softsign(const Tensor& self) { return self / (self.abs() + 1); }
 
@@ -34,6 +38,7 @@ Tensor softmin(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
 }
 
 Tensor glu(const Tensor& self, int64_t dim) {
+  check_kernel_dtype(self.dtype(), "glu_cpu", false, false);
   KINDLE_CHECK(self.dim() > 0, "glu: glu does not support scalars because halving size must be even");
   int64_t d = wrap_dim(dim, self.dim(), "glu");
   KINDLE_CHECK(self.size(d) % 2 == 0, "glu: Halving dimension must be even, but dimension ", d, " is size ",
@@ -43,6 +48,7 @@ Tensor glu(const Tensor& self, int64_t dim) {
 }
 
 Tensor prelu(const Tensor& self, const Tensor& weight) {
+  check_kernel_dtype(self.dtype(), "prelu_cpu", false, false);
   int64_t channels = self.dim() >= 2 ? self.size(1) : 1;
   KINDLE_CHECK(weight.numel() == 1 || weight.numel() == channels, "prelu: Mismatch of parameter numbers and input "
                "channel size. Found parameter numbers = ", weight.numel(), " and channel size = ", channels, ".");

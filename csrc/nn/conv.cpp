@@ -318,6 +318,7 @@ Tensor adaptive_matrix(int64_t in, int64_t out, DType dt) {
 }  // namespace
 
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
+  check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", false, false);
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
                self.sizes());
   KINDLE_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
@@ -333,6 +334,7 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef output_size) {
+  check_kernel_dtype(self.dtype(), "adaptive_max_pool2d", false, false);
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got ",
                self.sizes());
   KINDLE_CHECK(output_size.size() == 2, "adaptive_max_pool2d: output_size must be 2");

@@ -64,6 +64,7 @@ Tensor l1_loss(const Tensor& self, const Tensor& target, std::string_view reduct
 }
 
 Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double beta) {
+  check_kernel_dtype(promote_types(self.dtype(), target.dtype()), "smooth_l1_cpu", false, false);
   KINDLE_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
   if (beta == 0) return l1_loss(self, target, reduction, std::nullopt);
   Tensor d = (self - target).abs();
@@ -72,6 +73,7 @@ Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, std::string_view
 
 Tensor huber_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double delta,
                   const std::optional<Tensor>& weight) {
+  check_kernel_dtype(promote_types(self.dtype(), target.dtype()), "huber_cpu", false, false);
   KINDLE_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
   Tensor d = (self - target).abs();
   Tensor loss = where(d < delta, 0.5 * d.square(), delta * (d - 0.5 * delta));
@@ -92,6 +94,7 @@ void check_targets(const Tensor& tgt, const Tensor& valid, int64_t C, int64_t ig
 
 Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
                 std::string_view reduction) {
+  check_kernel_dtype(self.dtype(), "nll_loss_out_frame", false, false);
   nn_detail::check_reduction(reduction, "nll_loss");
   KINDLE_CHECK(self.dim() >= 1, "nll_loss: input tensor should be 1D or more (got a 0-d tensor)");
   KINDLE_CHECK(target.dtype() == kInt64 || target.dtype() == kUInt8,

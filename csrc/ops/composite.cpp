@@ -89,11 +89,15 @@ const Tensor& sinc_(const Tensor& self) { return assign_result(self, sinc(input_
 
 // self * 2^other in the operands' common floating type.
 Tensor ldexp(const Tensor& self, const Tensor& other) {
+  if (is_floating_point(self.dtype())) check_kernel_dtype(other.dtype(), "ldexp_cpu_exp", true, false);
   DType dt = result_type({self, other});
   if (!is_floating_point(dt)) dt = default_dtype();
   return in_opmath(self.to(dt), [&](const Tensor& x) { return x * other.to(x.dtype()).exp2(); });
 }
 const Tensor& ldexp_(const Tensor& self, const Tensor& other) {
+  DimVector b = broadcast_shapes(self.sizes(), other.sizes(), "ldexp_");
+  KINDLE_CHECK(IntArrayRef(b) == self.sizes(), "ldexp_: output with shape ", self.sizes(),
+               " doesn't match the broadcast shape ", IntArrayRef(b));
   return assign_result(self, ldexp(input_of(self), other), "ldexp_");
 }
 
@@ -555,6 +559,7 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
   KINDLE_CHECK(src.dtype() == self.dtype(), "scatter_reduce(): Expected self.dtype to be equal to src.dtype (got ",
                self.dtype(), " and ", src.dtype(), ")");
   DType dt = self.dtype();
+  if (reduce == "mean") check_kernel_dtype(dt, index.numel() ? "scatter_gather_tensor_cpu_reduce_mean" : "div_floor_cpu", true, false);
   auto excluded = [&](const Tensor& fill) {
     Tensor out = self.clone();
     return include_self ? out : out.scatter(dim, index, fill);
@@ -617,6 +622,7 @@ Tensor index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const 
                index.dtype());
   KINDLE_CHECK(self.dtype() == source.dtype(), "index_reduce_(): self (", self.dtype(), ") and source (", source.dtype(),
                ") must have the same scalar type");
+  if (!include_self && index.numel()) check_kernel_dtype(self.dtype(), "index_reduce_func_exclude_input_init", true, false);
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   int64_t d = wrap_dim(dim, nd, "index_reduce");
   Tensor s = self.dim() == 0 ? self.reshape({1}) : self;
@@ -627,6 +633,10 @@ Tensor index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const 
   for (int64_t k = 0; k < s.dim(); ++k)
     KINDLE_CHECK(k == d || s.size(k) == src.size(k), "index_reduce_(): self and source must have the same size in every "
                  "dimension but ", d, ", got self ", s.sizes(), " and source ", src.sizes());
+  if (index.numel() == 0) {  // nothing to reduce into (any dtype, as in PyTorch); source still gets a (zero) gradient
+    if (!is_floating_point(self.dtype())) return self.clone();
+    return self.clone() + source.sum().to(self.dtype()) * Scalar(0);
+  }
   DimVector view(size_t(s.dim()), 1);
   view[d] = index.numel();
   Tensor idx = index.to(kInt64).reshape(view).expand(src.sizes());

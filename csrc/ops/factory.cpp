@@ -298,6 +298,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
 }
 Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, std::optional<DType> dtype,
                 std::optional<Device> device, bool requires_grad) {
+  check_kernel_dtype(dtype.value_or(default_dtype()), "logspace_cpu", true, false);
   DType dt = dtype.value_or(default_dtype());
   Tensor e = linspace(start, end, steps, kFloat64, device, false);
   Tensor r = pow(scalar_tensor_of(base, kFloat64), e).to(dt);

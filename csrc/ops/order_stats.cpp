@@ -44,6 +44,7 @@ Tensor median_position(const Tensor& self, const Sorted& s, bool ignore_nan) {
 }
 
 std::tuple<Tensor, Tensor> median_dim_impl(const Tensor& self, int64_t dim, bool keepdim, bool ignore_nan) {
+  check_kernel_dtype(self.dtype(), "median_cpu", true, false);
   Sorted s = sort_along(self, dim, "median");
   return pick(s, median_position(self, s, ignore_nan), keepdim);
 }
@@ -52,6 +53,7 @@ std::tuple<Tensor, Tensor> median_dim_impl(const Tensor& self, int64_t dim, bool
 // NaNs when it is NaN), as PyTorch defines it, rather than given to one of them: the result is
 // m + sum(where(equal, x - m, 0)) / count, whose value is exactly m.
 Tensor median_all_impl(const Tensor& self, bool ignore_nan) {
+  check_kernel_dtype(self.dtype(), "median_cpu", true, false);
   if (self.numel() == 0) {
     KINDLE_CHECK(self.is_floating_point(), "median(): cannot compute the median of an empty ", self.dtype(), " tensor");
     return self.sum() * Scalar(std::numeric_limits<double>::quiet_NaN());
@@ -66,6 +68,7 @@ Tensor median_all_impl(const Tensor& self, bool ignore_nan) {
 }  // namespace
 
 std::tuple<Tensor, Tensor> kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  check_kernel_dtype(self.dtype(), "kthvalue_cpu", true, false);
   Sorted s = sort_along(self, dim, "kthvalue");
   KINDLE_CHECK(k >= 1 && k <= s.values.size(s.dim), "kthvalue(): selected number k out of range for dimension ", dim);
   DimVector at(s.values.sizes());
@@ -156,6 +159,7 @@ namespace kindle {
 // value, an N-D one row by row (its leading dims must equal the values' leading dims).
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
                     std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  check_kernel_dtype(sorted_sequence.dtype(), "searchsorted_out_cpu", true, false);
   const char* op = "torch.searchsorted()";
   KINDLE_CHECK(sorted_sequence.dim() > 0, op, ": boundaries tensor should have positive dimension, but got 0 dimension");
   KINDLE_CHECK(!side || *side == "left" || *side == "right", op, ": side can only be 'left' or 'right' but got ", *side);

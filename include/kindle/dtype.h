@@ -80,6 +80,9 @@ constexpr bool is_integral(DType t, bool include_bool) {
 constexpr bool is_signed(DType t) { return t != DType::Bool && t != DType::UInt8; }
 const char* dtype_name(DType t);  // "float32"
 const char* scalar_type_name(DType t);  // "Float": PyTorch's C++ name, as its error messages print it
+// The dtypes a kernel has, as PyTorch declares them: NotImplementedError ("<kernel>" not implemented
+// for 'Long') for an integer dtype unless `ints`, for bool unless `boolean`.
+void check_kernel_dtype(DType t, const char* kernel, bool ints, bool boolean);
 inline std::ostream& operator<<(std::ostream& os, DType t) { return os << "kindle." << dtype_name(t); }
 
 // PyTorch's promotion lattice for two dtypes of the same participation level.

@@ -437,6 +437,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
+    if not input.is_floating_point():  # torch's 1-d max pooling has float kernels only (2-d has more)
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for {input.dtype}')
     values, indices = _nn.max_pool2d_with_indices(input.unsqueeze(-2), [1, _pair(kernel_size, 1)[0]],
                                                   [1, _stride(stride, kernel_size, 1)[0]], [0, _pair(padding, 1)[0]],
                                                   [1, _pair(dilation, 1)[0]], ceil_mode)
