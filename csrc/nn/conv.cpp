@@ -317,6 +317,17 @@ Tensor adaptive_matrix(int64_t in, int64_t out, DType dt) {
 }
 }  // namespace
 
+// The p-norm of each window: (sum x^p)^(1/p), through the average pool as PyTorch computes it.
+Tensor lp_pool2d(const Tensor& self, double norm_type, IntArrayRef kernel_size, IntArrayRef stride, bool ceil_mode) {
+  KINDLE_CHECK(kernel_size.size() == 2, "lp_pool2d: kernel_size must have 2 elements");
+  check_kernel_dtype(self.dtype(), "avg_pool2d", false, false);
+  Tensor out = avg_pool2d(pow(self, scalar_to_tensor(Scalar(norm_type))), kernel_size, stride, {0, 0}, ceil_mode, true,
+                          std::nullopt);
+  // sign(out) * relu(|out|): the value of out, with a zero gradient where a window sums to 0
+  Tensor sum = sign(out) * relu(abs(out)) * Scalar(kernel_size[0] * kernel_size[1]);
+  return pow(sum, scalar_to_tensor(Scalar(1.0 / norm_type)));
+}
+
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", false, false);
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",

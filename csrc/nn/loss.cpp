@@ -363,6 +363,60 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
   return reduce_loss(clamp_min(margin + dp - dn, 0), reduction, "triplet_margin_loss");
 }
 
+// sum over j != y of w[y] * max(0, margin - x[y] + x[j])^p, over the C classes.
+Tensor multi_margin_loss(const Tensor& self, const Tensor& target, int64_t p, double margin,
+                         const std::optional<Tensor>& weight, std::string_view reduction) {
+  nn_detail::check_reduction(reduction, "multi_margin_loss");
+  KINDLE_CHECK(p == 1 || p == 2, "multi_margin_loss: only p == 1 and p == 2 supported, got ", p);
+  KINDLE_CHECK((self.dim() == 1 && target.dim() <= 1) || (self.dim() == 2 && target.dim() == 1), "multi_margin_loss: "
+               "inconsistent target size: ", target.sizes(), " for input of size: ", self.sizes());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() == kFloat32 || self.dtype() == kFloat64,  // PyTorch's kernel dtypes
+                               "multi_margin_loss: \"multi_margin_loss_cpu_kernel\" not implemented for '",
+                               scalar_type_name(self.dtype()), "'");
+  KINDLE_CHECK(target.dtype() == kInt64, "multi_margin_loss: expected target of dtype int64, got ", target.dtype());
+  Tensor x = self.dim() == 1 ? self.unsqueeze(0) : self;
+  Tensor t = target.reshape({-1});
+  int64_t C = x.size(1);
+  KINDLE_CHECK(t.numel() == x.size(0), "multi_margin_loss: inconsistent target size: ", target.sizes(),
+               " for input of size: ", self.sizes());
+  if (weight) KINDLE_CHECK(weight->dim() == 1 && weight->numel() == C, "multi_margin_loss: inconsistent weight size: ",
+                           weight->sizes(), " for input of size: ", self.sizes());
+  if (t.numel()) KINDLE_CHECK((t >= Scalar(0)).all().item().to_bool() && (t < Scalar(C)).all().item().to_bool(),
+                              "multi_margin_loss: target out of range (classes are 0 to ", C - 1, ")");
+  Tensor ty = t.unsqueeze(1);
+  Tensor z = clamp_min(x - x.gather(1, ty) + margin, 0);
+  if (p == 2) z = z * z;
+  z = z.scatter(1, ty, Scalar(0));  // the target's own class is not a margin
+  if (weight) z = z * weight->to(z.dtype()).index_select(0, t).unsqueeze(1);
+  Tensor losses = z.sum(IntArrayRef{1}) / double(C);
+  if (self.dim() == 1) losses = losses.reshape({});
+  return reduce_loss(losses, reduction, "multi_margin_loss");
+}
+
+// Targets are the class indices before the first -1; every (target j, non-target k) pair adds
+// max(0, 1 - (x[j] - x[k])), over the C classes (a target listed twice counts twice, as in PyTorch).
+Tensor multilabel_margin_loss(const Tensor& self, const Tensor& target, std::string_view reduction) {
+  nn_detail::check_reduction(reduction, "multilabel_margin_loss");
+  KINDLE_CHECK((self.dim() <= 2) && target.sizes() == self.sizes(), "multilabel_margin_loss: inconsistent target size: ",
+               target.sizes(), " for input of size: ", self.sizes());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.dtype() == kFloat32 || self.dtype() == kFloat64,
+                               "multilabel_margin_loss: \"multilabel_margin_loss_forward_out_frame\" not implemented "
+                               "for '", scalar_type_name(self.dtype()), "'");
+  KINDLE_CHECK(target.dtype() == kInt64, "multilabel_margin_loss: expected target of dtype int64, got ", target.dtype());
+  Tensor x = self.dim() == 2 ? self : self.reshape({1, -1});
+  Tensor t = target.reshape(x.sizes());
+  int64_t C = x.size(1);
+  if (t.numel()) KINDLE_CHECK((t >= Scalar(-1)).all().item().to_bool() && (t < Scalar(C)).all().item().to_bool(),
+                              "multilabel_margin_loss: target out of range (classes are 0 to ", C - 1, ", -1 ends the list)");
+  Tensor listed = (t >= Scalar(0)).to(kInt64).cumprod(1);            // 1 before the first -1
+  Tensor count = zeros(x.sizes(), kInt64).scatter_add(1, t.clamp_min(0), listed).to(x.dtype());
+  Tensor pair = count.unsqueeze(2) * (count == Scalar(0)).to(x.dtype()).unsqueeze(1);  // [n, j, k]
+  Tensor z = clamp_min(1 - x.unsqueeze(2) + x.unsqueeze(1), 0);
+  Tensor losses = (z * pair).sum(IntArrayRef{1, 2}) / double(C);
+  if (self.dim() < 2) losses = losses.reshape({});
+  return reduce_loss(losses, reduction, "multilabel_margin_loss");
+}
+
 Tensor normalize(const Tensor& self, double p, int64_t dim, double eps) {
   return self / clamp_min(self.norm(p, IntArrayRef{dim}, true), eps).expand_as(self);
 }

@@ -363,6 +363,46 @@ def _triplet_samples(g):
     return out
 
 
+def _multi_margin_samples(g):
+    t = g.t
+    tgt = lambda n, c: g.idx(g.rng.integers(0, c, n))  # noqa: E731
+    out = [g.S(t((4, 5)), tgt(4, 5), reduction=r) for r in REDUCTIONS]
+    out += [g.S(t((4, 5)), tgt(4, 5), 2), g.S(t((4, 5)), tgt(4, 5), p=2, margin=0.5, reduction="none"),
+            g.S(t((4, 5)), tgt(4, 5), weight=t((5,), low=0.1, high=2)), g.S(t((5,)), g.idx(3)),
+            g.S(t((5,)), g.idx(3), reduction="none"), g.S(t((4, 5), "T"), g.idx(g.rng.integers(0, 5, 4), "S")),
+            g.S(t((0, 5)), g.idx(np.zeros(0)), reduction="none"), g.S(t((3, 1)), tgt(3, 1))]
+    return out
+
+
+def _multi_margin_errors(g):
+    t = g.t
+    return [g.S(t((4, 5)), g.idx([0, 1, 5, 2])), g.S(t((4, 5)), g.idx([0, 1])), g.S(t((4, 5)), g.idx([0, 1, 2, 3]), 3),
+            g.S(t((4, 5)), g.idx([0, 1, 2, 3]), weight=t((4,)))]
+
+
+def _multilabel_margin_samples(g):
+    t = g.t
+    lab = g.idx([[3, 0, -1, 1, 1], [1, 2, 3, -1, 0], [4, 3, 2, 1, 0]])
+    out = [g.S(t((3, 5)), lab, reduction=r) for r in REDUCTIONS]
+    out += [g.S(t((5,)), g.idx([2, 2, 4, -1, 0])), g.S(t((5,)), g.idx([-1, 0, 1, 2, 3]), reduction="none"),
+            g.S(t((3, 5), "T"), lab), g.S(t((0, 4)), g.idx(np.zeros((0, 4))), reduction="none")]
+    # (an empty batch summed is 0 in Kindle; torch 2.13 returns uninitialized memory there)
+    return out
+
+
+def _lp_pool2d_samples(g):
+    t = g.t
+    return [g.S(t((1, 2, 6, 6), low=0.1, high=3), 2, 2), g.S(t((2, 5, 7), low=0.1, high=3), 3.0, (2, 3)),
+            g.S(t((1, 2, 7, 7)), 2, 3, 2), g.S(t((1, 2, 7, 7), low=0.1, high=3), 1.5, 3, 2, ceil_mode=True),
+            g.S(t((1, 2, 6, 6), "T"), 2, 2), g.S(t((1, 1, 4, 4)), 1, 2)]
+
+
+def _lp_pool1d_samples(g):
+    t = g.t
+    return [g.S(t((2, 3, 8), low=0.1, high=3), 2, 3), g.S(t((3, 8)), 2, 3, 2), g.S(t((1, 2, 9), low=0.1, high=3), 1.5, 4, 3, True),
+            g.S(t((2, 3, 8), "T"), 2, 2)]
+
+
 def _triplet_errors(g):
     t = g.t
     return [g.S(t((3, 4)), t((3, 4)), t((4,))), g.S(t((3, 4)), t((3, 5)), t((3, 4))),
@@ -1047,6 +1087,13 @@ NN_OPS: list[OpInfo] = [
         errors=lambda g: [g.S(g.t((3, 4)), _pm1(g, (2, 4))), g.S(g.t((3, 4)), _pm1(g, (3, 4)), reduction="foo")]),
     fop("cosine_embedding_loss", _cos_emb_samples, ALL, tol=HALF_LOOSE, errors=_cos_emb_errors, kind="nn_loss"),
     fop("triplet_margin_loss", _triplet_samples, NUMERIC, tol=HALF_LOOSE, errors=_triplet_errors, kind="nn_loss"),
+    fop("multi_margin_loss", _multi_margin_samples, ("float32", "float64"), tol=HALF_LOOSE, errors=_multi_margin_errors, kind="nn_loss"),
+    fop("multilabel_margin_loss", _multilabel_margin_samples, ("float32", "float64"), tol=HALF_LOOSE, kind="nn_loss",
+        errors=lambda g: [g.S(g.t((3, 5)), g.idx([[5, -1, 0, 0, 0]] * 3)), g.S(g.t((3, 5)), g.idx([0, 1, 2]))]),
+    # (torch also pools int64 and bool tensors, through integer powers; Kindle has float kernels only)
+    fop("lp_pool2d", _lp_pool2d_samples, FLOATS + ("int64", "bool"), dtypes_gap=("int64", "bool"), tol=HALF_LOOSE, kind="nn"),
+    fop("lp_pool1d", _lp_pool1d_samples, FLOATS + ("int64", "bool"), dtypes_gap=("int64", "bool"), tol=HALF_LOOSE, kind="nn",
+        op_names=("lp_pool2d",)),
     fop("cosine_similarity", _cos_sim_samples, tol=HALF_LOOSE,
         errors=lambda g: [g.S(g.t((3, 4)), g.t((2, 4))), g.S(g.t((3, 4)), g.t((3, 4)), 2)]),
     fop("pairwise_distance", _pairwise_samples, NUMERIC, tol=HALF_LOOSE, errors=lambda g: [g.S(g.t((3, 4)), g.t((2, 4)))]),

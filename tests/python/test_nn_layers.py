@@ -52,6 +52,8 @@ CASES = [
     ("MaxPool2d-ceil", lambda L: L.nn.MaxPool2d(3, 2, 1, ceil_mode=True), [f(1, 2, 6, 7)], {}),
     ("MaxPool2d-indices", lambda L: L.nn.MaxPool2d(2, return_indices=True), [f(1, 2, 4, 4)], {}),
     ("AvgPool1d", lambda L: L.nn.AvgPool1d(3, 2, 1), [f(2, 3, 9)], {}),
+    ("LPPool1d", lambda L: L.nn.LPPool1d(2, 3, 2), [f(2, 3, 9)], {}),
+    ("LPPool2d", lambda L: L.nn.LPPool2d(3, (2, 3), ceil_mode=True), [("pos", (2, 3, 7, 8))], {}),
     ("AvgPool2d", lambda L: L.nn.AvgPool2d(3, 2, 1, count_include_pad=False), [f(2, 3, 7, 7)], {}),
     ("AvgPool2d-divisor", lambda L: L.nn.AvgPool2d(2, divisor_override=3), [f(1, 2, 4, 4)], {}),
     ("AdaptiveAvgPool1d", lambda L: L.nn.AdaptiveAvgPool1d(4), [f(2, 3, 9)], {}),
@@ -158,6 +160,15 @@ CASES = [
     ("MarginRankingLoss", lambda L: L.nn.MarginRankingLoss(0.2), [f(5), f(5), ("sign", (5,))], {}),
     ("HingeEmbeddingLoss", lambda L: L.nn.HingeEmbeddingLoss(), [f(5), ("sign", (5,))], {}),
     ("CosineEmbeddingLoss", lambda L: L.nn.CosineEmbeddingLoss(0.1), [f(4, 3), f(4, 3), ("sign", (4,))], {}),
+    ("MultiMarginLoss", lambda L: L.nn.MultiMarginLoss(p=2, margin=0.7), [f(4, 5), i(5, 4)], {}),
+    ("MultiMarginLossWeighted", lambda L: L.nn.MultiMarginLoss(weight=L.tensor(CE_W.tolist() + [1.5]),
+                                                               reduction="sum"), [f(4, 5), i(5, 4)], {}),
+    ("MultiLabelMarginLoss", lambda L: L.nn.MultiLabelMarginLoss(),
+     [f(3, 4), ("lab", [[3, 0, -1, 1], [1, 2, 3, 0], [2, -1, 0, 0]])], {}),
+    ("TripletMarginWithDistanceLoss", lambda L: L.nn.TripletMarginWithDistanceLoss(margin=0.5, swap=True),
+     [f(4, 3), f(4, 3), f(4, 3)], {}),
+    ("TripletMarginWithDistanceLossL1", lambda L: L.nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda a, b: (a - b).abs().sum(-1), reduction="none"), [f(4, 3), f(4, 3), f(4, 3)], {}),
     ("TripletMarginLoss", lambda L: L.nn.TripletMarginLoss(margin=0.5, p=1, swap=True),
      [f(4, 3), f(4, 3), f(4, 3)], {}),
 ]
@@ -170,7 +181,7 @@ def _inputs(specs, seed, scale):
         kind = spec[0]
         if kind == "i":
             out.append((rng.integers(0, spec[2], spec[1]).astype(np.int64), False))
-        elif kind == "offsets":
+        elif kind in ("offsets", "lab"):  # fixed int64 values
             out.append((np.array(spec[1], dtype=np.int64), False))
         elif kind == "sign":
             out.append((rng.choice([-1.0, 1.0], spec[1]).astype(np.float32), False))

@@ -223,6 +223,36 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                                    _reduction(size_average, reduce, reduction))
 
 
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
+                      reduction="mean"):
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    return _nn.multi_margin_loss(input, target, int(p), float(margin), weight,
+                                 _reduction(size_average, reduce, reduction))
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _nn.multilabel_margin_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """The triplet loss with any distance (a Python callable, so composed here); the default is
+    pairwise_distance, which makes it triplet_margin_loss."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} instead")
+    if distance_function is None:
+        return _nn.triplet_margin_loss(anchor, positive, negative, float(margin), 2.0, 1e-6, swap, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    d_pos = distance_function(anchor, positive)
+    d_neg = distance_function(anchor, negative)
+    if swap:
+        d_neg = _C.minimum(d_neg, distance_function(positive, negative))
+    loss = _C.clamp_min(margin + d_pos - d_neg, 0.0)
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return _nn.cosine_similarity(x1, x2, dim, eps)
 
@@ -452,6 +482,17 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         raise IndexError(f"avg_pool2d: expected a 3-D or 4-D input, got shape {list(input.shape)}")
     return _nn.avg_pool2d(input, _pair(kernel_size), _stride(stride, kernel_size), _pair(padding), ceil_mode,
                           count_include_pad, divisor_override)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    return _nn.lp_pool2d(input, float(norm_type), list(_pair(kernel_size)),
+                         [] if stride is None else list(_pair(stride)), ceil_mode)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    k = _pair(kernel_size, 1)[0]
+    s = k if stride is None else _pair(stride, 1)[0]
+    return _nn.lp_pool2d(input.unsqueeze(-2), float(norm_type), [1, k], [1, s], ceil_mode).squeeze(-2)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002

@@ -4,7 +4,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,  # noqa: F401
-                      AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+                      AvgPool1d, AvgPool2d, LPPool1d, LPPool2d, MaxPool1d, MaxPool2d)
 from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,  # noqa: F401
                         InstanceNorm3d)
 from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
@@ -15,7 +15,8 @@ from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Har
                          Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,  # noqa: F401
                    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
-                   PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss)
+                   MultiLabelMarginLoss, MultiMarginLoss, PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .shape import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,  # noqa: F401
                     ConstantPad2d, ConstantPad3d, Flatten, Fold, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
