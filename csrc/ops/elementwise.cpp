@@ -78,9 +78,6 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   if (kind == BKind::Bitwise)
     KINDLE_CHECK(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
                       a.dtype(), " and ", b.dtype());
-  if (op == BinaryOp::Sub)
-    KINDLE_CHECK(a.dtype() != kBool && b.dtype() != kBool, name, ": subtraction, the `-` operator, with a bool tensor is not "
-                 "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   bool int_division = op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder ||
                       op == BinaryOp::Fmod;
   // (bool ** Python bool is x ** 1 or x ** 0, which PyTorch answers before choosing a kernel)
@@ -88,9 +85,15 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
     KINDLE_CHECK_NOT_IMPLEMENTED(ct != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
   // Integer division by zero raises before anything is written (no half-updated in-place result).
   if (int_division && it.numel && is_integral(ct, false)) {
-    Tensor divisor = b.dtype() == ct ? b : b.to(ct);
-    KINDLE_CHECK(!eq(divisor, scalar_to_tensor(Scalar(0))).any().item().to_bool(), name,
-                 ": ZeroDivisionError: integer division or modulo by zero");
+    bool zero;
+    if (b.numel() == 1) {  // `x // 2`: the value in ct's width (256 is 0 as uint8), no allocation
+      uint64_t bits = itemsize(ct) * 8;
+      uint64_t v = uint64_t(b.item().to_int());
+      zero = (bits >= 64 ? v : v & ((uint64_t(1) << bits) - 1)) == 0;
+    } else {
+      zero = eq(b.dtype() == ct ? b : b.to(ct), scalar_to_tensor(Scalar(0))).any().item().to_bool();
+    }
+    KINDLE_CHECK(!zero, name, ": ZeroDivisionError: integer division or modulo by zero");
   }
   if (it.numel) binary_stub[it.device()](it, op);
   it.finish();

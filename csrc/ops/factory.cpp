@@ -261,7 +261,7 @@ Tensor arange(const Scalar& start, const std::optional<Scalar>& end, const Scala
   KINDLE_CHECK((st > 0 && b >= a) || (st < 0 && b <= a), "arange: upper bound and larger bound inconsistent with step sign");
   bool any_float = s0.is_floating_point() || s1.is_floating_point() || step.is_floating_point();
   DType dt = dtype.value_or(any_float ? default_dtype() : kInt64);
-  KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool, "arange: \"arange_cpu\" not implemented for 'Bool'");
+  check_kernel_dtype(dt, "arange_cpu", true, false);
   double count = std::ceil((b - a) / st);
   KINDLE_CHECK(count >= 0 && count < 9223372036854775808.0, "arange: invalid size, possible overflow? (start ", a,
                ", end ", b, ", step ", st, " give ", count, " elements)");
