@@ -1,6 +1,7 @@
 #include "autograd/formulas.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "ops/activation_kernels.h"
 
@@ -92,6 +93,149 @@ Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& r
 Tensor xlogy_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other) {
   // log in the result's precision (other may be a lower-precision float)
   return where(logical_and(self == 0, other <= 0), zero_of(grad), grad * other.to(grad.dtype()).log());
+}
+
+Tensor special_i1_backward(const Tensor& grad, const Tensor& self, const Tensor& result, bool scaled) {
+  // |x| <= eps (and NaN, as in torch) takes the limit 1/2
+  double eps = self.dtype() == kFloat64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  Tensor not_tiny = self.abs() > eps;
+  Tensor x = where(not_tiny, self, full_like(self, eps));
+  Tensor d = scaled ? special_i0e(x) - result * (x.sgn() + x.reciprocal()) : i0(x) - result / x;
+  return grad * where(not_tiny, d, full_like(d, 0.5));
+}
+
+Tensor igamma_x_derivative(const Tensor& a, const Tensor& x) {
+  return ((a - 1) * x.log() - x - lgamma(a)).exp();
+}
+
+namespace {
+Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
+// The identity broadcast to a's batch of n x n matrices.
+Tensor eye_like(const Tensor& a, int64_t n) {
+  DimVector sz(IntArrayRef(a.sizes().data(), size_t(a.dim() - 2)));
+  sz.push_back(n), sz.push_back(n);
+  return eye(n, std::nullopt, a.dtype()).expand(sz);
+}
+}  // namespace
+
+Tensor cholesky_backward(const Tensor& gL_in, bool upper, const Tensor& L_in) {
+  // Murray (2016): with A = L L^T, gA = L^-T Phi(L^T gL) L^-1, Phi keeping the lower triangle
+  // with its diagonal halved (here spread symmetrically: half of it above the diagonal).
+  Tensor L = upper ? mT(L_in) : L_in, gL = upper ? mT(gL_in) : gL_in;
+  Tensor P = matmul(mT(L), gL).tril();
+  P = (P + mT(P.tril(-1))) * 0.5;
+  P = linalg_solve_triangular(mT(L), P, /*upper=*/true, /*left=*/true, false);
+  return linalg_solve_triangular(L, P, /*upper=*/false, /*left=*/false, false);
+}
+
+Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X) {
+  return -matmul(_linalg_solve(mT(A), grad), mT(X));
+}
+
+Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X, bool upper, bool left,
+                                   bool unitriangular) {
+  Tensor gB = linalg_solve_triangular(mT(A), grad, !upper, left, unitriangular);
+  Tensor gA = left ? -matmul(gB, mT(X)) : -matmul(mT(X), gB);
+  if (unitriangular) return upper ? gA.triu(1) : gA.tril(-1);
+  return upper ? gA.triu() : gA.tril();
+}
+
+Tensor slogdet_backward(const Tensor& g, const Tensor& A) {
+  // d log|det A| / dA = A^-T
+  Tensor inv_t = _linalg_solve(mT(A), eye_like(A, A.size(-1)));
+  return g.unsqueeze(-1).unsqueeze(-1) * inv_t;
+}
+
+Tensor det_backward(const Tensor& grad, const Tensor& A) {
+  // d det A / dA = cof(A) = det(U) det(V) U diag(prod_{j != i} s_j) V^T for A = U diag(s) V^T:
+  // defined for singular A too, where A^-T is not.
+  int64_t n = A.size(-1);
+  if (n == 0) return zeros_like(A);
+  auto [U, S, Vh] = linalg_svd(A, false);
+  Tensor ones_col = ones_like(S.narrow(-1, 0, 1));
+  Tensor left = cat({ones_col, S.narrow(-1, 0, n - 1)}, -1).cumprod(-1);
+  Tensor right = cat({ones_col, S.flip({-1}).narrow(-1, 0, n - 1)}, -1).cumprod(-1).flip({-1});
+  Tensor sign = linalg_det(U) * linalg_det(Vh);
+  Tensor cof = matmul(U * (left * right).unsqueeze(-2), Vh) * sign.unsqueeze(-1).unsqueeze(-1);
+  return grad.unsqueeze(-1).unsqueeze(-1) * cof;
+}
+
+Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V) {
+  // gA = V (diag(gL) + skew(V^T gV) / E) V^T with E_ij = L_j - L_i: the eigenvectors' sign is
+  // arbitrary, so only the skew part of V^T gV carries information.
+  Tensor inner;
+  if (gV.defined()) {
+    Tensor X = matmul(mT(V), gV);
+    X = (X - mT(X)) * 0.5;
+    Tensor E = L.unsqueeze(-2) - L.unsqueeze(-1);
+    E = E + diag_embed(full_like(L, std::numeric_limits<double>::infinity()));  // X's diagonal is 0: 0/inf
+    inner = X / E;
+    if (gL.defined()) inner = inner + diag_embed(gL);
+  } else {
+    inner = diag_embed(gL);
+  }
+  return matmul(matmul(V, inner), mT(V));
+}
+
+Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in, const Tensor& U_in, const Tensor& S,
+                    const Tensor& Vh_in, bool full_matrices) {
+  int64_t m = U_in.size(-2), n = Vh_in.size(-1), k = S.size(-1);
+  // the reduced factors: the extra columns of a full U (rows of Vh) do not depend on A smoothly
+  Tensor U = full_matrices ? U_in.narrow(-1, 0, k) : U_in, Vh = full_matrices ? Vh_in.narrow(-2, 0, k) : Vh_in;
+  Tensor gU = gU_in.defined() && full_matrices ? gU_in.narrow(-1, 0, k) : gU_in;
+  Tensor gVh = gVh_in.defined() && full_matrices ? gVh_in.narrow(-2, 0, k) : gVh_in;
+  if (!gU.defined() && !gVh.defined()) return matmul(U * gS.unsqueeze(-2), Vh);
+  Tensor V = mT(Vh);
+  Tensor S2 = S * S;
+  Tensor E = S2.unsqueeze(-2) - S2.unsqueeze(-1);  // E_ij = s_j^2 - s_i^2
+  E = E + eye_like(E, k);                             // the diagonal terms below are zero anyway
+  Tensor inner = gS.defined() ? diag_embed(gS) : zeros_like(E);
+  if (gU.defined()) {
+    Tensor X = matmul(mT(U), gU);
+    X = (X - mT(X)) / E;
+    inner = inner + X * S.unsqueeze(-2);
+  }
+  Tensor gV = gVh.defined() ? mT(gVh) : Tensor();
+  if (gV.defined()) {
+    Tensor Y = matmul(Vh, gV);
+    Y = (Y - mT(Y)) / E;
+    inner = inner + S.unsqueeze(-1) * Y;
+  }
+  Tensor gA = matmul(matmul(U, inner), Vh);
+  Tensor Sinv = S.reciprocal();
+  if (gU.defined() && m > k) {  // the part of gU outside U's span
+    Tensor proj = gU - matmul(U, matmul(mT(U), gU));
+    gA = gA + matmul(proj * Sinv.unsqueeze(-2), Vh);
+  }
+  if (gV.defined() && n > k) {
+    Tensor proj = gV - matmul(V, matmul(Vh, gV));
+    gA = gA + matmul(U * Sinv.unsqueeze(-2), mT(proj));
+  }
+  return gA;
+}
+
+Tensor qr_backward(const Tensor& gQ_in, const Tensor& gR_in, const Tensor& Q, const Tensor& R, std::string_view mode) {
+  KINDLE_CHECK(mode != "r", "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+               "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.");
+  int64_t m = Q.size(-2), n = R.size(-1);
+  KINDLE_CHECK_NOT_IMPLEMENTED(mode != "complete" || m <= n, "The QR decomposition is not differentiable when "
+                               "mode='complete' and nrows > ncols.");
+  Tensor gQ = gQ_in.defined() ? gQ_in : zeros_like(Q);
+  Tensor gR = gR_in.defined() ? gR_in : zeros_like(R);
+  // m >= n: gA = [gQ + Q copyltu(M)] R^-T with M = R gR^T - gQ^T Q, copyltu mirroring the lower
+  // triangle. m < n: A = Q [R1 R2]; the columns past m enter through Y = Q R2.
+  auto square_case = [&](const Tensor& gq, const Tensor& gr, const Tensor& r) {
+    Tensor M = matmul(r, mT(gr)) - matmul(mT(gq), Q);
+    Tensor sym = M.tril(-1);
+    sym = sym + mT(sym) + diag_embed(M.diagonal(0, -2, -1));
+    Tensor b = gq + matmul(Q, sym);
+    return linalg_solve_triangular(mT(r), b, /*upper=*/false, /*left=*/false, false);
+  };
+  if (m >= n) return square_case(gQ, gR, R);
+  Tensor R1 = R.narrow(-1, 0, m), gR1 = gR.narrow(-1, 0, m), gR2 = gR.narrow(-1, m, n - m);
+  Tensor Y = matmul(Q, R.narrow(-1, m, n - m));
+  Tensor gX = square_case(gQ + matmul(Y, mT(gR2)), gR1, R1);
+  return cat({gX, matmul(Q, gR2)}, -1);
 }
 
 Tensor permute_backward(const Tensor& grad, IntArrayRef dims) {

@@ -53,6 +53,21 @@ Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& e
 Tensor pow_exponent_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent, const Tensor& result);
 Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
 Tensor xlogy_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other);
+// d/dx I1(x) = I0(x) - I1(x)/x (1/2 at 0); scaled: d/dx i1e(x) = i0e(x) - i1e(x) (sgn(x) + 1/x).
+Tensor special_i1_backward(const Tensor& grad, const Tensor& self, const Tensor& result, bool scaled);
+// d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
+Tensor igamma_x_derivative(const Tensor& a, const Tensor& x);
+// kindle.linalg (A = L L^T; solve AX = B; A = V diag(L) V^T; A = U diag(S) Vh; A = QR)
+Tensor cholesky_backward(const Tensor& gL, bool upper, const Tensor& L);
+Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X);
+Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X, bool upper, bool left,
+                                   bool unitriangular);
+Tensor slogdet_backward(const Tensor& g_logabsdet, const Tensor& A);
+Tensor det_backward(const Tensor& grad, const Tensor& A);
+Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);
+Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U, const Tensor& S,
+                    const Tensor& Vh, bool full_matrices);
+Tensor qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R, std::string_view mode);
 
 Tensor permute_backward(const Tensor& grad, IntArrayRef dims);
 Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index);

@@ -29,6 +29,9 @@ void float_unary(const TensorIter& it, UnaryOp op) {
     case UnaryOp::Acos: return run([](M x) { return vm::acos(x); });
     case UnaryOp::Atan: return run([](M x) { return vm::atan(x); });
     case UnaryOp::Sinh: return run([](M x) { return vm::sinh(x); });
+    case UnaryOp::Asinh: return run([](M x) { return std::asinh(x); });
+    case UnaryOp::Acosh: return run([](M x) { return std::acosh(x); });
+    case UnaryOp::Atanh: return run([](M x) { return std::atanh(x); });
     case UnaryOp::Cosh: return run([](M x) { return vm::cosh(x); });
     case UnaryOp::Tanh:
       if constexpr (std::is_same_v<T, float>) return unary_loop_f32x8(it, [](float x) { return std::tanh(x); }, vm::tanh8);

@@ -23,7 +23,7 @@ enum class UnaryOp : uint8_t {
   Neg, Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin,
   Acos, Atan, Sinh, Cosh, Tanh, Sigmoid, Relu, Silu, GeluErf, GeluTanh, Erf, Erfinv, Floor, Ceil,
   Round, Trunc, Frac, Reciprocal, Square, LogicalNot, BitwiseNot, Isnan, Isinf, Isfinite,
-  Signbit, Sgn,
+  Signbit, Sgn, Asinh, Acosh, Atanh,
 };
 enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, Atan2, Maximum, Minimum, Fmod, Remainder,
@@ -58,6 +58,33 @@ extern KernelStub<void (*)(TensorIter&, const Scalar&)> fill_stub;
 enum class ParamOp : uint8_t { Clamp, ClampMin, ClampMax, Softplus, NanToNum, Lerp, Addcmul, Addcdiv,
                               RoundDecimals, LeakyRelu, Hardtanh, Elu, Threshold };
 extern KernelStub<void (*)(TensorIter&, ParamOp, const double* p)> param_stub;
+// kindle.special's functions on floats, computed in double (csrc/cpu/special_math.h). The unary
+// ones read one input, the binary ones (Zeta onwards) two; Polygamma's order is p[0].
+enum class SpecialOp : uint8_t {
+  Lgamma, Digamma, Polygamma, Erfc, Erfcx, Ndtri, LogNdtr, Entr, I0, I0e, I1, I1e, BesselJ0, BesselJ1,
+  BesselY0, BesselY1, ModBesselI0, ModBesselI1, ModBesselK0, ModBesselK1, ScaledBesselK0, ScaledBesselK1,
+  SphericalBesselJ0, AiryAi,
+  Zeta, Igamma, Igammac, Xlog1py, ChebyshevT, ChebyshevU, ChebyshevV, ChebyshevW, ShiftedChebyshevT,
+  ShiftedChebyshevU, ShiftedChebyshevV, ShiftedChebyshevW, HermiteH, HermiteHe, LaguerreL, LegendreP,
+};
+extern KernelStub<void (*)(TensorIter&, SpecialOp, const double* p)> special_stub;
+// Dense factorisations (LAPACK) on `batch` column-major matrices, each overwritten in place.
+// a: m x n (leading dimension m), consecutive matrices stride_a elements apart; the other
+// buffers as each routine documents in csrc/cpu/lapack.cpp. info[b] is LAPACK's status for b.
+enum class Lapack : uint8_t { Potrf, Getrf, Getrs, Syevd, Gesdd, Geqrf, Orgqr, Trsm };
+struct LapackArgs {
+  DType dtype;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  void* a = nullptr;
+  void* b = nullptr;
+  void* c = nullptr;
+  void* d = nullptr;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;
+  int32_t* ipiv = nullptr;
+  int32_t* info = nullptr;
+  bool upper = false, trans = false, left = true, unit = false, vectors = true, full = false;
+};
+extern KernelStub<void (*)(Lapack, const LapackArgs&)> lapack_stub;
 
 }  // namespace kindle
 

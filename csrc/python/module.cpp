@@ -134,9 +134,15 @@ void check_factory_options(nb::handle layout, nb::handle memory_format, const ch
 using namespace kindle;
 using namespace kindle::python;
 
+namespace {
+PyObject* g_linalg_error;  // torch.linalg.LinAlgError, a RuntimeError (immortal, as the dtypes)
+}  // namespace
+
 NB_MODULE(_C, m) {
   // The dtype objects live as long as the process, on purpose: do not report them at exit.
   nb::set_leak_warnings(false);
+  g_linalg_error = PyErr_NewException("kindle.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
+  m.attr("LinAlgError") = nb::handle(g_linalg_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -148,6 +154,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const NotImplementedError& e) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const LinAlgError& e) {
+      PyErr_SetString(g_linalg_error, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }

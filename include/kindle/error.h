@@ -16,6 +16,8 @@ class ValueError : public Error { public: using Error::Error; };
 class IndexError : public Error { public: using Error::Error; };
 class TypeError : public Error { public: using Error::Error; };
 class NotImplementedError : public Error { public: using Error::Error; };
+// A matrix the factorisation cannot handle (singular, not positive-definite): torch.linalg.LinAlgError.
+class LinAlgError : public Error { public: using Error::Error; };
 
 namespace detail {
 template <typename... Args>

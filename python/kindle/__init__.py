@@ -59,7 +59,28 @@ int8, int16, int32, int64, uint8 = _C.int8, _C.int16, _C.int32, _C.int64, _C.uin
 bool = _C.bool  # noqa: A001  (torch.bool)
 float, double, half = float32, float64, float16  # noqa: A001
 long, int, short = int64, int32, int16  # noqa: A001
-cfloat = None
+
+
+class _UnsupportedDtype:
+    """A dtype Kindle names but has no kernels for: the complex ones. Code that only mentions it
+    (`x.dtype == torch.cfloat`, a table of dtypes) runs; asking for a tensor of it raises a
+    TypeError instead of silently giving another dtype."""
+
+    is_complex, is_floating_point, is_signed = True, False, True
+
+    def __init__(self, name, itemsize):
+        self._name, self.itemsize = name, itemsize
+
+    def __repr__(self):
+        return f"{_legacy.type_prefix}.{self._name}"
+
+    def __reduce__(self):
+        return (getattr, (_builtins.__import__(__name__), self._name))
+
+
+complex32 = chalf = _UnsupportedDtype("complex32", 4)
+complex64 = cfloat = _UnsupportedDtype("complex64", 8)
+complex128 = cdouble = _UnsupportedDtype("complex128", 16)
 
 
 class Size(tuple):
@@ -162,7 +183,7 @@ Tensor.__reversed__ = lambda self: _C.flip(self, 0)
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
-_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func"}
+_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions"}
 
 
 def __getattr__(name):
@@ -173,3 +194,30 @@ def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(f"module 'kindle' has no attribute '{name}'")
     raise AttributeError(f"module 'kindle' has no attribute '{name}': torch.{name} is not in Kindle yet")
+
+# the scientific namespaces: after everything above (they use kindle.Size, nn.functional, ...)
+from . import special  # noqa: E402,F401
+globals().update(special.install(Tensor))  # kindle.mvlgamma, kindle.logit; Tensor.polygamma, ...
+# NumPy-style aliases torch has for the inverse trigonometric functions
+for _alias, _name in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"),
+                      ("arccosh", "acosh"), ("arctanh", "atanh"), ("arctan2", "atan2")):
+    globals()[_alias] = globals()[_name]
+    setattr(Tensor, _alias, getattr(Tensor, _name))
+    setattr(Tensor, _alias + "_", getattr(Tensor, _name + "_"))
+    if _name + "_" in globals():
+        globals()[_alias + "_"] = globals()[_name + "_"]
+from . import linalg  # noqa: E402,F401
+globals().update(linalg.install(Tensor))  # kindle.det, kindle.svd, ...; Tensor.det, ...
+
+
+def _sampler(name):
+    """kindle.poisson, kindle.binomial, ...: defined in kindle.distributions, imported on first use."""
+    def f(*args, **kwargs):
+        from .distributions import _sampling
+        return getattr(_sampling, name)(*args, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+poisson, binomial, _standard_gamma, _standard_gamma_grad, _sample_dirichlet = (
+    _sampler(n) for n in ("poisson", "binomial", "_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet"))

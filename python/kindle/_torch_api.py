@@ -9,6 +9,7 @@ from . import _C
 from ._legacy import _type_name, tensor_type
 
 __all__ = [
+    "broadcast_shapes",
     "pi", "e", "inf", "nan", "newaxis", "memory_format", "contiguous_format", "channels_last",
     "channels_last_3d", "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "finfo",
     "iinfo", "typename", "get_default_device", "set_default_device", "set_float32_matmul_precision",
@@ -322,3 +323,29 @@ def install_tensor_methods(Tensor):
                         ("layout", strided)):
         if not hasattr(Tensor, name):
             setattr(Tensor, name, property(lambda self, v=value: v))
+
+
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to (torch.broadcast_shapes); ints count as 1-d shapes."""
+    ndim = 0
+    norm = []
+    for s in shapes:
+        s = (s,) if isinstance(s, int) else tuple(s)
+        for d in s:
+            if not isinstance(d, int) or isinstance(d, bool):
+                raise TypeError(f"broadcast_shapes: expected ints in the shapes, got {d!r}")
+            if d < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {d}: {list(s)}")
+        norm.append(s)
+        ndim = max(ndim, len(s))
+    out = [1] * ndim
+    for s in norm:
+        for i, d in enumerate(s, ndim - len(s)):
+            if d == 1 or d == out[i]:
+                continue
+            if out[i] != 1:
+                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is "
+                                   f"between {list(s)} and {out}.")
+            out[i] = d
+    from . import Size
+    return Size(out)

@@ -424,6 +424,8 @@ class OpInfo:
 def lib_function(lib, name):
     """lib.name; for torch, the nn functional (torch._C._nn.gelu, ...) or the Tensor method where
     torch has no such top-level function (kindle.silu, kindle.copy_, kindle.sgn_)."""
+    if name.startswith("special_"):  # torch.special.<name>; kindle.special.<name>
+        return getattr(lib.special, name[len("special_"):])
     fn = getattr(lib, name, None)
     if fn is None and lib.__name__ == "torch":
         fn = getattr(lib._C._nn, name, None)
@@ -1554,12 +1556,35 @@ def _trace_errors(g):
     return [g.S(g.t((3,))), g.S(g.t((2, 3, 4))), g.S(g.t(()))]
 
 
+def _polygamma_samples(g):
+    t = g.t
+    out = [g.S(n, t(shape, layout)) for n in (0, 1, 2, 3) for shape, layout in (((3, 4), "C"), ((4, 5), "T"), ((), "C"), ((0,), "C"))]
+    if g.dtype in FLOATS:
+        out += [g.S(n, t((len(POLYGAMMA_EXTREMAL),), data=POLYGAMMA_EXTREMAL)) for n in (1, 2)]
+        out += [g.S(n, t((6,), data=[-0.5, -1.5, -2.3, -3.7, 0.3, 4.1])) for n in (0, 1, 3)]
+    return out
+
+
+
+def special_unary(name, dtypes=None, domain=(None, None)):
+    """torch.special.<name>: a function only; F32F64 where torch has no float16/bfloat16 kernel."""
+    return OpInfo("special_" + name, unary_samples(), dtypes or ALL, method=False, domain=domain,
+                  tol=TOL_SPECIAL, kind="unary")
+
+
 # ---------------------------------------------------------------------------------------------
 # the database
 
 POS = (0.05, 5.0)      # domain of log, sqrt, ...
 UNIT = (-0.95, 0.95)   # asin, acos, atanh, erfinv
 TOL_TRANSC = {"float16": (2e-3, 1e-4), "bfloat16": (1.6e-2, 1e-3)}
+# special functions: torch evaluates float32 in float32 (a few ulp), kindle in double rounded once
+TOL_SPECIAL = {"float32": (1e-5, 1e-5), **TOL_TRANSC}
+F32F64 = ("float32", "float64") + INTS + ("bool",)   # torch has no float16/bfloat16 kernel
+# Not the poles at negative integers, nor +-inf: there Kindle returns the limits (inf at a pole,
+# 0 at +inf) and torch's float32 reflection formula returns rounding artifacts (trigamma(-1) =
+# 1.3e15) or NaN.
+POLYGAMMA_EXTREMAL = [float("nan"), 0.0, -0.0, 1.0, 0.5, -0.5, 2.5, -2.5, 3.5, 100.0]
 
 _div_kw = ({"rounding_mode": "trunc"}, {"rounding_mode": "floor"}, {"rounding_mode": None})
 
@@ -1580,6 +1605,9 @@ OPS: list[OpInfo] = [
     unary("asin", ref=np.arcsin, domain=UNIT),
     unary("acos", ref=np.arccos, domain=UNIT),
     unary("atan", ref=np.arctan),
+    unary("asinh", ref=np.arcsinh),
+    unary("acosh", ref=np.arccosh, domain=(1.05, 5)),
+    unary("atanh", ref=np.arctanh, domain=UNIT),
     unary("sinh", ref=np.sinh, tol=TOL_TRANSC),
     unary("cosh", ref=np.cosh, tol=TOL_TRANSC),
     unary("tanh", ref=np.tanh),
@@ -1659,6 +1687,47 @@ OPS: list[OpInfo] = [
     binary("hypot", FLOATS, ref=np.hypot, scalars=()),
     binary("copysign", ref=np.copysign),
     binary("xlogy", other_domain=(0.1, 5)),
+
+    # ---- kindle.special, and its top-level names (lgamma, digamma, polygamma, erfc, i0, igamma)
+    unary("erfc", tol=TOL_TRANSC),
+    unary("lgamma", domain=(-4.7, 6), tol=TOL_SPECIAL, inplace_function=False),
+    # random values away from the poles (torch's float32 trigamma, the gradient, loses digits within
+    # 1e-4 of them: sin(pi x) in float32); the extremal values include -0.5 and -2.5
+    unary("digamma", domain=(0.05, 6), tol=TOL_SPECIAL, inplace_function=False, extremal=POLYGAMMA_EXTREMAL),
+    OpInfo("polygamma", _polygamma_samples, method=False, domain=(0.2, 5), tol=TOL_SPECIAL, kind="unary",
+           errors=lambda g: [g.S(-1, g.t((3,)))]),
+    OpInfo("polygamma_", lambda g: [g.S(g.t((3, 4)), n) for n in (0, 1, 2)] + [g.S(g.t((4, 5), "T"), 3)],
+           FLOATS, function=False, domain=(0.2, 5), tol=TOL_SPECIAL, kind="unary"),
+    unary("i0", tol=TOL_SPECIAL),
+    special_unary("i0e"),
+    special_unary("i1"),
+    special_unary("i1e"),
+    special_unary("erfcx", F32F64),
+    special_unary("ndtri", F32F64, domain=(0.001, 0.999)),
+    special_unary("log_ndtr", F32F64, domain=(-12, 6)),
+    special_unary("entr", domain=(-0.5, 3)),
+    *(special_unary(n, F32F64) for n in (
+        "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+        "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+        "spherical_bessel_j0")),
+    # torch's float64 airy_ai is off by up to 3e-6 for x < 0 (kindle agrees with SciPy to 1e-15:
+    # test_special.py)
+    OpInfo("special_airy_ai", unary_samples(), F32F64, method=False, tol={"float64": (1e-5, 5e-6), **TOL_SPECIAL},
+           kind="unary"),
+    OpInfo("special_zeta", binary_samples(), F32F64, method=False, domain=(1.1, 6), other_domain=(0.2, 5),
+           tol=TOL_SPECIAL, kind="binary", errors=binary_errors),
+    OpInfo("special_xlog1py", binary_samples(), method=False, other_domain=(-0.9, 5), tol=TOL_SPECIAL,
+           kind="binary", errors=binary_errors),
+    binary("igamma", FLOATS, domain=(0.1, 6), scalars=(), tol=TOL_SPECIAL),
+    binary("igammac", FLOATS, domain=(0.1, 6), scalars=(), tol=TOL_SPECIAL),
+    # torch runs the recurrences in float32, kindle in double: torch's float32 values are a few
+    # hundred ulp off where terms cancel (H_11(1.4) = 121.628 in torch, 121.630 exactly)
+    *(OpInfo("special_" + n, binary_samples(scalars=(3, 0, 7)), F32F64, method=False, domain=(-1.5, 1.5),
+             other_domain=(0, 12), tol={"float32": (1e-3, 1e-3)}, kind="binary", errors=binary_errors)
+      for n in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")),
     op("where", _where_samples, function=True, method=False, kind="ternary"),
     op("lerp", _lerp_samples, FLOATS, inplace="lerp_", kind="ternary"),
     op("addcmul", _ternary_pointwise(({"value": 2},)), NUMERIC, inplace="addcmul_", kind="ternary"),
@@ -1855,6 +1924,12 @@ NOT_IN_DB = {
     # a Python function over other F ops (nn.MultiheadAttention's body): test_nn_transformer.py
     # compares outputs, weights and gradients with torch for every mask and projection layout
     "multi_head_attention_forward": "test_nn_transformer.py",
+    # kindle.linalg's factorisations: inputs must be positive-definite, triangular or invertible
+    # and the decompositions' signs are arbitrary, so test_linalg.py compares them with torch
+    # (values or sign-free invariants, gradcheck and gradients, errors)
+    **{n: "test_linalg.py" for n in ("linalg_cholesky_ex", "linalg_lu_factor_ex", "_linalg_solve", "linalg_slogdet",
+                                      "linalg_det", "linalg_eigh", "linalg_svd", "_linalg_svdvals", "linalg_qr",
+                                      "linalg_solve_triangular")},
 }
 
 # in-place variants of the table that are exercised through OpInfo.inplace

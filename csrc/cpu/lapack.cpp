@@ -1,0 +1,206 @@
+// LAPACK through MKL (mkl_rt exports the Fortran LP64 interface): Cholesky, LU, symmetric
+// eigendecomposition, SVD, QR and triangular solves for float32/float64. Each routine runs
+// over the batch in parallel with single-threaded LAPACK calls (small matrices, the common
+// batched case) or, for one matrix, one call that MKL threads itself.
+#include <algorithm>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "ops/kernels.h"
+
+extern "C" {
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
+void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+void sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv,
+             float* b, const int* ldb, int* info);
+void dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda, const int* ipiv,
+             double* b, const int* ldb, int* info);
+void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
+             const int* lwork, int* iwork, const int* liwork, int* info);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
+             const int* lwork, int* iwork, const int* liwork, int* info);
+void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u, const int* ldu,
+             float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info);
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info);
+void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork, int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work, const int* lwork,
+             int* info);
+void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau, float* work,
+             const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
+             const int* lwork, int* info);
+void cblas_strsm(int layout, int side, int uplo, int transa, int diag, int m, int n, float alpha, const float* a,
+                 int lda, float* b, int ldb);
+void cblas_dtrsm(int layout, int side, int uplo, int transa, int diag, int m, int n, double alpha, const double* a,
+                 int lda, double* b, int ldb);
+int MKL_Set_Num_Threads_Local(int nth);
+}
+
+namespace kindle::cpu {
+namespace {
+
+// One overload set per routine, so the batch loop below is written once for both dtypes.
+void potrf(const char* u, const int* n, float* a, const int* l, int* i) { spotrf_(u, n, a, l, i); }
+void potrf(const char* u, const int* n, double* a, const int* l, int* i) { dpotrf_(u, n, a, l, i); }
+void getrf(const int* m, const int* n, float* a, const int* l, int* p, int* i) { sgetrf_(m, n, a, l, p, i); }
+void getrf(const int* m, const int* n, double* a, const int* l, int* p, int* i) { dgetrf_(m, n, a, l, p, i); }
+void getrs(const char* t, const int* n, const int* r, const float* a, const int* l, const int* p, float* b,
+           const int* lb, int* i) { sgetrs_(t, n, r, a, l, p, b, lb, i); }
+void getrs(const char* t, const int* n, const int* r, const double* a, const int* l, const int* p, double* b,
+           const int* lb, int* i) { dgetrs_(t, n, r, a, l, p, b, lb, i); }
+void syevd(const char* j, const char* u, const int* n, float* a, const int* l, float* w, float* wk, const int* lw,
+           int* iw, const int* liw, int* i) { ssyevd_(j, u, n, a, l, w, wk, lw, iw, liw, i); }
+void syevd(const char* j, const char* u, const int* n, double* a, const int* l, double* w, double* wk, const int* lw,
+           int* iw, const int* liw, int* i) { dsyevd_(j, u, n, a, l, w, wk, lw, iw, liw, i); }
+void gesdd(const char* j, const int* m, const int* n, float* a, const int* l, float* s, float* u, const int* lu,
+           float* vt, const int* lvt, float* wk, const int* lw, int* iw, int* i) {
+  sgesdd_(j, m, n, a, l, s, u, lu, vt, lvt, wk, lw, iw, i);
+}
+void gesdd(const char* j, const int* m, const int* n, double* a, const int* l, double* s, double* u, const int* lu,
+           double* vt, const int* lvt, double* wk, const int* lw, int* iw, int* i) {
+  dgesdd_(j, m, n, a, l, s, u, lu, vt, lvt, wk, lw, iw, i);
+}
+void geqrf(const int* m, const int* n, float* a, const int* l, float* t, float* w, const int* lw, int* i) {
+  sgeqrf_(m, n, a, l, t, w, lw, i);
+}
+void geqrf(const int* m, const int* n, double* a, const int* l, double* t, double* w, const int* lw, int* i) {
+  dgeqrf_(m, n, a, l, t, w, lw, i);
+}
+void orgqr(const int* m, const int* n, const int* k, float* a, const int* l, const float* t, float* w, const int* lw,
+           int* i) { sorgqr_(m, n, k, a, l, t, w, lw, i); }
+void orgqr(const int* m, const int* n, const int* k, double* a, const int* l, const double* t, double* w,
+           const int* lw, int* i) { dorgqr_(m, n, k, a, l, t, w, lw, i); }
+void trsm(int s, int u, int t, int d, int m, int n, const float* a, int la, float* b, int lb) {
+  cblas_strsm(102, s, u, t, d, m, n, 1.0f, a, la, b, lb);
+}
+void trsm(int s, int u, int t, int d, int m, int n, const double* a, int la, double* b, int lb) {
+  cblas_dtrsm(102, s, u, t, d, m, n, 1.0, a, la, b, lb);
+}
+
+template <typename T>
+T* at(void* p, int64_t stride, int64_t i) { return static_cast<T*>(p) + stride * i; }
+
+// Runs f(b) for every matrix of the batch: the batch split across threads, each MKL call on
+// one thread; a single matrix gets MKL's own threading.
+template <typename F>
+void for_batch(int64_t batch, F&& f) {
+  if (batch == 1) return f(0);
+  parallel_for(0, batch, 1, [&](int64_t lo, int64_t hi) {
+    int prev = MKL_Set_Num_Threads_Local(1);
+    for (int64_t b = lo; b < hi; ++b) f(b);
+    MKL_Set_Num_Threads_Local(prev);
+  });
+}
+
+// A workspace query (lwork = -1) and its answer as a size.
+template <typename T>
+int workspace(T query) { return std::max(1, int(query)); }
+
+template <typename T>
+void run(Lapack op, const LapackArgs& g) {
+  const int m = int(g.m), n = int(g.n), k = int(g.k);
+  const int lda = std::max(1, m);
+  switch (op) {
+    case Lapack::Potrf: {  // a: n x n, the `upper` or lower triangle read and factored
+      const char uplo = g.upper ? 'U' : 'L';
+      for_batch(g.batch, [&](int64_t b) { potrf(&uplo, &n, at<T>(g.a, g.stride_a, b), &lda, g.info + b); });
+      return;
+    }
+    case Lapack::Getrf:  // a: m x n; ipiv: min(m, n) per matrix
+      for_batch(g.batch, [&](int64_t b) {
+        getrf(&m, &n, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * std::min(m, n), g.info + b);
+      });
+      return;
+    case Lapack::Getrs: {  // a: the LU factors (n x n, m == n), b: n x k right-hand sides
+      const char trans = g.trans ? 'T' : 'N';
+      for_batch(g.batch, [&](int64_t b) {
+        getrs(&trans, &n, &k, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, at<T>(g.b, g.stride_b, b), &lda,
+              g.info + b);
+      });
+      return;
+    }
+    case Lapack::Syevd: {  // a: n x n (eigenvectors on exit when `vectors`), b: n eigenvalues
+      const char jobz = g.vectors ? 'V' : 'N', uplo = g.upper ? 'U' : 'L';
+      T wq;
+      int iwq, lw = -1, liw = -1, info;
+      syevd(&jobz, &uplo, &n, nullptr, &lda, nullptr, &wq, &lw, &iwq, &liw, &info);
+      lw = workspace(wq), liw = std::max(1, iwq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        std::vector<int> iwork(static_cast<size_t>(liw));
+        syevd(&jobz, &uplo, &n, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), work.data(), &lw,
+              iwork.data(), &liw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Gesdd: {  // a: m x n (destroyed), b: min(m,n) singular values, c: U, d: V^T
+      const int mn = std::min(m, n);
+      const char jobz = !g.vectors ? 'N' : g.full ? 'A' : 'S';
+      const int ucols = g.full ? m : mn, vrows = g.full ? n : mn;
+      const int ldu = std::max(1, m), ldvt = std::max(1, vrows);
+      (void)ucols;
+      T wq;
+      int lw = -1, info;
+      std::vector<int> iq(size_t(8 * std::max(1, mn)));
+      gesdd(&jobz, &m, &n, nullptr, &lda, nullptr, nullptr, &ldu, nullptr, &ldvt, &wq, &lw, iq.data(), &info);
+      lw = workspace(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        std::vector<int> iwork(size_t(8 * std::max(1, mn)));
+        T* u = g.vectors ? at<T>(g.c, g.stride_c, b) : nullptr;
+        T* vt = g.vectors ? at<T>(g.d, g.stride_d, b) : nullptr;
+        gesdd(&jobz, &m, &n, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), u, &ldu, vt, &ldvt,
+              work.data(), &lw, iwork.data(), g.info + b);
+      });
+      return;
+    }
+    case Lapack::Geqrf: {  // a: m x n, b: min(m, n) Householder scalars
+      T wq;
+      int lw = -1, info;
+      geqrf(&m, &n, nullptr, &lda, nullptr, &wq, &lw, &info);
+      lw = workspace(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        geqrf(&m, &n, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), work.data(), &lw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Orgqr: {  // a: m x n holding k reflectors (from geqrf), b: their scalars; Q on exit
+      T wq;
+      int lw = -1, info;
+      orgqr(&m, &n, &k, nullptr, &lda, nullptr, &wq, &lw, &info);
+      lw = workspace(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        orgqr(&m, &n, &k, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), work.data(), &lw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Trsm: {  // a: triangular (k x k), b: m x n right-hand sides (k = m left, n right)
+      const int side = g.left ? 141 : 142, uplo = g.upper ? 121 : 122, trans = g.trans ? 112 : 111,
+                diag = g.unit ? 132 : 131;
+      const int ka = std::max(1, k);
+      for_batch(g.batch, [&](int64_t b) {
+        trsm(side, uplo, trans, diag, m, n, at<T>(g.a, g.stride_a, b), ka, at<T>(g.b, g.stride_b, b), lda);
+      });
+      return;
+    }
+  }
+}
+
+void lapack_kernel(Lapack op, const LapackArgs& g) {
+  if (g.dtype == kFloat32) return run<float>(op, g);
+  KINDLE_INTERNAL_ASSERT(g.dtype == kFloat64, "lapack: unsupported dtype ", g.dtype);
+  run<double>(op, g);
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+
+namespace kindle {
+KernelStub<void (*)(Lapack, const LapackArgs&)> lapack_stub{"linalg"};
+KINDLE_REGISTER_KERNEL(lapack_stub, DeviceType::CPU, &cpu::lapack_kernel);
+}  // namespace kindle

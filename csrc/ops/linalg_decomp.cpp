@@ -1,0 +1,297 @@
+// kindle.linalg's factorisations over LAPACK (csrc/cpu/lapack.cpp): Cholesky, LU (solve, det,
+// slogdet), symmetric eigendecomposition, SVD, QR and triangular solves. Inputs are copied into
+// column-major batches (LAPACK's layout, and the strides torch's results have); the Python
+// layer (python/kindle/linalg.py) broadcasts batch dims before calling these.
+#include <cmath>
+#include <string>
+
+#include "kindle/operators.h"
+#include "native_ops.h"
+#include "ops/kernels.h"
+
+namespace kindle {
+namespace {
+
+void check_matrix(const Tensor& a, const char* op, bool square) {
+  KINDLE_CHECK(a.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
+  if (square)
+    KINDLE_CHECK(a.size(-1) == a.size(-2), op, ": A must be batches of square matrices, but they are ", a.size(-2),
+                 " by ", a.size(-1), " matrices");
+  KINDLE_CHECK_NOT_IMPLEMENTED(a.dtype() == kFloat32 || a.dtype() == kFloat64, op,
+                               ": Expected a floating point tensor as input. Got ", a.dtype(),
+                               a.is_floating_point() ? " (only float32 and float64 have LAPACK kernels)" : "");
+}
+
+int64_t batch_of(const Tensor& a) {
+  int64_t b = 1;
+  for (int64_t d = 0; d < a.dim() - 2; ++d) b *= a.size(d);
+  return b;
+}
+
+// A column-major copy of a's matrices (rows x cols each), batch dims first and contiguous.
+Tensor colmajor(const Tensor& a, int64_t rows, int64_t cols) {
+  DimVector sz(IntArrayRef(a.sizes().data(), size_t(a.dim() - 2)));
+  sz.push_back(rows), sz.push_back(cols);
+  DimVector strides(sz.size());
+  int64_t s = rows * cols;
+  for (int64_t d = int64_t(sz.size()) - 3; d >= 0; --d) strides[size_t(d)] = s, s *= sz[size_t(d)];
+  strides[sz.size() - 2] = 1, strides[sz.size() - 1] = std::max<int64_t>(rows, 1);
+  Tensor out = empty_strided(sz, strides, a.dtype());
+  if (a.size(-2) == rows && a.size(-1) == cols) out.copy_(a);
+  return out;
+}
+
+DimVector batch_shape(const Tensor& a, std::initializer_list<int64_t> tail = {}) {
+  DimVector sz(IntArrayRef(a.sizes().data(), size_t(a.dim() - 2)));
+  for (int64_t t : tail) sz.push_back(t);
+  return sz;
+}
+
+// "linalg.cholesky: (Batch element 3): The factorization could not be completed because ..."
+std::string batch_prefix(const Tensor& info, int64_t b) {
+  return info.dim() > 0 ? detail::str_cat("(Batch element ", b, "): ") : std::string();
+}
+
+int64_t first_failure(const Tensor& info) {
+  const int32_t* p = static_cast<const int32_t*>(info.data_ptr());
+  for (int64_t b = 0; b < info.numel(); ++b)
+    if (p[b] != 0) return b;
+  return -1;
+}
+
+LapackArgs args_for(const Tensor& a, int64_t m, int64_t n) {
+  LapackArgs g;
+  g.dtype = a.dtype();
+  g.batch = batch_of(a);
+  g.m = m, g.n = n;
+  g.a = a.data_ptr();
+  g.stride_a = m * n;
+  return g;
+}
+
+// LU factors of a square batch (column-major) with pivots and info; empty matrices factor trivially.
+std::tuple<Tensor, Tensor, Tensor> lu_factor(const Tensor& a) {
+  int64_t n = a.size(-1);
+  Tensor lu = colmajor(a, n, n);
+  Tensor piv = empty(batch_shape(a, {n}), kInt32);
+  Tensor info = zeros(batch_shape(a), kInt32);
+  if (lu.numel()) {
+    LapackArgs g = args_for(lu, n, n);
+    g.ipiv = static_cast<int32_t*>(piv.data_ptr());
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[a.device()](Lapack::Getrf, g);
+  }
+  return {lu, piv, info};
+}
+
+void check_invertible(const Tensor& info, const char* op) {
+  int64_t b = first_failure(info);
+  if (b < 0) return;
+  int32_t i = static_cast<const int32_t*>(info.data_ptr())[b];
+  KINDLE_CHECK_AS(LinAlgError, false, op, ": ", batch_prefix(info, b),
+                  "The diagonal element ", i, " is zero, the solve could not be completed because the input matrix is "
+                  "singular.");
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> native_linalg_cholesky_ex(const Tensor& self, bool upper, bool check_errors) {
+  check_matrix(self, "linalg.cholesky", true);
+  int64_t n = self.size(-1);
+  Tensor l = colmajor(self, n, n);
+  Tensor info = zeros(batch_shape(self), kInt32);
+  if (l.numel()) {
+    LapackArgs g = args_for(l, n, n);
+    g.upper = upper;
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[self.device()](Lapack::Potrf, g);
+  }
+  if (check_errors) {
+    int64_t b = first_failure(info);
+    if (b >= 0)
+      KINDLE_CHECK_AS(LinAlgError, false, "linalg.cholesky: ", batch_prefix(info, b),
+                      "The factorization could not be completed because the input is not positive-definite (the "
+                      "leading minor of order ", static_cast<const int32_t*>(info.data_ptr())[b],
+                      " is not positive-definite).");
+  }
+  // LAPACK leaves the other triangle as it was: torch's result has zeros there
+  return {upper ? l.triu_() : l.tril_(), info};
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
+  check_matrix(A, "linalg.lu_factor", false);
+  KINDLE_CHECK_NOT_IMPLEMENTED(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  KINDLE_CHECK(A.size(-1) == A.size(-2), "linalg.lu_factor: only square matrices are supported, got ", A.size(-2),
+               " by ", A.size(-1));
+  auto [lu, piv, info] = lu_factor(A);
+  if (check_errors) check_invertible(info, "linalg.lu_factor");
+  return {lu, piv, info};
+}
+
+Tensor native__linalg_solve(const Tensor& A, const Tensor& B) {
+  check_matrix(A, "linalg.solve", true);
+  KINDLE_CHECK(B.dim() == A.dim() && B.size(-2) == A.size(-1), "linalg.solve: Incompatible shapes of A and B for the "
+               "equation AX = B (", A.size(-2), "x", A.size(-1), " and ", B.size(-2), "x", B.size(-1), ")");
+  KINDLE_CHECK(A.dtype() == B.dtype(), "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
+               A.dtype(), " and B of type ", B.dtype(), " instead.");
+  for (int64_t d = 0; d < A.dim() - 2; ++d)
+    KINDLE_CHECK(A.size(d) == B.size(d), "linalg.solve: the batch dimensions of A and B must match");
+  auto [lu, piv, info] = lu_factor(A);
+  check_invertible(info, "linalg.solve");
+  int64_t n = A.size(-1), k = B.size(-1);
+  Tensor x = colmajor(B, n, k);
+  if (x.numel()) {
+    LapackArgs g = args_for(lu, n, n);
+    g.k = k;
+    g.b = x.data_ptr();
+    g.stride_b = n * k;
+    g.ipiv = static_cast<int32_t*>(piv.data_ptr());
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[A.device()](Lapack::Getrs, g);
+  }
+  return x;
+}
+
+// det(A) = prod(diag(U)) * (-1)^(row swaps)
+std::tuple<Tensor, Tensor> native_linalg_slogdet(const Tensor& A) {
+  check_matrix(A, "linalg.slogdet", true);
+  auto [lu, piv, info] = lu_factor(A);
+  Tensor diag = lu.diagonal(0, -2, -1);
+  int64_t n = A.size(-1);
+  Tensor swaps = ne(piv, arange(1, n + 1, 1, kInt32)).sum(IntArrayRef{-1});
+  Tensor perm_sign = (1 - 2 * remainder(swaps, scalar_to_tensor(Scalar(int64_t(2))))).to(A.dtype());
+  Tensor sign = perm_sign * diag.sign().prod(-1);
+  Tensor logabs = diag.abs().log().sum(IntArrayRef{-1});
+  return {sign, logabs};
+}
+
+Tensor native_linalg_det(const Tensor& A) {
+  check_matrix(A, "linalg.det", true);
+  auto [sign, logabs] = native_linalg_slogdet(A);
+  return sign * logabs.exp();
+}
+
+std::tuple<Tensor, Tensor> native_linalg_eigh(const Tensor& self, std::string_view UPLO) {
+  check_matrix(self, "linalg.eigh", true);
+  KINDLE_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u",
+               "linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
+  int64_t n = self.size(-1);
+  Tensor v = colmajor(self, n, n);
+  Tensor w = empty(batch_shape(self, {n}), self.dtype());
+  Tensor info = zeros(batch_shape(self), kInt32);
+  if (v.numel()) {
+    LapackArgs g = args_for(v, n, n);
+    g.upper = UPLO == "U" || UPLO == "u";
+    g.b = w.data_ptr();
+    g.stride_b = n;
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[self.device()](Lapack::Syevd, g);
+  }
+  int64_t b = first_failure(info);
+  KINDLE_CHECK_AS(LinAlgError, b < 0, "linalg.eigh: ", batch_prefix(info, b),
+                  "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+                  "repeated eigenvalues (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b], ").");
+  return {w, v};
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_matrices) {
+  check_matrix(A, "linalg.svd", false);
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
+  Tensor a = colmajor(A, m, n);
+  Tensor s = empty(batch_shape(A, {k}), A.dtype());
+  Tensor u = colmajor(empty(batch_shape(A, {m, ucols}), A.dtype()), m, ucols);
+  Tensor vh = colmajor(empty(batch_shape(A, {vrows, n}), A.dtype()), vrows, n);
+  Tensor info = zeros(batch_shape(A), kInt32);
+  if (a.numel()) {
+    LapackArgs g = args_for(a, m, n);
+    g.full = full_matrices;
+    g.b = s.data_ptr(), g.stride_b = k;
+    g.c = u.data_ptr(), g.stride_c = m * ucols;
+    g.d = vh.data_ptr(), g.stride_d = vrows * n;
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[A.device()](Lapack::Gesdd, g);
+  } else {  // an empty matrix: U and V^T are identities where they have elements
+    if (u.numel()) u.copy_(eye(m, ucols, A.dtype()).expand(u.sizes()));
+    if (vh.numel()) vh.copy_(eye(vrows, n, A.dtype()).expand(vh.sizes()));
+  }
+  int64_t b = first_failure(info);
+  KINDLE_CHECK_AS(LinAlgError, b < 0, "linalg.svd: ", batch_prefix(info, b),
+                  "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+                  "repeated singular values (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b],
+                  ").");
+  return {u, s, vh};
+}
+
+Tensor _linalg_svdvals(const Tensor& A) {
+  check_matrix(A, "linalg.svdvals", false);
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  Tensor a = colmajor(A, m, n);
+  Tensor s = empty(batch_shape(A, {k}), A.dtype());
+  Tensor info = zeros(batch_shape(A), kInt32);
+  if (a.numel()) {
+    LapackArgs g = args_for(a, m, n);
+    g.vectors = false;
+    g.b = s.data_ptr(), g.stride_b = k;
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[A.device()](Lapack::Gesdd, g);
+  }
+  KINDLE_CHECK_AS(LinAlgError, first_failure(info) < 0, "linalg.svdvals: The algorithm failed to converge.");
+  return s;
+}
+
+std::tuple<Tensor, Tensor> native_linalg_qr(const Tensor& A, std::string_view mode) {
+  check_matrix(A, "linalg.qr", false);
+  KINDLE_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '", mode,
+               "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  bool complete = mode == "complete" && m > n;
+  int64_t qcols = complete ? m : k;
+  // the factored matrix has room for Q's columns when they outnumber A's
+  Tensor a = colmajor(A, m, std::max(n, qcols));
+  if (qcols > n) a.narrow(-1, 0, n).copy_(A);
+  Tensor tau = empty(batch_shape(A, {k}), A.dtype());
+  Tensor info = zeros(batch_shape(A), kInt32);
+  LapackArgs g = args_for(a, m, n);
+  g.stride_a = m * std::max(n, qcols);
+  g.b = tau.data_ptr(), g.stride_b = k;
+  g.info = static_cast<int32_t*>(info.data_ptr());
+  if (a.numel() && k) lapack_stub[A.device()](Lapack::Geqrf, g);
+  Tensor r = a.narrow(-1, 0, n).narrow(-2, 0, mode == "complete" ? m : k).triu();
+  if (mode == "r") return {empty({0}, A.dtype()), r};
+  Tensor q = a.narrow(-1, 0, qcols);
+  if (k == 0) {
+    q = colmajor(eye(m, qcols, A.dtype()).expand(batch_shape(A, {m, qcols})), m, qcols);
+  } else {
+    g.n = qcols, g.k = k;
+    lapack_stub[A.device()](Lapack::Orgqr, g);
+  }
+  return {q, r};
+}
+
+Tensor native_linalg_solve_triangular(const Tensor& self, const Tensor& B, bool upper, bool left, bool unitriangular) {
+  check_matrix(self, "linalg.solve_triangular", true);
+  KINDLE_CHECK(B.dim() == self.dim(), "linalg.solve_triangular: Incompatible shapes of A and B for the equation ",
+               left ? "AX = B" : "XA = B", " (", self.size(-2), "x", self.size(-1), " and ", B.size(-2), "x",
+               B.size(-1), ")");
+  KINDLE_CHECK(self.dtype() == B.dtype(), "linalg.solve_triangular: Expected A and B to have the same dtype, but found "
+               "A of type ", self.dtype(), " and B of type ", B.dtype(), " instead.");
+  int64_t n = self.size(-1), m = B.size(-2), k = B.size(-1);
+  KINDLE_CHECK((left ? m : k) == n, "linalg.solve_triangular: Incompatible shapes of A and B for the equation ",
+               left ? "AX = B" : "XA = B", " (", n, "x", n, " and ", m, "x", k, ")");
+  for (int64_t d = 0; d < self.dim() - 2; ++d)
+    KINDLE_CHECK(self.size(d) == B.size(d), "linalg.solve_triangular: the batch dimensions of A and B must match");
+  Tensor a = colmajor(self, n, n);
+  Tensor x = colmajor(B, m, k);
+  if (x.numel() && n) {
+    LapackArgs g = args_for(x, m, k);
+    g.a = a.data_ptr(), g.stride_a = n * n;
+    g.b = x.data_ptr(), g.stride_b = m * k;
+    g.k = n;
+    g.upper = upper, g.left = left, g.unit = unitriangular;
+    lapack_stub[self.device()](Lapack::Trsm, g);
+  }
+  return x;
+}
+
+}  // namespace kindle

@@ -1,0 +1,324 @@
+"""kindle.linalg against torch.linalg: values (or, for decompositions whose signs are arbitrary,
+reconstructions and sign-free invariants), gradients by gradcheck in float64 and against
+torch, batching and broadcasting, empty matrices, and the errors (LinAlgError naming the batch
+element for singular or indefinite input)."""
+import math
+
+import numpy as np
+import pytest
+
+import kindle
+import kindle.linalg as KL
+
+torch = pytest.importorskip("torch")
+
+
+def _np(t):
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def _close(k, t, rtol=1e-7, atol=1e-9, what=""):
+    k, t = np.asarray(_np(k), dtype=np.float64), np.asarray(_np(t), dtype=np.float64)
+    assert k.shape == t.shape, f"{what}: shape {k.shape} vs torch {t.shape}"
+    np.testing.assert_allclose(k, t, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+
+
+def _pair(a, dtype="float64"):
+    a = np.asarray(a, dtype=np.float64)
+    return kindle.tensor(a, dtype=getattr(kindle, dtype)), torch.tensor(a, dtype=getattr(torch, dtype))
+
+
+def _rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _spd(shape, seed=0):
+    a = _rand(shape, seed)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+SHAPES = [(3, 3), (2, 4, 4), (2, 1, 5, 5), (1, 1), (0, 0), (3, 0, 0)]
+TOL = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4)}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_cholesky_inv_det_slogdet_solve(shape, dtype):
+    rtol, atol = TOL[dtype]
+    k, t = _pair(_spd(shape), dtype)
+    _close(KL.cholesky(k), torch.linalg.cholesky(t), rtol, atol, "cholesky")
+    _close(KL.cholesky(k, upper=True), torch.linalg.cholesky(t, upper=True), rtol, atol, "cholesky upper")
+    g, tg = _pair(_rand(shape, 1) + 3 * np.eye(shape[-1]), dtype)
+    _close(KL.inv(g), torch.linalg.inv(tg), rtol * 10, atol * 10, "inv")
+    _close(KL.det(g), torch.linalg.det(tg), rtol * 10, atol, "det")
+    ks, kl = KL.slogdet(g)
+    ts, tl = torch.linalg.slogdet(tg)
+    _close(ks, ts, what="slogdet sign")
+    _close(kl, tl, rtol, atol, "slogdet logabsdet")
+    b, tb = _pair(_rand(shape[:-1] + (2,), 2), dtype)
+    _close(KL.solve(g, b), torch.linalg.solve(tg, tb), rtol * 10, atol * 10, "solve")
+    v, tv = _pair(_rand(shape[:-1], 3), dtype)
+    _close(KL.solve(g, v), torch.linalg.solve(tg, tv), rtol * 10, atol * 10, "solve vector")
+
+
+def test_solve_broadcasts_batch_dims():
+    a, ta = _pair(_rand((2, 1, 3, 3)) + 3 * np.eye(3))
+    b, tb = _pair(_rand((4, 3, 2), 1))
+    _close(KL.solve(a, b), torch.linalg.solve(ta, tb), 1e-9, 1e-9)
+    _close(KL.solve(a[0, 0], b), torch.linalg.solve(ta[0, 0], tb), 1e-9, 1e-9)
+    bt, tbt = _pair(_rand((2, 3), 2))
+    _close(KL.solve(a[0, 0], bt, left=False), torch.linalg.solve(ta[0, 0], tbt, left=False), 1e-9, 1e-9)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5), (1, 1), (0, 0)], ids=str)
+def test_eigh_and_eigvalsh(shape):
+    k, t = _pair(_spd(shape) - 2 * shape[-1] * np.eye(shape[-1]))
+    kw, kv = KL.eigh(k)
+    tw, tv = torch.linalg.eigh(t)
+    _close(kw, tw, 1e-9, 1e-9, "eigenvalues")
+    _close(np.abs(_np(kv)), np.abs(_np(tv)), 1e-7, 1e-8, "|eigenvectors|")
+    _close(kv @ kindle.diag_embed(kw) @ kv.transpose(-2, -1), k, 1e-9, 1e-9, "V diag(w) V^T")
+    _close(KL.eigvalsh(k, UPLO="U"), torch.linalg.eigvalsh(t, UPLO="U"), 1e-9, 1e-9, "eigvalsh U")
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 4, 4), (2, 6, 2), (0, 3), (3, 0)], ids=str)
+@pytest.mark.parametrize("full", [False, True])
+def test_svd(shape, full):
+    k, t = _pair(_rand(shape))
+    U, S, Vh = KL.svd(k, full_matrices=full)
+    tU, tS, tVh = torch.linalg.svd(t, full_matrices=full)
+    assert U.shape == tuple(tU.shape) and Vh.shape == tuple(tVh.shape)
+    _close(S, tS, 1e-9, 1e-9, "S")
+    kk = min(shape[-2:])
+    _close((U[..., :, :kk] * S.unsqueeze(-2)) @ Vh[..., :kk, :], k, 1e-9, 1e-9, "U S Vh")
+    eye_u = kindle.eye(U.shape[-1], dtype=kindle.float64)
+    _close(U.transpose(-2, -1) @ U, eye_u.expand(U.transpose(-2, -1).shape[:-1] + (U.shape[-1],)), 1e-9, 1e-9)
+    _close(KL.svdvals(k), torch.linalg.svdvals(t), 1e-9, 1e-9, "svdvals")
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (0, 3), (4, 0)], ids=str)
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(shape, mode):
+    k, t = _pair(_rand(shape))
+    Q, R = KL.qr(k, mode=mode)
+    tQ, tR = torch.linalg.qr(t, mode=mode)
+    assert tuple(Q.shape) == tuple(tQ.shape) and tuple(R.shape) == tuple(tR.shape)
+    _close(R, tR, 1e-9, 1e-9, "R")  # LAPACK's Householder QR: the same signs in both
+    if mode != "r":
+        _close(Q, tQ, 1e-9, 1e-9, "Q")
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_solve_triangular(upper, left, unit):
+    a = _rand((2, 4, 4)) + 4 * np.eye(4)
+    a = np.triu(a) if upper else np.tril(a)
+    k, t = _pair(a)
+    b, tb = _pair(_rand((2, 4, 3) if left else (2, 3, 4), 1))
+    _close(KL.solve_triangular(k, b, upper=upper, left=left, unitriangular=unit),
+           torch.linalg.solve_triangular(t, tb, upper=upper, left=left, unitriangular=unit), 1e-9, 1e-9)
+
+
+def test_lu_factor_lu_and_lu_solve():
+    k, t = _pair(_rand((2, 4, 4)))
+    LU, piv = KL.lu_factor(k)
+    tLU, tpiv = torch.linalg.lu_factor(t)
+    _close(LU, tLU, 1e-9, 1e-9, "LU")
+    assert piv.tolist() == tpiv.tolist() and piv.dtype == kindle.int32
+    P, L, U = KL.lu(k)
+    tP, tL, tU = torch.linalg.lu(t)
+    for a, b in ((P, tP), (L, tL), (U, tU)):
+        _close(a, b, 1e-9, 1e-9, "lu")
+    b, tb = _pair(_rand((2, 4, 2), 3))
+    _close(KL.lu_solve(LU, piv, b), torch.linalg.lu_solve(tLU, tpiv, tb), 1e-9, 1e-9)
+    _close(KL.lu_solve(LU, piv, b, adjoint=True), torch.linalg.lu_solve(tLU, tpiv, tb, adjoint=True), 1e-9, 1e-9)
+
+
+NORM_CASES = [
+    ("vector_norm", (5,), dict()), ("vector_norm", (3, 4), dict(ord=1)), ("vector_norm", (3, 4), dict(ord=math.inf)),
+    ("vector_norm", (3, 4), dict(ord=-math.inf, dim=1)), ("vector_norm", (3, 4), dict(ord=0)),
+    ("vector_norm", (3, 4), dict(ord=3.5, dim=(0, 1), keepdim=True)), ("vector_norm", (2, 3, 4), dict(dim=-1)),
+    ("matrix_norm", (3, 4), dict()), ("matrix_norm", (2, 3, 4), dict(ord="nuc")), ("matrix_norm", (3, 4), dict(ord=2)),
+    ("matrix_norm", (3, 4), dict(ord=-2)), ("matrix_norm", (3, 4), dict(ord=1)), ("matrix_norm", (3, 4), dict(ord=-1)),
+    ("matrix_norm", (2, 3, 4), dict(ord=math.inf, keepdim=True)), ("matrix_norm", (3, 4, 2), dict(dim=(0, 2))),
+    ("norm", (5,), dict()), ("norm", (3, 4), dict()), ("norm", (3, 4), dict(ord="fro")), ("norm", (3, 4), dict(ord=2)),
+    ("norm", (2, 3, 4), dict(dim=1)), ("norm", (2, 3, 4), dict(ord=1, dim=(1, 2))), ("norm", (2, 3, 4), dict()),
+    ("cond", (3, 3), dict()), ("cond", (2, 3, 3), dict(p="fro")), ("cond", (3, 3), dict(p=1)),
+    ("matrix_rank", (4, 3), dict()), ("matrix_rank", (2, 3, 5), dict()), ("pinv", (4, 3), dict()),
+    ("pinv", (2, 3, 5), dict()), ("matrix_exp", (3, 3), dict()), ("matrix_exp", (2, 4, 4), dict()),
+    ("matrix_power", (3, 3), dict(n=3)), ("matrix_power", (3, 3), dict(n=0)), ("matrix_power", (2, 3, 3), dict(n=-2)),
+]
+
+
+@pytest.mark.parametrize("name,shape,kw", NORM_CASES, ids=lambda x: str(x))
+def test_derived_functions_match_torch(name, shape, kw):
+    a = _rand(shape) + (3 * np.eye(shape[-1]) if name in ("cond", "matrix_power") else 0)
+    k, t = _pair(a)
+    _close(getattr(KL, name)(k, **kw), getattr(torch.linalg, name)(t, **kw), 1e-8, 1e-9, name)
+
+
+def test_lstsq_multi_dot_vecdot_cross_tensorinv_householder():
+    a, ta = _pair(_rand((5, 3)))
+    b, tb = _pair(_rand((5, 2), 1))
+    _close(KL.lstsq(a, b).solution, torch.linalg.lstsq(ta, tb).solution, 1e-9, 1e-9, "lstsq")
+    _close(KL.lstsq(a, b, driver="gelsd").residuals, torch.linalg.lstsq(ta, tb, driver="gelsd").residuals, 1e-9, 1e-9)
+    xs = [_pair(_rand(s, i)) for i, s in enumerate([(3,), (3, 4), (4, 5), (5,)])]
+    _close(KL.multi_dot([x[0] for x in xs]), torch.linalg.multi_dot([x[1] for x in xs]), 1e-9, 1e-9)
+    _close(KL.vecdot(a, a), torch.linalg.vecdot(ta, ta), 1e-9, 1e-9)
+    c, tc = _pair(_rand((4, 3), 4))
+    _close(KL.cross(c, c.flip(0)), torch.linalg.cross(tc, tc.flip(0)), 1e-9, 1e-9)
+    m, tm = _pair(_rand((4, 2, 8), 5))
+    _close(KL.tensorinv(m, ind=2), torch.linalg.tensorinv(tm, ind=2), 1e-8, 1e-8)
+    h, th = _pair(_rand((5, 3), 6))
+    tau, ttau = _pair(_rand((3,), 7))
+    _close(KL.householder_product(h, tau), torch.linalg.householder_product(th, ttau), 1e-9, 1e-9)
+
+
+def test_top_level_names_and_methods():
+    k, t = _pair(_spd((3, 3)))
+    _close(kindle.det(k), torch.det(t), 1e-9)
+    _close(k.logdet(), t.logdet(), 1e-9)
+    _close(kindle.inverse(k), torch.inverse(t), 1e-9)
+    _close(k.cholesky(), t.cholesky(), 1e-9)
+    U, S, V = kindle.svd(k)
+    tU, tS, tV = torch.svd(t)
+    _close(S, tS, 1e-9)
+    _close((U * S) @ V.T, k, 1e-9)
+    Q, R = kindle.qr(k)
+    _close(R, torch.qr(t)[1], 1e-9)
+    b, tb = _pair(_rand((3, 2), 1))
+    L = kindle.linalg.cholesky(k)
+    _close(kindle.cholesky_solve(b, L), torch.cholesky_solve(tb, torch.linalg.cholesky(t)), 1e-9)
+    _close(kindle.cholesky_inverse(L), torch.cholesky_inverse(torch.linalg.cholesky(t)), 1e-9)
+    sol = kindle.triangular_solve(b, L, upper=False)
+    _close(sol.solution, torch.triangular_solve(tb, torch.linalg.cholesky(t), upper=False).solution, 1e-9)
+    _close(kindle.matrix_power(k, 2), torch.matrix_power(t, 2), 1e-9)
+    _close(kindle.pinverse(k), torch.pinverse(t), 1e-8)
+
+
+# ---- gradients
+
+def _sym(f):
+    return lambda a: f((a + a.transpose(-2, -1)) / 2)
+
+
+GRAD_CASES = {
+    "cholesky": (lambda a: KL.cholesky(a @ a.transpose(-2, -1) + 3 * kindle.eye(3, dtype=a.dtype)), (2, 3, 3)),
+    "cholesky_upper": (lambda a: KL.cholesky(a @ a.transpose(-2, -1) + 3 * kindle.eye(3, dtype=a.dtype), upper=True),
+                       (3, 3)),
+    "inv": (lambda a: KL.inv(a + 3 * kindle.eye(3, dtype=a.dtype)), (2, 3, 3)),
+    "det": (lambda a: KL.det(a), (2, 3, 3)),
+    "slogdet": (lambda a: KL.slogdet(a + 3 * kindle.eye(3, dtype=a.dtype)).logabsdet, (3, 3)),
+    "solve": (lambda a: KL.solve(a + 3 * kindle.eye(3, dtype=a.dtype), a[..., :2]), (2, 3, 3)),
+    "eigvalsh": (_sym(lambda a: KL.eigvalsh(a)), (2, 3, 3)),
+    "eigh_vectors": (_sym(lambda a: KL.eigh(a).eigenvectors.abs()), (3, 3)),
+    "svdvals": (lambda a: KL.svdvals(a), (2, 4, 3)),
+    "svd_u": (lambda a: KL.svd(a, full_matrices=False).U.abs(), (4, 3)),
+    "svd_vh": (lambda a: KL.svd(a, full_matrices=False).Vh.abs(), (3, 4)),
+    "qr": (lambda a: KL.qr(a).Q, (4, 3)),
+    "qr_r": (lambda a: KL.qr(a).R, (2, 4, 3)),
+    "qr_wide": (lambda a: KL.qr(a).R, (3, 5)),
+    "solve_triangular": (lambda a: KL.solve_triangular(a.triu() + 3 * kindle.eye(3, dtype=a.dtype), a[..., :2],
+                                                       upper=True), (3, 3)),
+    "solve_triangular_right": (lambda a: KL.solve_triangular(a.tril() + 3 * kindle.eye(3, dtype=a.dtype), a,
+                                                             upper=False, left=False, unitriangular=True), (3, 3)),
+    "pinv": (lambda a: KL.pinv(a), (4, 3)),
+    "matrix_exp": (lambda a: KL.matrix_exp(a), (3, 3)),
+    "matrix_norm_nuc": (lambda a: KL.matrix_norm(a, "nuc"), (3, 4)),
+    "matrix_norm_2": (lambda a: KL.matrix_norm(a, 2), (3, 4)),
+    "vector_norm_3": (lambda a: KL.vector_norm(a, 3, dim=1), (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_gradcheck(name):
+    f, shape = GRAD_CASES[name]
+    a = kindle.tensor(_rand(shape, 11), dtype=kindle.float64, requires_grad=True)
+    assert kindle.autograd.gradcheck(f, (a,), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_grad_matches_torch(name):
+    f, shape = GRAD_CASES[name]
+    data = _rand(shape, 12)
+    k = kindle.tensor(data, requires_grad=True)
+    t = torch.tensor(data, requires_grad=True)
+    tf = _torch_version(name)
+    ko, to = f(k), tf(t)
+    go = _rand(tuple(to.shape), 13)
+    ko.backward(kindle.tensor(go))
+    to.backward(torch.tensor(go))
+    _close(k.grad, t.grad, 1e-6, 1e-8, name)
+
+
+def _torch_version(name):
+    src = {
+        "cholesky": lambda a: torch.linalg.cholesky(a @ a.mT + 3 * torch.eye(3, dtype=a.dtype)),
+        "cholesky_upper": lambda a: torch.linalg.cholesky(a @ a.mT + 3 * torch.eye(3, dtype=a.dtype), upper=True),
+        "inv": lambda a: torch.linalg.inv(a + 3 * torch.eye(3, dtype=a.dtype)),
+        "det": lambda a: torch.linalg.det(a),
+        "slogdet": lambda a: torch.linalg.slogdet(a + 3 * torch.eye(3, dtype=a.dtype)).logabsdet,
+        "solve": lambda a: torch.linalg.solve(a + 3 * torch.eye(3, dtype=a.dtype), a[..., :2]),
+        "eigvalsh": lambda a: torch.linalg.eigvalsh((a + a.mT) / 2),
+        "eigh_vectors": lambda a: torch.linalg.eigh((a + a.mT) / 2).eigenvectors.abs(),
+        "svdvals": lambda a: torch.linalg.svdvals(a),
+        "svd_u": lambda a: torch.linalg.svd(a, full_matrices=False).U.abs(),
+        "svd_vh": lambda a: torch.linalg.svd(a, full_matrices=False).Vh.abs(),
+        "qr": lambda a: torch.linalg.qr(a).Q,
+        "qr_r": lambda a: torch.linalg.qr(a).R,
+        "qr_wide": lambda a: torch.linalg.qr(a).R,
+        "solve_triangular": lambda a: torch.linalg.solve_triangular(a.triu() + 3 * torch.eye(3, dtype=a.dtype),
+                                                                    a[..., :2], upper=True),
+        "solve_triangular_right": lambda a: torch.linalg.solve_triangular(
+            a.tril() + 3 * torch.eye(3, dtype=a.dtype), a, upper=False, left=False, unitriangular=True),
+        "pinv": lambda a: torch.linalg.pinv(a),
+        "matrix_exp": lambda a: torch.linalg.matrix_exp(a),
+        "matrix_norm_nuc": lambda a: torch.linalg.matrix_norm(a, "nuc"),
+        "matrix_norm_2": lambda a: torch.linalg.matrix_norm(a, 2),
+        "vector_norm_3": lambda a: torch.linalg.vector_norm(a, 3, dim=1),
+    }
+    return src[name]
+
+
+def test_det_gradient_of_a_singular_matrix():
+    """d det(A) / dA is the cofactor matrix, defined for singular A too: for [[a, b], [c, d]] it is
+    [[d, -c], [-b, a]]. (torch 2.13 returns zeros for this input: kindle returns the derivative.)"""
+    k = kindle.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=kindle.float64, requires_grad=True)
+    KL.det(k).backward()
+    _close(k.grad, [[4.0, -2.0], [-2.0, 1.0]], 1e-9, 1e-9)
+    b = kindle.tensor([[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]]], dtype=kindle.float64, requires_grad=True)
+    KL.det(b).sum().backward()
+    a = b.detach()[0].numpy()
+    cof = np.array([[np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j) for j in range(3)]
+                    for i in range(3)])
+    _close(b.grad[0], cof, 1e-9, 1e-9)
+
+
+# ---- errors
+
+def test_errors_match_torch():
+    sing, tsing = _pair([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]])
+    with pytest.raises(KL.LinAlgError, match=r"Batch element 0.*singular"):
+        KL.inv(sing)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.inv(tsing)
+    assert issubclass(KL.LinAlgError, RuntimeError)
+    indef, _ = _pair([[1.0, 0.0], [0.0, -1.0]])
+    with pytest.raises(KL.LinAlgError, match="not positive-definite.*order 2"):
+        KL.cholesky(indef)
+    L, info = KL.cholesky_ex(indef)
+    assert int(info) == 2
+    with pytest.raises(RuntimeError, match="square"):
+        KL.inv(kindle.zeros(2, 3))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        KL.det(kindle.zeros(3))
+    for lib in (kindle, torch):
+        with pytest.raises(RuntimeError):
+            lib.linalg.inv(lib.ones(2, 2, dtype=lib.int64))
+    with pytest.raises(RuntimeError, match="Incompatible shapes"):
+        KL.solve(kindle.eye(3), kindle.ones(4, 2))
+    inv_ex = KL.inv_ex(sing)
+    assert inv_ex.info.tolist() == [2, 0]
+    with pytest.raises(NotImplementedError, match="complex"):
+        KL.eig(kindle.eye(2))
