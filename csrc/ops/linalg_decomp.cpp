@@ -70,9 +70,11 @@ LapackArgs args_for(const Tensor& a, int64_t m, int64_t n) {
 }
 
 // LU factors of a square batch (column-major) with pivots and info; empty matrices factor trivially.
-std::tuple<Tensor, Tensor, Tensor> lu_factor(const Tensor& a) {
+// of_transpose: factor A^T instead (a plain row-major copy, cheaper than transposing), for what
+// A^T shares with A: its determinant.
+std::tuple<Tensor, Tensor, Tensor> lu_factor(const Tensor& a, bool of_transpose = false) {
   int64_t n = a.size(-1);
-  Tensor lu = colmajor(a, n, n);
+  Tensor lu = of_transpose ? contiguous(a).clone() : colmajor(a, n, n);
   Tensor piv = empty(batch_shape(a, {n}), kInt32);
   Tensor info = zeros(batch_shape(a), kInt32);
   if (lu.numel()) {
@@ -152,16 +154,33 @@ Tensor native__linalg_solve(const Tensor& A, const Tensor& B) {
   return x;
 }
 
-// det(A) = prod(diag(U)) * (-1)^(row swaps)
+// det(A) = prod(diag(U)) * (-1)^(row swaps), accumulated in double per matrix
 std::tuple<Tensor, Tensor> native_linalg_slogdet(const Tensor& A) {
   check_matrix(A, "linalg.slogdet", true);
-  auto [lu, piv, info] = lu_factor(A);
-  Tensor diag = lu.diagonal(0, -2, -1);
-  int64_t n = A.size(-1);
-  Tensor swaps = ne(piv, arange(1, n + 1, 1, kInt32)).sum(IntArrayRef{-1});
-  Tensor perm_sign = (1 - 2 * remainder(swaps, scalar_to_tensor(Scalar(int64_t(2))))).to(A.dtype());
-  Tensor sign = perm_sign * diag.sign().prod(-1);
-  Tensor logabs = diag.abs().log().sum(IntArrayRef{-1});
+  auto [lu, piv, info] = lu_factor(A, /*of_transpose=*/true);
+  int64_t n = A.size(-1), batch = batch_of(A);
+  Tensor sign = empty(batch_shape(A), A.dtype()), logabs = empty(batch_shape(A), A.dtype());
+  dispatch_floating(A.dtype(), "linalg.slogdet", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* m = static_cast<const T*>(lu.data_ptr());
+      const int32_t* p = static_cast<const int32_t*>(piv.data_ptr());
+      T* sg = static_cast<T*>(sign.data_ptr());
+      T* la = static_cast<T*>(logabs.data_ptr());
+      for (int64_t b = 0; b < batch; ++b) {
+        double s = 1, l = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          double d = double(m[b * n * n + i * (n + 1)]);  // column-major: the diagonal is every n+1
+          if (p[b * n + i] != i + 1) s = -s;
+          if (d < 0) s = -s;
+          if (d == 0) s = 0;
+          l += std::log(std::fabs(d));
+        }
+        sg[b] = T(s);
+        la[b] = T(l);
+      }
+    }
+  });
   return {sign, logabs};
 }
 
@@ -221,6 +240,28 @@ std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_
                   "repeated singular values (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b],
                   ").");
   return {u, s, vh};
+}
+
+Tensor _linalg_eigvalsh(const Tensor& self, std::string_view UPLO) {
+  check_matrix(self, "linalg.eigvalsh", true);
+  KINDLE_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u",
+               "linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
+  int64_t n = self.size(-1);
+  Tensor v = colmajor(self, n, n);
+  Tensor w = empty(batch_shape(self, {n}), self.dtype());
+  Tensor info = zeros(batch_shape(self), kInt32);
+  if (v.numel()) {
+    LapackArgs g = args_for(v, n, n);
+    g.upper = UPLO == "U" || UPLO == "u";
+    g.vectors = false;
+    g.b = w.data_ptr();
+    g.stride_b = n;
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[self.device()](Lapack::Syevd, g);
+  }
+  KINDLE_CHECK_AS(LinAlgError, first_failure(info) < 0, "linalg.eigvalsh: The algorithm failed to converge because "
+                  "the input matrix is ill-conditioned or has too many repeated eigenvalues.");
+  return w;
 }
 
 Tensor _linalg_svdvals(const Tensor& A) {
