@@ -750,6 +750,50 @@ def _conv2d_samples(g):
             g.S(t((2, 16, 20, 20)), w((16, 1, 3, 3)), groups=16, stride=2)]
 
 
+def _conv3d_samples(g):
+    t, w = (lambda s, lay="C": g.t(s, lay, low=-1, high=1)), (lambda s, lay="C": _w(g, s, lay))
+    return [g.S(t((1, 2, 4, 4, 4)), w((2, 2, 2, 2, 2)), w((2,))), g.S(t((2, 3, 4, 5)), w((2, 2, 2, 2, 2))),
+            g.S(t((2, 2, 5, 5, 4)), w((3, 2, 3, 3, 2)), w((3,)), 1, 1),
+            g.S(t((1, 2, 7, 6, 5)), w((2, 2, 3, 2, 2)), stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1)),
+            g.S(t((1, 4, 4, 5, 5)), w((4, 2, 2, 3, 3)), w((4,)), groups=2),
+            g.S(t((1, 2, 5, 5, 5)), w((2, 2, 3, 3, 2)), padding="same"), g.S(t((1, 2, 4, 4, 4)), w((2, 2, 3, 3, 3)), padding="valid"),
+            g.S(t((1, 2, 4, 5, 4), "T"), w((3, 2, 2, 3, 2), "P"), w((3,), "S")), g.S(t((0, 2, 4, 4, 4)), w((3, 2, 2, 2, 2)))]
+
+
+def _conv_t3d_samples(g):
+    t, w = (lambda s, lay="C": g.t(s, lay, low=-1, high=1)), (lambda s, lay="C": _w(g, s, lay))
+    return [g.S(t((1, 2, 3, 3, 3)), w((2, 3, 2, 2, 2)), w((3,))), g.S(t((2, 3, 3, 4)), w((2, 2, 2, 2, 2))),
+            g.S(t((1, 2, 3, 4, 3)), w((2, 2, 3, 2, 2)), None, 2, 1, 1),
+            g.S(t((1, 4, 3, 3, 3)), w((4, 1, 2, 2, 2)), w((2,)), groups=2, dilation=(2, 1, 1)),
+            g.S(t((1, 2, 3, 4, 3), "T"), w((2, 3, 2, 3, 2), "P"), stride=(1, 2, 1), output_padding=(0, 1, 0))]
+
+
+def _max_pool3d_samples(g):
+    t = g.t
+    out = [g.S(t((1, 2, 4, 4, 4)), 2), g.S(t((2, 4, 5, 4)), 2), g.S(t((1, 2, 5, 5, 5)), 3, 2, 1),
+           g.S(t((1, 1, 6, 7, 5)), (2, 3, 2), (1, 2, 2)), g.S(t((1, 1, 6, 6, 6)), 3, 2, ceil_mode=True),
+           g.S(t((1, 2, 5, 5, 5)), 2, 1, 1, 2, return_indices=True), g.S(t((1, 2, 4, 4, 4), "T"), 2),
+           g.S(_ties(g, (1, 2, 4, 4, 4)), 2, 1, return_indices=True), g.S(t((0, 2, 4, 4, 4)), 2)]
+    return out
+
+
+def _avg_pool3d_samples(g):
+    t = g.t
+    return [g.S(t((1, 2, 4, 4, 4)), 2), g.S(t((2, 4, 5, 4)), 2), g.S(t((1, 2, 5, 5, 5)), 3, 2, 1),
+            g.S(t((1, 2, 5, 5, 5)), 3, 2, 1, count_include_pad=False), g.S(t((1, 1, 6, 6, 6)), 3, 2, ceil_mode=True),
+            g.S(t((1, 1, 5, 6, 5)), 3, 2, 1, True, False), g.S(t((1, 1, 4, 4, 4)), 2, divisor_override=3),
+            g.S(t((1, 2, 4, 5, 4), "T"), 2)]
+
+
+def _adaptive3d_samples(maxpool):
+    def gen(g):
+        t = g.t
+        r = (True,) if maxpool else ()
+        return [g.S(t((1, 2, 6, 6, 6)), 3), g.S(t((2, 5, 7, 4)), (3, 4, 2), *r), g.S(t((1, 2, 5, 7, 4)), (None, 2, 3)),
+                g.S(t((1, 1, 3, 2, 4)), (5, 4, 2), *r), g.S(t((1, 2, 5, 4, 4), "T"), (2, 3, 1))]
+    return gen
+
+
 def _conv_errors(nd):
     def gen(g):
         t = g.t
@@ -1150,6 +1194,14 @@ NN_OPS: list[OpInfo] = [
     fop("adaptive_max_pool2d", _adaptive_max2d_samples, errors=_adaptive_errors(2), kind="nn_pool"),
     fop("adaptive_max_pool1d", _adaptive_max1d_samples, op_names=("adaptive_max_pool2d",), errors=_adaptive_errors(1),
         kind="nn_pool"),
+    # 3-d: compositions of the 2-d kernels (python/kindle/nn/functional3d.py)
+    fop("conv3d", _conv3d_samples, NUMERIC, dtypes_gap=INTS, tol=ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(3), kind="nn_conv", op_names=()),
+    fop("conv_transpose3d", _conv_t3d_samples, FLOATS + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, kind="nn_conv", op_names=()),
+    fop("max_pool3d", _max_pool3d_samples, NUMERIC, errors=_pool_errors(3, True), kind="nn_pool", op_names=()),
+    fop("avg_pool3d", _avg_pool3d_samples, ("float32", "float64", "int64"), dtypes_gap=("int64",), tol=ACC, errors=_pool_errors(3, False), kind="nn_pool", op_names=()),
+    fop("adaptive_avg_pool3d", _adaptive3d_samples(False), FLOATS, tol=ACC, errors=_adaptive_errors(3), kind="nn_pool",
+        op_names=()),
+    fop("adaptive_max_pool3d", _adaptive3d_samples(True), FLOATS, errors=_adaptive_errors(3), kind="nn_pool", op_names=()),
     fop("interpolate", _interpolate_samples, FLOATS + ("uint8",), dtypes_gap=("uint8",), tol=ACC, errors=_interpolate_errors),
     fop("upsample", _upsample_samples, FLOATS + ("uint8",), dtypes_gap=("uint8",), tol=ACC, op_names=("interpolate",)),
 

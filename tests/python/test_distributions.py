@@ -360,3 +360,45 @@ def test_policy_gradient_workflow():
     loss = -(dist.log_prob(actions) * kindle.randn(8)).mean() - 0.01 * dist.entropy().mean()
     loss.backward()
     assert net.weight.grad is not None and bool(kindle.isfinite(net.weight.grad).all())
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_matches_torch(param):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((2, 3, 3))
+    cov = a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)
+    mat = {"covariance_matrix": cov, "precision_matrix": np.linalg.inv(cov),
+           "scale_tril": np.linalg.cholesky(cov)}[param]
+    loc = rng.standard_normal((2, 3))
+    k = KD.MultivariateNormal(kindle.tensor(loc), **{param: kindle.tensor(mat)})
+    t = TD.MultivariateNormal(torch.tensor(loc), **{param: torch.tensor(mat)})
+    v = rng.standard_normal((4, 2, 3))
+    _close(k.log_prob(kindle.tensor(v)), t.log_prob(torch.tensor(v)), what="log_prob")
+    for prop in ("mean", "variance", "covariance_matrix", "precision_matrix", "scale_tril"):
+        _close(getattr(k, prop), getattr(t, prop), rtol=1e-9, atol=1e-9, what=prop)
+    _close(k.entropy(), t.entropy(), what="entropy")
+    q_k = KD.MultivariateNormal(kindle.tensor(loc[::-1].copy()), covariance_matrix=kindle.tensor(cov[::-1].copy()))
+    q_t = TD.MultivariateNormal(torch.tensor(loc[::-1].copy()), covariance_matrix=torch.tensor(cov[::-1].copy()))
+    _close(KD.kl_divergence(k, q_k), TD.kl_divergence(t, q_t), what="KL")
+    kindle.manual_seed(0)
+    x = k.sample((100_000,))
+    assert tuple(x.shape) == (100_000, 2, 3)
+    emp = (x - x.mean(0)).transpose(0, 1)
+    emp_cov = (emp.transpose(-2, -1) @ emp) / 100_000
+    np.testing.assert_allclose(emp_cov.numpy(), cov, atol=0.1)
+    loc_leaf = kindle.tensor(loc, requires_grad=True)
+    KD.MultivariateNormal(loc_leaf, covariance_matrix=kindle.tensor(cov)).rsample((5,)).sum().backward()
+    np.testing.assert_allclose(loc_leaf.grad.numpy(), np.full((2, 3), 5.0))
+
+
+def test_low_rank_multivariate_normal_matches_torch():
+    rng = np.random.default_rng(10)
+    loc, W, D = rng.standard_normal((2, 4)), rng.standard_normal((2, 4, 2)), rng.uniform(0.5, 2, (2, 4))
+    k = KD.LowRankMultivariateNormal(kindle.tensor(loc), kindle.tensor(W), kindle.tensor(D))
+    t = TD.LowRankMultivariateNormal(torch.tensor(loc), torch.tensor(W), torch.tensor(D))
+    v = rng.standard_normal((3, 2, 4))
+    _close(k.log_prob(kindle.tensor(v)), t.log_prob(torch.tensor(v)), what="log_prob")
+    _close(k.entropy(), t.entropy(), what="entropy")
+    _close(k.covariance_matrix, t.covariance_matrix, rtol=1e-9, atol=1e-9)
+    _close(k.variance, t.variance, rtol=1e-9, atol=1e-9)
+    assert tuple(k.rsample((6,)).shape) == (6, 2, 4)

@@ -47,6 +47,22 @@ CASES = [
      [f(2, 3, 5)], {}),
     ("ConvTranspose2d", lambda L: L.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, groups=2), [f(2, 4, 4, 4)], {}),
     ("ConvTranspose2d-dil", lambda L: L.nn.ConvTranspose2d(2, 3, (2, 3), dilation=2, bias=False), [f(1, 2, 3, 3)], {}),
+    ("Conv3d", lambda L: L.nn.Conv3d(3, 4, 3, padding=1), [f(2, 3, 5, 6, 5)], {}),
+    ("Conv3d-rect-groups", lambda L: L.nn.Conv3d(4, 4, (3, 2, 2), stride=(2, 1, 1), dilation=(1, 2, 1), groups=2),
+     [f(1, 4, 7, 6, 5)], {}),
+    ("Conv3d-same-replicate", lambda L: L.nn.Conv3d(2, 2, 3, padding="same", padding_mode="replicate"),
+     [f(1, 2, 4, 5, 4)], {}),
+    ("Conv3d-unbatched", lambda L: L.nn.Conv3d(2, 3, 2), [f(2, 4, 4, 4)], {}),
+    ("ConvTranspose3d", lambda L: L.nn.ConvTranspose3d(4, 2, 3, stride=2, padding=1, output_padding=1, groups=2),
+     [f(1, 4, 3, 3, 3)], {}),
+    ("MaxPool3d", lambda L: L.nn.MaxPool3d(2), [f(2, 3, 4, 6, 6)], {}),
+    ("MaxPool3d-indices", lambda L: L.nn.MaxPool3d(3, 2, 1, return_indices=True, ceil_mode=True), [f(1, 2, 5, 6, 7)],
+     {}),
+    ("AvgPool3d", lambda L: L.nn.AvgPool3d(3, 2, 1, count_include_pad=False), [f(2, 3, 5, 7, 7)], {}),
+    ("AdaptiveAvgPool3d", lambda L: L.nn.AdaptiveAvgPool3d((2, 3, None)), [f(2, 3, 5, 7, 5)], {}),
+    ("AdaptiveMaxPool3d", lambda L: L.nn.AdaptiveMaxPool3d(2, return_indices=True), [f(1, 3, 5, 7, 5)], {}),
+    ("LPPool3d", lambda L: L.nn.LPPool3d(2, 2), [("pos", (1, 2, 4, 4, 4))], {}),
+    ("Dropout3d", lambda L: L.nn.Dropout3d(0.5), [f(2, 3, 2, 2, 2)], {"train": False}),
     ("MaxPool1d", lambda L: L.nn.MaxPool1d(3, 2), [f(2, 3, 9)], {}),
     ("MaxPool2d", lambda L: L.nn.MaxPool2d(2), [f(2, 3, 6, 6)], {}),
     ("MaxPool2d-ceil", lambda L: L.nn.MaxPool2d(3, 2, 1, ceil_mode=True), [f(1, 2, 6, 7)], {}),
@@ -337,6 +353,13 @@ def test_dropout_training_statistics():
     kindle.manual_seed(1)
     a = nn.Dropout2d(0.5)(kindle.ones(4, 30, 3, 3)).numpy()
     assert np.all((a == 0).all(axis=(2, 3)) | (a != 0).all(axis=(2, 3)))  # whole channels
+    # Dropout3d draws its channel mask as torch does: a seed gives torch's channels
+    torch = pytest.importorskip("torch")
+    kindle.manual_seed(2)
+    torch.manual_seed(2)
+    b = nn.Dropout3d(0.4)(kindle.ones(3, 20, 2, 3, 2)).numpy()
+    np.testing.assert_array_equal(b, torch.nn.Dropout3d(0.4)(torch.ones(3, 20, 2, 3, 2)).numpy())
+    assert np.all((b == 0).all(axis=(2, 3, 4)) | (b != 0).all(axis=(2, 3, 4)))
 
 
 def test_layer_argument_errors():

@@ -310,13 +310,29 @@ def test_orthogonal_householder(shape):
     _grads_match(km, tm)
 
 
-def test_orthogonal_maps_kindle_lacks():
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley"])
+def test_orthogonal_matrix_exp_and_cayley(shape, orthogonal_map):
+    torch = _torch()
+    torch.manual_seed(6)
+    tm = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(shape[1], shape[0]), orthogonal_map=orthogonal_map)
+    km = parametrizations.orthogonal(nn.Linear(shape[1], shape[0]), orthogonal_map=orthogonal_map)
+    assert list(km.state_dict()) == list(tm.state_dict())
+    with torch.no_grad():
+        tm.parametrizations.weight.original.add_(0.3 * torch.randn(shape))
+    _copy_state(km, tm)
+    w = _np(km.weight)
+    small = w @ w.T if shape[0] < shape[1] else w.T @ w
+    np.testing.assert_allclose(small, np.eye(min(shape)), atol=1e-5)
+    _close(km.weight, tm.weight, 1e-4, 1e-5)
+    ko, to = _run_both(km, tm, _x(2, shape[1]))
+    _close(ko, to, 1e-4, 1e-5)
+    _grads_match(km, tm)
+
+
+def test_orthogonal_errors():
     m = parametrizations.orthogonal(nn.Linear(3, 3))  # square: torch's default map is matrix_exp
-    with pytest.raises(NotImplementedError, match="matrix_exp"):
-        m.weight  # noqa: B018
-    m = parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")
-    with pytest.raises(NotImplementedError, match="linalg.solve"):
-        m.weight  # noqa: B018
+    np.testing.assert_allclose(_np(m.weight.T @ m.weight), np.eye(3), atol=1e-5)
     with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
         parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
     with pytest.raises(ValueError, match="Expected a matrix"):

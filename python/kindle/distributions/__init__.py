@@ -8,6 +8,7 @@ from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
+from .multivariate import LowRankMultivariateNormal, MultivariateNormal  # noqa: F401
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent,  # noqa: F401
                           Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, Pareto,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution, Weibull)
@@ -17,7 +18,7 @@ __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
     "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
     "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal",
-    "Multinomial", "MixtureSameFamily", "NegativeBinomial", "Normal", "OneHotCategorical",
+    "LowRankMultivariateNormal", "Multinomial", "MixtureSameFamily", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "kl_divergence", "register_kl",
     "transform_to",

@@ -608,3 +608,7 @@ for _n, _f in list(globals().items()):
     if callable(_f) and not _n.startswith("_") and getattr(_f, "__module__", None) == __name__:
         globals()[_n] = _name_errors(_f)
 del _n, _f
+
+
+from .functional3d import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, conv3d,  # noqa: E402,F401
+                           conv_transpose3d, dropout3d, lp_pool3d, max_pool3d)

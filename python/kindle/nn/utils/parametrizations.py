@@ -5,8 +5,6 @@
   orthogonal     parametrizations.weight.original, parametrizations.weight.0.base"""
 from enum import Enum, auto
 
-import numpy as np
-
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
@@ -42,12 +40,12 @@ def _householder_product(a, tau):
 
 def _qr_q(a):
     """Q of the QR decomposition of a real (..., n, k), n >= k, with R's diagonal made positive,
-    as torch's _make_orthogonal does. Kindle has no linalg.qr/geqrf yet, so this runs in NumPy;
-    it is only called without gradient (right_inverse), like init.orthogonal_."""
-    q, r = np.linalg.qr(a.detach().cpu().numpy())
-    d = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
-    d = np.where(d == 0, 1, d)
-    return _C.from_numpy(np.ascontiguousarray(q * d[..., None, :])).to(a.dtype)
+    as torch's _make_orthogonal does (called without gradient: right_inverse)."""
+    from ... import linalg  # lazily: kindle.nn is imported before kindle.linalg
+    q, r = linalg.qr(a.detach())
+    d = r.diagonal(dim1=-2, dim2=-1).sign()
+    d = _C.where(d == 0, _C.ones_like(d), d)
+    return q * d.unsqueeze(-2)
 
 
 def _is_orthogonal(q):
@@ -75,14 +73,25 @@ class _Orthogonal(Module):
             X = X.mT  # noqa: N806
             n, k = k, n
         if self.orthogonal_map in (_OrthMaps.matrix_exp, _OrthMaps.cayley):
-            missing = "matrix_exp" if self.orthogonal_map == _OrthMaps.matrix_exp else "linalg.solve"
-            raise NotImplementedError(f"orthogonal: the '{self.orthogonal_map.name}' map needs {missing}, which "
-                                      f"Kindle does not have yet; use orthogonal_map='householder'")
-        a = X.tril(diagonal=-1)
-        tau = 2.0 / (1.0 + (a * a).sum(dim=-2))
-        q = _householder_product(a, tau)
-        # X's diagonal holds signs (+-1); casting keeps them out of the gradient, as in torch
-        q = q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+            # the lower triangle of X (embedded in an n x n matrix) gives a skew-symmetric A
+            X = X.tril()  # noqa: N806
+            if n != k:
+                X = _C.cat([X, _C.zeros(*(tuple(X.shape[:-2]) + (n, n - k)), dtype=X.dtype)], dim=-1)  # noqa: N806
+            A = X - X.mT  # noqa: N806
+            from ... import linalg  # lazily: kindle.nn is imported before kindle.linalg
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                q = linalg.matrix_exp(A)
+            else:  # the Cayley retraction (I + A/2)(I - A/2)^-1
+                eye = _C.eye(n, dtype=A.dtype)
+                q = linalg.solve(eye - 0.5 * A, eye + 0.5 * A)
+            if n != k:
+                q = q[..., :k]
+        else:
+            a = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (a * a).sum(dim=-2))
+            q = _householder_product(a, tau)
+            # X's diagonal holds signs (+-1); casting keeps them out of the gradient, as in torch
+            q = q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if hasattr(self, "base"):
             q = self.base @ q
         if transposed:
@@ -120,9 +129,8 @@ class _Orthogonal(Module):
 
 
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
-    """Constrains `module.<name>` to (semi-)orthogonal matrices. Of torch's maps, Kindle has
-    'householder'; 'matrix_exp' (torch's default for square matrices) and 'cayley' raise
-    NotImplementedError when evaluated, naming the op they lack."""
+    """Constrains `module.<name>` to (semi-)orthogonal matrices through torch's maps:
+    'matrix_exp' (the default for square matrices), 'cayley' and 'householder'."""
     weight = getattr(module, name, None)
     if not isinstance(weight, _C.Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")

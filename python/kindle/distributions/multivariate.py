@@ -1,0 +1,248 @@
+"""MultivariateNormal and LowRankMultivariateNormal, over kindle.linalg's Cholesky and triangular
+solves."""
+import math
+
+import kindle
+from . import constraints
+from .distribution import Distribution
+from .utils import _standard_normal, lazy_property
+
+__all__ = ["MultivariateNormal", "LowRankMultivariateNormal"]
+
+
+def _batch_mv(bmat, bvec):
+    return kindle.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
+
+
+def _batch_mahalanobis(bL, bx):
+    """x^T (L L^T)^-1 x for batches of lower-triangular L and vectors x (broadcast)."""
+    n = bx.size(-1)
+    batch = kindle.broadcast_shapes(tuple(bL.shape[:-2]), tuple(bx.shape[:-1]))
+    L = bL.expand(tuple(batch) + (n, n))
+    x = bx.expand(tuple(batch) + (n,))
+    sol = kindle.linalg.solve_triangular(L, x.unsqueeze(-1), upper=False).squeeze(-1)
+    return sol.pow(2).sum(-1)
+
+
+def _precision_to_scale_tril(P):
+    Lf = kindle.linalg.cholesky(kindle.flip(P, (-2, -1)))
+    L_inv = kindle.transpose(kindle.flip(Lf, (-2, -1)), -2, -1)
+    Id = kindle.eye(P.shape[-1], dtype=P.dtype)
+    return kindle.linalg.solve_triangular(L_inv, Id, upper=False)
+
+
+class MultivariateNormal(Distribution):
+    """The multivariate normal distribution, by covariance, precision or scale_tril."""
+
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        if scale_tril is not None:
+            if scale_tril.dim() < 2:
+                raise ValueError("scale_tril matrix must be at least two-dimensional, with optional leading batch "
+                                 "dimensions")
+            batch_shape = kindle.broadcast_shapes(tuple(scale_tril.shape[:-2]), tuple(loc.shape[:-1]))
+            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
+        elif covariance_matrix is not None:
+            if covariance_matrix.dim() < 2:
+                raise ValueError("covariance_matrix must be at least two-dimensional, with optional leading batch "
+                                 "dimensions")
+            batch_shape = kindle.broadcast_shapes(tuple(covariance_matrix.shape[:-2]), tuple(loc.shape[:-1]))
+            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
+        else:
+            if precision_matrix.dim() < 2:
+                raise ValueError("precision_matrix must be at least two-dimensional, with optional leading batch "
+                                 "dimensions")
+            batch_shape = kindle.broadcast_shapes(tuple(precision_matrix.shape[:-2]), tuple(loc.shape[:-1]))
+            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
+        self.loc = loc.expand(tuple(batch_shape) + (-1,))
+        event_shape = self.loc.shape[-1:]
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = kindle.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(MultivariateNormal, _instance)
+        batch_shape = kindle.Size(batch_shape)
+        loc_shape = batch_shape + self.event_shape
+        cov_shape = batch_shape + self.event_shape + self.event_shape
+        new.loc = self.loc.expand(loc_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
+        if "covariance_matrix" in self.__dict__:
+            new.covariance_matrix = self.covariance_matrix.expand(cov_shape)
+        if "scale_tril" in self.__dict__:
+            new.scale_tril = self.scale_tril.expand(cov_shape)
+        if "precision_matrix" in self.__dict__:
+            new.precision_matrix = self.precision_matrix.expand(cov_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(self._batch_shape + self._event_shape + self._event_shape)
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return kindle.matmul(L, L.transpose(-2, -1)).expand(self._batch_shape + self._event_shape + self._event_shape)
+
+    @lazy_property
+    def precision_matrix(self):
+        return kindle.cholesky_inverse(self._unbroadcasted_scale_tril).expand(
+            self._batch_shape + self._event_shape + self._event_shape)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(self._batch_shape + self._event_shape)
+
+    def rsample(self, sample_shape=kindle.Size()):
+        shape = self._extended_shape(sample_shape)
+        eps = _standard_normal(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diff = value - self.loc
+        M = _batch_mahalanobis(self._unbroadcasted_scale_tril, diff)
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M) - half_log_det
+
+    def entropy(self):
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
+        if len(self._batch_shape) == 0:
+            return H
+        return H.expand(self._batch_shape)
+
+
+class LowRankMultivariateNormal(Distribution):
+    """N(loc, cov_factor cov_factor^T + diag(cov_diag)), through the capacitance matrix."""
+
+    arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
+                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        event_shape = loc.shape[-1:]
+        if cov_factor.dim() < 2:
+            raise ValueError("cov_factor must be at least two-dimensional, with optional leading batch dimensions")
+        if tuple(cov_factor.shape[-2:-1]) != tuple(event_shape):
+            raise ValueError(f"cov_factor must be a batch of matrices with shape {event_shape[0]} x m")
+        if tuple(cov_diag.shape[-1:]) != tuple(event_shape):
+            raise ValueError(f"cov_diag must be a batch of vectors with shape {tuple(event_shape)}")
+        loc_ = loc.unsqueeze(-1)
+        cov_diag_ = cov_diag.unsqueeze(-1)
+        loc_, self.cov_factor, cov_diag_ = kindle.broadcast_tensors(loc_, cov_factor, cov_diag_)
+        self.loc = loc_[..., 0]
+        self.cov_diag = cov_diag_[..., 0]
+        batch_shape = self.loc.shape[:-1]
+        self._unbroadcasted_cov_factor = cov_factor
+        self._unbroadcasted_cov_diag = cov_diag
+        self._capacitance_tril = self._capacitance(cov_factor, cov_diag)
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+
+    @staticmethod
+    def _capacitance(W, D):
+        m = W.size(-1)
+        Wt_Dinv = W.transpose(-2, -1) / D.unsqueeze(-2)
+        K = kindle.matmul(Wt_Dinv, W) + kindle.eye(m, dtype=W.dtype)
+        return kindle.linalg.cholesky(K)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
+        batch_shape = kindle.Size(batch_shape)
+        loc_shape = batch_shape + self.event_shape
+        new.loc = self.loc.expand(loc_shape)
+        new.cov_diag = self.cov_diag.expand(loc_shape)
+        new.cov_factor = self.cov_factor.expand(loc_shape + self.cov_factor.shape[-1:])
+        new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
+        new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
+        new._capacitance_tril = self._capacitance_tril
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @lazy_property
+    def variance(self):
+        return (self._unbroadcasted_cov_factor.pow(2).sum(-1) + self._unbroadcasted_cov_diag).expand(
+            self._batch_shape + self._event_shape)
+
+    @lazy_property
+    def covariance_matrix(self):
+        W = self._unbroadcasted_cov_factor
+        cov = kindle.matmul(W, W.transpose(-2, -1)) + kindle.diag_embed(self._unbroadcasted_cov_diag)
+        return cov.expand(self._batch_shape + self._event_shape + self._event_shape)
+
+    @lazy_property
+    def scale_tril(self):
+        return kindle.linalg.cholesky(self.covariance_matrix)
+
+    @lazy_property
+    def precision_matrix(self):
+        return kindle.linalg.inv(self.covariance_matrix)
+
+    def rsample(self, sample_shape=kindle.Size()):
+        shape = self._extended_shape(sample_shape)
+        W_shape = shape[:-1] + self.cov_factor.shape[-1:]
+        eps_W = _standard_normal(W_shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps_D = _standard_normal(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + _batch_mv(self._unbroadcasted_cov_factor, eps_W) + \
+            self._unbroadcasted_cov_diag.sqrt() * eps_D
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diff = value - self.loc
+        # Woodbury: x^T (W W^T + D)^-1 x = x^T D^-1 x - |C^-1 W^T D^-1 x|^2, C the capacitance factor
+        W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        Dinv_x = diff / D
+        Wt_Dinv_x = _batch_mv(W.transpose(-2, -1), Dinv_x)
+        C = self._capacitance_tril
+        batch = kindle.broadcast_shapes(tuple(C.shape[:-2]), tuple(Wt_Dinv_x.shape[:-1]))
+        m = C.shape[-1]
+        sol = kindle.linalg.solve_triangular(C.expand(tuple(batch) + (m, m)),
+                                             Wt_Dinv_x.expand(tuple(batch) + (m,)).unsqueeze(-1),
+                                             upper=False).squeeze(-1)
+        M = (diff * Dinv_x).sum(-1) - sol.pow(2).sum(-1)
+        log_det = 2 * C.diagonal(dim1=-2, dim2=-1).log().sum(-1) + D.log().sum(-1)
+        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M + log_det)
+
+    def entropy(self):
+        C = self._capacitance_tril
+        log_det = 2 * C.diagonal(dim1=-2, dim2=-1).log().sum(-1) + self._unbroadcasted_cov_diag.log().sum(-1)
+        H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + log_det)
+        if len(self._batch_shape) == 0:
+            return H
+        return H.expand(self._batch_shape)
