@@ -411,3 +411,52 @@ def test_module_dtype_argument_and_double_forward():
     km.load_state_dict({k: kindle.from_numpy(v.numpy().copy()) for k, v in tm.state_dict().items()})
     x = np.random.default_rng(0).standard_normal((4, 3))
     np.testing.assert_allclose(_np(km(kindle.from_numpy(x))), tm(torch.from_numpy(x)).detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_matches_torch(reduction, zero_infinity):
+    """Values and gradients (through log_softmax and at a log_probs leaf) against torch: padded and
+    concatenated targets, repeated labels, empty targets, unequal input lengths, and an input too
+    short for its target (infinite loss: NaN gradient, or zero with zero_infinity)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    T, N, C, S = 12, 5, 6, 5
+    logits = rng.standard_normal((T, N, C))
+    tg = rng.integers(1, C, (N, S))
+    tg[1, 2] = tg[1, 1]
+    il, tl = [12, 10, 7, 12, 2], [5, 3, 4, 0, 4]
+    kx, tx = kindle.tensor(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+    kl = nn.CTCLoss(reduction=reduction, zero_infinity=zero_infinity)(kx.log_softmax(2), kindle.tensor(tg), il, tl)
+    tloss = torch.nn.CTCLoss(reduction=reduction, zero_infinity=zero_infinity)(tx.log_softmax(2), torch.tensor(tg),
+                                                                                il, tl)
+    np.testing.assert_allclose(kl.detach().numpy(), tloss.detach().numpy(), rtol=1e-10)
+    g = rng.standard_normal(tuple(tloss.shape))
+    kl.backward(kindle.tensor(g))
+    tloss.backward(torch.tensor(g))
+    np.testing.assert_allclose(kx.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12, equal_nan=True)
+    lpk = kindle.tensor(torch.tensor(logits).log_softmax(2).numpy(), requires_grad=True)
+    lpt = torch.tensor(logits).log_softmax(2).requires_grad_()
+    flat = np.concatenate([tg[b, :tl[b]] for b in range(N)])
+    a = kindle.nn.functional.ctc_loss(lpk, kindle.tensor(flat), kindle.tensor(il), kindle.tensor(tl),
+                                      reduction=reduction, zero_infinity=zero_infinity)
+    b = torch.nn.functional.ctc_loss(lpt, torch.tensor(flat), torch.tensor(il), torch.tensor(tl), reduction=reduction,
+                                     zero_infinity=zero_infinity)
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10)
+    a.sum().backward()
+    b.sum().backward()
+    np.testing.assert_allclose(lpk.grad.numpy(), lpt.grad.numpy(), rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def test_ctc_loss_unbatched_and_errors():
+    torch = pytest.importorskip("torch")
+    lp = np.log(np.full((6, 4), 0.25))
+    k = nn.functional.ctc_loss(kindle.tensor(lp), kindle.tensor([1, 2]), [6], [2])
+    t = torch.nn.functional.ctc_loss(torch.tensor(lp), torch.tensor([1, 2]), [6], [2])
+    np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-10)
+    with pytest.raises(ValueError):
+        nn.functional.ctc_loss(kindle.tensor(lp), kindle.tensor([1, 2]), [6], [2], reduction="avg")
+    with pytest.raises(RuntimeError, match="input_lengths"):
+        nn.functional.ctc_loss(kindle.tensor(lp), kindle.tensor([1, 2]), [7], [2])
+    with pytest.raises(RuntimeError, match="blank"):
+        nn.functional.ctc_loss(kindle.tensor(lp), kindle.tensor([1, 2]), [6], [2], blank=4)

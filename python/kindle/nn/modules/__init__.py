@@ -14,9 +14,9 @@ from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,  # noqa: F401
                          LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d,
                          Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold)
-from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,  # noqa: F401
-                   HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
-                   MultiLabelMarginLoss, MultiMarginLoss, PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss,
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss,  # noqa: F401
+                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
+                   NLLLoss, MultiLabelMarginLoss, MultiMarginLoss, PoissonNLLLoss, SmoothL1Loss, TripletMarginLoss,
                    TripletMarginWithDistanceLoss)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .shape import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,  # noqa: F401
