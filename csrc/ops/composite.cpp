@@ -534,11 +534,19 @@ std::vector<Tensor> where(const Tensor& condition) {
   return out;
 }
 
-// The Frobenius norm (p='fro'); the nuclear norm needs singular values (kindle.linalg, issue 16).
+// The Frobenius norm (p='fro') and the nuclear norm (the sum of the singular values over two dims).
 Tensor norm(const Tensor& self, std::string_view p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(p != "nuc", "norm(p='nuc'): the nuclear norm needs an SVD, which Kindle does not have yet");
-  KINDLE_CHECK(p == "fro", "norm: invalid norm type '", p, "'; expected 'fro' or 'nuc' (or a number)");
-  return norm(self, Scalar(2), dim, keepdim, dtype);
+  KINDLE_CHECK(p == "fro" || p == "nuc", "norm: invalid norm type '", p, "'; expected 'fro' or 'nuc' (or a number)");
+  if (p == "fro") return norm(self, Scalar(2), dim, keepdim, dtype);
+  Tensor x = dtype ? self.to(*dtype) : self;
+  DimVector dims = dim ? DimVector(*dim) : DimVector{0, 1};
+  KINDLE_CHECK(dims.size() == 2 && (dim || x.dim() == 2), "norm(p='nuc'): the nuclear norm is over two dims: a matrix, "
+               "or dim= naming two dims (got a ", x.dim(), "-d input and ", dims.size(), " dims)");
+  int64_t d0 = wrap_dim(dims[0], x.dim(), "norm"), d1 = wrap_dim(dims[1], x.dim(), "norm");
+  KINDLE_CHECK(d0 != d1, "norm(p='nuc'): dims must be different, got (", dims[0], ", ", dims[1], ")");
+  Tensor s = std::get<1>(linalg_svd(x.movedim(IntArrayRef{d0, d1}, IntArrayRef{-2, -1}), false)).sum(IntArrayRef{-1});
+  if (keepdim) s = s.unsqueeze(std::min(d0, d1)).unsqueeze(std::max(d0, d1));
+  return s;
 }
 
 }  // namespace kindle

@@ -17,9 +17,11 @@ void check_matrix(const Tensor& a, const char* op, bool square) {
   if (square)
     KINDLE_CHECK(a.size(-1) == a.size(-2), op, ": A must be batches of square matrices, but they are ", a.size(-2),
                  " by ", a.size(-1), " matrices");
-  KINDLE_CHECK_NOT_IMPLEMENTED(a.dtype() == kFloat32 || a.dtype() == kFloat64, op,
-                               ": Expected a floating point tensor as input. Got ", a.dtype(),
-                               a.is_floating_point() ? " (only float32 and float64 have LAPACK kernels)" : "");
+  // RuntimeError, as torch raises for most (a few of its ops raise NotImplementedError, a subclass)
+  KINDLE_CHECK(a.is_floating_point(), op, ": Expected a floating point or complex tensor as input. Got ",
+               scalar_type_name(a.dtype()));
+  KINDLE_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64, op, ": Low precision dtypes not supported. Got ",
+               scalar_type_name(a.dtype()));
 }
 
 int64_t batch_of(const Tensor& a) {

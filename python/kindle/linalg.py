@@ -54,7 +54,7 @@ def _float_input(A, op):
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     if A.dtype not in (_C.float32, _C.float64):
         if A.is_floating_point():
-            raise NotImplementedError(f"{op}: Low precision dtypes not supported. Got {A.dtype}")
+            raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype}")
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype}")
     return A
 

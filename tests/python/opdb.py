@@ -1198,8 +1198,9 @@ def _norm_samples(g):
             g.S(t((0, 3)), 2, 1), g.S(t((3, 4)), 2, 1, dtype=Dt("float64"))]
     if g.dtype in FLOATS:
         out.append(g.S(t((2, 7), data=EXTREMAL), 2, 1))
-    # the Frobenius norm by name ('nuc' needs an SVD: not in Kindle yet)
-    out += [g.S(t((3, 4)), "fro"), g.S(t((2, 3, 4)), "fro", (1, 2)), g.S(t((4, 5), "T"), p="fro", dim=(0, 1), keepdim=True)]
+    # the Frobenius and nuclear norms by name
+    out += [g.S(t((3, 4)), "fro"), g.S(t((2, 3, 4)), "fro", (1, 2)), g.S(t((4, 5), "T"), p="fro", dim=(0, 1), keepdim=True),
+            g.S(t((3, 4)), "nuc"), g.S(t((2, 3, 4)), "nuc", (1, 2)), g.S(t((4, 5), "T"), p="nuc", dim=(0, 1), keepdim=True)]
     return out
 
 

@@ -460,3 +460,36 @@ def test_ctc_loss_unbatched_and_errors():
         nn.functional.ctc_loss(kindle.tensor(lp), kindle.tensor([1, 2]), [7], [2])
     with pytest.raises(RuntimeError, match="blank"):
         nn.functional.ctc_loss(kindle.tensor(lp), kindle.tensor([1, 2]), [6], [2], blank=4)
+
+
+@pytest.mark.parametrize("nd,shape,kernel,out", [(2, (2, 3, 9, 11), 3, (4, 5)), (2, (2, 7, 7), (2, 3), (5, 3)),
+                                                 (2, (1, 2, 6, 6), 2, 1), (3, (2, 2, 7, 8, 9), 2, (3, 4, 5))])
+def test_fractional_max_pool_matches_torch(nd, shape, kernel, out):
+    """Given the same _random_samples, the windows, values, indices and gradients are torch's; drawn
+    from a seed, the samples are torch's too."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    planes = (shape[0], shape[1]) if len(shape) == nd + 2 else (1, shape[0])
+    smp = rng.uniform(0, 1, planes + (nd,))
+    kf = getattr(nn.functional, f"fractional_max_pool{nd}d")
+    tf = getattr(torch.nn.functional, f"fractional_max_pool{nd}d")
+    kx, tx = kindle.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    kv, ki = kf(kx, kernel, output_size=out, return_indices=True, _random_samples=kindle.tensor(smp))
+    tv, ti = tf(tx, kernel, output_size=out, return_indices=True, _random_samples=torch.tensor(smp))
+    np.testing.assert_array_equal(kv.detach().numpy(), tv.detach().numpy())
+    np.testing.assert_array_equal(ki.numpy(), ti.numpy())
+    g = rng.standard_normal(tuple(tv.shape))
+    kv.backward(kindle.tensor(g))
+    tv.backward(torch.tensor(g))
+    np.testing.assert_allclose(kx.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    kindle.manual_seed(4)
+    torch.manual_seed(4)
+    x32 = rng.standard_normal(shape).astype(np.float32)
+    km = getattr(nn, f"FractionalMaxPool{nd}d")(kernel, output_ratio=0.5)
+    tm = getattr(torch.nn, f"FractionalMaxPool{nd}d")(kernel, output_ratio=0.5)
+    np.testing.assert_array_equal(km(kindle.tensor(x32)).numpy(), tm(torch.tensor(x32)).numpy())
+    with pytest.raises(ValueError):
+        getattr(nn, f"FractionalMaxPool{nd}d")(kernel)
+    with pytest.raises(RuntimeError, match="too large"):
+        kf(kindle.tensor(x), kernel, output_size=(20,) * nd)

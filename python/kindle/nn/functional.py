@@ -613,3 +613,4 @@ del _n, _f
 from .functional3d import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, conv3d,  # noqa: E402,F401
                            conv_transpose3d, dropout3d, lp_pool3d, max_pool3d)
 from .ctc import ctc_loss  # noqa: E402,F401
+from .fractional import fractional_max_pool2d, fractional_max_pool3d  # noqa: E402,F401
