@@ -424,4 +424,4 @@ def test_von_mises_samples_concentrate_around_loc():
     np.testing.assert_allclose(r.numpy(), (1 - d.variance).numpy(), atol=0.01)
     sp = pytest.importorskip("scipy.special")
     k = np.array([1.0, 10.0, 200.0])
-    np.testing.assert_allclose(d.variance.numpy(), 1 - sp.ive(1, k) / sp.ive(0, k), rtol=1e-12)
+    np.testing.assert_allclose(d.variance.numpy(), 1 - sp.ive(1, k) / sp.ive(0, k), rtol=1e-10)
