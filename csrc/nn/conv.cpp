@@ -282,6 +282,8 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
     return avg_pool2d(self.unsqueeze(0), kernel_size, s, padding, ceil_mode, count_include_pad, divisor_override)
         .squeeze(IntArrayRef{0});
   KINDLE_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
+  if (is_floating_point(self.dtype()))  // the direct kernel; integers keep the composite below
+    return avg_pool2d_fwd(self, kernel_size, s, padding, ceil_mode, count_include_pad, divisor_override);
   int64_t N = self.size(0), C = self.size(1), H = self.size(2), W = self.size(3);
   auto [eh, ew] = ceil_extra(self, kernel_size, s, padding, {1, 1}, ceil_mode);
   DimVector pad4{padding[1], padding[1] + ew, padding[0], padding[0] + eh};
@@ -303,6 +305,29 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
     div = im2col(ones, kernel_size, {1, 1}, {0, 0}, s).sum(IntArrayRef{2}).reshape({1, L, 1});
   }
   return (sums / div).reshape({N, oh, ow, C}).permute({0, 3, 1, 2}).contiguous();
+}
+
+Tensor native_avg_pool2d_fwd(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                             bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  WindowGeom g = geom(self, kernel_size, {1, 1}, padding, stride, "avg_pool2d", ceil_mode);
+  Tensor x = self.contiguous();
+  Tensor out = empty_tensor({g.N, g.C, g.oh, g.ow}, self.dtype(), self.device());
+  if (out.numel()) avg_pool2d_stub[self.device()](x, out, g, {count_include_pad, divisor_override.value_or(0)});
+  return out;
+}
+
+Tensor native_avg_pool2d_bwd(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
+                             IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                             std::optional<int64_t> divisor_override) {
+  WindowGeom g = geom(input_size, kernel_size, {1, 1}, padding, stride, "avg_pool2d_backward", ceil_mode);
+  KINDLE_CHECK(grad_output.dim() == 4 && grad_output.size(2) == g.oh && grad_output.size(3) == g.ow,
+               "avg_pool2d_backward: expected a gradient of shape (", g.N, ", ", g.C, ", ", g.oh, ", ", g.ow, "), got ",
+               grad_output.sizes());
+  Tensor go = grad_output.contiguous();
+  Tensor gin = empty_tensor(input_size, grad_output.dtype(), grad_output.device());
+  if (gin.numel())
+    avg_pool2d_backward_stub[grad_output.device()](go, gin, g, {count_include_pad, divisor_override.value_or(0)});
+  return gin;
 }
 
 namespace {

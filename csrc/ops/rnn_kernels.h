@@ -32,4 +32,15 @@ namespace kindle {
 struct WindowGeom;
 extern KernelStub<void (*)(const Tensor& x, const Tensor& values, const Tensor& indices, const WindowGeom& g)>
     max_pool2d_stub;
+// avg_pool2d over contiguous planes (float dtypes): out = window sums / divisor, the divisor as
+// torch counts it (padding and ceil_mode's overhang; `divisor` > 0 overrides); backward adds
+// grad / divisor into every window element of grad_in (zeroed by the caller).
+struct AvgPoolOptions {
+  bool count_include_pad;
+  int64_t divisor;  // 0: none
+};
+extern KernelStub<void (*)(const Tensor& x, const Tensor& out, const WindowGeom& g, AvgPoolOptions o)>
+    avg_pool2d_stub;
+extern KernelStub<void (*)(const Tensor& grad, const Tensor& grad_in, const WindowGeom& g, AvgPoolOptions o)>
+    avg_pool2d_backward_stub;
 }  // namespace kindle
