@@ -9,7 +9,8 @@ from . import _C
 from ._legacy import _type_name, tensor_type
 
 __all__ = [
-    "broadcast_shapes",
+    "broadcast_shapes", "is_complex", "is_nonzero", "is_same_size", "isreal", "conj", "conj_physical",
+    "resolve_conj", "resolve_neg", "is_conj", "is_neg",
     "pi", "e", "inf", "nan", "newaxis", "memory_format", "contiguous_format", "channels_last",
     "channels_last_3d", "preserve_format", "layout", "strided", "sparse_coo", "sparse_csr", "finfo",
     "iinfo", "typename", "get_default_device", "set_default_device", "set_float32_matmul_precision",
@@ -309,7 +310,55 @@ def _nonzero_method(self, *, as_tuple=False):
     return _C.where(self) if as_tuple else _c_nonzero(self)
 
 
+# The complex-number API on real tensors (Kindle has no complex dtypes yet): what torch does for a
+# real tensor. conj and friends return the tensor itself, real is the tensor, imag raises.
+def is_complex(input):  # noqa: A002
+    return False
+
+
+def is_conj(input):  # noqa: A002
+    return False
+
+
+def is_neg(input):  # noqa: A002
+    return False
+
+
+def conj(input):  # noqa: A002
+    return input
+
+
+conj_physical = resolve_conj = resolve_neg = conj
+
+
+def isreal(input):  # noqa: A002
+    return _C.ones_like(input, dtype=_C.bool)
+
+
+def is_nonzero(input):  # noqa: A002
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with " + ("no values" if input.numel() == 0 else
+                                                               "more than one value") + " is ambiguous")
+    return bool(input.reshape(()).item() != 0)
+
+
+def is_same_size(input, other):  # noqa: A002
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
 def install_tensor_methods(Tensor):
+    for name, fn in (("conj", conj), ("conj_physical", conj), ("resolve_conj", conj), ("resolve_neg", conj),
+                     ("is_conj", is_conj), ("is_neg", is_neg), ("isreal", isreal), ("is_nonzero", is_nonzero),
+                     ("is_same_size", is_same_size)):
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
+    if not hasattr(Tensor, "real"):
+        Tensor.real = property(lambda self: self)
+        Tensor.imag = property(_imag)
     Tensor.nonzero = _nonzero_method
     for name in ("new_zeros", "new_ones", "new_empty"):
         setattr(Tensor, name, _make_new(name))

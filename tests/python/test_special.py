@@ -143,3 +143,22 @@ def test_complex_dtypes_are_named_and_refused():
         kindle.zeros(2, dtype=kindle.cfloat)
     with pytest.raises(TypeError):
         kindle.ones(2).to(kindle.complex128)
+
+
+def test_complex_api_on_real_tensors_matches_torch():
+    """conj/resolve_conj/real return the tensor itself, imag raises, isreal is all True, as torch
+    does for real tensors (code written for both real and complex inputs runs on real ones)."""
+    x = kindle.arange(3.0)
+    t = torch.arange(3.0)
+    for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg"):
+        assert getattr(kindle, name)(x) is x and getattr(x, name)() is x
+        assert getattr(torch, name)(t) is t
+    assert x.real is x and not x.is_conj() and not x.is_neg() and not kindle.is_complex(x)
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        x.imag  # noqa: B018
+    assert kindle.isreal(x).tolist() == torch.isreal(t).tolist()
+    assert kindle.is_nonzero(kindle.tensor([2.0])) and not kindle.is_nonzero(kindle.tensor(0))
+    for bad in (kindle.tensor([1.0, 2.0]), kindle.tensor([])):
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            kindle.is_nonzero(bad)
+    assert kindle.is_same_size(x, x) and not kindle.is_same_size(x, x[:2])
