@@ -425,3 +425,22 @@ def test_von_mises_samples_concentrate_around_loc():
     sp = pytest.importorskip("scipy.special")
     k = np.array([1.0, 10.0, 200.0])
     np.testing.assert_allclose(d.variance.numpy(), 1 - sp.ive(1, k) / sp.ive(0, k), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dim,eta", [(3, 0.5), (3, 2.0), (5, 1.0)])
+def test_lkj_cholesky_matches_torch(dim, eta):
+    """log_prob equals torch's on torch's samples; kindle's samples are Cholesky factors of
+    correlation matrices whose off-diagonal entries have variance 1 / (2 eta + dim - 1)."""
+    kd = KD.LKJCholesky(dim, kindle.tensor([eta, 1.5], dtype=kindle.float64))
+    td = TD.LKJCholesky(dim, torch.tensor([eta, 1.5], dtype=torch.float64))
+    s = td.sample((6,))
+    _close(kd.log_prob(kindle.tensor(s.numpy())), td.log_prob(s), rtol=1e-10, atol=1e-10)
+    kindle.manual_seed(11)
+    L = KD.LKJCholesky(dim, eta).sample((40_000,))
+    assert L.dtype == kindle.float32 and bool(KD.constraints.corr_cholesky.check(L).all())
+    L = L.double()
+    C = L @ L.transpose(-2, -1)
+    r = C[:, 0, 1]
+    var = 1 / (2 * eta + dim - 1)
+    assert abs(float(r.mean())) < 5 * math.sqrt(var / 40_000)
+    assert abs(float((r * r).mean()) - var) < 0.01

@@ -9,7 +9,7 @@ from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
-from .multivariate import LowRankMultivariateNormal, MultivariateNormal  # noqa: F401
+from .multivariate import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal  # noqa: F401
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent,  # noqa: F401
                           Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, Pareto,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution, Weibull)
@@ -18,7 +18,7 @@ from .transforms import *  # noqa: F401,F403
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
     "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal",
+    "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
     "LowRankMultivariateNormal", "Multinomial", "MixtureSameFamily", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "kl_divergence", "register_kl",

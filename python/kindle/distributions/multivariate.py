@@ -5,9 +5,9 @@ import math
 import kindle
 from . import constraints
 from .distribution import Distribution
-from .utils import _standard_normal, lazy_property
+from .utils import _standard_normal, broadcast_all, lazy_property
 
-__all__ = ["MultivariateNormal", "LowRankMultivariateNormal"]
+__all__ = ["MultivariateNormal", "LowRankMultivariateNormal", "LKJCholesky"]
 
 
 def _batch_mv(bmat, bvec):
@@ -246,3 +246,65 @@ class LowRankMultivariateNormal(Distribution):
         if len(self._batch_shape) == 0:
             return H
         return H.expand(self._batch_shape)
+
+
+class LKJCholesky(Distribution):
+    """The LKJ distribution over the Cholesky factors of correlation matrices (Lewandowski,
+    Kurowicka & Joe, 2009), sampled by the onion method."""
+
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.corr_cholesky
+
+    def __init__(self, dim, concentration=1.0, validate_args=None):
+        if dim < 2:
+            raise ValueError(f"Expected dim to be an integer greater than or equal to 2. Found dim={dim}.")
+        self.dim = dim
+        (self.concentration,) = broadcast_all(concentration)
+        batch_shape = self.concentration.size()
+        event_shape = kindle.Size((dim, dim))
+        # the onion method's Beta draws: row i's squared norm off the diagonal
+        from .continuous import Beta
+        marginal_conc = self.concentration + 0.5 * (self.dim - 2)
+        offset = kindle.arange(self.dim - 1, dtype=self.concentration.dtype)
+        offset = kindle.cat([kindle.zeros((1,), dtype=offset.dtype), offset])
+        beta_conc1 = offset + 0.5
+        beta_conc0 = marginal_conc.unsqueeze(-1) - 0.5 * offset
+        self._beta = Beta(beta_conc1, beta_conc0)
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LKJCholesky, _instance)
+        batch_shape = kindle.Size(batch_shape)
+        new.dim = self.dim
+        new.concentration = self.concentration.expand(batch_shape)
+        new._beta = self._beta.expand(batch_shape + (self.dim,))
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=kindle.Size()):
+        with kindle.no_grad():
+            y = self._beta.sample(sample_shape).unsqueeze(-1)
+            u_normal = kindle.randn(self._extended_shape(sample_shape), dtype=y.dtype).tril(-1)
+            norm = u_normal.norm(dim=-1, keepdim=True)
+            u_hypersphere = u_normal / norm
+            u_hypersphere[..., 0, :] = 0.0  # the first row is 0/0
+            w = y.sqrt() * u_hypersphere
+            eps = kindle.finfo(w.dtype).tiny
+            diag = (1 - (w ** 2).sum(-1)).clamp(min=eps).sqrt()
+            return w + kindle.diag_embed(diag)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diag_elems = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
+        order = kindle.arange(2, self.dim + 1, dtype=self.concentration.dtype)
+        order = 2 * (self.concentration - 1).unsqueeze(-1) + self.dim - order
+        unnormalized = (order * diag_elems.log()).sum(-1)
+        dm1 = self.dim - 1
+        alpha = self.concentration + 0.5 * dm1
+        denominator = kindle.lgamma(alpha) * dm1
+        numerator = kindle.mvlgamma(alpha - 0.5, dm1)
+        # the normaliser's pi term is D (D - 1)/4 log(pi); mvlgamma holds (D - 1)(D - 2)/4 of it
+        pi_constant = 0.5 * dm1 * math.log(math.pi)
+        return unnormalized - (pi_constant + numerator - denominator)
