@@ -192,10 +192,12 @@ Tensor native_linalg_det(const Tensor& A) {
   return sign * logabs.exp();
 }
 
-std::tuple<Tensor, Tensor> native_linalg_eigh(const Tensor& self, std::string_view UPLO) {
-  check_matrix(self, "linalg.eigh", true);
-  KINDLE_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u",
-               "linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
+namespace {
+// syevd on a column-major copy: the eigenvalues, and the eigenvectors (in that copy) when asked.
+std::tuple<Tensor, Tensor> eigh_impl(const Tensor& self, std::string_view UPLO, bool vectors, const char* op) {
+  check_matrix(self, op, true);
+  KINDLE_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u", op,
+               ": Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
   int64_t n = self.size(-1);
   Tensor v = colmajor(self, n, n);
   Tensor w = empty(batch_shape(self, {n}), self.dtype());
@@ -203,16 +205,26 @@ std::tuple<Tensor, Tensor> native_linalg_eigh(const Tensor& self, std::string_vi
   if (v.numel()) {
     LapackArgs g = args_for(v, n, n);
     g.upper = UPLO == "U" || UPLO == "u";
+    g.vectors = vectors;
     g.b = w.data_ptr();
     g.stride_b = n;
     g.info = static_cast<int32_t*>(info.data_ptr());
     lapack_stub[self.device()](Lapack::Syevd, g);
   }
   int64_t b = first_failure(info);
-  KINDLE_CHECK_AS(LinAlgError, b < 0, "linalg.eigh: ", batch_prefix(info, b),
+  KINDLE_CHECK_AS(LinAlgError, b < 0, op, ": ", batch_prefix(info, b),
                   "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
                   "repeated eigenvalues (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b], ").");
   return {w, v};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> native_linalg_eigh(const Tensor& self, std::string_view UPLO) {
+  return eigh_impl(self, UPLO, true, "linalg.eigh");
+}
+
+Tensor _linalg_eigvalsh(const Tensor& self, std::string_view UPLO) {
+  return std::get<0>(eigh_impl(self, UPLO, false, "linalg.eigvalsh"));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_matrices) {
@@ -242,28 +254,6 @@ std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_
                   "repeated singular values (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b],
                   ").");
   return {u, s, vh};
-}
-
-Tensor _linalg_eigvalsh(const Tensor& self, std::string_view UPLO) {
-  check_matrix(self, "linalg.eigvalsh", true);
-  KINDLE_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u",
-               "linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
-  int64_t n = self.size(-1);
-  Tensor v = colmajor(self, n, n);
-  Tensor w = empty(batch_shape(self, {n}), self.dtype());
-  Tensor info = zeros(batch_shape(self), kInt32);
-  if (v.numel()) {
-    LapackArgs g = args_for(v, n, n);
-    g.upper = UPLO == "U" || UPLO == "u";
-    g.vectors = false;
-    g.b = w.data_ptr();
-    g.stride_b = n;
-    g.info = static_cast<int32_t*>(info.data_ptr());
-    lapack_stub[self.device()](Lapack::Syevd, g);
-  }
-  KINDLE_CHECK_AS(LinAlgError, first_failure(info) < 0, "linalg.eigvalsh: The algorithm failed to converge because "
-                  "the input matrix is ill-conditioned or has too many repeated eigenvalues.");
-  return w;
 }
 
 Tensor _linalg_svdvals(const Tensor& A) {

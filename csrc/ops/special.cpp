@@ -34,38 +34,41 @@ constexpr Rules kAll{true, true}, kF32F64{false, true}, kFloatsOnly{true, false}
 
 }  // namespace
 
-#define KINDLE_SPECIAL_UNARY(fn, OP, RULES) \
-  Tensor fn(const Tensor& self) { return special(#fn, self, nullptr, SpecialOp::OP, RULES); }
-#define KINDLE_SPECIAL_UNARY_INPLACE(fn, OP, RULES) \
-  KINDLE_SPECIAL_UNARY(native_##fn, OP, RULES)      \
-  const Tensor& native_##fn##_(const Tensor& self) { special(#fn "_", self, nullptr, SpecialOp::OP, RULES, 0, self); return self; }
-#define KINDLE_SPECIAL_BINARY(fn, OP, RULES) \
-  Tensor fn(const Tensor& self, const Tensor& other) { return special(#fn, self, &other, SpecialOp::OP, RULES); }
+// NS is `native_` for the ops with derivatives (their autograd wrappers are generated); errors
+// name the op without it.
+#define KINDLE_SPECIAL_UNARY(NS, fn, OP, RULES) \
+  Tensor NS##fn(const Tensor& self) { return special(#fn, self, nullptr, SpecialOp::OP, RULES); }
+#define KINDLE_SPECIAL_UNARY_INPLACE(fn, OP, RULES)  \
+  KINDLE_SPECIAL_UNARY(native_, fn, OP, RULES)       \
+  const Tensor& native_##fn##_(const Tensor& self) { \
+    special(#fn "_", self, nullptr, SpecialOp::OP, RULES, 0, self); \
+    return self;                                     \
+  }
+#define KINDLE_SPECIAL_BINARY(NS, fn, OP, RULES) \
+  Tensor NS##fn(const Tensor& self, const Tensor& other) { return special(#fn, self, &other, SpecialOp::OP, RULES); }
+#define KINDLE_SPECIAL_BINARY_INPLACE(fn, OP, RULES)                      \
+  KINDLE_SPECIAL_BINARY(native_, fn, OP, RULES)                           \
+  const Tensor& native_##fn##_(const Tensor& self, const Tensor& other) { \
+    special(#fn "_", self, &other, SpecialOp::OP, RULES, 0, self);        \
+    return self;                                                          \
+  }
 
 // with derivatives (the autograd wrappers are generated around native_*)
 KINDLE_SPECIAL_UNARY_INPLACE(lgamma, Lgamma, kAll)
 KINDLE_SPECIAL_UNARY_INPLACE(digamma, Digamma, kAll)
 KINDLE_SPECIAL_UNARY_INPLACE(erfc, Erfc, kAll)
 KINDLE_SPECIAL_UNARY_INPLACE(i0, I0, kAll)
-KINDLE_SPECIAL_UNARY(native_special_i0e, I0e, kAll)
-KINDLE_SPECIAL_UNARY(native_special_i1, I1, kAll)
-KINDLE_SPECIAL_UNARY(native_special_i1e, I1e, kAll)
-KINDLE_SPECIAL_UNARY(native_special_erfcx, Erfcx, kF32F64)
-KINDLE_SPECIAL_UNARY(native_special_ndtri, Ndtri, kF32F64)
-KINDLE_SPECIAL_UNARY(native_special_log_ndtr, LogNdtr, kF32F64)
-KINDLE_SPECIAL_UNARY(native_special_entr, Entr, kAll)
-KINDLE_SPECIAL_BINARY(native_special_zeta, Zeta, kF32F64)
-KINDLE_SPECIAL_BINARY(native_special_xlog1py, Xlog1py, kAll)
-KINDLE_SPECIAL_BINARY(native_igamma, Igamma, kFloatsOnly)
-KINDLE_SPECIAL_BINARY(native_igammac, Igammac, kFloatsOnly)
-const Tensor& native_igamma_(const Tensor& self, const Tensor& other) {
-  special("igamma_", self, &other, SpecialOp::Igamma, kFloatsOnly, 0, self);
-  return self;
-}
-const Tensor& native_igammac_(const Tensor& self, const Tensor& other) {
-  special("igammac_", self, &other, SpecialOp::Igammac, kFloatsOnly, 0, self);
-  return self;
-}
+KINDLE_SPECIAL_UNARY(native_, special_i0e, I0e, kAll)
+KINDLE_SPECIAL_UNARY(native_, special_i1, I1, kAll)
+KINDLE_SPECIAL_UNARY(native_, special_i1e, I1e, kAll)
+KINDLE_SPECIAL_UNARY(native_, special_erfcx, Erfcx, kF32F64)
+KINDLE_SPECIAL_UNARY(native_, special_ndtri, Ndtri, kF32F64)
+KINDLE_SPECIAL_UNARY(native_, special_log_ndtr, LogNdtr, kF32F64)
+KINDLE_SPECIAL_UNARY(native_, special_entr, Entr, kAll)
+KINDLE_SPECIAL_BINARY(native_, special_zeta, Zeta, kF32F64)
+KINDLE_SPECIAL_BINARY(native_, special_xlog1py, Xlog1py, kAll)
+KINDLE_SPECIAL_BINARY_INPLACE(igamma, Igamma, kFloatsOnly)
+KINDLE_SPECIAL_BINARY_INPLACE(igammac, Igammac, kFloatsOnly)
 
 Tensor native_polygamma(int64_t n, const Tensor& self) {
   KINDLE_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
@@ -78,29 +81,29 @@ const Tensor& native_polygamma_(const Tensor& self, int64_t n) {
 }
 
 // without derivatives, as in PyTorch
-KINDLE_SPECIAL_UNARY(special_bessel_j0, BesselJ0, kF32F64)
-KINDLE_SPECIAL_UNARY(special_bessel_j1, BesselJ1, kF32F64)
-KINDLE_SPECIAL_UNARY(special_bessel_y0, BesselY0, kF32F64)
-KINDLE_SPECIAL_UNARY(special_bessel_y1, BesselY1, kF32F64)
-KINDLE_SPECIAL_UNARY(special_modified_bessel_i0, ModBesselI0, kF32F64)
-KINDLE_SPECIAL_UNARY(special_modified_bessel_i1, ModBesselI1, kF32F64)
-KINDLE_SPECIAL_UNARY(special_modified_bessel_k0, ModBesselK0, kF32F64)
-KINDLE_SPECIAL_UNARY(special_modified_bessel_k1, ModBesselK1, kF32F64)
-KINDLE_SPECIAL_UNARY(special_scaled_modified_bessel_k0, ScaledBesselK0, kF32F64)
-KINDLE_SPECIAL_UNARY(special_scaled_modified_bessel_k1, ScaledBesselK1, kF32F64)
-KINDLE_SPECIAL_UNARY(special_spherical_bessel_j0, SphericalBesselJ0, kF32F64)
-KINDLE_SPECIAL_UNARY(special_airy_ai, AiryAi, kF32F64)
-KINDLE_SPECIAL_BINARY(special_chebyshev_polynomial_t, ChebyshevT, kF32F64)
-KINDLE_SPECIAL_BINARY(special_chebyshev_polynomial_u, ChebyshevU, kF32F64)
-KINDLE_SPECIAL_BINARY(special_chebyshev_polynomial_v, ChebyshevV, kF32F64)
-KINDLE_SPECIAL_BINARY(special_chebyshev_polynomial_w, ChebyshevW, kF32F64)
-KINDLE_SPECIAL_BINARY(special_shifted_chebyshev_polynomial_t, ShiftedChebyshevT, kF32F64)
-KINDLE_SPECIAL_BINARY(special_shifted_chebyshev_polynomial_u, ShiftedChebyshevU, kF32F64)
-KINDLE_SPECIAL_BINARY(special_shifted_chebyshev_polynomial_v, ShiftedChebyshevV, kF32F64)
-KINDLE_SPECIAL_BINARY(special_shifted_chebyshev_polynomial_w, ShiftedChebyshevW, kF32F64)
-KINDLE_SPECIAL_BINARY(special_hermite_polynomial_h, HermiteH, kF32F64)
-KINDLE_SPECIAL_BINARY(special_hermite_polynomial_he, HermiteHe, kF32F64)
-KINDLE_SPECIAL_BINARY(special_laguerre_polynomial_l, LaguerreL, kF32F64)
-KINDLE_SPECIAL_BINARY(special_legendre_polynomial_p, LegendreP, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_bessel_j0, BesselJ0, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_bessel_j1, BesselJ1, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_bessel_y0, BesselY0, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_bessel_y1, BesselY1, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_modified_bessel_i0, ModBesselI0, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_modified_bessel_i1, ModBesselI1, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_modified_bessel_k0, ModBesselK0, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_modified_bessel_k1, ModBesselK1, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_scaled_modified_bessel_k0, ScaledBesselK0, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_scaled_modified_bessel_k1, ScaledBesselK1, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_spherical_bessel_j0, SphericalBesselJ0, kF32F64)
+KINDLE_SPECIAL_UNARY(, special_airy_ai, AiryAi, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_chebyshev_polynomial_t, ChebyshevT, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_chebyshev_polynomial_u, ChebyshevU, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_chebyshev_polynomial_v, ChebyshevV, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_chebyshev_polynomial_w, ChebyshevW, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_shifted_chebyshev_polynomial_t, ShiftedChebyshevT, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_shifted_chebyshev_polynomial_u, ShiftedChebyshevU, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_shifted_chebyshev_polynomial_v, ShiftedChebyshevV, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_shifted_chebyshev_polynomial_w, ShiftedChebyshevW, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_hermite_polynomial_h, HermiteH, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_hermite_polynomial_he, HermiteHe, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_laguerre_polynomial_l, LaguerreL, kF32F64)
+KINDLE_SPECIAL_BINARY(, special_legendre_polynomial_p, LegendreP, kF32F64)
 
 }  // namespace kindle

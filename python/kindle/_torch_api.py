@@ -398,3 +398,17 @@ def broadcast_shapes(*shapes):
             out[i] = d
     from . import Size
     return Size(out)
+
+
+def write_out(out, r):
+    """`out=` for the Python-level functions: r (a tensor or a tuple of them) copied into out,
+    resized to r's shape as torch resizes; out itself (or a tuple of its tensors) returned."""
+    if out is None:
+        return r
+    if isinstance(r, tuple):
+        for o, v in zip(out, r):
+            write_out(o, v)
+        return type(r)(*out)
+    if out.shape != r.shape:
+        out.resize_(r.shape)
+    return out.copy_(r)

@@ -5,6 +5,7 @@ import collections
 import math
 
 from . import _C, _torch_api
+from ._torch_api import write_out as _write
 
 LinAlgError = _C.LinAlgError
 
@@ -33,18 +34,6 @@ _svd_t = _named("linalg_svd", ["U", "S", "Vh"])
 _qr_t = _named("linalg_qr", ["Q", "R"])
 _slogdet_t = _named("linalg_slogdet", ["sign", "logabsdet"])
 _cholesky_ex_t = _named("linalg_cholesky_ex", ["L", "info"])
-
-
-def _write(out, r):
-    if out is None:
-        return r
-    if isinstance(r, tuple):
-        for o, v in zip(out, r):
-            _write(o, v)
-        return type(r)(*out)
-    if out.shape != r.shape:
-        out.resize_(r.shape)
-    return out.copy_(r)
 
 
 def _float_input(A, op):

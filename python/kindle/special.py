@@ -3,6 +3,7 @@ the rest are PyTorch's aliases and compositions of existing ops."""
 import math as _math
 
 from . import _C
+from ._torch_api import write_out as _write
 
 __all__ = [
     "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
@@ -20,16 +21,10 @@ __all__ = [
 def _with_out(fn, name):
     def f(*args, out=None, **kwargs):
         r = fn(*args, **kwargs)
-        return r if out is None else _write(out, r)
+        return _write(out, r)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = fn.__doc__
     return f
-
-
-def _write(out, r):
-    if out.shape != r.shape:
-        out.resize_(r.shape)
-    return out.copy_(r)
 
 
 # kernels under torch.special's names
@@ -46,7 +41,7 @@ def _binary(name):
         if not isinstance(input, _C.Tensor) and not isinstance(other, _C.Tensor):
             input = _C.tensor(input)  # two numbers: torch computes on a 0-d tensor of the first
         r = op(input, other)
-        return r if out is None else _write(out, r)
+        return _write(out, r)
     f.__name__ = f.__qualname__ = name
     return f
 
@@ -62,7 +57,7 @@ def _polynomial(name):
         if not isinstance(input, _C.Tensor) and not isinstance(n, _C.Tensor):
             input = _C.tensor(input)
         r = op(input, n)
-        return r if out is None else _write(out, r)
+        return _write(out, r)
     f.__name__ = f.__qualname__ = name
     return f
 
@@ -92,19 +87,19 @@ gammaincc = _with_out(_C.igammac, "gammaincc")
 
 def polygamma(n, input, *, out=None):  # noqa: A002
     r = _C.polygamma(n, input)
-    return r if out is None else _write(out, r)
+    return _write(out, r)
 
 
 def round(input, decimals=0, *, out=None):  # noqa: A001,A002
     r = _C.round(input, decimals=decimals)
-    return r if out is None else _write(out, r)
+    return _write(out, r)
 
 
 def ndtr(input, *, out=None):  # noqa: A002
     """The standard normal CDF, 0.5 * erfc(-x / sqrt(2))."""
     x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
     r = _C.erfc(x * -_math.sqrt(0.5)) * 0.5
-    return r if out is None else _write(out, r)
+    return _write(out, r)
 
 
 def logit(input, eps=None, *, out=None):  # noqa: A002
@@ -113,7 +108,7 @@ def logit(input, eps=None, *, out=None):  # noqa: A002
     if eps is not None:
         x = x.clamp(eps, 1 - eps)
     r = (x / (1 - x)).log()
-    return r if out is None else _write(out, r)
+    return _write(out, r)
 
 
 def multigammaln(input, p, *, out=None):  # noqa: A002
@@ -126,7 +121,7 @@ def multigammaln(input, p, *, out=None):  # noqa: A002
         raise RuntimeError(f"All elements must be greater than (p-1)/2 (got p={p})")
     j = _C.arange(p, dtype=input.dtype) * -0.5
     r = _C.lgamma(input.unsqueeze(-1) + j).sum(-1) + p * (p - 1) / 4 * _math.log(_math.pi)
-    return r if out is None else _write(out, r)
+    return _write(out, r)
 
 
 def softmax(input, dim, *, dtype=None):  # noqa: A002
@@ -139,7 +134,7 @@ def log_softmax(input, dim, *, dtype=None):  # noqa: A002
 
 def logsumexp(input, dim, keepdim=False, *, out=None):  # noqa: A002
     r = _C.logsumexp(input, dim, keepdim)
-    return r if out is None else _write(out, r)
+    return _write(out, r)
 
 
 def install(Tensor):

@@ -18,15 +18,15 @@ def _draw_gamma(alpha):
     a1 = kindle.where(boost, a + 1, a)
     d = a1 - 1.0 / 3.0
     c = (9.0 * d).rsqrt()
-    todo = kindle.nonzero(valid).reshape(-1)
-    while todo.numel():
-        dd, cc = d[todo], c[todo]
-        x = kindle.randn(todo.shape, dtype=kindle.float64)
+    pending = kindle.nonzero(valid).reshape(-1)
+    while pending.numel():
+        dd, cc = d[pending], c[pending]
+        x = kindle.randn(pending.shape, dtype=kindle.float64)
         v = (1 + cc * x) ** 3
-        u = kindle.rand(todo.shape, dtype=kindle.float64)
+        u = kindle.rand(pending.shape, dtype=kindle.float64)
         ok = (v > 0) & (u.log() < 0.5 * x * x + dd - dd * v + dd * v.clamp(min=1e-300).log())
-        out[todo[ok]] = (dd * v)[ok]
-        todo = todo[~ok]
+        out[pending[ok]] = (dd * v)[ok]
+        pending = pending[~ok]
     idx = kindle.nonzero(boost).reshape(-1)
     if idx.numel():
         u = kindle.rand(idx.shape, dtype=kindle.float64)
@@ -92,32 +92,32 @@ def poisson(rates, generator=None):
     out = kindle.zeros_like(r)
     out[r != r] = float("nan")
     # small rates: count uniforms until their product drops below exp(-rate)
-    todo = kindle.nonzero((r > 0) & (r < 10)).reshape(-1)
-    limit = (-r[todo]).exp()
-    prod = kindle.rand(todo.shape, dtype=kindle.float64)
-    while todo.numel():
+    pending = kindle.nonzero((r > 0) & (r < 10)).reshape(-1)
+    limit = (-r[pending]).exp()
+    prod = kindle.rand(pending.shape, dtype=kindle.float64)
+    while pending.numel():
         going = prod > limit
-        out[todo[going]] += 1
-        todo, limit, prod = todo[going], limit[going], prod[going]
-        prod = prod * kindle.rand(todo.shape, dtype=kindle.float64)
+        out[pending[going]] += 1
+        pending, limit, prod = pending[going], limit[going], prod[going]
+        prod = prod * kindle.rand(pending.shape, dtype=kindle.float64)
     # large rates: PTRS
-    todo = kindle.nonzero(r >= 10).reshape(-1)
-    while todo.numel():
-        lam = r[todo]
+    pending = kindle.nonzero(r >= 10).reshape(-1)
+    while pending.numel():
+        lam = r[pending]
         slam, loglam = lam.sqrt(), lam.log()
         b = 0.931 + 2.53 * slam
         a = -0.059 + 0.02483 * b
         inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
         vr = 0.9277 - 3.6224 / (b - 2)
-        u = kindle.rand(todo.shape, dtype=kindle.float64) - 0.5
-        v = kindle.rand(todo.shape, dtype=kindle.float64)
+        u = kindle.rand(pending.shape, dtype=kindle.float64) - 0.5
+        v = kindle.rand(pending.shape, dtype=kindle.float64)
         us = 0.5 - u.abs()
         k = ((2 * a / us + b) * u + lam + 0.43).floor()
         quick = (us >= 0.07) & (v <= vr)
         log_accept = (v * inv_alpha / (a / (us * us) + b)).log() <= -lam + k * loglam - kindle.lgamma(k + 1)
         ok = quick | ((k >= 0) & ~((us < 0.013) & (v > us)) & log_accept)
-        out[todo[ok]] = k[ok]
-        todo = todo[~ok]
+        out[pending[ok]] = k[ok]
+        pending = pending[~ok]
     return out.reshape(rates.shape).to(rates.dtype)
 
 

@@ -52,16 +52,16 @@ class VonMises(Distribution):
             k = self.concentration.expand(shape).double().reshape(-1)
             r = self._proposal_r.expand(shape).double().reshape(-1)
             x = kindle.empty(k.shape, dtype=kindle.float64)
-            todo = kindle.arange(k.numel())
-            while todo.numel():
-                kk, rr = k[todo], r[todo]
-                u1, u2, u3 = (kindle.rand(todo.shape, dtype=kindle.float64) for _ in range(3))
+            pending = kindle.arange(k.numel())
+            while pending.numel():
+                kk, rr = k[pending], r[pending]
+                u1, u2, u3 = (kindle.rand(pending.shape, dtype=kindle.float64) for _ in range(3))
                 z = kindle.cos(math.pi * u1)
                 f = (1 + rr * z) / (rr + z)
                 c = kk * (rr - f)
                 accept = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
-                x[todo[accept]] = ((u3 - 0.5).sign() * f.clamp(-1, 1).acos())[accept]
-                todo = todo[~accept]
+                x[pending[accept]] = ((u3 - 0.5).sign() * f.clamp(-1, 1).acos())[accept]
+                pending = pending[~accept]
             x = x.reshape(shape).to(self.loc.dtype)
             return (x + math.pi + self.loc.expand(shape)) % (2 * math.pi) - math.pi
 

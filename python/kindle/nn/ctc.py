@@ -51,14 +51,9 @@ def _ctc_nll(log_probs, targets, input_lengths, target_lengths, blank):
     last = (2 * target_lengths).unsqueeze(1)
     end1 = final.gather(1, last).squeeze(1)
     end2 = final.gather(1, (last - 1).clamp(min=0)).squeeze(1)
-    end2 = _C.where(target_lengths > 0, end2, _C.full_like(end2, _NEG_INF))
-    m = _C.maximum(end1, end2)
-    finite = m != _NEG_INF
-    m0 = _C.where(finite, m, _C.zeros_like(m))
-    s = (end1 - m0).exp() + (end2 - m0).exp()
-    s = _C.where(finite, s, _C.ones_like(s))
-    ll = _C.where(finite, m0 + s.log(), _C.full_like(m, _NEG_INF))
-    return -ll
+    none = _C.full_like(end2, _NEG_INF)
+    end2 = _C.where(target_lengths > 0, end2, none)
+    return -_logsumexp3(end1, end2, none)
 
 
 class _CTCLoss(Function):
