@@ -21,6 +21,10 @@ modified tensor and `self` its value before the op (saved as a copy when a formu
 `view: true` marks ops whose outputs share memory with `self`; `inplace_view: true` in-place ops
 that only change the geometry (squeeze_, t_): the tensor simply becomes the node's output.
 `node: Name` overrides the node's name (to match PyTorch's).
+Complex numbers: a formula that reads no tensor value (only `grad` and geometry) is correct for
+complex tensors as it stands; an op whose formulas read values is refused for complex arguments
+(NotImplementedError at the call) unless its entry says `complex: true`, which declares the
+formulas written for PyTorch's convention (the conjugate Wirtinger gradient: `grad * other.conj()`).
 Ops without derivatives are composites: autograd flows through the ops they call.
 """
 import re
@@ -60,6 +64,9 @@ DERIVED = {  # suffix -> (member type, expression on the tensor)
 }
 
 
+INDEX_ARGS = {"index", "indices", "mask", "condition"}
+
+
 def uses(text, name):
     return re.search(r"(?<![\w.])" + re.escape(name) + r"\b(?!\s*\()", text) is not None
 
@@ -69,7 +76,7 @@ def camel(name):
 
 
 class AutogradOp:
-    def __init__(self, op, derivatives, view, inherited, node_name=None, inplace_view=False):
+    def __init__(self, op, derivatives, view, inherited, node_name=None, inplace_view=False, complex_ok=False):
         self.op = op
         self.view = view
         self.inplace_view = inplace_view
@@ -81,6 +88,10 @@ class AutogradOp:
         for a in op.args:
             if a.name in derivatives:
                 self.formulas.append((a, derivatives[a.name].strip()))
+        # (index, mask and condition tensors are integers or bools: they carry no complex value)
+        value_names = [a.name for a in op.args if a.type.startswith("Tensor") and a.name not in INDEX_ARGS] + list(
+            op.ret_names or ["result"])
+        self.complex_ok = complex_ok or not any(uses(f, n) for _, f in self.formulas for n in value_names)
         unknown = set(derivatives) - {a.name for a in op.args}
         if unknown:
             raise SystemExit(f"gen_autograd: {op.name}: derivatives for unknown arguments {sorted(unknown)}")
@@ -247,12 +258,18 @@ def gen_wrapper(aop, saves_before, saves_after):
             view_mark = f"set_view_of(result, {self_name});"
             nograd_mark = f"mark_no_grad_view(result, {self_name});"
     lines = []
+    complex_check = []
+    if not aop.complex_ok:
+        targs = ", ".join(f"&{a.name}" for a in op.args if a.type == "Tensor")
+        if targs:
+            complex_check.append(f'check_complex_grad("{op.name}", {{{targs}}});')
     list_sizes = [f"const size_t {a.name}_n = {a.name}.size(); (void){a.name}_n;" for a in diff_args if a.type == "Tensor[]"]
     if aop.inplace:
         lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ "
                      f"if (GradMode::is_enabled()) check_inplace({self_name}, \"{op.name}\"); "
                      f"NoGradGuard g_; native_{op.name}({call_args}); return {self_name}; }}")
         lines.append(f"check_inplace({self_name}, \"{op.name}\");")
+        lines.extend(complex_check)
         lines.append(f"auto node = std::make_shared<{aop.node}>();")
         lines.append(f"node->next_edges.reserve({len(diff_args)});")
         lines.extend(edges)
@@ -271,6 +288,7 @@ def gen_wrapper(aop, saves_before, saves_after):
                         f"if (track_) {{ {view_mark} }} else if (needs_grad({self_name})) {{ {nograd_mark} }} "
                         f"return result; }}" if aop.view
                         else f"NoGradGuard g_; return native_{op.name}({call_args}); }}"))
+        lines.extend(complex_check)
         lines.append(f"auto node = std::make_shared<{aop.node}>();")
         lines.append(f"node->next_edges.reserve({len(diff_args)});")
         lines.extend(edges)
@@ -312,8 +330,9 @@ def build(ops, entries):
                 inherited = True
         if der is None:
             continue
+        complex_ok = bool(e.get("complex") or (inherited and base[1].get("complex")))
         aops.append(AutogradOp(op, der, bool(e.get("view")), inherited, None if inherited else e.get("node"),
-                               bool(e.get("inplace_view"))))
+                               bool(e.get("inplace_view")), complex_ok))
     decls, nodes, wrappers = [], [], []
     for aop in aops:
         op = aop.op

@@ -244,7 +244,8 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
     } else {
       KINDLE_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ", g.sizes(),
                    " and output[", i, "] has a shape of ", t.sizes(), ".");
-      KINDLE_CHECK(g.is_floating_point(), "backward: gradient ", i, " must be a floating point tensor, got ", g.dtype());
+      KINDLE_CHECK(g.is_floating_point() || is_complex(g.dtype()), "backward: gradient ", i,
+                   " must be a floating point or complex tensor, got ", g.dtype());
     }
     root_edges.push_back(gradient_edge(t));
     root_grads.push_back(std::move(g));

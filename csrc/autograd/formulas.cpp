@@ -63,12 +63,13 @@ Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optiona
 
 Tensor div_self_backward(const Tensor& grad, const Tensor& other, std::optional<std::string_view> rounding_mode) {
   if (rounding_mode) return zeros_like(grad);
-  return grad / other;
+  return grad / other.conj();
 }
 
 Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
                           std::optional<std::string_view> rounding_mode) {
   if (rounding_mode) return zeros_like(grad);
+  if (self.is_complex() || other.is_complex()) return -grad * (self / (other * other)).conj();
   return -grad * self / (other * other);
 }
 
@@ -78,11 +79,23 @@ Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& ot
   return g.masked_fill(is_max ? self < other : self > other, zero_of(grad));
 }
 
+Tensor sgn_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
+  if (!self.is_complex()) return zeros_like(grad);
+  // s = z/|z| moves only along the circle: the gradient is g minus its radial part, over |z|
+  Tensor a = self.abs();
+  Tensor g = (grad - result * real(grad.conj() * result)) / a;
+  return where(a == 0, zero_of(g), g);
+}
+
 Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+  if (self.is_complex() || exponent.is_complex())
+    return where(exponent == 0, zero_of(grad), grad * (exponent * self.pow(exponent - 1)).conj());
   return where(exponent == 0, zero_of(grad), grad * exponent * self.pow(exponent - 1));
 }
 
 Tensor pow_exponent_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent, const Tensor& result) {
+  if (self.is_complex() || exponent.is_complex())  // (0 ** e is 0 or 1 with no slope in e)
+    return where(self == 0, zero_of(grad), grad * (result * self.log()).conj());
   return where(logical_and(self == 0, exponent >= 0), zero_of(grad), grad * result * self.log());
 }
 

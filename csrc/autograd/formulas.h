@@ -49,6 +49,7 @@ Tensor div_self_backward(const Tensor& grad, const Tensor& other, std::optional<
 Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
                           std::optional<std::string_view> rounding_mode);
 Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max);
+Tensor sgn_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
 Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent);
 Tensor pow_exponent_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent, const Tensor& result);
 Tensor copysign_backward(const Tensor& grad, const Tensor& self, const Tensor& result);

@@ -65,7 +65,13 @@ AutogradMeta& materialize_meta(const Tensor& t) {
   return *static_cast<AutogradMeta*>(m.get());
 }
 
-bool is_differentiable_type(DType dt) { return is_floating_point(dt); }
+bool is_differentiable_type(DType dt) { return is_floating_point(dt) || is_complex(dt); }
+
+void check_complex_grad(const char* op, std::initializer_list<const Tensor*> args) {
+  for (const Tensor* t : args)
+    KINDLE_CHECK_NOT_IMPLEMENTED(!t->defined() || !is_complex(t->dtype()), "the derivative for '", op,
+                                 "' is not implemented for complex tensors");
+}
 
 namespace {
 
@@ -271,7 +277,7 @@ uint32_t Tensor::output_nr() const {
 
 const Tensor& Tensor::requires_grad_(bool r) const {
   KINDLE_CHECK(!r || is_differentiable_type(dtype()),
-               "only Tensors of floating point dtype can require gradients (got a tensor of dtype ", dtype(), ")");
+               "only Tensors of floating point and complex dtype can require gradients (got a tensor of dtype ", dtype(), ")");
   if (!r && grad_fn())
     throw Error("requires_grad_: you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");

@@ -44,6 +44,9 @@ inline bool any_requires_grad(const Ts&... ts) {
 }
 
 bool is_differentiable_type(DType dt);
+// Raises NotImplementedError for an op whose derivative formulas are not written for complex
+// numbers when one of its tensor arguments is complex (never a silently wrong gradient).
+void check_complex_grad(const char* op, std::initializer_list<const Tensor*> args);
 void add_edge(std::vector<Edge>& edges, const Tensor& t);
 void add_edge(std::vector<Edge>& edges, const std::optional<Tensor>& t);
 void add_edges(std::vector<Edge>& edges, TensorList ts);

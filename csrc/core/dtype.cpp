@@ -12,13 +12,15 @@ namespace kindle {
 
 const char* dtype_name(DType t) {
   static const char* names[] = {"bool",  "uint8",   "int8",     "int16",   "int32",
-                                "int64", "float16", "bfloat16", "float32", "float64"};
+                                "int64", "float16", "bfloat16", "float32", "float64",
+                                "complex64", "complex128"};
   return names[int(t)];
 }
 
 const char* scalar_type_name(DType t) {
   static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
-                                "Long", "Half", "BFloat16", "Float", "Double"};
+                                "Long", "Half", "BFloat16", "Float", "Double",
+                                "ComplexFloat", "ComplexDouble"};
   return names[int(t)];
 }
 
@@ -26,6 +28,11 @@ DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (a == kBool) return b;
   if (b == kBool) return a;
+  if (is_complex(a) || is_complex(b)) {
+    // complex128 when either side holds double precision (complex64 with float64 included)
+    auto wide = [](DType t) { return t == kComplex128 || t == kFloat64; };
+    return wide(a) || wide(b) ? kComplex128 : kComplex64;
+  }
   bool fa = is_floating_point(a), fb = is_floating_point(b);
   if (fa != fb) return fa ? a : b;
   if (fa) {  // two different float types
@@ -64,11 +71,21 @@ std::ostream& operator<<(std::ostream& os, Device d) {
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {
   if (s.is_bool()) return os << (s.to_bool() ? "True" : "False");
   if (s.is_integral()) return os << s.to_int();
+  if (s.is_complex()) {
+    c128 c = s.to_complex();
+    return os << '(' << c.real() << (std::signbit(c.imag()) ? "-" : "+") << std::abs(c.imag()) << "j)";
+  }
   return os << s.to_double();
 }
 
+namespace detail {
+void complex_not_implemented(DType t, const char* op) {
+  throw NotImplementedError(str_cat("\"", op, "\" not implemented for '", scalar_type_name(t), "'"));
+}
+}  // namespace detail
+
 void check_kernel_dtype(DType t, const char* kernel, bool ints, bool boolean) {
-  bool ok = t == kBool ? boolean : is_integral(t, false) ? ints : true;
+  bool ok = t == kBool ? boolean : is_integral(t, false) ? ints : !is_complex(t);
   if (!ok) throw NotImplementedError(detail::str_cat("\"", kernel, "\" not implemented for '", scalar_type_name(t), "'"));
 }
 

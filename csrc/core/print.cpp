@@ -107,9 +107,29 @@ struct Formatter {
   }
 };
 
+// A complex tensor prints as torch prints it: one formatter for the real parts and one for the
+// imaginary parts (each over its own values), joined as 1.5000+2.0000j.
+struct ComplexParts {
+  Tensor re, im;
+  const Formatter* imag_f;
+};
+
+Tensor part_view(const Tensor& t, int64_t which) {
+  DimVector strides;
+  for (int64_t s : t.strides()) strides.push_back(2 * s);
+  return Tensor(intrusive_ptr<TensorImpl>::make(t.impl()->storage(), to_real_value_type(t.dtype()), t.sizes(),
+                                                strides, 2 * t.storage_offset() + which));
+}
+
 std::string tensor_str(const Tensor& t, const char* p, int64_t d, size_t indent, bool summarize,
-                       const Formatter& f) {
+                       const Formatter& f, const ComplexParts* cx = nullptr) {
   Element el{t};
+  if (d == t.dim() && cx) {
+    std::string r = f.format(Element{cx->re}, p);
+    std::string i = cx->imag_f->format(Element{cx->im}, p + t.element_size() / 2) + "j";
+    i.erase(0, i.find_first_not_of(' '));
+    return (i[0] == '+' || i[0] == '-') ? r + i : r + "+" + i;
+  }
   if (d == t.dim()) return f.format(el, p);
   int64_t n = t.sizes()[d], st = t.strides()[d] * int64_t(t.element_size());
   std::vector<std::string> parts;
@@ -118,11 +138,12 @@ std::string tensor_str(const Tensor& t, const char* p, int64_t d, size_t indent,
       parts.push_back(d + 1 == t.dim() ? " ..." : "...");
       i = n - kEdgeItems;
     }
-    parts.push_back(tensor_str(t, p + i * st, d + 1, indent + 1, summarize, f));
+    parts.push_back(tensor_str(t, p + i * st, d + 1, indent + 1, summarize, f, cx));
   }
   std::string out = "[";
   if (d + 1 == t.dim()) {  // a row: wrap at the line width
-    size_t per_line = std::max<size_t>(1, (kLineWidth - indent) / (f.width + 2));
+    size_t width = f.width + (cx ? cx->imag_f->width + 1 : 0);
+    size_t per_line = std::max<size_t>(1, (kLineWidth - indent) / (width + 2));
     for (size_t i = 0; i < parts.size(); ++i) {
       if (i) out += (i % per_line == 0) ? ",\n" + std::string(indent + 1, ' ') : ", ";
       out += parts[i];
@@ -142,7 +163,8 @@ std::string Tensor::to_string() const {
   const size_t indent = prefix.size();
   std::vector<std::string> suffixes;
   DType dt = dtype();
-  bool default_dtype_shown = dt == default_dtype() || dt == kInt64 || dt == kBool;
+  bool default_dtype_shown = dt == default_dtype() || dt == kInt64 || dt == kBool ||
+                             dt == to_complex_type(default_dtype());
   std::string body;
   if (numel() == 0) {
     if (dim() != 1) {
@@ -157,8 +179,15 @@ std::string Tensor::to_string() const {
   } else {
     if (!default_dtype_shown) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
     bool summarize = numel() > kThreshold;
-    Formatter f(*this, summarize);
-    body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, f);
+    if (is_complex()) {
+      Tensor re = part_view(*this, 0), im = part_view(*this, 1);
+      Formatter fr(re, summarize), fi(im, summarize);
+      ComplexParts cx{re, im, &fi};
+      body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, fr, &cx);
+    } else {
+      Formatter f(*this, summarize);
+      body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, f);
+    }
   }
   if (auto fn = grad_fn()) suffixes.push_back("grad_fn=<" + fn->name() + ">");
   else if (requires_grad()) suffixes.push_back("requires_grad=True");

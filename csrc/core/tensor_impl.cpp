@@ -177,7 +177,7 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 
 Tensor scalar_tensor_of(const Scalar& s, DType dtype, Device device) {
   Tensor t = empty_tensor({}, dtype, device);
-  dispatch_all(dtype, "scalar_tensor", [&](auto tag) {
+  dispatch_all_and_complex(dtype, "scalar_tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     *reinterpret_cast<T*>(t.data_ptr()) = s.to<T>();
   });
@@ -185,7 +185,7 @@ Tensor scalar_tensor_of(const Scalar& s, DType dtype, Device device) {
 }
 
 Tensor scalar_to_tensor(const Scalar& s, Device device) {
-  DType dt = s.is_bool() ? kBool : s.is_integral() ? kInt64 : kFloat64;
+  DType dt = s.is_bool() ? kBool : s.is_integral() ? kInt64 : s.is_complex() ? kComplex128 : kFloat64;
   Tensor t = scalar_tensor_of(s, dt, device);
   t.impl()->wrapped_number = true;
   return t;
@@ -194,7 +194,7 @@ Tensor scalar_to_tensor(const Scalar& s, Device device) {
 Scalar Tensor::item() const {
   KINDLE_CHECK(numel() == 1, "a Tensor with ", numel(),
                " elements cannot be converted to Scalar (item() needs exactly one element)");
-  return dispatch_all(dtype(), "item", [&](auto tag) -> Scalar {
+  return dispatch_all_and_complex(dtype(), "item", [&](auto tag) -> Scalar {
     using T = typename decltype(tag)::type;
     return Scalar(*reinterpret_cast<const T*>(impl_->data()));
   });

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/complex.h"
 #include "cpu/loops.h"
 #include "cpu/vec_math.h"
 #include "ops/kernels.h"
@@ -149,10 +150,12 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
 }
 
 void binary_kernel(TensorIter& it, BinaryOp op) {
+  if (is_complex(it.input_dtype(0))) return complex_binary(it, op);
   dispatch_all(it.input_dtype(0), "binary", [&](auto tag) { binary_typed<typename decltype(tag)::type>(it, op); });
 }
 
 void add_alpha_kernel(TensorIter& it, const Scalar& alpha) {
+  if (is_complex(it.input_dtype(0))) return complex_add_alpha(it, alpha);
   dispatch_numeric(it.input_dtype(0), "add", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using M = opmath_t<T>;
@@ -192,6 +195,11 @@ bool copy_transposed(const TensorIter& it) {
 
 void copy_kernel(TensorIter& it) {
   DType out = it.output().dtype(), in = it.input_dtype(0);
+  if (out == in && itemsize(out) == 16) {
+    unary_loop<c128, c128>(it, [](c128 z) { return z; });
+    return;
+  }
+  if (is_complex(out) || is_complex(in)) return complex_copy(it);
   if (out == in) {
     bool done = false;
     switch (itemsize(out)) {
@@ -213,6 +221,7 @@ void copy_kernel(TensorIter& it) {
 }
 
 void fill_kernel(TensorIter& it, const Scalar& v) {
+  if (is_complex(it.output().dtype())) return complex_fill(it, v);
   dispatch_all(it.output().dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T val = v.to<T>();
@@ -228,6 +237,7 @@ void fill_kernel(TensorIter& it, const Scalar& v) {
 }
 
 void where_kernel(TensorIter& it) {
+  if (is_complex(it.output().dtype())) return complex_where(it);
   dispatch_all(it.output().dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {

@@ -29,6 +29,12 @@ void cblas_sgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, 
 void cblas_dgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a,
                                int lda, int stride_a, const double* b, int ldb, int stride_b, double beta,
                                double* c, int ldc, int stride_c, int batch);
+void cblas_cgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                               int lda, int stride_a, const void* b, int ldb, int stride_b, const void* beta, void* c,
+                               int ldc, int stride_c, int batch);
+void cblas_zgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                               int lda, int stride_a, const void* b, int ldb, int stride_b, const void* beta, void* c,
+                               int ldc, int stride_c, int batch);
 size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
 void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src,
                       int ld, float* dest);
@@ -129,8 +135,29 @@ void few_rows_gemm(const GemmArgs& g) {
   });
 }
 
+// complex64/complex128 through MKL's cgemm/zgemm (a batch of one is a batch too).
+void complex_gemm(DType dt, const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  KINDLE_CHECK(fits_int({g.m, g.n, g.k, g.lda, g.ldb, g.ldc, sa, sb, sc, batch}), "matmul: a complex product of ",
+               g.m, "x", g.k, " and ", g.k, "x", g.n, " (batch ", batch, ") is beyond the BLAS's 32-bit sizes");
+  init_mkl();
+  double flops = 4.0 * double(g.m) * double(g.n) * double(g.k) * double(batch);
+  MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
+  int ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
+  int m = int(g.m), n = int(g.n), k = int(g.k), lda = int(g.lda), ldb = int(g.ldb), ldc = int(g.ldc);
+  if (dt == kComplex64) {
+    const c64 alpha(float(g.alpha)), beta(float(g.beta));
+    cblas_cgemm_batch_strided(kRowMajor, ta, tb, m, n, k, &alpha, g.a, lda, int(sa), g.b, ldb, int(sb), &beta, g.c,
+                              ldc, int(sc), int(batch));
+  } else {
+    const c128 alpha(g.alpha), beta(g.beta);
+    cblas_zgemm_batch_strided(kRowMajor, ta, tb, m, n, k, &alpha, g.a, lda, int(sa), g.b, ldb, int(sb), &beta, g.c,
+                              ldc, int(sc), int(batch));
+  }
+}
+
 void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   if (g0->m == 0 || g0->n == 0 || batch == 0) return;
+  if (is_complex(dt)) return complex_gemm(dt, *g0, batch, sa, sb, sc);
   dispatch_all(dt, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

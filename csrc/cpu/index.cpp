@@ -38,7 +38,7 @@ inline bool offset_of(char** p, const int64_t* s, int64_t i, const IndexDims& d,
 
 void index_kernel(TensorIter& it, const IndexDims& d) {
   BadIndex bad;
-  dispatch_all(it.output().dtype(), "index", [&](auto tag) {
+  dispatch_all_and_complex(it.output().dtype(), "index", [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
@@ -53,7 +53,10 @@ void index_kernel(TensorIter& it, const IndexDims& d) {
 
 void index_put_kernel(TensorIter& it, const IndexDims& d, PutReduce reduce) {
   BadIndex bad;
-  dispatch_all(it.output().dtype(), "index_put_", [&](auto tag) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!is_complex(it.output().dtype()) || reduce == PutReduce::Assign ||
+                               reduce == PutReduce::Add || reduce == PutReduce::Multiply,
+                               "index_put_: amax and amin reductions are not implemented for complex tensors");
+  dispatch_all_and_complex(it.output().dtype(), "index_put_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = opmath_t<T>;
     for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
@@ -62,7 +65,11 @@ void index_put_kernel(TensorIter& it, const IndexDims& d, PutReduce reduce) {
         if (!offset_of<true>(p, s, i, d, 2, off, bad)) continue;
         T* dst = reinterpret_cast<T*>(p[0] + i * s[0] + off);
         T v = *reinterpret_cast<const T*>(p[1] + i * s[1]);
-        if constexpr (std::is_same_v<T, bool>) {
+        if constexpr (is_complex_v<T>) {
+          if (reduce == PutReduce::Assign) *dst = v;
+          else if (reduce == PutReduce::Add) *dst += v;
+          else *dst *= v;
+        } else if constexpr (std::is_same_v<T, bool>) {
           switch (reduce) {
             case PutReduce::Assign: *dst = v; break;
             case PutReduce::Add: case PutReduce::Max: *dst = *dst || v; break;

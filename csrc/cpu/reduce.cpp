@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu/complex.h"
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
 #include "cpu/vec_math.h"
@@ -145,6 +146,7 @@ void reduce_typed(const ReducePlan& pl) {
 
 void reduce_kernel(const ReducePlan& pl, ReduceOp op) {
   DType in = pl.input->dtype(), out = pl.out.dtype();
+  if (is_complex(in)) return complex_reduce(pl, op);
   dispatch_all(in, "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (op == ReduceOp::All || op == ReduceOp::Any) {

@@ -1,6 +1,7 @@
 // Unary elementwise kernels: one functor per op; the loop is loops.h's.
 #include <cmath>
 
+#include "cpu/complex.h"
 #include "cpu/loops.h"
 #include "cpu/vec_math.h"
 #include "ops/kernels.h"
@@ -95,6 +96,7 @@ void any_unary(const TensorIter& it, UnaryOp op) {
 }
 
 void unary_kernel(TensorIter& it, UnaryOp op) {
+  if (is_complex(it.input_dtype(0))) return complex_unary(it, op);
   dispatch_all(it.input_dtype(0), "unary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {

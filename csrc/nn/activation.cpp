@@ -38,6 +38,7 @@ Tensor softmin(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
 }
 
 Tensor glu(const Tensor& self, int64_t dim) {
+  check_kernel_dtype(self.dtype(), "glu_cpu", true, true);  // no complex kernel
   check_kernel_dtype(self.dtype(), "glu_cpu", false, false);
   KINDLE_CHECK(self.dim() > 0, "glu: glu does not support scalars because halving size must be even");
   int64_t d = wrap_dim(dim, self.dim(), "glu");

@@ -253,6 +253,7 @@ void check_pool(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p,
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  check_kernel_dtype(self.dtype(), "max_pool2d", true, true);  // no complex kernel
   DimVector s(stride.empty() ? kernel_size : stride);
   check_pool(self, kernel_size, s, padding, "max_pool2d");
   if (self.dim() == 3) {
@@ -354,6 +355,7 @@ Tensor lp_pool2d(const Tensor& self, double norm_type, IntArrayRef kernel_size, 
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
+  check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", true, true);  // no complex kernel
   check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", false, false);
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
                self.sizes());

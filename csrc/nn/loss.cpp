@@ -52,6 +52,7 @@ void check_float(const Tensor& t, const char* op, const char* what) {
 
 Tensor mse_loss(const Tensor& self, const Tensor& target, std::string_view reduction,
                const std::optional<Tensor>& weight) {
+  check_kernel_dtype(self.dtype(), "mse_cpu", true, true);  // no complex kernel
   check_same_numel(self, target, "mse_loss");
   Tensor loss = (self - target).square();
   return weighted(loss, weight, reduction, self, "mse_loss");
@@ -64,6 +65,7 @@ Tensor l1_loss(const Tensor& self, const Tensor& target, std::string_view reduct
 }
 
 Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double beta) {
+  check_kernel_dtype(self.dtype(), "smooth_l1_cpu", true, true);  // no complex kernel
   check_kernel_dtype(promote_types(self.dtype(), target.dtype()), "smooth_l1_cpu", false, false);
   KINDLE_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
   if (beta == 0) return l1_loss(self, target, reduction, std::nullopt);
@@ -73,6 +75,7 @@ Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, std::string_view
 
 Tensor huber_loss(const Tensor& self, const Tensor& target, std::string_view reduction, double delta,
                   const std::optional<Tensor>& weight) {
+  check_kernel_dtype(self.dtype(), "huber_cpu", true, true);  // no complex kernel
   check_kernel_dtype(promote_types(self.dtype(), target.dtype()), "huber_cpu", false, false);
   KINDLE_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
   Tensor d = (self - target).abs();
@@ -94,6 +97,7 @@ void check_targets(const Tensor& tgt, const Tensor& valid, int64_t C, int64_t ig
 
 Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
                 std::string_view reduction) {
+  check_kernel_dtype(self.dtype(), "nll_loss_out_frame", true, true);  // no complex kernel
   check_kernel_dtype(self.dtype(), "nll_loss_out_frame", false, false);
   nn_detail::check_reduction(reduction, "nll_loss");
   KINDLE_CHECK(self.dim() >= 1, "nll_loss: input tensor should be 1D or more (got a 0-d tensor)");
@@ -226,6 +230,7 @@ Tensor cross_entropy_fused(const Tensor& self, const Tensor& target, int64_t ign
 
 Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                      int64_t ignore_index, std::string_view reduction, double label_smoothing) {
+  check_kernel_dtype(self.dtype(), "nll_loss_out_frame", true, true);  // no complex kernel
   nn_detail::check_reduction(reduction, "cross_entropy");
   if (self.dim() == 2 && target.dim() == 1 && target.dtype() == kInt64 && !weight && label_smoothing == 0 &&
       (self.dtype() == kFloat32 || self.dtype() == kFloat64) && self.size(1) > 0)
@@ -322,6 +327,7 @@ Tensor hinge_embedding_loss(const Tensor& self, const Tensor& target, double mar
 }
 
 Tensor cosine_similarity(const Tensor& x1_in, const Tensor& x2_in, int64_t dim, double eps) {
+  check_kernel_dtype(x1_in.dtype(), "cosine_similarity", true, true);  // no complex kernel
   // Normalise first (as PyTorch), which keeps the result within [-1, 1]; broadcast first so
   // that a size-1 dim is normalised at its broadcast size.
   auto b = broadcast_tensors({x1_in, x2_in});

@@ -52,6 +52,7 @@ Tensor layer_norm(const Tensor& self, IntArrayRef normalized_shape, const std::o
 
 Tensor rms_norm(const Tensor& self, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
                 std::optional<double> eps) {
+  check_kernel_dtype(self.dtype(), "rms_norm", true, true);  // no complex kernel
   check_normalized_shape(self, normalized_shape, "rms_norm");
   double e = eps ? *eps
                  : self.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
@@ -66,6 +67,7 @@ Tensor rms_norm(const Tensor& self, IntArrayRef normalized_shape, const std::opt
 
 Tensor group_norm(const Tensor& self, int64_t num_groups, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
+  check_kernel_dtype(self.dtype(), "GroupNormKernelImpl", true, true);  // no complex kernel
   KINDLE_CHECK(self.dim() >= 2, "group_norm: Expected at least 2 dimensions for input tensor but received ",
                self.dim());
   int64_t N = self.size(0), C = self.size(1);

@@ -18,7 +18,7 @@ constexpr double kPi = std::numbers::pi;
 bool is_reduced_float(DType t) { return t == kFloat16 || t == kBFloat16; }
 
 // Integer and bool inputs of float-valued ops compute in the default dtype, as PyTorch does.
-Tensor to_floating(const Tensor& t) { return t.is_floating_point() ? t : t.to(default_dtype()); }
+Tensor to_floating(const Tensor& t) { return t.is_floating_point() || t.is_complex() ? t : t.to(default_dtype()); }
 
 // Transcendental composites run in float32 for float16/bfloat16 and round once at the end, as a
 // fused kernel would (several rounded half steps lose more than the kernel's one).
@@ -53,9 +53,15 @@ Tensor ones_of(DType dt) { return scalar_tensor_of(1, dt); }
 
 // ---- elementwise
 
-Tensor deg2rad(const Tensor& self) { return to_floating(self) * Scalar(kPi / 180.0); }
+Tensor deg2rad(const Tensor& self) {
+  KINDLE_CHECK(!self.is_complex(), "deg2rad is not supported for complex tensors.");
+  return to_floating(self) * Scalar(kPi / 180.0);
+}
 const Tensor& deg2rad_(const Tensor& self) { return assign_result(self, deg2rad(input_of(self)), "deg2rad_"); }
-Tensor rad2deg(const Tensor& self) { return to_floating(self) * Scalar(180.0 / kPi); }
+Tensor rad2deg(const Tensor& self) {
+  KINDLE_CHECK(!self.is_complex(), "rad2deg is not supported for complex tensors.");
+  return to_floating(self) * Scalar(180.0 / kPi);
+}
 const Tensor& rad2deg_(const Tensor& self) { return assign_result(self, rad2deg(input_of(self)), "rad2deg_"); }
 
 // log(e^a + e^b) = max + log1p(e^-|a-b|); where the max is infinite the sum is the max (the
@@ -91,7 +97,10 @@ const Tensor& sinc_(const Tensor& self) { return assign_result(self, sinc(input_
 Tensor ldexp(const Tensor& self, const Tensor& other) {
   if (is_floating_point(self.dtype())) check_kernel_dtype(other.dtype(), "ldexp_cpu_exp", true, false);
   DType dt = result_type({self, other});
-  if (!is_floating_point(dt)) dt = default_dtype();
+  KINDLE_CHECK_NOT_IMPLEMENTED(!is_complex(dt) || (other.dtype() != kFloat16 && other.dtype() != kBFloat16),
+                               "ldexp: a complex tensor with a ", other.dtype(), " exponent needs complex32, which "
+                               "Kindle does not support");
+  if (!is_floating_point(dt) && !is_complex(dt)) dt = default_dtype();
   return in_opmath(self.to(dt), [&](const Tensor& x) { return x * other.to(x.dtype()).exp2(); });
 }
 const Tensor& ldexp_(const Tensor& self, const Tensor& other) {
@@ -109,17 +118,23 @@ const Tensor& heaviside_(const Tensor& self, const Tensor& values) {
   return assign_result(self, heaviside(input_of(self), values), "heaviside_");
 }
 
-// float_power computes in double whatever the operands' dtypes.
-Tensor float_power(const Tensor& self, const Tensor& exponent) { return pow(self.to(kFloat64), exponent.to(kFloat64)); }
+// float_power computes in double (complex128 when either side is complex) whatever the dtypes.
+Tensor float_power(const Tensor& self, const Tensor& exponent) {
+  DType dt = self.is_complex() || exponent.is_complex() ? kComplex128 : kFloat64;
+  return pow(self.to(dt), exponent.to(dt));
+}
 Tensor float_power(const Tensor& self, const Scalar& exponent) {
-  return pow(self.to(kFloat64), scalar_tensor_of(exponent, kFloat64));
+  DType dt = self.is_complex() || exponent.is_complex() ? kComplex128 : kFloat64;
+  return pow(self.to(dt), scalar_tensor_of(exponent, dt));
 }
 Tensor float_power(const Scalar& self, const Tensor& exponent) {
-  return pow(scalar_tensor_of(self, kFloat64), exponent.to(kFloat64));
+  DType dt = self.is_complex() || exponent.is_complex() ? kComplex128 : kFloat64;
+  return pow(scalar_tensor_of(self, dt), exponent.to(dt));
 }
 const Tensor& float_power_(const Tensor& self, const Tensor& exponent) {
-  KINDLE_CHECK(self.dtype() == kFloat64, "the base given to float_power_ has dtype ", self.dtype(),
-               " but the operation's result requires dtype ", kFloat64);
+  DType want = self.is_complex() || exponent.is_complex() ? kComplex128 : kFloat64;
+  KINDLE_CHECK(self.dtype() == want, "the base given to float_power_ has dtype ", self.dtype(),
+               " but the operation's result requires dtype ", want);
   return assign_result(self, float_power(input_of(self), exponent), "float_power_");
 }
 
@@ -622,6 +637,7 @@ const Tensor& scatter_reduce_(const Tensor& self, int64_t dim, const Tensor& ind
 // index_reduce is scatter_reduce with the 1-D index spread over source's other dimensions.
 Tensor index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, std::string_view reduce,
                     bool include_self) {
+  check_kernel_dtype(self.dtype(), "index_reduce", true, true);  // no complex kernel
   KINDLE_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
                "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
   KINDLE_CHECK(index.dim() <= 1, "index_reduce_(): Index is supposed to be a vector, but got dim: ", index.dim(),

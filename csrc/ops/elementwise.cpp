@@ -11,8 +11,31 @@ namespace {
 // FloatOnly: float inputs only (PyTorch has no integer kernel: silu); Float promotes integers.
 enum class UKind { Float, FloatOnly, Numeric, Any, BoolOut, Integral };
 
+// The unary ops PyTorch defines on complex numbers (abs gives the real magnitude).
+bool has_complex_kernel(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Sgn: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
+    case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Log: case UnaryOp::Log2: case UnaryOp::Log10:
+    case UnaryOp::Log1p: case UnaryOp::Expm1: case UnaryOp::Sin: case UnaryOp::Cos: case UnaryOp::Tan:
+    case UnaryOp::Asin: case UnaryOp::Acos: case UnaryOp::Atan: case UnaryOp::Sinh: case UnaryOp::Cosh:
+    case UnaryOp::Tanh: case UnaryOp::Asinh: case UnaryOp::Acosh: case UnaryOp::Atanh: case UnaryOp::Sigmoid:
+    case UnaryOp::Silu: case UnaryOp::Reciprocal: case UnaryOp::Square: case UnaryOp::LogicalNot:
+    case UnaryOp::Isnan: case UnaryOp::Isinf: case UnaryOp::Isfinite: return true;
+    default: return false;
+  }
+}
+
 Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const Tensor& out = {}) {
   DType dt = self.dtype();
+  if (is_complex(dt)) {
+    KINDLE_CHECK(op != UnaryOp::Sign, "Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                 "Please use torch.sgn instead.");
+    KINDLE_CHECK_NOT_IMPLEMENTED(has_complex_kernel(op), name, ": \"", name, "_cpu\" not implemented for '",
+                                 scalar_type_name(dt), "'");
+    KINDLE_CHECK(!(op == UnaryOp::Abs && out.defined() && out.is_same(self)),
+                 "In-place abs is not supported for complex tensors.");
+    if (kind == UKind::FloatOnly) kind = UKind::Float;
+  }
   if (kind == UKind::Numeric)
     KINDLE_CHECK(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
   if (kind == UKind::Integral)
@@ -24,6 +47,7 @@ Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const
   cfg.add_output(out).add_input(self);
   cfg.int_to_float = kind == UKind::Float || kind == UKind::FloatOnly;
   if (kind == UKind::BoolOut) cfg.output_dtype = kBool;
+  if (op == UnaryOp::Abs && is_complex(dt)) cfg.output_dtype = to_real_value_type(dt);
   TensorIter it = cfg.build(name);
   if (it.numel) unary_stub[it.device()](it, op);
   it.finish();
@@ -75,6 +99,12 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   if (kind == BKind::Compare || kind == BKind::Logical) cfg.output_dtype = kBool;
   TensorIter it = cfg.build(name);
   DType ct = it.common_dtype;
+  if (is_complex(ct)) {
+    bool ok = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
+              op == BinaryOp::Pow || op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::LogicalAnd ||
+              op == BinaryOp::LogicalOr || op == BinaryOp::LogicalXor;
+    KINDLE_CHECK_NOT_IMPLEMENTED(ok, name, ": \"", name, "_cpu\" not implemented for '", scalar_type_name(ct), "'");
+  }
   if (kind == BKind::Bitwise)
     KINDLE_CHECK(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
                       a.dtype(), " and ", b.dtype());
@@ -105,19 +135,22 @@ Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar
                 const Tensor& out = {}) {
   KINDLE_CHECK(!sub || (a.dtype() != kBool && b.dtype() != kBool), name, ": subtraction, the `-` operator, with a bool "
                "tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-  bool unit = !alpha.is_floating_point() && !alpha.is_bool() && alpha.to_int() == 1;
+  bool unit = alpha.is_integral() && alpha.to_int() == 1;
   if (unit) return binary(name, a, b, sub ? BinaryOp::Sub : BinaryOp::Add, BKind::Arith, out);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(a).add_input(b);
   TensorIter it = cfg.build(name);
-  KINDLE_CHECK(is_floating_point(it.common_dtype) || !alpha.is_floating_point(), name,
+  KINDLE_CHECK(is_complex(it.common_dtype) || !alpha.is_complex(), name,
+               ": for non-complex input tensors, argument alpha must not be a complex number.");
+  KINDLE_CHECK(is_floating_point(it.common_dtype) || is_complex(it.common_dtype) || !alpha.is_floating_point(), name,
                ": for integral input tensors, argument alpha must not be a floating point number.");
   KINDLE_CHECK(!alpha.is_bool() || it.common_dtype == kBool, name, ": Boolean alpha only supported for Boolean results, got ",
                it.common_dtype);
   if (it.common_dtype == kBool) {  // alpha acts as a bool too: a or (alpha and b)
     return alpha.to_bool() ? binary(name, a, b, BinaryOp::Add, BKind::Arith, out) : (out.defined() ? out.copy_(a) : a.clone());
   }
-  Scalar al = sub ? (alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int())) : alpha;
+  Scalar al = !sub ? alpha : alpha.is_complex() ? Scalar(-alpha.to_complex())
+             : alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
   if (it.numel) add_alpha_stub[it.device()](it, al);
   it.finish();
   if (out.defined()) out.bump_version();
@@ -126,6 +159,8 @@ Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar
 
 Tensor param(const char* name, const Tensor& self, ParamOp op, std::initializer_list<double> p,
              const Tensor& out = {}, std::optional<DType> compute = std::nullopt) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), name, ": \"", name, "_cpu\" not implemented for '",
+                               scalar_type_name(self.dtype()), "'");
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self);
   cfg.compute_dtype = compute;
@@ -139,6 +174,8 @@ Tensor param(const char* name, const Tensor& self, ParamOp op, std::initializer_
 
 Tensor float_param(const char* name, const Tensor& self, ParamOp op, std::initializer_list<double> p,
                    const Tensor& out = {}) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), name, ": \"", name, "_cpu\" not implemented for '",
+                               scalar_type_name(self.dtype()), "'");
   DType ct = is_floating_point(self.dtype()) ? self.dtype() : default_dtype();
   return param(name, self, op, p, out, ct);
 }
@@ -358,7 +395,8 @@ const Tensor& floor_divide_(const Tensor& a, const Tensor& b) { return div_(a, b
 // A Python-number exponent must fit the result dtype (PyTorch converts it to that dtype).
 static void check_pow_exponent(const Tensor& a, const Tensor& b, const char* name) {
   if (!b.impl()->wrapped_number) return;
-  if (!is_floating_point(a.dtype()) && !is_floating_point(b.dtype()))
+  auto inexact = [](DType t) { return is_floating_point(t) || is_complex(t); };
+  if (!inexact(a.dtype()) && !inexact(b.dtype()))
     KINDLE_CHECK(b.item().to_int() >= 0, name, ": integers to negative integer powers are not allowed.");
   // (float32/float64 take the exponent as a double: never out of range)
   DType rt = result_type({a, b});
@@ -508,7 +546,7 @@ const Tensor& native_addcdiv_(const Tensor& self, const Tensor& t1, const Tensor
 Tensor isclose(const Tensor& self, const Tensor& other, double rtol, double atol, bool equal_nan) {
   KINDLE_CHECK(self.dtype() == other.dtype(), "isclose: expected both tensors to have the same dtype, but got ",
                     self.dtype(), " and ", other.dtype());
-  if (!self.is_floating_point()) {  // integers and bools: compare in float64, where atol means something
+  if (!self.is_floating_point() && !self.is_complex()) {  // integers and bools: compare in float64, where atol means something
     return isclose(self.to(kFloat64), other.to(kFloat64), rtol, atol, equal_nan);
   }
   Tensor close = eq(self, other);

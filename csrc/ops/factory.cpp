@@ -94,17 +94,21 @@ Tensor full_like(const Tensor& self, const Scalar& v, std::optional<DType> dtype
 Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
             std::optional<Device> device, bool requires_grad) {
   DType dt = dtype.value_or(default_dtype());
-  KINDLE_CHECK(is_floating_point(dt), "rand: expected a floating point dtype, got ", dt);
+  KINDLE_CHECK(is_floating_point(dt) || is_complex(dt), "rand: expected a floating point or complex dtype, got ", dt);
   Tensor t = empty_tensor(size, dt, dev(device));
-  fill_random(t, uniform_args(0, 1), generator);
+  // complex: the real and the imaginary part each uniform on [0, 1), drawn in memory order
+  Tensor parts = is_complex(dt) ? view_as_real(t) : t;
+  fill_random(parts, uniform_args(0, 1), generator);
   return finish_factory(t, requires_grad, "rand");
 }
 Tensor randn(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
              std::optional<Device> device, bool requires_grad) {
   DType dt = dtype.value_or(default_dtype());
-  KINDLE_CHECK(is_floating_point(dt), "randn: expected a floating point dtype, got ", dt);
+  KINDLE_CHECK(is_floating_point(dt) || is_complex(dt), "randn: expected a floating point or complex dtype, got ", dt);
   Tensor t = empty_tensor(size, dt, dev(device));
-  fill_random(t, normal_args(t, 0, 1), generator);
+  // complex: a standard complex normal, each part of variance 1/2 (as torch draws it)
+  Tensor parts = is_complex(dt) ? view_as_real(t) : t;
+  fill_random(parts, normal_args(parts, 0, is_complex(dt) ? std::sqrt(0.5) : 1.0), generator);
   return finish_factory(t, requires_grad, "randn");
 }
 Tensor normal(double mean, double std, IntArrayRef size, const std::optional<Generator>& generator,

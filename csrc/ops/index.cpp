@@ -383,7 +383,7 @@ Tensor nonzero(const Tensor& self) {
   Tensor x = contiguous(self);
   int64_t n = x.numel(), nd = x.dim();
   std::vector<int64_t> hits;
-  dispatch_all(x.dtype(), "nonzero", [&](auto tag) {
+  dispatch_all_and_complex(x.dtype(), "nonzero", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = static_cast<const T*>(x.data_ptr());
     for (int64_t i = 0; i < n; ++i) if (opmath_t<T>(p[i]) != opmath_t<T>(0)) hits.push_back(i);

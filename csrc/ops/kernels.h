@@ -23,7 +23,7 @@ enum class UnaryOp : uint8_t {
   Neg, Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin,
   Acos, Atan, Sinh, Cosh, Tanh, Sigmoid, Relu, Silu, GeluErf, GeluTanh, Erf, Erfinv, Floor, Ceil,
   Round, Trunc, Frac, Reciprocal, Square, LogicalNot, BitwiseNot, Isnan, Isinf, Isfinite,
-  Signbit, Sgn, Asinh, Acosh, Atanh,
+  Signbit, Sgn, Asinh, Acosh, Atanh, Conj,
 };
 enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, Atan2, Maximum, Minimum, Fmod, Remainder,

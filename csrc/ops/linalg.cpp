@@ -107,7 +107,7 @@ Tensor dot(const Tensor& self, const Tensor& other) {
   check_mm_dtypes(self, other, "dot");
   return mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
 }
-Tensor vdot(const Tensor& self, const Tensor& other) { return dot(self, other); }
+Tensor vdot(const Tensor& self, const Tensor& other) { return dot(self.conj(), other); }
 
 Tensor mv(const Tensor& self, const Tensor& vec) {
   KINDLE_CHECK(self.dim() == 2 && vec.dim() == 1, "mv: expected a matrix and a vector, got ", self.dim(), "-d and ", vec.dim(), "-d");

@@ -159,6 +159,7 @@ namespace kindle {
 // value, an N-D one row by row (its leading dims must equal the values' leading dims).
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
                     std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!sorted_sequence.is_complex() && !self.is_complex(), "\"searchsorted_out_cpu\" not implemented for '", scalar_type_name(self.is_complex() ? self.dtype() : sorted_sequence.dtype()), "'");
   check_kernel_dtype(sorted_sequence.dtype(), "searchsorted_out_cpu", true, false);
   const char* op = "torch.searchsorted()";
   KINDLE_CHECK(sorted_sequence.dim() > 0, op, ": boundaries tensor should have positive dimension, but got 0 dimension");

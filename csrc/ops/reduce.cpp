@@ -106,13 +106,14 @@ Tensor native_sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std
   return reduce(in, dim, keepdim, ReduceOp::Sum, dt, "sum");
 }
 Tensor nansum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  KINDLE_CHECK(!self.is_complex(), "nansum on CPU does not support complex inputs");
   if (!self.is_floating_point()) return sum(self, dim, keepdim, dtype);
   return sum(where(isnan(self), scalar_tensor_of(0, self.dtype()), self), dim, keepdim, dtype);
 }
 
 Tensor native_mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   DType dt = dtype.value_or(self.dtype());
-  KINDLE_CHECK(is_floating_point(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
+  KINDLE_CHECK(is_floating_point(dt) || is_complex(dt), "mean(): could not infer output dtype. Input dtype must be either a floating "
                "point or complex dtype. Got: ", self.dtype());
   if (is_floating_point(self.dtype()) && itemsize(dt) < itemsize(self.dtype()))
     return mean(self, dim, keepdim, std::nullopt).to(dt);  // averaged, then rounded once (PyTorch)
@@ -129,6 +130,7 @@ Tensor native_prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim,
 }
 
 static Tensor minmax_reduce(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, bool is_max, const char* name) {
+  KINDLE_CHECK(!self.is_complex(), name, "(): does not support complex input");
   KINDLE_CHECK(self.numel() > 0 || (dim && !dim->empty()), name, "(): Expected reduction dim to be specified for "
                "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
   if (self.numel() == 0) {
@@ -156,6 +158,7 @@ Tensor min(const Tensor& self, const Tensor& other) { return minimum(self, other
 
 static std::tuple<Tensor, Tensor> arg_reduce(const Tensor& self, int64_t dim, bool keepdim, bool is_max, bool want_values,
                                              const char* name) {
+  KINDLE_CHECK(!self.is_complex(), name, "(): does not support complex input");
   KINDLE_CHECK(want_values || self.dtype() != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
   int64_t d = wrap_dim(dim, self.dim(), name);
   KINDLE_CHECK_INDEX(self.dim() == 0 || self.sizes()[d] > 0, name, "(): Expected reduction dim ", d,
@@ -175,6 +178,7 @@ static std::tuple<Tensor, Tensor> arg_reduce(const Tensor& self, int64_t dim, bo
 std::tuple<Tensor, Tensor> native_max(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, true, true, "max"); }
 std::tuple<Tensor, Tensor> native_min(const Tensor& self, int64_t dim, bool keepdim) { return arg_reduce(self, dim, keepdim, false, true, "min"); }
 std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"aminmax_cpu\" not implemented for '", scalar_type_name(self.dtype()), "'");
   if (!dim) return {amin(self, {}, keepdim), amax(self, {}, keepdim)};
   return {amin(self, IntArrayRef{*dim}, keepdim), amax(self, IntArrayRef{*dim}, keepdim)};
 }
@@ -198,6 +202,11 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
 // dtype, so a variance past the dtype's range still gives a finite deviation, as in PyTorch.
 static std::tuple<Tensor, Tensor> var_mean_f64(const Tensor& self_in, OptionalIntArrayRef dim, std::optional<bool> unbiased,
                                                bool keepdim, const std::optional<Scalar>& correction, const char* op) {
+  if (self_in.is_complex()) {  // the variance of the real parts plus that of the imaginary parts
+    auto [vr, mr] = var_mean_f64(real(self_in), dim, unbiased, keepdim, correction, op);
+    auto [vi, mi] = var_mean_f64(imag(self_in), dim, unbiased, keepdim, correction, op);
+    return {add(vr, vi), complex(mr, mi)};
+  }
   KINDLE_CHECK(self_in.is_floating_point(), op, "(): expected a floating point tensor, got ", self_in.dtype());
   double c = correction_of(unbiased, correction, op);
   Tensor self = self_in.to(kFloat64);
@@ -211,22 +220,25 @@ static std::tuple<Tensor, Tensor> var_mean_f64(const Tensor& self_in, OptionalIn
 std::tuple<Tensor, Tensor> native_var_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
   auto [v, m] = var_mean_f64(self, dim, unbiased, keepdim, correction, "var");
-  return {v.to(self.dtype()), m.to(self.dtype())};
+  return {v.to(to_real_value_type(self.dtype())), m.to(self.dtype())};
 }
 Tensor var(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
   return std::get<0>(var_mean(self, dim, unbiased, keepdim, correction));
 }
 Tensor native_std(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim, const std::optional<Scalar>& correction) {
-  return sqrt(std::get<0>(var_mean_f64(self, dim, unbiased, keepdim, correction, "std"))).to(self.dtype());
+  return sqrt(std::get<0>(var_mean_f64(self, dim, unbiased, keepdim, correction, "std"))).to(to_real_value_type(self.dtype()));
 }
 std::tuple<Tensor, Tensor> native_std_mean(const Tensor& self, OptionalIntArrayRef dim, std::optional<bool> unbiased, bool keepdim,
                                     const std::optional<Scalar>& correction) {
   auto [v, m] = var_mean_f64(self, dim, unbiased, keepdim, correction, "std_mean");
-  return {sqrt(v).to(self.dtype()), m.to(self.dtype())};
+  return {sqrt(v).to(to_real_value_type(self.dtype())), m.to(self.dtype())};
 }
 
 Tensor native_norm(const Tensor& self, const std::optional<Scalar>& p, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  KINDLE_CHECK(!self.is_complex() || !dtype || is_complex(*dtype), "linalg.vector_norm: dtype should be complex for "
+               "complex inputs, but got ", *dtype);
   Tensor x = dtype ? self.to(*dtype) : self;
+  if (x.is_complex()) x = abs(x);  // a norm of complex numbers is that of their magnitudes
   KINDLE_CHECK(x.is_floating_point(), "norm(): input dtype should be floating point, but got ", x.dtype());
   if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return norm(x.to(kFloat32), p, dim, keepdim, std::nullopt).to(x.dtype());
   double pv = p ? p->to_double() : 2.0;
@@ -238,6 +250,8 @@ Tensor native_norm(const Tensor& self, const std::optional<Scalar>& p, OptionalI
 }
 
 Tensor native_logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "logsumexp: not implemented for complex tensors in Kindle (got ",
+                               self.dtype(), ")");
   Tensor x = self.is_floating_point() ? self : self.to(default_dtype());
   if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));
   Tensor m = amax(x, dim, true);
@@ -260,6 +274,8 @@ Tensor native_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtyp
 Tensor native_log_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return softmax_impl(self, dim, dtype, true, "log_softmax"); }
 
 static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool prod, const char* name) {
+  if (!prod && self.is_complex() && !dtype)  // sums of the parts
+    return complex(scan(real(self), dim, dtype, false, name), scan(imag(self), dim, dtype, false, name));
   int64_t d = wrap_dim(dim, self.dim(), name);
   DType dt = sum_dtype(self, dtype);
   KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool || self.dim() == 0 || self.numel() == 0, name, ": \"", name, "_out_cpu\" not implemented for 'Bool'");
@@ -294,10 +310,12 @@ Tensor native_logcumsumexp(const Tensor& self, int64_t dim) {
 
 // all/any give bool, except for uint8 input, which gives uint8 (as in PyTorch).
 Tensor all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
+  if (self.is_complex()) return all(ne(self, scalar_tensor_of(0, self.dtype())), dim, keepdim);
   Tensor r = reduce(self, dim, keepdim, ReduceOp::All, kBool, "all");
   return self.dtype() == kUInt8 ? r.to(kUInt8) : r;
 }
 Tensor any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
+  if (self.is_complex()) return any(ne(self, scalar_tensor_of(0, self.dtype())), dim, keepdim);
   Tensor r = reduce(self, dim, keepdim, ReduceOp::Any, kBool, "any");
   return self.dtype() == kUInt8 ? r.to(kUInt8) : r;
 }
@@ -306,6 +324,7 @@ Tensor count_nonzero(const Tensor& self, OptionalIntArrayRef dim) {
 }
 
 std::tuple<Tensor, Tensor> native_sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+  KINDLE_CHECK(!self.is_complex(), "Sort does not support complex dtypes on CPU");
   int64_t d = wrap_dim(dim, self.dim(), "sort");
   Tensor rows = rows_last(self, d);
   Tensor values = empty_tensor(rows.sizes(), self.dtype(), self.device());
@@ -317,6 +336,7 @@ Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
   return std::get<1>(sort(self, dim, descending, stable));
 }
 std::tuple<Tensor, Tensor> native_topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  KINDLE_CHECK(!self.is_complex(), "Sort does not support complex dtypes on CPU");
   int64_t d = wrap_dim(dim, self.dim(), "topk");
   int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   KINDLE_CHECK(self.dtype() != kBool, "topk: \"topk_cpu\" not implemented for 'Bool'");
@@ -328,6 +348,7 @@ std::tuple<Tensor, Tensor> native_topk(const Tensor& self, int64_t k, int64_t di
 
 // unique along a dim: the slices along `dim` are compared as rows, in lexicographic order.
 static std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& self, int64_t dim, bool return_inverse, bool return_counts) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"unique_dim\" not implemented for '", scalar_type_name(self.dtype()), "'");
   int64_t d = wrap_dim(dim, self.dim(), "unique");
   Tensor rows = contiguous(movedim(self, {d}, {0})).to(kFloat64);
   int64_t n = rows.dim() ? rows.size(0) : 1, m = n ? rows.numel() / n : 0;

@@ -181,7 +181,7 @@ Tensor native_t(const Tensor& self) {
 const Tensor& native_t_(const Tensor& self) { return set_geometry(self, t(self)); }
 Tensor adjoint(const Tensor& self) {
   KINDLE_CHECK(self.dim() >= 2, "adjoint: tensor must have at least 2 dimensions, got ", self.dim());
-  return transpose(self, -2, -1);
+  return self.is_complex() ? transpose(self, -2, -1).conj() : transpose(self, -2, -1);  // conj copies
 }
 
 Tensor movedim(const Tensor& self, IntArrayRef source, IntArrayRef destination) {

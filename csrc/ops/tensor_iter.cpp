@@ -19,24 +19,33 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
 }
 
 namespace {
-enum Category { kNone = 0, kBoolCat, kIntCat, kFloatCat };
-int category(DType t) { return t == kBool ? kBoolCat : is_floating_point(t) ? kFloatCat : kIntCat; }
+enum Category { kNone = 0, kBoolCat, kIntCat, kFloatCat, kComplexCat };
+int category(DType t) {
+  return t == kBool ? kBoolCat : is_floating_point(t) ? kFloatCat : is_complex(t) ? kComplexCat : kIntCat;
+}
 
 struct ResultState {
   std::optional<DType> dim, zero, wrapped;
   static void update(std::optional<DType>& slot, DType t) { slot = slot ? promote_types(*slot, t) : t; }
   void add(const Tensor& t) {
     DType d = t.dtype();
-    if (t.impl()->wrapped_number) update(wrapped, is_floating_point(d) ? default_dtype() : d);
+    if (t.impl()->wrapped_number)
+      update(wrapped, is_floating_point(d) ? default_dtype() : is_complex(d) ? to_complex_type(default_dtype()) : d);
     else if (t.dim() == 0) update(zero, d);
     else update(dim, d);
   }
   static std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
     if (!higher) return lower;
     if (!lower) return higher;
-    if (is_floating_point(*higher)) return higher;
-    if (*higher == kBool || is_floating_point(*lower)) return promote_types(*higher, *lower);
-    return higher;
+    int ch = category(*higher), cl = category(*lower);
+    if (cl <= ch) return higher;
+    // a float tensor with a complex number: the complex type of the tensor's precision
+    if (ch == kFloatCat) {
+      KINDLE_CHECK_NOT_IMPLEMENTED(*higher != kFloat16 && *higher != kBFloat16, "a ", *higher, " tensor with a complex "
+                                   "number gives a complex32 (ComplexHalf) result, which Kindle does not support");
+      return to_complex_type(*higher);
+    }
+    return promote_types(*higher, *lower);
   }
   DType result() const { return combine(dim, combine(zero, wrapped)).value_or(default_dtype()); }
 };
@@ -96,7 +105,7 @@ TensorIter TensorIterConfig::build(const char* op) {
     for (int i = 0; i < n_in; ++i)
       if (!(keep_input_dtype & (1u << i))) st.add(inputs[i]);
     common = n_in ? st.result() : (outputs[0].defined() ? outputs[0].dtype() : default_dtype());
-    if (int_to_float && !is_floating_point(common)) common = default_dtype();
+    if (int_to_float && !is_floating_point(common) && !is_complex(common)) common = default_dtype();
   }
   it.common_dtype = common;
   Device device = n_in ? inputs[0].device() : (outputs[0].defined() ? outputs[0].device() : kCPU);

@@ -112,6 +112,10 @@ template <> struct type_caster<kindle::Scalar> {
       return true;
     }
     if (PyFloat_Check(o)) { value = kindle::Scalar(PyFloat_AS_DOUBLE(o)); return true; }
+    if (PyComplex_Check(o)) {
+      value = kindle::Scalar(kindle::c128(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
+      return true;
+    }
     if (!(flags & uint8_t(cast_flags::convert))) return false;
     if (nanobind::isinstance<kindle::Tensor>(src)) {
       kindle::Tensor* t = nanobind::inst_ptr<kindle::Tensor>(src);
@@ -133,6 +137,7 @@ template <> struct type_caster<kindle::Scalar> {
   static handle from_cpp(const kindle::Scalar& s, rv_policy, cleanup_list*) noexcept {
     if (s.is_bool()) return handle(s.to_bool() ? Py_True : Py_False).inc_ref();
     if (s.is_integral()) return PyLong_FromLongLong(s.to_int());
+    if (s.is_complex()) return PyComplex_FromDoubles(s.to_complex().real(), s.to_complex().imag());
     return PyFloat_FromDouble(s.to_double());
   }
 };

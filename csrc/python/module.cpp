@@ -164,7 +164,7 @@ NB_MODULE(_C, m) {
   nb::class_<DTypeInfo>(m, "dtype")
       .def_prop_ro("is_floating_point", [](const DTypeInfo& d) { return is_floating_point(d.value); })
       .def_prop_ro("is_signed", [](const DTypeInfo& d) { return is_signed(d.value); })
-      .def_prop_ro("is_complex", [](const DTypeInfo&) { return false; })
+      .def_prop_ro("is_complex", [](const DTypeInfo& d) { return is_complex(d.value); })
       .def_prop_ro("itemsize", [](const DTypeInfo& d) { return itemsize(d.value); })
       .def("__repr__", [](const DTypeInfo& d) { return std::string("kindle.") + dtype_name(d.value); })
       .def("__reduce__", [](const DTypeInfo& d) { return std::string(dtype_name(d.value)); });

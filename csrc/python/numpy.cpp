@@ -19,6 +19,10 @@ DType dtype_from_nb(nb::dlpack::dtype d) {
     if (d.bits == 32) return kFloat32;
     if (d.bits == 64) return kFloat64;
   }
+  if (code == dtype_code::Complex) {
+    if (d.bits == 64) return kComplex64;
+    if (d.bits == 128) return kComplex128;
+  }
   if (code == dtype_code::Bfloat && d.bits == 16) return kBFloat16;
   if (code == dtype_code::Int) {
     if (d.bits == 8) return kInt8;
@@ -29,8 +33,8 @@ DType dtype_from_nb(nb::dlpack::dtype d) {
   if (code == dtype_code::UInt && d.bits == 8) return kUInt8;
   if (code == dtype_code::UInt && d.bits == 1) return kBool;
   throw TypeError(detail::str_cat("can't convert an array of dtype code ", int(d.code), " with ", int(d.bits),
-                                  " bits; the only supported types are: float64, float32, float16, bfloat16, int64, "
-                                  "int32, int16, int8, uint8, and bool."));
+                                  " bits; the only supported types are: complex128, complex64, float64, float32, float16, "
+                                  "bfloat16, int64, int32, int16, int8, uint8, and bool."));
 }
 
 nb::dlpack::dtype nb_dtype(DType t) {
@@ -45,6 +49,8 @@ nb::dlpack::dtype nb_dtype(DType t) {
     case kBFloat16: return {uint8_t(nb::dlpack::dtype_code::Bfloat), 16, 1};
     case kFloat32: return nb::dtype<float>();
     case kFloat64: return nb::dtype<double>();
+    case kComplex64: return {uint8_t(nb::dlpack::dtype_code::Complex), 64, 1};
+    case kComplex128: return {uint8_t(nb::dlpack::dtype_code::Complex), 128, 1};
   }
   return nb::dtype<float>();
 }
@@ -95,7 +101,7 @@ nb::object to_numpy(nb::handle self_obj, bool force) {
 constexpr int64_t kMaxTensorDims = 64;
 Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy);
 
-// kind: the category of the Python scalars seen (0 bool, 1 int, 2 float); np_dtype: the promoted
+// kind: the category of the Python scalars seen (0 bool, 1 int, 2 float, 3 complex); np_dtype: the promoted
 // dtype of the NumPy scalars seen, which keep their dtype as in PyTorch.
 void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::optional<DType>& np_dtype) {
   PyObject* o = h.ptr();
@@ -111,10 +117,11 @@ void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::option
   if (PyBool_Check(o)) { kind = std::max(kind, 0); return; }
   if (PyLong_Check(o)) { kind = std::max(kind, 1); return; }
   if (PyFloat_Check(o)) { kind = std::max(kind, 2); return; }
+  if (PyComplex_Check(o)) { kind = std::max(kind, 3); return; }
   if (nb::isinstance<Tensor>(h)) {
     const Tensor& t = nb::cast<const Tensor&>(h);
     KINDLE_CHECK(t.numel() == 1, "tensor(): only one element tensors can be converted to Python scalars inside a list");
-    kind = std::max(kind, t.is_floating_point() ? 2 : t.dtype() == kBool ? 0 : 1);
+    kind = std::max(kind, is_complex(t.dtype()) ? 3 : t.is_floating_point() ? 2 : t.dtype() == kBool ? 0 : 1);
     return;
   }
   if (PySequence_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o)) {
@@ -152,8 +159,8 @@ void fill(nb::handle h, char*& p, DType dt) {
     s = nb::cast<Scalar>(h);
   }
   // Integers and NaN must fit an integer dtype (PyTorch raises); float dtypes take inf.
-  if (!is_floating_point(dt)) check_scalar_fits(s, dt, "tensor()");
-  dispatch_all(dt, "tensor", [&](auto tag) {
+  if (!is_floating_point(dt) && !is_complex(dt)) check_scalar_fits(s, dt, "tensor()");
+  dispatch_all_and_complex(dt, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     *reinterpret_cast<T*>(p) = s.to<T>();
   });
@@ -180,7 +187,8 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
   int kind = -1;
   std::optional<DType> np_dtype;
   infer(data, 0, shape, kind, np_dtype);
-  DType py_dt = kind == 2 ? default_dtype() : kind == 1 ? kInt64 : kind == 0 ? kBool : default_dtype();
+  DType py_dt = kind == 3 ? to_complex_type(default_dtype()) : kind == 2 ? default_dtype()
+              : kind == 1 ? kInt64 : kind == 0 ? kBool : default_dtype();
   DType dt = dtype.value_or(np_dtype ? (kind >= 0 ? promote_types(*np_dtype, py_dt) : *np_dtype) : py_dt);
   Tensor t = empty_tensor(shape, dt);
   char* p = static_cast<char*>(t.data_ptr());
@@ -209,7 +217,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     if (device) KINDLE_CHECK_NOT_IMPLEMENTED(device->is_cpu(), "tensor: kindle was built without support for device ", *device);
     Tensor t = from_data(data, dtype, true);
     if (requires_grad) {
-      KINDLE_CHECK(t.is_floating_point(), "Only Tensors of floating point dtype can require gradients");
+      KINDLE_CHECK(t.is_floating_point() || is_complex(t.dtype()), "Only Tensors of floating point and complex dtype can require gradients");
       t.impl()->requires_grad = true;
     }
     return t;

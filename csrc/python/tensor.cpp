@@ -22,7 +22,7 @@ nb::object make_size(IntArrayRef s) {
 
 nb::object tolist_rec(const Tensor& t, const char* p, int64_t d) {
   if (d == t.dim()) {
-    return dispatch_all(t.dtype(), "tolist", [&](auto tag) -> nb::object {
+    return dispatch_all_and_complex(t.dtype(), "tolist", [&](auto tag) -> nb::object {
       using T = typename decltype(tag)::type;
       return nb::cast(Scalar(*reinterpret_cast<const T*>(p)));
     });
@@ -91,8 +91,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_CHECK(t.dim() >= 2, "tensor.mT is only supported on matrices or batches of matrices. Got ", t.dim(), "-D tensor.");
     return t.transpose(-2, -1);
   });
-  cls.def_prop_ro("H", [](const Tensor& t) { return t.dim() < 2 ? t.view(t.sizes()) : t.t(); });
-  cls.def_prop_ro("mH", [](const Tensor& t) { return t.transpose(-2, -1); });
+  cls.def_prop_ro("H", [](const Tensor& t) { return t.dim() < 2 ? t.view(t.sizes()).conj() : t.t().conj(); });
+  cls.def_prop_ro("mH", [](const Tensor& t) { return t.transpose(-2, -1).conj(); });
   cls.def_prop_rw("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
                   [](const Tensor& t, bool r) { t.requires_grad_(r); });
   cls.def("requires_grad_", [](nb::handle_t<Tensor> h, bool r) {
@@ -132,6 +132,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.data_ptr()); });
   cls.def("is_contiguous", [](const Tensor& t, nb::kwargs) { return t.is_contiguous(); });
   cls.def("is_floating_point", &Tensor::is_floating_point);
+  cls.def("is_complex", &Tensor::is_complex);
   cls.def("is_complex", [](const Tensor&) { return false; });
   cls.def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); });
   cls.def("item", [](const Tensor& t) { return t.item(); });

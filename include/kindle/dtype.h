@@ -1,5 +1,6 @@
 // Element types, the two 16-bit float formats, type promotion and the dtype dispatcher.
 #pragma once
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
@@ -10,13 +11,18 @@ namespace kindle {
 
 // Order matters: promote_types and the Python dtype objects index by it.
 enum class DType : int8_t {
-  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64
+  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Complex64, Complex128
 };
-constexpr int kNumDTypes = 10;
+constexpr int kNumDTypes = 12;
 constexpr DType kBool = DType::Bool, kUInt8 = DType::UInt8, kInt8 = DType::Int8,
                 kInt16 = DType::Int16, kInt32 = DType::Int32, kInt64 = DType::Int64,
                 kFloat16 = DType::Float16, kBFloat16 = DType::BFloat16,
-                kFloat32 = DType::Float32, kFloat64 = DType::Float64;
+                kFloat32 = DType::Float32, kFloat64 = DType::Float64,
+                kComplex64 = DType::Complex64, kComplex128 = DType::Complex128;
+
+// Complex elements are std::complex (two floats, real first: the layout of C99, NumPy and PyTorch).
+using c64 = std::complex<float>;
+using c128 = std::complex<double>;
 
 namespace detail {
 inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
@@ -70,10 +76,16 @@ struct BFloat16 {
 };
 
 constexpr size_t itemsize(DType t) {
-  constexpr size_t s[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  constexpr size_t s[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
   return s[int(t)];
 }
-constexpr bool is_floating_point(DType t) { return t >= DType::Float16; }
+constexpr bool is_floating_point(DType t) { return t >= DType::Float16 && t <= DType::Float64; }
+constexpr bool is_complex(DType t) { return t >= DType::Complex64; }
+// complex64 <-> float32, complex128 <-> float64 (the part type, and back).
+constexpr DType to_real_value_type(DType t) {
+  return t == DType::Complex64 ? DType::Float32 : t == DType::Complex128 ? DType::Float64 : t;
+}
+constexpr DType to_complex_type(DType t) { return t == DType::Float64 || t == DType::Complex128 ? DType::Complex128 : DType::Complex64; }
 constexpr bool is_integral(DType t, bool include_bool) {
   return t == DType::Bool ? include_bool : t <= DType::Int64;
 }
@@ -103,6 +115,8 @@ KINDLE_DTYPE_OF(Half, kFloat16)
 KINDLE_DTYPE_OF(BFloat16, kBFloat16)
 KINDLE_DTYPE_OF(float, kFloat32)
 KINDLE_DTYPE_OF(double, kFloat64)
+KINDLE_DTYPE_OF(c64, kComplex64)
+KINDLE_DTYPE_OF(c128, kComplex128)
 #undef KINDLE_DTYPE_OF
 template <typename T> constexpr DType dtype_of_v = dtype_of<T>::value;
 
@@ -113,6 +127,13 @@ template <> struct opmath<BFloat16> { using type = float; };
 template <typename T> using opmath_t = typename opmath<T>::type;
 
 template <typename T> struct TypeTag { using type = T; };
+template <typename T> constexpr bool is_complex_v = std::is_same_v<T, c64> || std::is_same_v<T, c128>;
+
+namespace detail {
+// The kernels that have no complex version say so, as PyTorch does: NotImplementedError
+// ("op" not implemented for 'ComplexFloat'), never a silent cast to a real type.
+[[noreturn]] void complex_not_implemented(DType t, const char* op);
+}  // namespace detail
 
 // Calls f(TypeTag<T>{}) for the C++ type of `t`. The variants restrict the set of dtypes and
 // raise a TypeError naming the op for the others.
@@ -129,8 +150,24 @@ decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
     case DType::BFloat16: return f(TypeTag<BFloat16>{});
     case DType::Float32: return f(TypeTag<float>{});
     case DType::Float64: return f(TypeTag<double>{});
+    case DType::Complex64:
+    case DType::Complex128: detail::complex_not_implemented(t, op);
   }
   KINDLE_ERROR(op, ": invalid dtype");
+}
+// Every dtype, the complex ones included (copies, fills, element access).
+template <typename F>
+decltype(auto) dispatch_all_and_complex(DType t, const char* op, F&& f) {
+  if (t == DType::Complex128) return f(TypeTag<c128>{});
+  if (t == DType::Complex64) return f(TypeTag<c64>{});
+  return dispatch_all(t, op, f);
+}
+// The complex dtypes only (kernels written for them).
+template <typename F>
+decltype(auto) dispatch_complex(DType t, const char* op, F&& f) {
+  if (t == DType::Complex128) return f(TypeTag<c128>{});
+  if (t == DType::Complex64) return f(TypeTag<c64>{});
+  throw Error(detail::str_cat(op, ": expected a complex tensor, got ", t));
 }
 template <typename F>
 decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
@@ -139,6 +176,8 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
     case DType::BFloat16: return f(TypeTag<BFloat16>{});
     case DType::Float32: return f(TypeTag<float>{});
     case DType::Float64: return f(TypeTag<double>{});
+    case DType::Complex64:
+    case DType::Complex128: detail::complex_not_implemented(t, op);
     default: break;
   }
   throw Error(detail::str_cat(op, ": expected a floating point tensor, got ", t));

@@ -94,6 +94,7 @@ class Tensor {
   size_t nbytes() const { return size_t(numel()) * element_size(); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
   bool is_floating_point() const { return kindle::is_floating_point(dtype()); }
+  bool is_complex() const { return kindle::is_complex(dtype()); }
   bool requires_grad() const { return impl_->requires_grad; }
   uint32_t version() const { return impl_->storage()->version(); }
   void bump_version() const { impl_->storage()->bump_version(); }

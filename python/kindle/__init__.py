@@ -62,7 +62,7 @@ long, int, short = int64, int32, int16  # noqa: A001
 
 
 class _UnsupportedDtype:
-    """A dtype Kindle names but has no kernels for: the complex ones. Code that only mentions it
+    """A dtype Kindle names but has no kernels for: complex32. Code that only mentions it
     (`x.dtype == torch.cfloat`, a table of dtypes) runs; asking for a tensor of it raises a
     TypeError instead of silently giving another dtype."""
 
@@ -79,8 +79,8 @@ class _UnsupportedDtype:
 
 
 complex32 = chalf = _UnsupportedDtype("complex32", 4)
-complex64 = cfloat = _UnsupportedDtype("complex64", 8)
-complex128 = cdouble = _UnsupportedDtype("complex128", 16)
+complex64 = cfloat = _C.complex64
+complex128 = cdouble = _C.complex128
 
 
 class Size(tuple):

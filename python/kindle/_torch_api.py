@@ -310,10 +310,10 @@ def _nonzero_method(self, *, as_tuple=False):
     return _C.where(self) if as_tuple else _c_nonzero(self)
 
 
-# The complex-number API on real tensors (Kindle has no complex dtypes yet): what torch does for a
-# real tensor. conj and friends return the tensor itself, real is the tensor, imag raises.
+# Complex numbers: conj copies (Kindle has no lazy conjugate or negative bit), so is_conj and
+# is_neg are always False; real and imag are views, settable as attributes as in torch.
 def is_complex(input):  # noqa: A002
-    return False
+    return input.is_complex()
 
 
 def is_conj(input):  # noqa: A002
@@ -324,14 +324,12 @@ def is_neg(input):  # noqa: A002
     return False
 
 
-def conj(input):  # noqa: A002
-    return input
-
-
-conj_physical = resolve_conj = resolve_neg = conj
+conj, conj_physical, resolve_conj, resolve_neg = _C.conj, _C.conj_physical, _C.resolve_conj, _C.resolve_neg
 
 
 def isreal(input):  # noqa: A002
+    if input.is_complex():
+        return _C.imag(input) == 0
     return _C.ones_like(input, dtype=_C.bool)
 
 
@@ -346,8 +344,12 @@ def is_same_size(input, other):  # noqa: A002
     return tuple(input.shape) == tuple(other.shape)
 
 
-def _imag(self):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+def _set_real(self, value):
+    _C.real(self).copy_(value)
+
+
+def _set_imag(self, value):
+    _C.imag(self).copy_(value)
 
 
 def install_tensor_methods(Tensor):
@@ -357,8 +359,8 @@ def install_tensor_methods(Tensor):
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
     if not hasattr(Tensor, "real"):
-        Tensor.real = property(lambda self: self)
-        Tensor.imag = property(_imag)
+        Tensor.real = property(_C.real, _set_real)
+        Tensor.imag = property(_C.imag, _set_imag)
     Tensor.nonzero = _nonzero_method
     for name in ("new_zeros", "new_ones", "new_empty"):
         setattr(Tensor, name, _make_new(name))

@@ -255,10 +255,12 @@ def slogdet(A, *, out=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
     if not isinstance(x, _C.Tensor):
         raise TypeError(f"linalg.vector_norm(): argument 'x' must be Tensor, not {type(x).__name__}")
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {x.dtype}")
     if dtype is not None:
         x = x.to(dtype)
+    if x.is_complex():  # the norm of the magnitudes, in the real dtype
+        x = x.abs()
     if isinstance(dim, int):
         dim = (dim,)
     if x.numel() == 0 and (ord < 0 or ord == math.inf) and dim is None:
@@ -291,7 +293,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
         A = A.to(dtype)
-    if not A.is_floating_point():
+    if A.is_complex() and ord != "fro":
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not implemented for complex tensors in Kindle "
+                                  "(the Frobenius norm is)")
+    if not (A.is_floating_point() or A.is_complex()):
         raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {A.dtype}")
     d0, d1 = (d % A.dim() for d in dim)
     if d0 == d1:

@@ -45,7 +45,7 @@ def to_numpy(t) -> np.ndarray:
             t = t.to(kindle.float32)
         return np.asarray(t.numpy())
     if hasattr(t, "detach"):  # torch
-        t = t.detach()
+        t = t.detach().resolve_conj().resolve_neg()
         if dtype_name(t.dtype) == "bfloat16":
             t = t.float()
         return t.numpy()
@@ -53,11 +53,15 @@ def to_numpy(t) -> np.ndarray:
 
 
 def values_mismatch(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float):
-    """None when close (NaN == NaN, inf == inf), else a short description of the difference."""
+    """None when close (NaN == NaN, inf == inf), else a short description of the difference.
+    Complex values: the real and the imaginary parts each."""
     if actual.shape != expected.shape:
         return f"shape {actual.shape} != {expected.shape}"
     if actual.size == 0:
         return None
+    if np.iscomplexobj(actual) or np.iscomplexobj(expected):
+        a, e = np.asarray(actual, np.complex128), np.asarray(expected, np.complex128)
+        return values_mismatch(np.stack([a.real, a.imag], -1), np.stack([e.real, e.imag], -1), rtol, atol)
     if actual.dtype == np.bool_ or expected.dtype == np.bool_ or (rtol == 0 and atol == 0):
         a, e = actual.astype(np.float64), expected.astype(np.float64)
         bad = ~((a == e) | (np.isnan(a) & np.isnan(e)))

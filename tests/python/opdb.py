@@ -33,14 +33,15 @@ NUMERIC = FLOATS + INTS          # everything but bool
 INT_BOOL = INTS + ("bool",)
 F32_64 = ("float32", "float64")
 SIGNED = FLOATS + ("int8", "int16", "int32", "int64")
+COMPLEX = ("complex64", "complex128")
 
 _NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": np.float32,
        "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,
-       "bool": np.bool_}
+       "bool": np.bool_, "complex64": np.complex64, "complex128": np.complex128}
 
 # (rtol, atol) by result dtype, as torch.testing.assert_close; integers and bool compare exactly.
 DEFAULT_TOL = {"float64": (1e-7, 1e-7), "float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5),
-               "bfloat16": (1.6e-2, 1e-5)}
+               "bfloat16": (1.6e-2, 1e-5), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
 
 LARGE = (131, 263)  # 34453 elements: above the 32768 OpenMP grain, odd sizes for SIMD tails
 
@@ -207,9 +208,13 @@ def values(shape, dtype, rng, low=None, high=None, nonzero=False, integer=False)
         return a.astype(_NP[dtype])
     lo = -3.0 if low is None else low
     hi = 3.0 if high is None else high
+    if dtype in COMPLEX:  # both parts in the range (the imaginary part never exactly zero)
+        re = values(shape, "float64", rng, low, high, nonzero, integer)
+        im = values(shape, "float64", rng, low, high, True, integer)
+        return np.asarray(re + 1j * im).astype(_NP[dtype])
     a = np.asarray(rng.uniform(lo, hi, size=shape))
     if integer:
-        a = np.round(a)
+        a = np.asarray(np.round(a))
     if nonzero:
         a[np.abs(a) < 0.25] = 1.0 if hi > 0.25 else -1.0
     return cast_values(a, dtype)
@@ -489,7 +494,7 @@ def binary_samples(*kwargs_variants, scalars=(2, -1.5, True), mixed=True, kwargs
             out.append(g.S(g.t((3, 4)), s))
         if mixed:
             for od in ALL:
-                if od != g.dtype:
+                if od != g.dtype and not (g.dtype in COMPLEX and od in ("float16", "bfloat16")):
                     out.append(g.S(g.t((3, 4)), g.other((3, 4), dtype=od)))
                     out.append(g.S(g.t((3, 4)), g.other((), dtype=od)))
                     out.append(g.S(g.t(()), g.other((2, 3), dtype=od)))
@@ -757,6 +762,26 @@ def _fill_samples(g):
 
 def _plain_samples(g):
     return [g.S(g.t(s, l)) for s, l in UNARY_CASES]
+
+
+# -- complex numbers
+
+def _view_as_complex_samples(g):
+    t = g.t
+    rows_skipped = TArg(values((6, 2), g.dtype, g.rng), g.dtype, (("slice", (slice(0, None, 2),)),))
+    return [g.S(t((3, 2))), g.S(t((2, 3, 2))), g.S(t((2,))), g.S(t(LARGE[:1] + (2,))), g.S(rows_skipped)]
+
+
+def _view_as_complex_errors(g):
+    return [g.S(g.t((3, 3))), g.S(g.t((2, 4), "T")), g.S(g.t(()))]
+
+
+def _parts_samples(g):
+    return [g.S(g.t(sa, la), g.t(sb, lb)) for sa, la, sb, lb in BINARY_CASES]
+
+
+def _polar_samples(g):
+    return [g.S(g.t(sa, la, low=0, high=3), g.t(sb, lb)) for sa, la, sb, lb in BINARY_CASES]
 
 
 # -- shape ops
@@ -1591,47 +1616,59 @@ _div_kw = ({"rounding_mode": "trunc"}, {"rounding_mode": "floor"}, {"rounding_mo
 
 OPS: list[OpInfo] = [
     # ---- elementwise unary
-    unary("sqrt", ref=np.sqrt, domain=POS),
-    unary("rsqrt", ref=lambda a: 1 / np.sqrt(a), domain=POS),
-    unary("exp", ref=np.exp, tol=TOL_TRANSC),
-    unary("exp2", ref=np.exp2, tol=TOL_TRANSC),
-    unary("log", ref=np.log, domain=POS),
-    unary("log2", ref=np.log2, domain=POS),
-    unary("log10", ref=np.log10, domain=POS),
-    unary("log1p", ref=np.log1p, domain=(-0.9, 5)),
-    unary("expm1", ref=np.expm1, tol=TOL_TRANSC),
-    unary("sin", ref=np.sin),
-    unary("cos", ref=np.cos),
-    unary("tan", ref=np.tan, domain=(-1.4, 1.4), tol=TOL_TRANSC),
-    unary("asin", ref=np.arcsin, domain=UNIT),
-    unary("acos", ref=np.arccos, domain=UNIT),
-    unary("atan", ref=np.arctan),
-    unary("asinh", ref=np.arcsinh),
-    unary("acosh", ref=np.arccosh, domain=(1.05, 5)),
-    unary("atanh", ref=np.arctanh, domain=UNIT),
-    unary("sinh", ref=np.sinh, tol=TOL_TRANSC),
-    unary("cosh", ref=np.cosh, tol=TOL_TRANSC),
-    unary("tanh", ref=np.tanh),
-    unary("sigmoid", ref=lambda a: 1 / (1 + np.exp(-a))),
+    unary("sqrt", ALL + COMPLEX, ref=np.sqrt, domain=POS),
+    unary("rsqrt", ALL + COMPLEX, ref=lambda a: 1 / np.sqrt(a), domain=POS),
+    unary("exp", ALL + COMPLEX, ref=np.exp, tol=TOL_TRANSC),
+    unary("exp2", ALL + COMPLEX, ref=np.exp2, tol=TOL_TRANSC),
+    unary("log", ALL + COMPLEX, ref=np.log, domain=POS),
+    unary("log2", ALL + COMPLEX, ref=np.log2, domain=POS),
+    unary("log10", ALL + COMPLEX, ref=np.log10, domain=POS),
+    unary("log1p", ALL + COMPLEX, ref=np.log1p, domain=(-0.9, 5)),
+    unary("expm1", ALL + COMPLEX, ref=np.expm1, tol=TOL_TRANSC),
+    unary("sin", ALL + COMPLEX, ref=np.sin),
+    unary("cos", ALL + COMPLEX, ref=np.cos),
+    unary("tan", ALL + COMPLEX, ref=np.tan, domain=(-1.4, 1.4), tol=TOL_TRANSC),
+    unary("asin", ALL + COMPLEX, ref=np.arcsin, domain=UNIT),
+    unary("acos", ALL + COMPLEX, ref=np.arccos, domain=UNIT),
+    unary("atan", ALL + COMPLEX, ref=np.arctan),
+    unary("asinh", ALL + COMPLEX, ref=np.arcsinh),
+    unary("acosh", ALL + COMPLEX, ref=np.arccosh, domain=(1.05, 5)),
+    unary("atanh", ALL + COMPLEX, ref=np.arctanh, domain=UNIT),
+    unary("sinh", ALL + COMPLEX, ref=np.sinh, tol=TOL_TRANSC),
+    unary("cosh", ALL + COMPLEX, ref=np.cosh, tol=TOL_TRANSC),
+    unary("tanh", ALL + COMPLEX, ref=np.tanh),
+    unary("sigmoid", ALL + COMPLEX, ref=lambda a: 1 / (1 + np.exp(-a))),
     unary("erf"),
     unary("erfinv", domain=UNIT, tol={"float32": (1e-5, 1e-5), **TOL_TRANSC}),
-    unary("reciprocal", ref=np.reciprocal, domain=POS),
+    unary("reciprocal", ALL + COMPLEX, ref=np.reciprocal, domain=POS),
     unary("frac", FLOATS, ref=lambda a: a - np.trunc(a)),
-    unary("neg", NUMERIC, ref=np.negative),
-    unary("abs", NUMERIC, ref=np.abs),
+    unary("neg", NUMERIC + COMPLEX, ref=np.negative),
+    unary("abs", NUMERIC + COMPLEX, ref=np.abs),
     unary("sign", ref=lambda a: np.where(np.isnan(a), 0, np.sign(a))),  # torch: sign(nan) = 0
-    unary("sgn", ref=lambda a: np.where(np.isnan(a), 0, np.sign(a))),
+    unary("sgn", ALL + COMPLEX, ref=lambda a: np.where(np.isnan(a), 0, np.sign(a))),
     unary("floor", NUMERIC, ref=np.floor),
     unary("ceil", NUMERIC, ref=np.ceil),
     unary("trunc", NUMERIC, ref=np.trunc),
-    unary("square", ref=np.square),
+    unary("square", ALL + COMPLEX, ref=np.square),
     unary("relu", NUMERIC, ref=lambda a: np.maximum(a, 0)),
     unary("silu", FLOATS, method=False, ref=lambda a: a / (1 + np.exp(-a))),
-    unary("isnan", inplace=False, ref=np.isnan),
-    unary("isinf", inplace=False, ref=np.isinf),
-    unary("isfinite", inplace=False, ref=np.isfinite),
+    unary("isnan", ALL + COMPLEX, inplace=False, ref=np.isnan),
+    unary("isinf", ALL + COMPLEX, inplace=False, ref=np.isinf),
+    unary("isfinite", ALL + COMPLEX, inplace=False, ref=np.isfinite),
+    unary("conj", ALL + COMPLEX, inplace=False),
+    unary("conj_physical", ALL + COMPLEX, inplace=False),
+    unary("resolve_conj", ALL + COMPLEX, inplace=False),
+    unary("resolve_neg", ALL + COMPLEX, inplace=False),
+    unary("angle", ALL + COMPLEX, inplace=False, extremal=NO_NAN_EXTREMAL),
+    op("real", _plain_samples, ALL + COMPLEX, method=False, view=True),
+    op("imag", _plain_samples, COMPLEX, method=False, view=True),
+    op("view_as_real", _plain_samples, COMPLEX, method=False, view=True),
+    op("view_as_complex", _view_as_complex_samples, F32_64, method=False, view=True, errors=_view_as_complex_errors,
+       dtypes_gap=("float16",)),  # complex32: not in Kindle
+    op("complex", _parts_samples, F32_64, method=False, errors=binary_errors, dtypes_gap=("float16",)),
+    op("polar", _polar_samples, F32_64, method=False, errors=binary_errors),
     unary("signbit", inplace=False, ref=np.signbit, extremal=NO_NAN_EXTREMAL),
-    unary("logical_not", inplace_function=False, ref=np.logical_not),
+    unary("logical_not", ALL + COMPLEX, inplace_function=False, ref=np.logical_not),
     unary("bitwise_not", INT_BOOL, inplace_function=False),
     unary("round", NUMERIC, ref=np.round, kwargs=({"decimals": 2}, {"decimals": -1}, {"decimals": 0}),
           kwargs_dtypes=FLOATS),  # torch has no integer kernel for round(decimals=)
@@ -1649,14 +1686,14 @@ OPS: list[OpInfo] = [
     unary("threshold", SIGNED, method=False, inplace=False, args=(0.5, -1.0), kwargs=((1, 3),)),
 
     # ---- elementwise binary
-    binary("add", inplace=True, ref=np.add, kwargs=({"alpha": 2},)),
-    binary("sub", NUMERIC, ref=np.subtract, kwargs=({"alpha": 2},)),
-    binary("subtract", NUMERIC, ref=np.subtract, kwargs=({"alpha": -1},)),
-    binary("mul", ref=np.multiply),
-    binary("multiply", ref=np.multiply),
-    binary("div", other_nonzero=True, kwargs=_div_kw, kwargs_dtypes=NUMERIC),  # no bool rounding kernels in torch
+    binary("add", ALL + COMPLEX, inplace=True, ref=np.add, kwargs=({"alpha": 2},)),
+    binary("sub", NUMERIC + COMPLEX, ref=np.subtract, kwargs=({"alpha": 2},)),
+    binary("subtract", NUMERIC + COMPLEX, ref=np.subtract, kwargs=({"alpha": -1},)),
+    binary("mul", ALL + COMPLEX, ref=np.multiply),
+    binary("multiply", ALL + COMPLEX, ref=np.multiply),
+    binary("div", ALL + COMPLEX, other_nonzero=True, kwargs=_div_kw, kwargs_dtypes=NUMERIC),  # no bool rounding kernels in torch
     binary("divide", inplace=False, other_nonzero=True, kwargs=_div_kw, kwargs_dtypes=NUMERIC),
-    binary("true_divide", other_nonzero=True, ref=np.true_divide),
+    binary("true_divide", ALL + COMPLEX, other_nonzero=True, ref=np.true_divide),
     binary("floor_divide", NUMERIC, other_nonzero=True),
     binary("atan2", ref=np.arctan2, scalars=()),
     binary("maximum", inplace=False, ref=np.maximum, scalars=()),
@@ -1665,9 +1702,9 @@ OPS: list[OpInfo] = [
     binary("fmin", inplace=False, ref=np.fmin, scalars=()),
     binary("fmod", NUMERIC, other_nonzero=True, ref=np.fmod),
     binary("remainder", NUMERIC, other_nonzero=True),
-    binary("pow", NUMERIC, domain=(0.25, 3), other_domain=(-2, 3), scalars=(2, -1, 0.5, 0)),
-    binary("eq", ref=np.equal, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("ne", ref=np.not_equal, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("pow", NUMERIC + COMPLEX, domain=(0.25, 3), other_domain=(-2, 3), scalars=(2, -1, 0.5, 0)),
+    binary("eq", ALL + COMPLEX, ref=np.equal, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("ne", ALL + COMPLEX, ref=np.not_equal, domain=(-2, 2), other_domain=(-2, 2)),
     binary("lt", ref=np.less, domain=(-2, 2), other_domain=(-2, 2)),
     binary("le", ref=np.less_equal, domain=(-2, 2), other_domain=(-2, 2)),
     binary("gt", ref=np.greater, domain=(-2, 2), other_domain=(-2, 2)),
@@ -1677,9 +1714,9 @@ OPS: list[OpInfo] = [
     binary("less", inplace=False, ref=np.less, domain=(-2, 2), other_domain=(-2, 2)),
     binary("less_equal", inplace=False, ref=np.less_equal, domain=(-2, 2), other_domain=(-2, 2)),
     binary("not_equal", inplace=False, ref=np.not_equal, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("logical_and", ref=np.logical_and, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
-    binary("logical_or", ref=np.logical_or, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
-    binary("logical_xor", ref=np.logical_xor, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
+    binary("logical_and", ALL + COMPLEX, ref=np.logical_and, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
+    binary("logical_or", ALL + COMPLEX, ref=np.logical_or, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
+    binary("logical_xor", ALL + COMPLEX, ref=np.logical_xor, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
     binary("bitwise_and", INT_BOOL, ref=np.bitwise_and, domain=(-100, 100), other_domain=(-100, 100), scalars=(6, True)),
     binary("bitwise_or", INT_BOOL, ref=np.bitwise_or, domain=(-100, 100), other_domain=(-100, 100), scalars=(6, True)),
     binary("bitwise_xor", INT_BOOL, ref=np.bitwise_xor, domain=(-100, 100), other_domain=(-100, 100), scalars=(6, True)),
@@ -1814,9 +1851,9 @@ OPS: list[OpInfo] = [
     op("unfold", _unfold_samples, function=False, view=True, errors=_unfold_errors),
 
     # ---- reductions
-    reduction("sum", kwargs=({"dtype": Dt("float64")}, {"dtype": Dt("int64")})),
+    reduction("sum", ALL + COMPLEX, kwargs=({"dtype": Dt("float64")}, {"dtype": Dt("int64")})),
     reduction("nansum", kwargs=({"dtype": Dt("float64")},)),
-    reduction("mean", FLOATS, kwargs=({"dtype": Dt("float64")},)),
+    reduction("mean", FLOATS + COMPLEX, kwargs=({"dtype": Dt("float64")},)),
     reduction("prod", style="dim", large=False, domain=(-1.5, 1.5), positional=True,
               kwargs=({"dtype": Dt("float64")}, {"dtype": Dt("int64")})),
     reduction("amax"),
@@ -1871,17 +1908,17 @@ OPS: list[OpInfo] = [
     op("take", _take_samples, errors=_take_errors, kind="index"),
 
     # ---- matrix products
-    op("mm", _mm_samples, NUMERIC, tol=MM_TOL, errors=_mm_errors, domain=(-1, 1), kind="matmul"),
-    op("bmm", _bmm_samples, NUMERIC, tol=MM_TOL, errors=_bmm_errors, domain=(-1, 1), kind="matmul"),
-    op("matmul", _matmul_samples, NUMERIC, tol=MM_TOL, errors=_matmul_errors, domain=(-1, 1), kind="matmul"),
+    op("mm", _mm_samples, NUMERIC + COMPLEX, tol=MM_TOL, errors=_mm_errors, domain=(-1, 1), kind="matmul"),
+    op("bmm", _bmm_samples, NUMERIC + COMPLEX, tol=MM_TOL, errors=_bmm_errors, domain=(-1, 1), kind="matmul"),
+    op("matmul", _matmul_samples, NUMERIC + COMPLEX, tol=MM_TOL, errors=_matmul_errors, domain=(-1, 1), kind="matmul"),
     op("addmm", _addmm_samples, NUMERIC, tol=MM_TOL, inplace="addmm_", domain=(-1, 1), kind="matmul",
        errors=lambda g: [g.S(g.t((3, 6)), g.t((3, 4)), g.t((4, 5))), g.S(g.t((3, 5)), g.t((3, 4)), g.t((3, 5)))]),
     op("baddbmm", _baddbmm_samples, NUMERIC, tol=MM_TOL, domain=(-1, 1), kind="matmul",
        errors=lambda g: [g.S(g.t((2, 3, 5)), g.t((2, 3, 4)), g.t((3, 4, 5)))]),
     op("addmv", _addmv_samples, NUMERIC, tol=MM_TOL, domain=(-1, 1), kind="matmul",
        errors=lambda g: [g.S(g.t((3,)), g.t((3, 4)), g.t((5,)))]),
-    op("dot", _dot_samples, NUMERIC, tol=MM_TOL, errors=_dot_errors, domain=(-1, 1), kind="matmul"),
-    op("vdot", _dot_samples, NUMERIC, tol=MM_TOL, errors=_dot_errors, domain=(-1, 1), kind="matmul"),
+    op("dot", _dot_samples, NUMERIC + COMPLEX, tol=MM_TOL, errors=_dot_errors, domain=(-1, 1), kind="matmul"),
+    op("vdot", _dot_samples, NUMERIC + COMPLEX, tol=MM_TOL, errors=_dot_errors, domain=(-1, 1), kind="matmul"),
     op("inner", _inner_samples, NUMERIC, tol=MM_TOL, domain=(-1, 1), kind="matmul",
        errors=lambda g: [g.S(g.t((3, 4)), g.t((3,)))]),
     op("mv", _mv_samples, NUMERIC, tol=MM_TOL, domain=(-1, 1), kind="matmul",

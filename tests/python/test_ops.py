@@ -14,7 +14,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 import kindle  # noqa: E402
 from common import compare, exc_compatible, exc_kind, report  # noqa: E402
-from opdb import ALL, OPS, op_dtype_params  # noqa: E402
+from opdb import ALL, COMPLEX, OPS, op_dtype_params  # noqa: E402
 
 
 def _id(p):
@@ -157,6 +157,36 @@ def test_dtype_support_matches_torch(op):
                                 f"supported, torch {'accepts' if supported else 'rejects'} it ({terr})"))
             continue
         if not supported:
+            msg = _outcome_diff(op, s, variant, False)
+            if msg:
+                failures.append((s, f"[{dtype}] {msg}"))
+    assert not failures, report(failures)
+
+
+@pytest.mark.parametrize("op", OPS, ids=_id)
+def test_complex_matches_torch_or_refuses(op):
+    """Every op on complex64 and complex128 samples: the same result as torch, or where torch
+    raises the same exception kind; where torch computes and Kindle has no complex kernel yet,
+    a clean refusal (RuntimeError, NotImplementedError or TypeError naming the op), never a
+    silently different answer. Ops that list a complex dtype in opdb must compute it."""
+    failures = []
+    variant = "function" if op.function else "method"
+    for dtype in COMPLEX:
+        for s in op.get_samples(dtype):
+            (kres, *_), kerr = _call(op, kindle, s, variant)
+            (tres, *_), terr = _call(op, torch, s, variant)
+            if terr is not None:
+                if kerr is None:
+                    failures.append((s, f"[{dtype}] kindle returned a result; torch raised {type(terr).__name__}: "
+                                        f"{str(terr)[:120]}"))
+                elif not isinstance(kerr, (RuntimeError, TypeError, ValueError, IndexError)):
+                    failures.append((s, f"[{dtype}] kindle raised {type(kerr).__name__} ({str(kerr)[:120]})"))
+                continue
+            if kerr is not None:
+                if dtype in op.dtypes or not isinstance(kerr, (RuntimeError, TypeError)):
+                    failures.append((s, f"[{dtype}] kindle raised {type(kerr).__name__} ({str(kerr)[:160]}); "
+                                        "torch computes it"))
+                continue
             msg = _outcome_diff(op, s, variant, False)
             if msg:
                 failures.append((s, f"[{dtype}] {msg}"))
