@@ -10,8 +10,8 @@ namespace {
 
 Tensor finish_factory(Tensor t, bool requires_grad, const char* op) {
   if (requires_grad) {
-    KINDLE_CHECK(is_floating_point(t.dtype()), op,
-                 ": only Tensors of floating point dtype can require gradients, got ", t.dtype());
+    KINDLE_CHECK(is_floating_point(t.dtype()) || is_complex(t.dtype()), op,
+                 ": only Tensors of floating point and complex dtype can require gradients, got ", t.dtype());
     t.impl()->requires_grad = true;
   }
   return t;

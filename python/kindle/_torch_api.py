@@ -324,7 +324,19 @@ def is_neg(input):  # noqa: A002
     return False
 
 
-conj, conj_physical, resolve_conj, resolve_neg = _C.conj, _C.conj_physical, _C.resolve_conj, _C.resolve_neg
+# For a real tensor these return the tensor object itself, as torch does.
+def conj(input):  # noqa: A002
+    return _C.conj(input) if input.is_complex() else input
+
+
+conj_physical = conj
+
+
+def resolve_conj(input):  # noqa: A002
+    return input
+
+
+resolve_neg = resolve_conj
 
 
 def isreal(input):  # noqa: A002
@@ -344,6 +356,10 @@ def is_same_size(input, other):  # noqa: A002
     return tuple(input.shape) == tuple(other.shape)
 
 
+def _real(self):
+    return _C.real(self) if self.is_complex() else self
+
+
 def _set_real(self, value):
     _C.real(self).copy_(value)
 
@@ -353,13 +369,15 @@ def _set_imag(self, value):
 
 
 def install_tensor_methods(Tensor):
-    for name, fn in (("conj", conj), ("conj_physical", conj), ("resolve_conj", conj), ("resolve_neg", conj),
-                     ("is_conj", is_conj), ("is_neg", is_neg), ("isreal", isreal), ("is_nonzero", is_nonzero),
+    for name, fn in (("conj", conj), ("conj_physical", conj), ("resolve_conj", resolve_conj),
+                     ("resolve_neg", resolve_neg)):
+        setattr(Tensor, name, fn)
+    for name, fn in (("is_conj", is_conj), ("is_neg", is_neg), ("isreal", isreal), ("is_nonzero", is_nonzero),
                      ("is_same_size", is_same_size)):
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
     if not hasattr(Tensor, "real"):
-        Tensor.real = property(_C.real, _set_real)
+        Tensor.real = property(_real, _set_real)
         Tensor.imag = property(_C.imag, _set_imag)
     Tensor.nonzero = _nonzero_method
     for name in ("new_zeros", "new_ones", "new_empty"):

@@ -29,16 +29,16 @@ pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),
 
 import kindle  # noqa: E402
 from common import compare, report  # noqa: E402
-from opdb import FLOATS, OPS, Dt, TArg, _lib_view, _map_args, leaves  # noqa: E402
+from opdb import COMPLEX, FLOATS, OPS, Dt, TArg, _lib_view, _map_args, leaves  # noqa: E402
 
 GRADCHECK_MAX_ELEMS = 60     # floating elements (logical) across a sample's tensor args, test 1
 TORCH_MAX_ELEMS = 110000     # test 2, 3, 4: every sample, up to two or three LARGE (131, 263) operands
-GRAD_DTYPES = ("float64", "float32")
+GRAD_DTYPES = ("float64", "float32", "complex128", "complex64")
 
 # gradient tolerances (rtol, atol) by dtype: a gradient is computed by other formulas than the
 # forward (and torch's own formulas differ in rounding), so float32 is looser than assert_close's
 GRAD_TOL = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3),
-            "bfloat16": (5e-2, 1e-2)}
+            "bfloat16": (5e-2, 1e-2), "complex128": (1e-7, 1e-7), "complex64": (1e-4, 1e-5)}
 
 
 def _id(p):
@@ -58,7 +58,7 @@ def _float_targs(sample):
     nograd: running stats, weights torch does not differentiate)."""
     out, seen = [], set()
     for t in leaves((sample.input, sample.args, sample.kwargs)):
-        if isinstance(t, TArg) and t.dtype in FLOATS and not t.nograd and id(t) not in seen:
+        if isinstance(t, TArg) and t.dtype in FLOATS + COMPLEX and not t.nograd and id(t) not in seen:
             seen.add(id(t))
             out.append(t)
     return out
@@ -171,8 +171,10 @@ def _short(e):
 # ---------------------------------------------------------------------------------------------
 # 1. gradcheck
 
-def _gradcheck_ops():
-    return [o for o in OPS if "float64" in o.dtypes and o.kind != "creation"]
+def _gradcheck_params():
+    """float64 for every differentiable op; complex128 too where the op has complex kernels
+    (gradcheck checks the conjugate Wirtinger gradient through view_as_real)."""
+    return [(o, d) for o in OPS if o.kind != "creation" for d in ("float64", "complex128") if d in o.dtypes]
 
 
 def _gradcheck_fn(op, lib, sample, targs, variant, out_idx):
@@ -185,8 +187,8 @@ def _gradcheck_fn(op, lib, sample, targs, variant, out_idx):
     return fn
 
 
-@pytest.mark.parametrize("op", _gradcheck_ops(), ids=_id)
-def test_gradcheck(op):
+@pytest.mark.parametrize("op,dtype", _gradcheck_params(), ids=_id)
+def test_gradcheck(op, dtype):
     """Finite differences against kindle's backward, for the small float64 samples: every
     float64 tensor argument a leaf (other floating ones, as in mixed-dtype samples, constants),
     the outputs torch differentiates. The samples torch rejects or does not differentiate, and
@@ -194,8 +196,8 @@ def test_gradcheck(op):
     tests."""
     failures = []
     variant = _main_variant(op)
-    for s in op.get_samples("float64"):
-        targs = [t for t in _float_targs(s) if t.dtype == "float64"]
+    for s in op.get_samples(dtype):
+        targs = [t for t in _float_targs(s) if t.dtype == dtype]
         if not targs or _float_elems(s) > GRADCHECK_MAX_ELEMS:
             continue
         res, terr = _try(_run, op, torch, s, targs, variant)
@@ -251,11 +253,13 @@ def _gradcheck_summary(msg):
 def _grad_outputs(outs, seed):
     """Seeded standard-normal grad_outputs (NumPy float64 values, cast to each output's dtype)."""
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(tuple(o.shape)) for o in outs]
+    return [rng.standard_normal(tuple(o.shape)) + (1j * rng.standard_normal(tuple(o.shape)) if o.is_complex() else 0)
+            for o in outs]
 
 
 def _to_lib(lib, a, like):
-    t = lib.tensor(np.asarray(a, dtype=np.float64))
+    a = np.asarray(a)
+    t = lib.tensor(a if np.iscomplexobj(a) else np.asarray(a, dtype=np.float64))
     return t.to(like.dtype)
 
 

@@ -136,13 +136,14 @@ def test_top_level_names_methods_and_errors():
         kindle.igamma(a, kindle.tensor([1.0])).backward()
 
 
-def test_complex_dtypes_are_named_and_refused():
+def test_complex_dtypes_are_real_and_complex32_refused():
     assert repr(kindle.cfloat) == "kindle.complex64" and kindle.cdouble is kindle.complex128
     assert kindle.cfloat.is_complex and not kindle.zeros(2).dtype == kindle.cfloat
+    assert kindle.zeros(2, dtype=kindle.cfloat).dtype == kindle.complex64
+    assert kindle.ones(2).to(kindle.complex128).tolist() == [1 + 0j, 1 + 0j]
+    assert kindle.chalf.is_complex and repr(kindle.chalf) == "kindle.complex32"
     with pytest.raises(TypeError):
-        kindle.zeros(2, dtype=kindle.cfloat)
-    with pytest.raises(TypeError):
-        kindle.ones(2).to(kindle.complex128)
+        kindle.zeros(2, dtype=kindle.chalf)
 
 
 def test_complex_api_on_real_tensors_matches_torch():

@@ -17,6 +17,21 @@ def _as_tuple(x):
     return (x,)
 
 
+def _realify(func, inputs):
+    """The function on real views: each complex input becomes its view_as_real ([..., 2]) leaf and
+    each complex output its view_as_real. view_as_real's gradient is exact under PyTorch's
+    convention (the conjugate Wirtinger derivative), so checking this real function checks the
+    complex gradients."""
+    cidx = {i for i, t in enumerate(inputs) if isinstance(t, _C.Tensor) and t.is_complex()}
+    real_inputs = tuple(_C.view_as_real(t.detach()).clone().requires_grad_(t.requires_grad) if i in cidx else t
+                        for i, t in enumerate(inputs))
+
+    def real_func(*xs):
+        outs = func(*(_C.view_as_complex(x) if i in cidx else x for i, x in enumerate(xs)))
+        return tuple(_C.view_as_real(o) if isinstance(o, _C.Tensor) and o.is_complex() else o for o in _as_tuple(outs))
+    return real_func, real_inputs
+
+
 def _differentiable_outputs(outputs):
     return [o for o in outputs if isinstance(o, _C.Tensor) and o.requires_grad]
 
@@ -79,8 +94,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
               check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
               check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True, fast_mode=False,
               masked=None):
-    """Checks the gradients computed by backward against finite differences (use float64 inputs)."""
-    inputs = _as_tuple(inputs)
+    """Checks the gradients computed by backward against finite differences (use float64 or
+    complex128 inputs)."""
+    func, inputs = _realify(func, _as_tuple(inputs))
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, _C.Tensor) and t.requires_grad]
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
@@ -114,7 +130,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """Checks second derivatives: gradcheck of the function that returns the first gradients."""
     from . import grad as autograd_grad
 
-    inputs = _as_tuple(inputs)
+    func, inputs = _realify(func, _as_tuple(inputs))
     outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
     if grad_outputs is None:
         gen = _C.Generator()
