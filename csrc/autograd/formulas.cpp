@@ -79,6 +79,39 @@ Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& ot
   return g.masked_fill(is_max ? self < other : self > other, zero_of(grad));
 }
 
+// r2c is "to complex, c2c, keep the onesided half": its adjoint pads the half with zeros back to
+// the full length, runs the opposite c2c and keeps the real part.
+Tensor fft_r2c_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization, bool onesided, IntArrayRef self_sizes) {
+  Tensor g = grad;
+  if (onesided) {
+    int64_t last = wrap_dim(dim.back(), int64_t(self_sizes.size()), "_fft_r2c");
+    int64_t full = self_sizes[size_t(last)], half = grad.size(last);
+    if (full > half) {
+      DimVector sz(grad.sizes());
+      sz[size_t(last)] = full;
+      g = zeros(sz, grad.dtype());
+      g.narrow(last, 0, half).copy_(grad);
+    }
+  }
+  return real(_fft_c2c(g, dim, normalization, false));
+}
+
+// c2r reads each onesided value once but uses the ones with a mirror image twice: its adjoint is
+// r2c of the gradient with those entries doubled.
+Tensor fft_c2r_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization) {
+  Tensor g = _fft_r2c(grad, dim, normalization, true);
+  int64_t last = wrap_dim(dim.back(), grad.dim(), "_fft_c2r");
+  int64_t doubled = grad.size(last) - g.size(last);
+  if (doubled > 0) {
+    Tensor twice = ones({g.size(last)}, to_real_value_type(g.dtype()));
+    twice.narrow(0, 1, doubled).fill_(2);
+    DimVector shape(size_t(g.dim()), 1);
+    shape[size_t(last)] = g.size(last);
+    g = g * twice.view(shape);
+  }
+  return g;
+}
+
 Tensor sgn_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
   if (!self.is_complex()) return zeros_like(grad);
   // s = z/|z| moves only along the circle: the gradient is g minus its radial part, over |z|

@@ -49,6 +49,8 @@ Tensor div_self_backward(const Tensor& grad, const Tensor& other, std::optional<
 Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
                           std::optional<std::string_view> rounding_mode);
 Tensor max_min_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool is_max);
+Tensor fft_r2c_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization, bool onesided, IntArrayRef self_sizes);
+Tensor fft_c2r_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization);
 Tensor sgn_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
 Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent);
 Tensor pow_exponent_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent, const Tensor& result);

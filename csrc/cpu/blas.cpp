@@ -54,6 +54,8 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS enum valu
 constexpr int kPacked = 151, kBMatrix = 162;                      // mkl_cblas.h
 constexpr int kThreadingGnu = 3, kInterfaceLp64 = 0;           // mkl_service.h
 
+}  // namespace
+
 // Must run before any other MKL call: otherwise mkl_rt picks Intel's OpenMP runtime (or whatever
 // MKL_THREADING_LAYER says), a second thread pool in the process.
 void init_mkl() {
@@ -63,6 +65,8 @@ void init_mkl() {
     MKL_Set_Threading_Layer(kThreadingGnu);
   });
 }
+
+namespace {
 
 template <typename T>
 void gemm_loop(const GemmArgs& g) {

@@ -5,6 +5,9 @@
 
 namespace kindle::cpu {
 
+// Selects MKL's interface and threading layers (GNU OpenMP); call before any other MKL function.
+void init_mkl();
+
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc, int threads);

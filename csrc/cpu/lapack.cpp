@@ -6,6 +6,7 @@
 #include <climits>
 #include <vector>
 
+#include "cpu/blas.h"
 #include "cpu/parallel.h"
 #include "ops/kernels.h"
 
@@ -220,6 +221,7 @@ void run(Lapack op, const LapackArgs& g) {
 }
 
 void lapack_kernel(Lapack op, const LapackArgs& g) {
+  init_mkl();
   if (g.dtype == kFloat32) return run<float>(op, g);
   KINDLE_INTERNAL_ASSERT(g.dtype == kFloat64, "lapack: unsupported dtype ", g.dtype);
   run<double>(op, g);

@@ -21,6 +21,7 @@ except ImportError:  # libmkl_rt not on the rpath (a source-tree or --user layou
     from . import _C
 from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
 from ._C import Tensor, Generator, dtype  # noqa: F401
+from ._C import _fft_c2c, _fft_c2r, _fft_r2c  # noqa: F401  (torch._fft_*: the primitives of kindle.fft)
 
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
@@ -183,7 +184,7 @@ Tensor.__reversed__ = lambda self: _C.flip(self, 0)
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
-_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions"}
+_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions", "fft"}
 
 
 def __getattr__(name):

@@ -784,6 +784,26 @@ def _polar_samples(g):
     return [g.S(g.t(sa, la, low=0, high=3), g.t(sb, lb)) for sa, la, sb, lb in BINARY_CASES]
 
 
+def _fft_c2c_samples(g):
+    t = g.t
+    return [g.S(t((4, 5)), [1], 0, True), g.S(t((3, 4, 5)), [0, 2], 2, False), g.S(t((4, 6), "T"), [0, 1], 1, True),
+            g.S(t((2, 3, 4), "P"), [2, 0], 0, False), g.S(t((5,), "S"), [0], 2, True), g.S(t((3, 4)), [], 0, True),
+            g.S(t((64, 33)), [0, 1], 1, True)]
+
+
+def _fft_r2c_samples(g):
+    t = g.t
+    return [g.S(t((4, 6)), [1], 0, True), g.S(t((3, 5)), [0, 1], 2, False), g.S(t((4, 5), "T"), [0], 1, True),
+            g.S(t((2, 3, 5), "P"), [2, 0], 0, True), g.S(t((7,), "S"), [0], 0, False), g.S(t((3, 4, 6)), [1, 2], 1, False),
+            g.S(t((64, 33)), [0, 1], 2, True)]
+
+
+def _fft_c2r_samples(g):
+    t = g.t
+    return [g.S(t((4, 4)), [1], 2, 6), g.S(t((4, 4)), [1], 0, 7), g.S(t((3, 4)), [0, 1], 0, 7),
+            g.S(t((4, 3), "T"), [1, 0], 1, 4), g.S(t((2, 3, 3), "P"), [0, 2], 2, 5), g.S(t((5,), "S"), [0], 1, 8)]
+
+
 # -- shape ops
 
 def _view_samples(g):
@@ -1667,6 +1687,9 @@ OPS: list[OpInfo] = [
        dtypes_gap=("float16",)),  # complex32: not in Kindle
     op("complex", _parts_samples, F32_64, method=False, errors=binary_errors, dtypes_gap=("float16",)),
     op("polar", _polar_samples, F32_64, method=False, errors=binary_errors),
+    op("_fft_c2c", _fft_c2c_samples, COMPLEX, method=False),
+    op("_fft_r2c", _fft_r2c_samples, F32_64, method=False),
+    op("_fft_c2r", _fft_c2r_samples, COMPLEX, method=False),
     unary("signbit", inplace=False, ref=np.signbit, extremal=NO_NAN_EXTREMAL),
     unary("logical_not", ALL + COMPLEX, inplace_function=False, ref=np.logical_not),
     unary("bitwise_not", INT_BOOL, inplace_function=False),

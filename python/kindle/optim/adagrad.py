@@ -3,7 +3,7 @@ import kindle
 from kindle import Tensor
 
 from kindle._C import _optim
-from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
+from .optimizer import (_real_views, Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
                         _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["Adagrad"]
@@ -78,7 +78,7 @@ class Adagrad(Optimizer):
             if not params:
                 continue
             for lists in _split_by_dtype(params, grads, sums, steps):
-                _optim.adagrad_step(*lists, float(_to_scalar(group["lr"])),
+                _optim.adagrad_step(*_real_views(lists), float(_to_scalar(group["lr"])),
                                     float(group["lr_decay"]), float(group["weight_decay"]),
                                     float(group["eps"]), bool(group["maximize"]))
         return loss

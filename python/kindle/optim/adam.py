@@ -3,7 +3,7 @@ import kindle
 from kindle import Tensor
 
 from kindle._C import _optim
-from .optimizer import (Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
+from .optimizer import (_real_views, Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
                         _sparse_check, _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["Adam"]
@@ -85,7 +85,7 @@ class Adam(Optimizer):
                 continue
             beta1, beta2 = group["betas"]
             for sub in _split_by_dtype(*lists):
-                _optim.adam_step(*sub, float(_to_scalar(group["lr"])), float(_to_scalar(beta1)),
+                _optim.adam_step(*_real_views(sub), float(_to_scalar(group["lr"])), float(_to_scalar(beta1)),
                                  float(_to_scalar(beta2)), float(group["eps"]),
                                  float(group["weight_decay"]), bool(group["amsgrad"]),
                                  bool(group["maximize"]), bool(group["decoupled_weight_decay"]))

@@ -149,6 +149,16 @@ def _split_by_dtype(params, *lists):
         yield ([params[i] for i in idx], *([seq[i] for i in idx] if seq else seq for seq in lists))
 
 
+def _real_views(lists):
+    """A complex parameter steps as its real view ([..., 2]), with its gradient and state, as torch
+    steps it: every elementwise update rule then treats the two parts as two parameters."""
+    def conv(x):
+        if isinstance(x, list):
+            return [conv(t) for t in x]
+        return kindle.view_as_real(x) if isinstance(x, kindle.Tensor) and x.is_complex() else x
+    return tuple(conv(seq) for seq in lists)
+
+
 def _sparse_check(grad, name):
     if grad.is_sparse:
         raise RuntimeError(f"{name} does not support sparse gradients")

@@ -3,7 +3,7 @@ import kindle
 from kindle import Tensor
 
 from kindle._C import _optim
-from .optimizer import (Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
+from .optimizer import (_real_views, Optimizer, _check_capturable, _check_hyper, _check_not_differentiable,
                         _sparse_check, _split_by_dtype, _step_tensor, _to_scalar, _use_grad)
 
 __all__ = ["RMSprop"]
@@ -74,7 +74,7 @@ class RMSprop(Optimizer):
             if not params:
                 continue
             for lists in _split_by_dtype(params, grads, square_avgs, grad_avgs, bufs):
-                _optim.rmsprop_step(*lists, float(_to_scalar(group["lr"])), float(group["alpha"]),
+                _optim.rmsprop_step(*_real_views(lists), float(_to_scalar(group["lr"])), float(group["alpha"]),
                                     float(group["eps"]), float(group["weight_decay"]),
                                     float(momentum), bool(centered), bool(group["maximize"]))
         return loss

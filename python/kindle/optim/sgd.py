@@ -2,7 +2,7 @@
 import kindle
 
 from kindle._C import _optim
-from .optimizer import (Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
+from .optimizer import (_real_views, Optimizer, _check_hyper, _check_not_differentiable, _sparse_check,
                         _split_by_dtype, _to_scalar, _use_grad)
 
 __all__ = ["SGD"]
@@ -58,12 +58,12 @@ class SGD(Optimizer):
             if not params:
                 continue
             for ps, gs, bs in _split_by_dtype(params, grads, bufs):
-                bs = _optim.sgd_step(ps, gs, bs, float(_to_scalar(group["lr"])), float(momentum),
+                bs = _optim.sgd_step(*_real_views((ps, gs, bs)), float(_to_scalar(group["lr"])), float(momentum),
                                      float(group["dampening"]),
                                      float(_to_scalar(group["weight_decay"])),
                                      bool(group["nesterov"]), bool(group["maximize"]))
                 if momentum != 0:  # the kernel creates the buffers on the first step
                     for p, buf in zip(ps, bs):
-                        self.state[p]["momentum_buffer"] = buf
+                        self.state[p]["momentum_buffer"] = kindle.view_as_complex(buf) if p.is_complex() else buf
         return loss
 
