@@ -199,6 +199,9 @@ def __getattr__(name):
 # the scientific namespaces: after everything above (they use kindle.Size, nn.functional, ...)
 from . import special  # noqa: E402,F401
 globals().update(special.install(Tensor))  # kindle.mvlgamma, kindle.logit; Tensor.polygamma, ...
+from ._signal import *  # noqa: E402,F401,F403  (windows, stft, istft)
+from ._signal import stft as _stft, istft as _istft  # noqa: E402
+Tensor.stft, Tensor.istft = _stft, _istft
 # NumPy-style aliases torch has for the inverse trigonometric functions
 for _alias, _name in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arcsinh", "asinh"),
                       ("arccosh", "acosh"), ("arctanh", "atanh"), ("arctan2", "atan2")):

@@ -139,3 +139,68 @@ def test_spectral_layer_trains():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.2 * losses[0]
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                                  "kaiser_window"])
+def test_windows_match_torch(name):
+    for n in (0, 1, 2, 7, 16):
+        for periodic in (True, False):
+            for dt in ("float32", "float64"):
+                k = getattr(kindle, name)(n, periodic, dtype=getattr(kindle, dt))
+                t = getattr(torch, name)(n, periodic, dtype=getattr(torch, dt))
+                assert k.dtype == getattr(kindle, dt) and tuple(k.shape) == tuple(t.shape)
+                np.testing.assert_allclose(k.numpy(), t.numpy(), atol=1e-6)
+    with pytest.raises(RuntimeError):
+        getattr(kindle, name)(-1)
+    with pytest.raises(RuntimeError):
+        getattr(kindle, name)(4, dtype=kindle.int64)
+
+
+STFT_CASES = [dict(n_fft=32), dict(n_fft=32, hop_length=8, win_length=20, window="hann"),
+              dict(n_fft=31, center=False, normalized=True), dict(n_fft=16, onesided=False),
+              dict(n_fft=16, hop_length=5, window="hamming", pad_mode="constant")]
+
+
+def _stft_args(lib, case):
+    kw = dict(case)
+    if kw.get("window") in ("hann", "hamming"):
+        kw["window"] = getattr(lib, kw["window"] + "_window")(kw.get("win_length", kw["n_fft"]), dtype=lib.float64)
+    return kw
+
+
+@pytest.mark.parametrize("case", STFT_CASES)
+def test_stft_istft_match_torch(case):
+    x = rng.standard_normal((2, 200))
+    for data in (x, x[0]):
+        k = kindle.stft(kindle.tensor(data), **_stft_args(kindle, case), return_complex=True)
+        t = torch.stft(torch.tensor(data), **_stft_args(torch, case), return_complex=True)
+        assert tuple(k.shape) == tuple(t.shape) and k.dtype == kindle.complex128
+        np.testing.assert_allclose(k.numpy(), t.numpy(), atol=1e-10)
+        inv = {a: v for a, v in _stft_args(kindle, case).items() if a != "pad_mode"}
+        tinv = {a: v for a, v in _stft_args(torch, case).items() if a != "pad_mode"}
+        if case.get("pad_mode") is None:
+            rk, rt = kindle.istft(k, **inv), torch.istft(t, **tinv)
+            np.testing.assert_allclose(rk.numpy(), rt.numpy(), atol=1e-10)
+            if case.get("center", True):
+                np.testing.assert_allclose(rk.numpy(), data[..., :rk.shape[-1]], atol=1e-10)
+    legacy = kindle.stft(kindle.tensor(x), 16, return_complex=False)
+    assert tuple(legacy.shape) == tuple(torch.stft(torch.tensor(x), 16, return_complex=False).shape)
+    with pytest.raises(RuntimeError, match="return_complex"):
+        kindle.stft(kindle.tensor(x), 16)
+    with pytest.raises(RuntimeError, match="win_length"):
+        kindle.stft(kindle.tensor(x), 16, window=kindle.ones(8), return_complex=True)
+
+
+def test_stft_gradient_matches_torch():
+    x = rng.standard_normal(64)
+    grads = []
+    for lib in (kindle, torch):
+        t = lib.tensor(x, requires_grad=True)
+        s = lib.stft(t, 16, hop_length=4, window=lib.hann_window(16, dtype=lib.float64), return_complex=True)
+        s.abs().pow(2).sum().backward()
+        grads.append(t.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], atol=1e-9)
+    assert kindle.autograd.gradcheck(
+        lambda t: kindle.istft(kindle.stft(t, 8, hop_length=2, return_complex=True), 8, hop_length=2),
+        (kindle.tensor(x[:24], requires_grad=True),))
