@@ -40,6 +40,8 @@ const char* st_name(DType d) {
     case kInt8: return "I8";
     case kUInt8: return "U8";
     case kBool: return "BOOL";
+    case kComplex64: return "C64";
+    default: break;
   }
   return "?";
 }
@@ -47,7 +49,8 @@ const char* st_name(DType d) {
 bool st_dtype(const std::string& s, DType& out) {
   static const std::pair<const char*, DType> table[] = {
       {"F64", kFloat64}, {"F32", kFloat32}, {"F16", kFloat16}, {"BF16", kBFloat16}, {"I64", kInt64},
-      {"I32", kInt32},   {"I16", kInt16},   {"I8", kInt8},     {"U8", kUInt8},      {"BOOL", kBool}};
+      {"I32", kInt32},   {"I16", kInt16},   {"I8", kInt8},     {"U8", kUInt8},      {"BOOL", kBool},
+      {"C64", kComplex64}};
   for (auto& [n, d] : table)
     if (s == n) {
       out = d;
@@ -227,6 +230,8 @@ class Plan {
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i].second;
+      KINDLE_CHECK_TYPE(std::string_view(st_name(t.dtype())) != "?", "kindle::save: tensor '", tensors[i].first,
+                        "' has dtype ", t.dtype(), ", which safetensors cannot store");
       json::Node e = jobj();
       e.object.emplace_back("dtype", jstr(st_name(t.dtype())));
       json::Node shape = jarr();
@@ -366,7 +371,7 @@ Spec check_entry(const std::string& name, const std::string& key, const json::No
   const json::Node* dt = entry.find("dtype");
   if (!dt || dt->type != json::Node::Type::String || !st_dtype(dt->s, s.dtype))
     fail(name, what + ": unsupported dtype " + (dt ? short_json(*dt) : std::string("None")) +
-                   "; expected one of ['BF16', 'BOOL', 'F16', 'F32', 'F64', 'I16', 'I32', 'I64', 'I8', 'U8']");
+                   "; expected one of ['BF16', 'BOOL', 'C64', 'F16', 'F32', 'F64', 'I16', 'I32', 'I64', 'I8', 'U8']");
   const json::Node* shape = entry.find("shape");
   bool shape_ok = shape && shape->type == json::Node::Type::Array;
   if (shape_ok)

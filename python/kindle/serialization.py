@@ -56,7 +56,7 @@ UNSAFE_MESSAGE = (
 _DTYPE_TO_ST = {
     _C.float64: "F64", _C.float32: "F32", _C.float16: "F16", _C.bfloat16: "BF16",
     _C.int64: "I64", _C.int32: "I32", _C.int16: "I16", _C.int8: "I8",
-    _C.uint8: "U8", _C.bool: "BOOL",
+    _C.uint8: "U8", _C.bool: "BOOL", _C.complex64: "C64",
 }
 _ST_TO_DTYPE = {v: k for k, v in _DTYPE_TO_ST.items()}
 _DTYPE_NAMES = {str(d).split(".")[-1]: d for d in _DTYPE_TO_ST}
@@ -246,8 +246,8 @@ class _Plan:
         return True
 
     def _add(self, name, t):
-        if t.dtype not in _DTYPE_TO_ST:
-            raise TypeError(f"kindle.save: tensor '{name}' has dtype {t.dtype}, which the format cannot store")
+        if t.dtype not in _DTYPE_TO_ST:  # complex128: safetensors has no name for it; torch's zip layout does
+            raise _NeedsPickle(f"kindle.save: tensor '{name}' has dtype {t.dtype}, which safetensors cannot store")
         base, n = name, 1
         while name in self._names or name == "__metadata__":
             name = f"{base}#{n}"
