@@ -181,7 +181,7 @@ def _tensor_str(self):
 Tensor.__str__ = _tensor_str
 Tensor.__format__ = lambda self, spec: self.item().__format__(spec) if self.dim() == 0 else repr(self)
 Tensor.__reversed__ = lambda self: _C.flip(self, 0)
-Tensor.__complex__ = lambda self: complex(self.item())
+Tensor.__complex__ = lambda self: _builtins.complex(self.item())
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
