@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kindle.linalg, kindle.special and kindle.distributions against torch, side by side (A B A B)
+"""kindle.linalg, kindle.special, kindle.distributions, kindle.fft and complex arithmetic against torch, side by side (A B A B)
 in one process.
 
     python benchmarks/bench_scientific.py            # the sizes of issue 16
@@ -65,11 +65,35 @@ def workloads(quick):
          lambda L, d: L.distributions.Normal(d[0], d[1]).log_prob(L.distributions.Normal(d[0], d[1]).rsample()),
          (x, np.abs(x) + 0.5), "stat"),
     ]
+    rng = np.random.default_rng(5)
+    n1 = 1 << (14 if quick else 20)
+    n2 = 128 if quick else 1024
+    c1 = (rng.standard_normal(n1) + 1j * rng.standard_normal(n1)).astype(np.complex64)
+    c2 = (rng.standard_normal((n2, n2)) + 1j * rng.standard_normal((n2, n2))).astype(np.complex64)
+    r1 = rng.standard_normal(n1).astype(np.float32)
+    r2 = rng.standard_normal((n2, n2)).astype(np.float32)
+    cm = (rng.standard_normal((n2 // 2, n2 // 2)) + 1j * rng.standard_normal((n2 // 2, n2 // 2))).astype(np.complex64)
+    out += [
+        (f"fft.fft complex64 2^{n1.bit_length() - 1}", lambda L, d: L.fft.fft(d[0]), (c1,), None),
+        (f"fft.ifft complex64 2^{n1.bit_length() - 1}", lambda L, d: L.fft.ifft(d[0]), (c1,), None),
+        (f"fft.fft2 complex64 {n2}x{n2}", lambda L, d: L.fft.fft2(d[0]), (c2,), None),
+        (f"fft.rfft float32 2^{n1.bit_length() - 1}", lambda L, d: L.fft.rfft(d[0]), (r1,), None),
+        (f"fft.rfft2 float32 {n2}x{n2}", lambda L, d: L.fft.rfft2(d[0]), (r2,), None),
+        (f"fft.irfft2 {n2}x{n2 // 2 + 1}", lambda L, d: L.fft.irfft2(d[0][:, : n2 // 2 + 1]), (c2,), None),
+        (f"complex64 mul 2^{n1.bit_length() - 1}", lambda L, d: d[0] * d[0], (c1,), None),
+        (f"complex64 exp 2^{n1.bit_length() - 1}", lambda L, d: d[0].exp(), (c1,), None),
+        (f"complex64 abs 2^{n1.bit_length() - 1}", lambda L, d: d[0].abs(), (c1,), None),
+        (f"complex64 sum 2^{n1.bit_length() - 1}", lambda L, d: d[0].sum(), (c1,), None),
+        (f"complex64 matmul {n2 // 2}x{n2 // 2}", lambda L, d: d[0] @ d[0], (cm,), None),
+        # Kindle's conj copies; torch's sets a bit (a view): torch's row is resolve_conj's copy
+        (f"complex64 conj (copy) 2^{n1.bit_length() - 1}", lambda L, d: d[0].conj().resolve_conj(), (c1,), None),
+    ]
     return out
 
 
 def _invariant(r):
-    return np.asarray(r.detach().numpy() if hasattr(r, "detach") else r, dtype=np.float64)
+    r = r.detach().resolve_conj().numpy() if hasattr(r, "detach") else r
+    return np.asarray(r, dtype=np.complex128 if np.iscomplexobj(r) else np.float64)
 
 
 def run(reps, threads, quick):

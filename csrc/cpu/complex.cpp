@@ -103,7 +103,9 @@ void binary_typed(TensorIter& it, BinaryOp op) {
   switch (op) {
     case BinaryOp::Add: return run([](C a, C b) { return a + b; });
     case BinaryOp::Sub: return run([](C a, C b) { return a - b; });
-    case BinaryOp::Mul: return run([](C a, C b) { return a * b; });
+    // the textbook product, as torch computes it (std::complex's also repairs inf * nan: slower)
+    case BinaryOp::Mul:
+      return run([](C a, C b) { return C(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()); });
     case BinaryOp::Div: return run([](C a, C b) { return a / b; });
     case BinaryOp::Pow: return run([](C a, C b) { return pow_c(a, b); });
     case BinaryOp::Eq: return run_bool([](C a, C b) { return a == b; });

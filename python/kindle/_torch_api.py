@@ -329,7 +329,8 @@ def conj(input):  # noqa: A002
     return _C.conj(input) if input.is_complex() else input
 
 
-conj_physical = conj
+def conj_physical(input, *, out=None):  # noqa: A002
+    return write_out(out, _C.conj(input) if input.is_complex() else input)
 
 
 def resolve_conj(input):  # noqa: A002

@@ -461,7 +461,7 @@ HOSTILE = {
     "entry_not_object": (st_bytes({"a": 5}), "entry must be an object"),
     "dtype_not_str": (st_bytes(_entry(dtype=3), b"\0" * 8), "unsupported dtype 3"),
     "dtype_unknown": (st_bytes(_entry(dtype="F8_E4M3"), b"\0" * 8), "unsupported dtype 'F8_E4M3'"),
-    "dtype_complex": (st_bytes(_entry(dtype="C64"), b"\0" * 8), "unsupported dtype 'C64'"),
+    "dtype_uint16": (st_bytes(_entry(dtype="U16"), b"\0" * 8), "unsupported dtype 'U16'"),
     "shape_not_list": (st_bytes(_entry(shape="2"), b"\0" * 8), "shape must be a list"),
     "shape_float": (st_bytes(_entry(shape=[2.0]), b"\0" * 8), "shape must be a list of integers"),
     "shape_bool": (st_bytes(_entry(shape=[True, True]), b"\0" * 8), "shape must be a list of integers"),
