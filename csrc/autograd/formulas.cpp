@@ -206,6 +206,30 @@ Tensor det_backward(const Tensor& grad, const Tensor& A) {
   return grad.unsqueeze(-1).unsqueeze(-1) * cof;
 }
 
+// gA = V^-H (diag(gL) + (V^H gV - V^H V diag(Re(V^H gV))) / conj(E)) V^H with E_ij = L_j - L_i:
+// eigenvectors are defined up to a complex scale each, so the part of V^H gV along that freedom
+// (its real diagonal) carries no information. A real input gets the real part.
+Tensor linalg_eig_backward(const Tensor& gL, const Tensor& gV, const Tensor& self, const Tensor& L, const Tensor& V) {
+  if (!gL.defined() && !gV.defined()) return {};
+  Tensor VH = V.transpose(-2, -1).conj();
+  Tensor inner;
+  if (gV.defined()) {
+    Tensor VhgV = VH.matmul(gV);
+    Tensor diag_re = real(VhgV.diagonal(0, -2, -1)).contiguous();
+    inner = VhgV - VH.matmul(V * diag_re.unsqueeze(-2));
+    Tensor Lc = L.conj();
+    Tensor E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1);
+    E.diagonal(0, -2, -1).fill_(1);
+    inner = inner / E;
+    if (gL.defined()) inner.diagonal(0, -2, -1).copy_(gL);
+    else inner.diagonal(0, -2, -1).zero_();
+  } else {
+    inner = diag_embed(gL.to(V.dtype()));
+  }
+  Tensor gA = _linalg_solve(VH, inner.matmul(VH));
+  return self.is_complex() ? gA : real(gA).contiguous();
+}
+
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V) {
   // gA = V (diag(gL) + skew(V^T gV) / E) V^T with E_ij = L_j - L_i: the eigenvectors' sign is
   // arbitrary, so only the skew part of V^T gV carries information.

@@ -67,6 +67,7 @@ Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Te
                                    bool unitriangular);
 Tensor slogdet_backward(const Tensor& g_logabsdet, const Tensor& A);
 Tensor det_backward(const Tensor& grad, const Tensor& A);
+Tensor linalg_eig_backward(const Tensor& gL, const Tensor& gV, const Tensor& self, const Tensor& L, const Tensor& V);
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);
 Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U, const Tensor& S,
                     const Tensor& Vh, bool full_matrices);

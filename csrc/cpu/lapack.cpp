@@ -46,6 +46,16 @@ void spotrf_batch_strided(const char* uplo, const int* n, float* a, const int* l
                           const int* batch, int* info);
 void dpotrf_batch_strided(const char* uplo, const int* n, double* a, const int* lda, const int* stride_a,
                           const int* batch, int* info);
+void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr, float* wi,
+            float* vl, const int* ldvl, float* vr, const int* ldvr, float* work, const int* lwork, int* info);
+void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda, double* wr, double* wi,
+            double* vl, const int* ldvl, double* vr, const int* ldvr, double* work, const int* lwork, int* info);
+void cgetrf_(const int* m, const int* n, void* a, const int* lda, int* ipiv, int* info);
+void zgetrf_(const int* m, const int* n, void* a, const int* lda, int* ipiv, int* info);
+void cgetrs_(const char* trans, const int* n, const int* nrhs, const void* a, const int* lda, const int* ipiv,
+             void* b, const int* ldb, int* info);
+void zgetrs_(const char* trans, const int* n, const int* nrhs, const void* a, const int* lda, const int* ipiv,
+             void* b, const int* ldb, int* info);
 int MKL_Set_Num_Threads_Local(int nth);
 }
 
@@ -101,6 +111,21 @@ void trsm(int s, int u, int t, int d, int m, int n, const double* a, int la, dou
   cblas_dtrsm(102, s, u, t, d, m, n, 1.0, a, la, b, lb);
 }
 
+void geev(const char* jl, const char* jr, const int* n, float* a, const int* l, float* wr, float* wi, float* vl,
+          const int* lvl, float* vr, const int* lvr, float* w, const int* lw, int* i) {
+  sgeev_(jl, jr, n, a, l, wr, wi, vl, lvl, vr, lvr, w, lw, i);
+}
+void geev(const char* jl, const char* jr, const int* n, double* a, const int* l, double* wr, double* wi, double* vl,
+          const int* lvl, double* vr, const int* lvr, double* w, const int* lw, int* i) {
+  dgeev_(jl, jr, n, a, l, wr, wi, vl, lvl, vr, lvr, w, lw, i);
+}
+void getrf(const int* m, const int* n, c64* a, const int* l, int* p, int* i) { cgetrf_(m, n, a, l, p, i); }
+void getrf(const int* m, const int* n, c128* a, const int* l, int* p, int* i) { zgetrf_(m, n, a, l, p, i); }
+void getrs(const char* t, const int* n, const int* r, const c64* a, const int* l, const int* p, c64* b,
+           const int* lb, int* i) { cgetrs_(t, n, r, a, l, p, b, lb, i); }
+void getrs(const char* t, const int* n, const int* r, const c128* a, const int* l, const int* p, c128* b,
+           const int* lb, int* i) { zgetrs_(t, n, r, a, l, p, b, lb, i); }
+
 template <typename T>
 T* at(void* p, int64_t stride, int64_t i) { return static_cast<T*>(p) + stride * i; }
 
@@ -120,11 +145,46 @@ void for_batch(int64_t batch, F&& f) {
 template <typename T>
 int workspace(T query) { return std::max(1, int(query)); }
 
+// Complex matrices: the LU factorisation and its solve (what complex linalg.solve and the eig
+// gradient need), one matrix per call over the batch.
+template <typename C>
+void run_complex(Lapack op, const LapackArgs& g) {
+  const int m = int(g.m), n = int(g.n), k = int(g.k);
+  const int lda = std::max(1, m);
+  if (op == Lapack::Getrf) {
+    for_batch(g.batch, [&](int64_t b) {
+      getrf(&m, &n, at<C>(g.a, g.stride_a, b), &lda, g.ipiv + b * std::min(m, n), g.info + b);
+    });
+    return;
+  }
+  KINDLE_INTERNAL_ASSERT(op == Lapack::Getrs, "lapack: routine ", int(op), " has no complex version");
+  const char trans = g.trans ? 'T' : 'N';
+  for_batch(g.batch, [&](int64_t b) {
+    getrs(&trans, &n, &k, at<C>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, at<C>(g.b, g.stride_b, b), &lda, g.info + b);
+  });
+}
+
 template <typename T>
 void run(Lapack op, const LapackArgs& g) {
   const int m = int(g.m), n = int(g.n), k = int(g.k);
   const int lda = std::max(1, m);
   switch (op) {
+    case Lapack::Geev: {  // a: n x n (destroyed); b, c: real and imaginary parts of the eigenvalues; d: V
+      const char jobvl = 'N', jobvr = g.vectors ? 'V' : 'N';
+      const int ldvl = 1, ldvr = std::max(1, n);
+      T wq, dummy = 0;
+      int lw = -1, info;
+      geev(&jobvl, &jobvr, &n, &dummy, &lda, &dummy, &dummy, &dummy, &ldvl, &dummy, &ldvr, &wq, &lw, &info);
+      lw = workspace(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        T vl = 0;
+        T* vr = g.vectors ? at<T>(g.d, g.stride_d, b) : &vl;
+        geev(&jobvl, &jobvr, &n, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b),
+             at<T>(g.c, g.stride_c, b), &vl, &ldvl, vr, &ldvr, work.data(), &lw, g.info + b);
+      });
+      return;
+    }
     case Lapack::Potrf: {  // a: n x n, the `upper` or lower triangle read and factored
       const char uplo = g.upper ? 'U' : 'L';
       if (g.batch > 1 && g.stride_a <= INT32_MAX && g.batch <= INT32_MAX) {
@@ -222,6 +282,8 @@ void run(Lapack op, const LapackArgs& g) {
 
 void lapack_kernel(Lapack op, const LapackArgs& g) {
   init_mkl();
+  if (g.dtype == kComplex64) return run_complex<c64>(op, g);
+  if (g.dtype == kComplex128) return run_complex<c128>(op, g);
   if (g.dtype == kFloat32) return run<float>(op, g);
   KINDLE_INTERNAL_ASSERT(g.dtype == kFloat64, "lapack: unsupported dtype ", g.dtype);
   run<double>(op, g);

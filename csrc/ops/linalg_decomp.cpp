@@ -12,11 +12,16 @@
 namespace kindle {
 namespace {
 
-void check_matrix(const Tensor& a, const char* op, bool square) {
+void check_matrix(const Tensor& a, const char* op, bool square, bool complex_ok = false) {
   KINDLE_CHECK(a.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
   if (square)
     KINDLE_CHECK(a.size(-1) == a.size(-2), op, ": A must be batches of square matrices, but they are ", a.size(-2),
                  " by ", a.size(-1), " matrices");
+  if (a.is_complex()) {
+    KINDLE_CHECK_NOT_IMPLEMENTED(complex_ok, op, ": complex input (", scalar_type_name(a.dtype()),
+                                 ") is not implemented in Kindle yet");
+    return;
+  }
   // RuntimeError, as torch raises for most (a few of its ops raise NotImplementedError, a subclass)
   KINDLE_CHECK(a.is_floating_point(), op, ": Expected a floating point or complex tensor as input. Got ",
                scalar_type_name(a.dtype()));
@@ -133,7 +138,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool piv
 }
 
 Tensor native__linalg_solve(const Tensor& A, const Tensor& B) {
-  check_matrix(A, "linalg.solve", true);
+  check_matrix(A, "linalg.solve", true, /*complex_ok=*/true);
   KINDLE_CHECK(B.dim() == A.dim() && B.size(-2) == A.size(-1), "linalg.solve: Incompatible shapes of A and B for the "
                "equation AX = B (", A.size(-2), "x", A.size(-1), " and ", B.size(-2), "x", B.size(-1), ")");
   KINDLE_CHECK(A.dtype() == B.dtype(), "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
@@ -226,6 +231,47 @@ std::tuple<Tensor, Tensor> native_linalg_eigh(const Tensor& self, std::string_vi
 Tensor _linalg_eigvalsh(const Tensor& self, std::string_view UPLO) {
   return std::get<0>(eigh_impl(self, UPLO, false, "linalg.eigvalsh"));
 }
+
+namespace {
+// geev on a column-major copy of a real matrix: the eigenvalues (complex), and the right
+// eigenvectors, which LAPACK returns real with a conjugate pair (wi > 0, then < 0) stored as the
+// real and imaginary parts in columns j and j + 1.
+std::tuple<Tensor, Tensor> eig_impl(const Tensor& self, bool vectors, const char* op) {
+  check_matrix(self, op, true);
+  KINDLE_CHECK(self.numel() == 0 || isfinite(self).all().item().to_bool(), op,
+               ": input tensor should not contain infs or NaNs.");
+  int64_t n = self.size(-1);
+  Tensor a = colmajor(self, n, n);
+  Tensor wr = empty(batch_shape(self, {n}), self.dtype()), wi = empty(batch_shape(self, {n}), self.dtype());
+  Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype()), vectors ? n : 0,
+                       vectors ? n : 0);
+  Tensor info = zeros(batch_shape(self), kInt32);
+  if (a.numel()) {
+    LapackArgs g = args_for(a, n, n);
+    g.vectors = vectors;
+    g.b = wr.data_ptr(), g.stride_b = n;
+    g.c = wi.data_ptr(), g.stride_c = n;
+    g.d = vectors ? vr.data_ptr() : nullptr, g.stride_d = n * n;
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[self.device()](Lapack::Geev, g);
+  }
+  int64_t b = first_failure(info);
+  KINDLE_CHECK_AS(LinAlgError, b < 0, op, ": ", batch_prefix(info, b),
+                  "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+                  "repeated eigenvalues (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b], ").");
+  Tensor L = complex(wr, wi);
+  if (!vectors) return {L, Tensor()};
+  Tensor pos = (wi > 0).unsqueeze(-2), neg = (wi < 0).unsqueeze(-2);  // the first and the second of a pair
+  Tensor zero = zeros({}, self.dtype());
+  Tensor re = where(neg, vr.roll({1}, {-1}), vr);
+  Tensor im = where(pos, vr.roll({-1}, {-1}), where(neg, -vr, zero));
+  return {L, complex(contiguous(re), contiguous(im))};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> native_linalg_eig(const Tensor& self) { return eig_impl(self, true, "linalg.eig"); }
+
+Tensor _linalg_eigvals(const Tensor& self) { return std::get<0>(eig_impl(self, false, "linalg.eigvals")); }
 
 std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_matrices) {
   check_matrix(A, "linalg.svd", false);

@@ -30,17 +30,22 @@ _lu_factor_t = _named("linalg_lu_factor", ["LU", "pivots"])
 _lu_t = _named("linalg_lu", ["P", "L", "U"])
 _lstsq_t = _named("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _eigh_t = _named("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_eig_t = _named("linalg_eig", ["eigenvalues", "eigenvectors"])
 _svd_t = _named("linalg_svd", ["U", "S", "Vh"])
 _qr_t = _named("linalg_qr", ["Q", "R"])
 _slogdet_t = _named("linalg_slogdet", ["sign", "logabsdet"])
 _cholesky_ex_t = _named("linalg_cholesky_ex", ["L", "info"])
 
 
-def _float_input(A, op):
+def _float_input(A, op, complex_ok=False):
     if not isinstance(A, _C.Tensor):
         raise TypeError(f"{op}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.dim() < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if A.is_complex():
+        if complex_ok:
+            return A
+        raise NotImplementedError(f"{op}: complex input ({A.dtype}) is not implemented in Kindle yet")
     if A.dtype not in (_C.float32, _C.float64):
         if A.is_floating_point():
             raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype}")
@@ -48,8 +53,8 @@ def _float_input(A, op):
     return A
 
 
-def _square(A, op):
-    _float_input(A, op)
+def _square(A, op, complex_ok=False):
+    _float_input(A, op, complex_ok)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
@@ -95,13 +100,16 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 
 def eig(A, *, out=None):
-    raise NotImplementedError("linalg.eig: the eigenvalues of a general matrix are complex, and Kindle has no complex "
-                              "dtypes yet; for symmetric matrices use kindle.linalg.eigh")
+    """Eigenvalues and right eigenvectors of a general (real) square matrix, complex, as LAPACK's
+    geev gives them (each eigenvector of unit norm with its largest component real)."""
+    return _write(out, _eig_t(*_C.linalg_eig(_square(A, "linalg.eig"))))
 
 
 def eigvals(A, *, out=None):
-    raise NotImplementedError("linalg.eigvals: the eigenvalues of a general matrix are complex, and Kindle has no "
-                              "complex dtypes yet; for symmetric matrices use kindle.linalg.eigvalsh")
+    _square(A, "linalg.eigvals")
+    if A.requires_grad and _C.is_grad_enabled():
+        return _write(out, _C.linalg_eig(A)[0])  # the gradient needs the eigenvectors
+    return _write(out, _C._linalg_eigvals(A))
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
@@ -197,7 +205,7 @@ def _vector_rhs(A, B):
 
 
 def solve(A, B, *, left=True, out=None):
-    _square(A, "linalg.solve")
+    _square(A, "linalg.solve", complex_ok=True)
     if not isinstance(B, _C.Tensor):
         raise TypeError(f"linalg.solve(): argument 'B' must be Tensor, not {type(B).__name__}")
     if A.dtype != B.dtype:

@@ -321,4 +321,51 @@ def test_errors_match_torch():
     inv_ex = KL.inv_ex(sing)
     assert inv_ex.info.tolist() == [2, 0]
     with pytest.raises(NotImplementedError, match="complex"):
-        KL.eig(kindle.eye(2))
+        KL.cholesky(kindle.eye(2, dtype=kindle.complex64))
+    with pytest.raises(RuntimeError, match="infs or NaNs"):
+        KL.eig(kindle.tensor([[1.0, float("nan")], [0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), (3, 4, 4), (2, 0, 0), (6, 6)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_eig_matches_torch(shape, dtype):
+    """Eigenvalues and eigenvectors of general real matrices (complex pairs included): the same
+    LAPACK routine as torch, so the same vectors, normalisation included; A V = V diag(L)."""
+    a = np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
+    lk, vk = KL.eig(kindle.tensor(a))
+    lt, vt = torch.linalg.eig(torch.tensor(a))
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    assert lk.dtype == (kindle.complex64 if dtype == "float32" else kindle.complex128) and vk.dtype == lk.dtype
+    np.testing.assert_allclose(lk.numpy(), lt.numpy(), atol=tol)
+    # the same vectors up to each one's sign or phase (float32 rounding can flip which of two
+    # near-equal components LAPACK makes real): equal moduli, and each pair of columns parallel
+    np.testing.assert_allclose(np.abs(vk.numpy()), np.abs(vt.numpy()), atol=tol)
+    overlap = np.abs(np.einsum("...ij,...ij->...j", vk.numpy().conj(), vt.numpy()))
+    np.testing.assert_allclose(overlap, np.ones_like(overlap), atol=10 * tol)
+    np.testing.assert_allclose(a.astype(complex) @ vk.numpy(), vk.numpy() * lk.numpy()[..., None, :], atol=10 * tol)
+    np.testing.assert_allclose(KL.eigvals(kindle.tensor(a)).numpy(), lt.numpy(), atol=tol)
+
+
+def test_eig_gradients():
+    """gradcheck through the complex outputs, and gradients equal to torch's for a loss that uses
+    both eigenvalues and eigenvector magnitudes (invariant to each vector's phase)."""
+    a = np.random.default_rng(7).standard_normal((4, 4))
+    x = kindle.tensor(a, requires_grad=True)
+    assert kindle.autograd.gradcheck(lambda t: KL.eigvals(t), (x,))
+    assert kindle.autograd.gradcheck(lambda t: KL.eig(t).eigenvectors.abs(), (x,))
+    grads = []
+    for lib in (kindle, torch):
+        t = lib.tensor(a, requires_grad=True)
+        lam, v = lib.linalg.eig(t)
+        ((lam * lam.conj()).real.sum() + (v.abs() ** 2 * lib.arange(4.0, dtype=lib.float64)).sum()).backward()
+        grads.append(t.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], atol=1e-10)
+
+
+def test_complex_solve_matches_numpy():
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    b = rng.standard_normal((2, 3, 2)) + 1j * rng.standard_normal((2, 3, 2))
+    for dt in (np.complex64, np.complex128):
+        x = KL.solve(kindle.tensor(a.astype(dt)), kindle.tensor(b.astype(dt)))
+        np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, b), atol=1e-4 if dt == np.complex64 else 1e-12)
