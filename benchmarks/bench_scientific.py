@@ -96,9 +96,11 @@ def _invariant(r):
     return np.asarray(r, dtype=np.complex128 if np.iscomplexobj(r) else np.float64)
 
 
-def run(reps, threads, quick):
+def run(reps, threads, quick, name_filter=""):
     rows = []
     for name, fn, data, check in workloads(quick):
+        if name_filter not in name:
+            continue
         kd = tuple(kindle.tensor(a) for a in data)
         td = tuple(torch.tensor(a) for a in data)
         kt, tt = [], []
@@ -126,6 +128,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--filter", default="", help="only the workloads whose name contains this")
     args = ap.parse_args()
     reps = 2 if args.quick else args.reps
     print(f"kindle vs torch {torch.__version__}, {reps} reps each, medians")
@@ -133,7 +136,7 @@ def main():
     for threads in (1, 2):
         kindle.set_num_threads(threads)
         torch.set_num_threads(threads)
-        for name, th, km, tm, ratio, diff in run(reps, threads, args.quick):
+        for name, th, km, tm, ratio, diff in run(reps, threads, args.quick, args.filter):
             print(f"{name:34s} {th:7d} {km * 1e3:10.3f} {tm * 1e3:10.3f} {ratio:6.2f}  {diff:.1e}", flush=True)
 
 

@@ -101,17 +101,6 @@ Tensor rows_back(const Tensor& t, const Tensor& like, int64_t d) {
 }  // namespace
 
 Tensor native_sum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
-  if (self.is_complex() && (!dtype || *dtype == self.dtype())) {
-    // the real and the imaginary parts summed as a trailing pair of the real view: the float
-    // reduction's vectorised, thread-count-independent path
-    auto mask = reduced_mask(self, dim, "sum");
-    DimVector dims;
-    for (int64_t i = 0; i < self.dim(); ++i) if (mask[size_t(i)]) dims.push_back(i);
-    Tensor parts = view_as_real(self);
-    if (dims.empty()) return self.clone();
-    Tensor r = reduce(parts, IntArrayRef(dims), keepdim, ReduceOp::Sum, parts.dtype(), "sum");
-    return view_as_complex(contiguous(r));
-  }
   DType dt = sum_dtype(self, dtype);
   Tensor in = dtype && *dtype != self.dtype() && !(is_integral(self.dtype(), true) && *dtype == kInt64) ? self.to(*dtype) : self;
   return reduce(in, dim, keepdim, ReduceOp::Sum, dt, "sum");
