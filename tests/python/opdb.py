@@ -592,7 +592,7 @@ def binary(name, dtypes=ALL, inplace=True, ref=None, domain=(None, None), other_
 
 
 RED_TOL = {"float32": (1e-5, 1e-4), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2),
-           "float64": (1e-7, 1e-7)}
+           "float64": (1e-7, 1e-7), "complex64": (1e-5, 1e-4), "complex128": (1e-7, 1e-7)}
 
 
 def reduction(name, dtypes=ALL, style="dims", keepdim=True, kwargs=(), tol=None, large=True,
