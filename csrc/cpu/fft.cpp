@@ -2,6 +2,7 @@
 // descriptor is reused for the same problem (the plan is most of the cost of a small transform);
 // DftiCompute* may run concurrently on one committed descriptor.
 #include <mkl_dfti.h>
+#include <mkl_service.h>
 
 #include <list>
 #include <memory>
@@ -102,6 +103,8 @@ void fft_kernel(FftKind kind, const Tensor& in, const Tensor& out, IntArrayRef s
   const int threads = double(n) * double(batch) < 32768.0 ? 1 : get_num_threads();
   PlanKey key{kind, dbl, forward, scale, threads, batch, std::vector<int64_t>(signal.begin(), signal.end())};
   auto plan = plan_for(key);
+  // MKL's thread count is per calling thread and sticky (a small GEMM sets it to 1): set it here
+  mkl_set_num_threads_local(threads);
   void* src = const_cast<void*>(in.data_ptr());
   void* dst = out.data_ptr();
   bool fwd_call = kind == FftKind::R2C || (kind == FftKind::C2C && forward);
