@@ -176,3 +176,48 @@ def test_complex_parameters_train():
             opt.step()
         finals.append(w.detach().numpy())
     np.testing.assert_allclose(finals[0], finals[1], atol=1e-9)
+
+
+def test_rotary_embedding_as_llama_writes_it():
+    """LLaMA's rotary embedding, unchanged: polar, view_as_complex of a reshaped float tensor,
+    a broadcast complex product, view_as_real(...).flatten(3), type_as; values and gradients."""
+    def run(lib):
+        def precompute_freqs_cis(dim, end, theta=10000.0):
+            freqs = 1.0 / (theta ** (lib.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+            t = lib.arange(end, device=freqs.device)
+            freqs = lib.outer(t, freqs).float()
+            return lib.polar(lib.ones_like(freqs), freqs)
+
+        def reshape_for_broadcast(freqs_cis, x):
+            shape = [d if i == 1 or i == x.ndim - 1 else 1 for i, d in enumerate(x.shape)]
+            return freqs_cis.view(*shape)
+
+        def apply_rotary_emb(xq, xk, freqs_cis):
+            xq_ = lib.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+            xk_ = lib.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+            freqs_cis = reshape_for_broadcast(freqs_cis, xq_)
+            xq_out = lib.view_as_real(xq_ * freqs_cis).flatten(3)
+            xk_out = lib.view_as_real(xk_ * freqs_cis).flatten(3)
+            return xq_out.type_as(xq), xk_out.type_as(xk)
+
+        rng = np.random.default_rng(0)
+        xq = lib.tensor(rng.standard_normal((2, 10, 4, 16)).astype(np.float32), requires_grad=True)
+        xk = lib.tensor(rng.standard_normal((2, 10, 4, 16)).astype(np.float32), requires_grad=True)
+        q, k = apply_rotary_emb(xq, xk, precompute_freqs_cis(16, 10))
+        (q * k).sum().backward()
+        return q.detach().numpy(), xq.grad.numpy(), xk.grad.numpy()
+    for a, b in zip(run(kindle), run(torch)):
+        np.testing.assert_allclose(a, b, atol=2e-6)
+
+
+def test_fnet_mixing():
+    """FNet's token mixing: the real part of a 2-d FFT over the sequence and hidden dims."""
+    x = np.random.default_rng(1).standard_normal((2, 8, 6)).astype(np.float32)
+    outs = []
+    for lib in (kindle, torch):
+        t = lib.tensor(x, requires_grad=True)
+        y = lib.fft.fft(lib.fft.fft(t, dim=-1), dim=-2).real
+        y.pow(2).mean().backward()
+        outs.append((y.detach().numpy(), t.grad.numpy()))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], atol=1e-4)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], atol=1e-5)
