@@ -9,7 +9,7 @@ from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
-from .multivariate import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal  # noqa: F401
+from .multivariate import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal, Wishart  # noqa: F401
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent,  # noqa: F401
                           Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, Pareto,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution, Weibull)
@@ -21,7 +21,7 @@ __all__ = [
     "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
     "LowRankMultivariateNormal", "Multinomial", "MixtureSameFamily", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-    "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "kl_divergence", "register_kl",
+    "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "kl_divergence", "register_kl",
     "transform_to",
 ]
 __all__ += transforms.__all__

@@ -308,3 +308,158 @@ class LKJCholesky(Distribution):
         # the normaliser's pi term is D (D - 1)/4 log(pi); mvlgamma holds (D - 1)(D - 2)/4 of it
         pi_constant = 0.5 * dm1 * math.log(math.pi)
         return unnormalized - (pi_constant + numerator - denominator)
+
+
+def _mvdigamma(x, p):
+    """The multivariate digamma: sum over i < p of digamma(x - i/2)."""
+    return kindle.digamma(x.unsqueeze(-1) - kindle.arange(p, dtype=x.dtype).div(2).expand(tuple(x.shape) + (-1,))).sum(-1)
+
+
+class Wishart(Distribution):
+    """The Wishart distribution over positive-definite p x p matrices with df degrees of freedom,
+    parameterised by the covariance, precision or Cholesky factor of the scale; rsample by the
+    Bartlett decomposition (chi-squared diagonal, normal below it), reparameterised in df and the
+    scale as torch's."""
+
+    arg_constraints = {"covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite,
+                       "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(0)}
+    support = constraints.positive_definite
+    has_rsample = True
+
+    def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        param = next(p for p in (covariance_matrix, precision_matrix, scale_tril) if p is not None)
+        if param.dim() < 2:
+            raise ValueError("scale_tril must be at least two-dimensional, with optional leading batch dimensions")
+        if isinstance(df, (int, float)):
+            batch_shape = tuple(param.shape[:-2])
+            self.df = kindle.tensor(float(df), dtype=param.dtype).expand(batch_shape)
+        else:
+            batch_shape = tuple(kindle.broadcast_shapes(tuple(param.shape[:-2]), tuple(df.shape)))
+            self.df = df.expand(batch_shape)
+        event_shape = tuple(param.shape[-2:])
+        p = event_shape[-1]
+        if bool((self.df <= p - 1).any()):
+            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
+        if scale_tril is not None:
+            self.scale_tril = param.expand(batch_shape + (-1, -1))
+        elif covariance_matrix is not None:
+            self.covariance_matrix = param.expand(batch_shape + (-1, -1))
+        else:
+            self.precision_matrix = param.expand(batch_shape + (-1, -1))
+        if self.df.lt(p).any():
+            import warnings
+            warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < ndim.")
+        super().__init__(kindle.Size(batch_shape), kindle.Size(event_shape), validate_args=validate_args)
+        self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = kindle.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        from .continuous import Chi2
+        self._dist_chi2 = Chi2(df=self.df.unsqueeze(-1) - kindle.arange(p, dtype=self._unbroadcasted_scale_tril.dtype)
+                               .expand(tuple(batch_shape) + (-1,)))
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Wishart, _instance)
+        batch_shape = kindle.Size(batch_shape)
+        cov_shape = batch_shape + self.event_shape
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
+        new.df = self.df.expand(batch_shape)
+        new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
+        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(cov_shape))
+        new._dist_chi2 = self._dist_chi2.expand(batch_shape + self.event_shape[-1:])
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(self._batch_shape + self._event_shape)
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return (L @ L.transpose(-2, -1)).expand(self._batch_shape + self._event_shape)
+
+    @lazy_property
+    def precision_matrix(self):
+        identity = kindle.eye(self._event_shape[-1], dtype=self._unbroadcasted_scale_tril.dtype)
+        return kindle.cholesky_solve(identity, self._unbroadcasted_scale_tril).expand(
+            self._batch_shape + self._event_shape)
+
+    @property
+    def mean(self):
+        return self.df.view(self._batch_shape + (1, 1)) * self.covariance_matrix
+
+    @property
+    def mode(self):
+        factor = self.df - self._event_shape[-1] - 1
+        factor = kindle.where(factor <= 0, kindle.full_like(factor, float("nan")), factor)
+        return factor.view(self._batch_shape + (1, 1)) * self.covariance_matrix
+
+    @property
+    def variance(self):
+        V = self.covariance_matrix
+        diag_V = V.diagonal(dim1=-2, dim2=-1)
+        return self.df.view(self._batch_shape + (1, 1)) * (V.pow(2) + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
+
+    def _bartlett_sampling(self, sample_shape=kindle.Size()):
+        p = self._event_shape[-1]
+        noise = kindle.diag_embed(self._dist_chi2.rsample(sample_shape).sqrt())
+        i, j = kindle.tril_indices(p, p, offset=-1)
+        below = _standard_normal(tuple(self._extend_shape_for(sample_shape)) + (i.shape[0],),
+                                 dtype=noise.dtype, device=None)
+        noise = _fill_below(noise, i, j, below)
+        chol = self._unbroadcasted_scale_tril @ noise
+        return chol @ chol.transpose(-2, -1)
+
+    def _extend_shape_for(self, sample_shape):
+        return kindle.Size(sample_shape) + self._batch_shape
+
+    def rsample(self, sample_shape=kindle.Size(), max_try_correction=None):
+        """Resamples the draws whose matrix came out singular (possible for df < p), up to
+        max_try_correction times (default: none, as torch's default of None means 0 retries)."""
+        sample = self._bartlett_sampling(sample_shape)
+        tries = max_try_correction or 0
+        for _ in range(tries):
+            ok = constraints.positive_definite.check(sample)
+            if bool(ok.all()):
+                break
+            fresh = self._bartlett_sampling(sample_shape)
+            sample = kindle.where(ok.view(tuple(ok.shape) + (1, 1)), sample, fresh)
+        return sample
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        nu = self.df
+        p = self._event_shape[-1]
+        L = self._unbroadcasted_scale_tril
+        return (-nu * (p * math.log(2) / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+                - kindle.mvlgamma(nu / 2, p=p)
+                + (nu - (p + 1)) / 2 * kindle.linalg.slogdet(value).logabsdet
+                - kindle.cholesky_solve(value, L).diagonal(dim1=-2, dim2=-1).sum(dim=-1) / 2)
+
+    def entropy(self):
+        nu = self.df
+        p = self._event_shape[-1]
+        L = self._unbroadcasted_scale_tril
+        return ((p + 1) * (p * math.log(2) / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+                + kindle.mvlgamma(nu / 2, p=p) - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p) + nu * p / 2)
+
+
+def _fill_below(noise, i, j, values):
+    """noise with the strictly lower triangle (positions i, j) set to values (out of place, so
+    the chi-squared diagonal keeps its gradient)."""
+    p = noise.shape[-1]
+    flat_index = (i * p + j)
+    lower = kindle.zeros(tuple(values.shape[:-1]) + (p * p,), dtype=noise.dtype)
+    lower = lower.index_copy_(-1, flat_index, values).view(tuple(values.shape[:-1]) + (p, p))
+    return noise + lower
