@@ -475,3 +475,17 @@ def test_wishart_matches_torch(param):
     assert kd.expand((3, 2)).sample().shape == (3, 2, 3, 3)
     with pytest.raises(ValueError, match="greater than ndim - 1"):
         KD.Wishart(kindle.tensor(1.0), covariance_matrix=kindle.eye(3))
+
+
+def test_poisson_and_binomial_take_a_generator():
+    """A generator argument draws from that generator (the default one is untouched)."""
+    rates, n, p = kindle.full((50,), 20.0), kindle.full((50,), 30.0), kindle.full((50,), 0.3)
+    for draw in (lambda g: kindle.poisson(rates, generator=g), lambda g: kindle.binomial(n, p, generator=g)):
+        kindle.manual_seed(0)
+        before = kindle.rand(3)
+        a = draw(kindle.Generator().manual_seed(5))
+        b = draw(kindle.Generator().manual_seed(5))
+        assert a.tolist() == b.tolist()
+        kindle.manual_seed(0)
+        draw(kindle.Generator().manual_seed(6))
+        assert kindle.rand(3).tolist() == before.tolist()

@@ -1,6 +1,6 @@
 """The random ops the distributions sample with: kindle._standard_gamma (with the implicit
 reparameterisation gradient), kindle.poisson, kindle.binomial and kindle._sample_dirichlet.
-Each draws from kindle's generator with vectorised rejection loops over the elements still
+Each draws from kindle's generator (poisson and binomial: or the one given) with vectorised rejection loops over the elements still
 pending, so a seed reproduces a run."""
 import kindle
 from kindle.autograd import Function
@@ -82,8 +82,6 @@ def _sample_dirichlet(concentration):
 def poisson(rates, generator=None):
     """Poisson(rates) counts, in the dtype of rates: products of uniforms below rate 10, Hörmann's
     transformed rejection (PTRS) above."""
-    if generator is not None:
-        raise NotImplementedError("poisson: a generator argument is not supported; seed with kindle.manual_seed")
     if not rates.is_floating_point():
         raise RuntimeError(f"\"poisson_cpu\" not implemented for '{rates.dtype}'")
     r = rates.detach().to(kindle.float64).reshape(-1)
@@ -94,12 +92,12 @@ def poisson(rates, generator=None):
     # small rates: count uniforms until their product drops below exp(-rate)
     pending = kindle.nonzero((r > 0) & (r < 10)).reshape(-1)
     limit = (-r[pending]).exp()
-    prod = kindle.rand(pending.shape, dtype=kindle.float64)
+    prod = kindle.rand(pending.shape, dtype=kindle.float64, generator=generator)
     while pending.numel():
         going = prod > limit
         out[pending[going]] += 1
         pending, limit, prod = pending[going], limit[going], prod[going]
-        prod = prod * kindle.rand(pending.shape, dtype=kindle.float64)
+        prod = prod * kindle.rand(pending.shape, dtype=kindle.float64, generator=generator)
     # large rates: PTRS
     pending = kindle.nonzero(r >= 10).reshape(-1)
     while pending.numel():
@@ -109,8 +107,8 @@ def poisson(rates, generator=None):
         a = -0.059 + 0.02483 * b
         inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
         vr = 0.9277 - 3.6224 / (b - 2)
-        u = kindle.rand(pending.shape, dtype=kindle.float64) - 0.5
-        v = kindle.rand(pending.shape, dtype=kindle.float64)
+        u = kindle.rand(pending.shape, dtype=kindle.float64, generator=generator) - 0.5
+        v = kindle.rand(pending.shape, dtype=kindle.float64, generator=generator)
         us = 0.5 - u.abs()
         k = ((2 * a / us + b) * u + lam + 0.43).floor()
         quick = (us >= 0.07) & (v <= vr)
@@ -123,8 +121,6 @@ def poisson(rates, generator=None):
 
 def binomial(count, prob, generator=None):
     """Binomial(count, prob) draws as sums of Bernoulli trials (chunks of 256 trials at a time)."""
-    if generator is not None:
-        raise NotImplementedError("binomial: a generator argument is not supported; seed with kindle.manual_seed")
     count, prob = kindle.broadcast_tensors(count, prob)
     n = count.detach().to(kindle.float64).reshape(-1)
     p = prob.detach().to(kindle.float64).reshape(-1)
@@ -133,7 +129,7 @@ def binomial(count, prob, generator=None):
     for start in range(0, n_max, 256):
         rows = min(256, n_max - start)
         trial = kindle.arange(start, start + rows, dtype=kindle.float64).unsqueeze(1)
-        hits = (kindle.rand((rows, n.numel()), dtype=kindle.float64) < p) & (trial < n)
+        hits = (kindle.rand((rows, n.numel()), dtype=kindle.float64, generator=generator) < p) & (trial < n)
         out += hits.sum(0).to(kindle.float64)
     out[(p != p) | (n != n)] = float("nan")
     return out.reshape(count.shape).to(prob.dtype)
