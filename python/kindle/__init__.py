@@ -193,6 +193,9 @@ def __getattr__(name):
     if name in _LAZY_SUBMODULES:
         import importlib
         return importlib.import_module("." + name, __name__)
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        import importlib
+        return importlib.import_module(".func", __name__).vmap
     if name.startswith("__"):
         raise AttributeError(f"module 'kindle' has no attribute '{name}'")
     raise AttributeError(f"module 'kindle' has no attribute '{name}': torch.{name} is not in Kindle yet")

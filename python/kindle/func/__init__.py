@@ -1,8 +1,25 @@
-"""torch.func for Kindle: functional_call. The function transforms (grad, vmap, jacrev, ...)
-need a transform layer Kindle does not have yet; they raise NotImplementedError naming themselves."""
+"""torch.func for Kindle: grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, vmap,
+functional_call and stack_module_state.
+
+The transforms are built on reverse-mode autograd, not on a transform layer with levels: a
+transform differentiates fresh aliases of its inputs and keeps the graph (create_graph) so
+that transforms nest (grad(grad(f)), jacrev(jacrev(f)), vmap(grad(f))). What that means for a
+user: jvp and jacfwd give forward-mode results computed by the double-backward trick and by
+reverse mode (same values; no forward-mode speed), and vmap has no batching rules yet: it runs
+the function once per example and stacks the results (it warns that it does). At the outermost
+transform, results are detached unless an input already required grad (then the ordinary
+autograd graph through them is kept)."""
+import warnings
+
+import kindle
+
+from .. import _C
 from ..nn.utils.stateless import _functional_call
 
-__all__ = ["functional_call"]
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
+           "stack_module_state", "functionalize", "linearize"]
+
+_depth = 0  # transforms currently running (inner ones keep their graph for the outer ones)
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
@@ -25,20 +42,388 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
 
 
-def _missing(name):
-    def transform(*args, **kwargs):
-        raise NotImplementedError(f"kindle.func.{name}: function transforms are not in Kindle yet; use "
-                                  f"kindle.autograd.grad / backward for gradients")
-    transform.__name__ = transform.__qualname__ = name
-    return transform
+def stack_module_state(models):
+    """(params, buffers): each a dict of the models' same-named tensors stacked along a new first
+    dim (for vmap over an ensemble with functional_call); stacked parameters are new leaves."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or not any(m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(tensors, name):
+        grads = {t.requires_grad for t in tensors}
+        if len(grads) != 1:
+            raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+        s = _C.stack(list(tensors))
+        return s.detach().requires_grad_() if grads.pop() else s
+    named = [dict(m.named_parameters()) for m in models]
+    params = {k: stacked([d[k] for d in named], k) for k in named[0]}
+    named_b = [dict(m.named_buffers()) for m in models]
+    buffers = {k: stacked([d[k] for d in named_b], k) for k in named_b[0]}
+    return params, buffers
 
 
-grad = _missing("grad")
-grad_and_value = _missing("grad_and_value")
-vmap = _missing("vmap")
-vjp = _missing("vjp")
-jvp = _missing("jvp")
-jacrev = _missing("jacrev")
-jacfwd = _missing("jacfwd")
-hessian = _missing("hessian")
-functionalize = _missing("functionalize")
+# ---- pytrees of tensors (tuples, lists, dicts; anything else is a leaf)
+
+def _flatten(x):
+    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
+        leaves, specs = [], []
+        for e in x:
+            lv, sp = _flatten(e)
+            leaves += lv
+            specs.append(sp)
+        return leaves, (type(x), specs)
+    if isinstance(x, dict):
+        leaves, specs = [], []
+        for k in x:
+            lv, sp = _flatten(x[k])
+            leaves += lv
+            specs.append((k, sp))
+        return leaves, (dict, specs)
+    return [x], None
+
+
+def _unflatten(leaves, spec):
+    it = iter(leaves)
+
+    def build(sp):
+        if sp is None:
+            return next(it)
+        kind, children = sp
+        if kind is dict:
+            return {k: build(c) for k, c in children}
+        return kind(build(c) for c in children)
+    return build(spec)
+
+
+def _fresh(t, fn):
+    if not isinstance(t, _C.Tensor):
+        raise RuntimeError(f"{fn}: Expected the argument to differentiate to be a Tensor or a pytree of Tensors, "
+                           f"got {type(t).__name__}")
+    if not (t.is_floating_point() or t.is_complex()):
+        raise RuntimeError(f"{fn}: only Tensors of floating point or complex dtype can be differentiated, got "
+                           f"{t.dtype}")
+    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_()
+
+
+class _Scope:
+    """Runs a transform's function with grad mode on; knows whether the results must be detached
+    (the outermost transform, with no input already in a graph)."""
+
+    def __init__(self, inputs):
+        self.keep = _depth > 0 or any(isinstance(t, _C.Tensor) and t.requires_grad for t in inputs)
+
+    def __enter__(self):
+        global _depth
+        _depth += 1
+        self._grad = kindle.enable_grad()
+        self._grad.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        global _depth
+        _depth -= 1
+        self._grad.__exit__(*exc)
+
+    def out(self, tree):
+        if self.keep:
+            return tree
+        leaves, spec = _flatten(tree)
+        return _unflatten([t.detach() if isinstance(t, _C.Tensor) else t for t in leaves], spec)
+
+
+def _argnums_tuple(argnums, nargs, fn):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise RuntimeError(f"{fn}: argnums must be non-empty")
+    for n in nums:
+        if not isinstance(n, int):
+            raise RuntimeError(f"{fn}: argnums must be int or Tuple[int, ...], got: {type(n)}")
+        if not -nargs <= n < nargs:
+            raise RuntimeError(f"Got argnums={argnums}, but only {nargs} positional inputs")
+    return tuple(n % nargs for n in nums)
+
+
+def _grad_of(outputs, inputs, cotangents):
+    gs = kindle.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=True, retain_graph=True)
+    return [_C.zeros_like(t) if g is None else g for g, t in zip(gs, inputs)]
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning (gradient of func's scalar output with respect to args[argnums],
+    output), or ((gradient), (output, aux)) with has_aux."""
+    def wrapper(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "grad_and_value(f)(*args)")
+        args = list(args)
+        with _Scope([t for n in nums for t in _flatten(args[n])[0]]) as scope:
+            specs = {}
+            for n in nums:
+                leaves, spec = _flatten(args[n])
+                leaves = [_fresh(t, "grad_and_value(f)(*args)") for t in leaves]
+                specs[n] = (leaves, spec)
+                args[n] = _unflatten(leaves, spec)
+            out = func(*args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, "
+                                       "aux) if has_aux is True")
+                out, aux = out
+            if not isinstance(out, _C.Tensor):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+            if out.dim() != 0:
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                                   f"tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs "
+                                   "instead?")
+            flat = [t for n in nums for t in specs[n][0]]
+            gs = _grad_of([out], flat, None) if out.requires_grad else [_C.zeros_like(t) for t in flat]
+            grads, i = [], 0
+            for n in nums:
+                k = len(specs[n][0])
+                grads.append(_unflatten(gs[i:i + k], specs[n][1]))
+                i += k
+            g = grads[0] if isinstance(argnums, int) else tuple(grads)
+            value = (out, aux) if has_aux else out
+            return scope.out(g), scope.out(value)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """A function returning the gradient of func's scalar output with respect to args[argnums]
+    (and aux, with has_aux)."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """(func(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives the vector-Jacobian products, one
+    per primal, shaped like the primals."""
+    scope = _Scope([t for p in primals for t in _flatten(p)[0]])
+    with scope:
+        specs = []
+        args = []
+        for p in primals:
+            leaves, spec = _flatten(p)
+            leaves = [_fresh(t, "vjp(f, *primals)") for t in leaves]
+            specs.append((leaves, spec))
+            args.append(_unflatten(leaves, spec))
+        out = func(*args)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
+                                   "has_aux is True")
+            out, aux = out
+        out_leaves, out_spec = _flatten(out)
+        for t in out_leaves:
+            if not isinstance(t, _C.Tensor):
+                raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has only Tensors as outputs, "
+                                   f"got {type(t)}")
+    flat_in = [t for leaves, _ in specs for t in leaves]
+
+    def vjp_fn(cotangents):
+        ct_leaves, _ = _flatten(cotangents)
+        if len(ct_leaves) != len(out_leaves):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of outputs "
+                               f"to the function; got {len(ct_leaves)} cotangents for {len(out_leaves)} outputs")
+        for c, o in zip(ct_leaves, out_leaves):
+            if tuple(c.shape) != tuple(o.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(c.shape)} and output has a "
+                                   f"shape of {tuple(o.shape)}.")
+        with scope:
+            pairs = [(o, c) for o, c in zip(out_leaves, ct_leaves) if o.requires_grad]
+            gs = (_grad_of([o for o, _ in pairs], flat_in, [c for _, c in pairs]) if pairs
+                  else [_C.zeros_like(t) for t in flat_in])
+            res, i = [], 0
+            for leaves, spec in specs:
+                res.append(_unflatten(gs[i:i + len(leaves)], spec))
+                i += len(leaves)
+            return scope.out(tuple(res))
+    result = (scope.out(out), vjp_fn)
+    return result + (scope.out(aux),) if has_aux else result
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J tangents): the Jacobian-vector product by the double-backward trick."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples. E.g. it should be "
+                           "valid to call f(*primals).")
+    p_leaves, p_spec = _flatten(primals)
+    t_leaves, _ = _flatten(tangents)
+    if len(p_leaves) != len(t_leaves):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python structure")
+    for p, t in zip(p_leaves, t_leaves):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape, got "
+                               f"{tuple(p.shape)} and {tuple(t.shape)}")
+    with _Scope(p_leaves) as scope:
+        leaves = [_fresh(t, "jvp(f, primals, tangents)") for t in p_leaves]
+        out = func(*_unflatten(leaves, p_spec))
+        aux = None
+        if has_aux:
+            out, aux = out
+        out_leaves, out_spec = _flatten(out)
+        dummies = [_C.zeros_like(o).requires_grad_() for o in out_leaves]
+        live = [(o, d) for o, d in zip(out_leaves, dummies) if o.requires_grad]
+        if live:
+            back = kindle.autograd.grad([o for o, _ in live], leaves, [d for _, d in live], allow_unused=True,
+                                        create_graph=True)
+            pairs = [(b, t) for b, t in zip(back, t_leaves) if b is not None and b.requires_grad]
+        else:
+            pairs = []
+        if pairs:
+            fwd = kindle.autograd.grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
+                                       create_graph=True)
+            fwd = [_C.zeros_like(o) if g is None else g for g, o in zip(fwd, out_leaves)]
+        else:
+            fwd = [_C.zeros_like(o) for o in out_leaves]
+        result = (scope.out(out), scope.out(_unflatten(fwd, out_spec)))
+        return result + (scope.out(aux),) if has_aux else result
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of func with respect to args[argnums] by reverse mode: for each output leaf a
+    tensor out.shape + arg.shape (a pytree like the argument; a tuple over argnums if a tuple)."""
+    def wrapper(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacrev(f, argnums)(*args)")
+        args = list(args)
+        with _Scope([t for n in nums for t in _flatten(args[n])[0]]) as scope:
+            specs = {}
+            for n in nums:
+                leaves, spec = _flatten(args[n])
+                leaves = [_fresh(t, "jacrev(f, argnums)(*args)") for t in leaves]
+                specs[n] = (leaves, spec)
+                args[n] = _unflatten(leaves, spec)
+            out = func(*args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("jacrev(f, ...)(*args): output of function f should be a tuple: (output, aux) "
+                                       "if has_aux is True")
+                out, aux = out
+            out_leaves, out_spec = _flatten(out)
+            flat_in = [t for n in nums for t in specs[n][0]]
+            jacs = []
+            for o in out_leaves:
+                rows = [[] for _ in flat_in]
+                flat_o = o.reshape(-1)
+                for k in range(o.numel()):
+                    gs = (_grad_of([flat_o[k]], flat_in, None) if o.requires_grad
+                          else [_C.zeros_like(t) for t in flat_in])
+                    for j, g in enumerate(gs):
+                        rows[j].append(g)
+                per_input = [(_C.stack(r) if r else _C.zeros((0,) + tuple(t.shape), dtype=t.dtype))
+                             .reshape(tuple(o.shape) + tuple(t.shape)) for r, t in zip(rows, flat_in)]
+                grouped, i = [], 0
+                for n in nums:
+                    k = len(specs[n][0])
+                    grouped.append(_unflatten(per_input[i:i + k], specs[n][1]))
+                    i += k
+                jacs.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
+            result = scope.out(_unflatten(jacs, out_spec))
+            return (result, scope.out(aux)) if has_aux else result
+    return wrapper
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of func with respect to args[argnums] (the same values as jacrev: computed by
+    reverse mode here)."""
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar function with respect to args[argnums] (jacfwd of jacrev)."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) is the Jacobian-vector product at primals."""
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+    return out, jvp_fn
+
+
+def _dims_for(in_dims, args):
+    if isinstance(in_dims, int) or in_dims is None:
+        return [in_dims] * len(args)
+    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
+        raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure of "
+                         f"`inputs`. in_dims has structure {in_dims} but inputs has {len(args)} elements.")
+    return list(in_dims)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """func mapped over a dim of its inputs. Kindle has no batching rules yet: the function runs
+    once per example (in order) and the results are stacked along out_dims; a warning says so."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+
+    def wrapper(*args, **kwargs):
+        dims = _dims_for(in_dims, args)
+        sizes = []
+        leaf_dims = []  # per arg: (leaves, spec, per-leaf dim)
+        for a, d in zip(args, dims):
+            leaves, spec = _flatten(a)
+            if isinstance(d, (tuple, list, dict)):
+                ds, _ = _flatten(d)
+                if len(ds) != len(leaves):
+                    raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
+                                     "structure of `inputs`.")
+            else:
+                ds = [d] * len(leaves)
+            for t, dd in zip(leaves, ds):
+                if dd is None:
+                    continue
+                if not isinstance(t, _C.Tensor):
+                    raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dd} for an input but "
+                                     f"the input is of type {type(t)}. We cannot vmap over non-Tensor arguments, "
+                                     "please use None as the respective in_dim")
+                if not -max(t.dim(), 1) <= dd < max(t.dim(), 1) or t.dim() == 0:
+                    raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dd} for some input, but "
+                                     f"that input is a Tensor of dimensionality {t.dim()} so expected in_dim to satisfy "
+                                     f"-{t.dim()} <= in_dim < {t.dim()}.")
+                sizes.append(t.shape[dd])
+            leaf_dims.append((leaves, spec, ds))
+        if not sizes:
+            raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): at least one input must be a Tensor with a "
+                             "mapped dim (in_dims has no non-None value for any Tensor)")
+        if len(set(sizes)) != 1:
+            raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): Expected all tensors to have the same size "
+                             f"in the mapped dimension, got sizes {sizes} for the mapped dimension")
+        n = sizes[0]
+        warnings.warn(f"kindle.func.vmap: no batching rules yet; running {getattr(func, '__name__', 'the function')} "
+                      f"once per example ({n} calls) and stacking the results", UserWarning, stacklevel=2)
+        results = []
+        for i in range(n):
+            call = [_unflatten([t.select(dd, i) if dd is not None else t for t, dd in zip(leaves, ds)], spec)
+                    for leaves, spec, ds in leaf_dims]
+            results.append(func(*call, **kwargs))
+        out_leaves = [_flatten(r)[0] for r in results]
+        spec = _flatten(results[0])[1] if n else None
+        od = [out_dims] * len(out_leaves[0]) if not isinstance(out_dims, (tuple, list)) else _flatten(list(out_dims))[0]
+        if len(od) != len(out_leaves[0]):
+            raise ValueError(f"vmap(f, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
+                             "structure of `outputs`.")
+        stacked = []
+        for j, d in enumerate(od):
+            col = [r[j] for r in out_leaves]
+            if not isinstance(col[0], _C.Tensor):
+                col = [_C.tensor(c) for c in col]
+            stacked.append(_C.stack(col, d if d is not None else 0) if d is not None else col[0])
+        return _unflatten(stacked, spec)
+    return wrapper
+
+
+def functionalize(func, *, remove="mutations"):
+    """func itself: Kindle's ops already run eagerly on the tensors given (no functionalization
+    pass is needed for any of Kindle's transforms)."""
+    return func
