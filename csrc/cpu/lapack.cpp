@@ -50,6 +50,14 @@ void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const 
             float* vl, const int* ldvl, float* vr, const int* ldvr, float* work, const int* lwork, int* info);
 void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda, double* wr, double* wi,
             double* vl, const int* ldvl, double* vr, const int* ldvr, double* work, const int* lwork, int* info);
+void ssytrf_(const char* uplo, const int* n, float* a, const int* lda, int* ipiv, float* work, const int* lwork,
+             int* info);
+void dsytrf_(const char* uplo, const int* n, double* a, const int* lda, int* ipiv, double* work, const int* lwork,
+             int* info);
+void ssytrs_(const char* uplo, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv,
+             float* b, const int* ldb, int* info);
+void dsytrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, const int* ipiv,
+             double* b, const int* ldb, int* info);
 void cgetrf_(const int* m, const int* n, void* a, const int* lda, int* ipiv, int* info);
 void zgetrf_(const int* m, const int* n, void* a, const int* lda, int* ipiv, int* info);
 void cgetrs_(const char* trans, const int* n, const int* nrhs, const void* a, const int* lda, const int* ipiv,
@@ -119,6 +127,16 @@ void geev(const char* jl, const char* jr, const int* n, double* a, const int* l,
           const int* lvl, double* vr, const int* lvr, double* w, const int* lw, int* i) {
   dgeev_(jl, jr, n, a, l, wr, wi, vl, lvl, vr, lvr, w, lw, i);
 }
+void sytrf(const char* u, const int* n, float* a, const int* l, int* p, float* w, const int* lw, int* i) {
+  ssytrf_(u, n, a, l, p, w, lw, i);
+}
+void sytrf(const char* u, const int* n, double* a, const int* l, int* p, double* w, const int* lw, int* i) {
+  dsytrf_(u, n, a, l, p, w, lw, i);
+}
+void sytrs(const char* u, const int* n, const int* r, const float* a, const int* l, const int* p, float* b,
+           const int* lb, int* i) { ssytrs_(u, n, r, a, l, p, b, lb, i); }
+void sytrs(const char* u, const int* n, const int* r, const double* a, const int* l, const int* p, double* b,
+           const int* lb, int* i) { dsytrs_(u, n, r, a, l, p, b, lb, i); }
 void getrf(const int* m, const int* n, c64* a, const int* l, int* p, int* i) { cgetrf_(m, n, a, l, p, i); }
 void getrf(const int* m, const int* n, c128* a, const int* l, int* p, int* i) { zgetrf_(m, n, a, l, p, i); }
 void getrs(const char* t, const int* n, const int* r, const c64* a, const int* l, const int* p, c64* b,
@@ -169,6 +187,26 @@ void run(Lapack op, const LapackArgs& g) {
   const int m = int(g.m), n = int(g.n), k = int(g.k);
   const int lda = std::max(1, m);
   switch (op) {
+    case Lapack::Sytrf: {  // a: n x n symmetric (the `upper` or lower triangle read), ipiv: n per matrix
+      const char uplo = g.upper ? 'U' : 'L';
+      T wq, dummy = 0;
+      int lw = -1, info, pd = 0;
+      sytrf(&uplo, &n, &dummy, &lda, &pd, &wq, &lw, &info);
+      lw = workspace(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        sytrf(&uplo, &n, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, work.data(), &lw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Sytrs: {  // a: the factors from Sytrf, b: n x k right-hand sides
+      const char uplo = g.upper ? 'U' : 'L';
+      for_batch(g.batch, [&](int64_t b) {
+        sytrs(&uplo, &n, &k, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, at<T>(g.b, g.stride_b, b), &lda,
+              g.info + b);
+      });
+      return;
+    }
     case Lapack::Geev: {  // a: n x n (destroyed); b, c: real and imaginary parts of the eigenvalues; d: V
       const char jobvl = 'N', jobvr = g.vectors ? 'V' : 'N';
       const int ldvl = 1, ldvr = std::max(1, n);

@@ -72,7 +72,7 @@ extern KernelStub<void (*)(TensorIter&, SpecialOp, const double* p)> special_stu
 // a: m x n (leading dimension m), consecutive matrices stride_a elements apart; the other
 // buffers as each routine documents in csrc/cpu/lapack.cpp. info[b] is LAPACK's status for b.
 // Complex dtypes: Getrf and Getrs. Geev: real input, eigenvalues as real and imaginary parts.
-enum class Lapack : uint8_t { Potrf, Getrf, Getrs, Syevd, Gesdd, Geqrf, Orgqr, Trsm, Geev };
+enum class Lapack : uint8_t { Potrf, Getrf, Getrs, Syevd, Gesdd, Geqrf, Orgqr, Trsm, Geev, Sytrf, Sytrs };
 struct LapackArgs {
   DType dtype;
   int64_t batch = 1, m = 0, n = 0, k = 0;

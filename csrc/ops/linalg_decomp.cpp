@@ -273,6 +273,69 @@ std::tuple<Tensor, Tensor> native_linalg_eig(const Tensor& self) { return eig_im
 
 Tensor _linalg_eigvals(const Tensor& self) { return std::get<0>(eig_impl(self, false, "linalg.eigvals")); }
 
+// Bunch-Kaufman LDL^T of symmetric matrices (sytrf on the lower triangle), as torch returns it:
+// the factors in the lower triangle (D's 2x2 blocks included), zeros above, LAPACK's pivots.
+std::tuple<Tensor, Tensor, Tensor> native_linalg_ldl_factor_ex(const Tensor& self, bool hermitian, bool check_errors) {
+  check_matrix(self, "linalg.ldl_factor_ex", true);
+  (void)hermitian;  // the same factorisation for real matrices
+  int64_t n = self.size(-1);
+  Tensor ld = colmajor(self, n, n);
+  Tensor piv = empty(batch_shape(self, {n}), kInt32);
+  Tensor info = zeros(batch_shape(self), kInt32);
+  if (ld.numel()) {
+    LapackArgs g = args_for(ld, n, n);
+    g.ipiv = static_cast<int32_t*>(piv.data_ptr());
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[self.device()](Lapack::Sytrf, g);
+  }
+  if (check_errors) {
+    int64_t b = first_failure(info);
+    int32_t i = b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b];
+    KINDLE_CHECK_AS(LinAlgError, b < 0, "linalg.ldl_factor: ", batch_prefix(info, b), "The factorization found D[", i,
+                    ", ", i, "] exactly zero: the input is singular.");
+  }
+  return {ld.tril_(), piv, info};
+}
+
+Tensor native_linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B, bool hermitian) {
+  check_matrix(LD, "linalg.ldl_solve", true);
+  (void)hermitian;
+  int64_t n = LD.size(-1);
+  KINDLE_CHECK(B.dim() == LD.dim() && B.size(-2) == n, "linalg.ldl_solve: Incompatible shapes of LD and B (",
+               LD.sizes(), " and ", B.sizes(), ")");
+  KINDLE_CHECK(B.dtype() == LD.dtype(), "linalg.ldl_solve: Expected LD and B to have the same dtype, but got ",
+               LD.dtype(), " and ", B.dtype());
+  KINDLE_CHECK(pivots.dtype() == kInt32, "linalg.ldl_solve: Expected pivots to be integers. Got ", pivots.dtype());
+  KINDLE_CHECK(pivots.dim() == LD.dim() - 1 && pivots.size(-1) == n, "linalg.ldl_solve: Expected pivots of shape ",
+               IntArrayRef(batch_shape(LD, {n})), ", got ", pivots.sizes());
+  for (int64_t d = 0; d < LD.dim() - 2; ++d)
+    KINDLE_CHECK(LD.size(d) == B.size(d) && LD.size(d) == pivots.size(d),
+                 "linalg.ldl_solve: the batch dimensions of LD, pivots and B must match");
+  // sytrs trusts the pivots to index the matrix: out-of-range ones would make LAPACK read and
+  // write outside it
+  if (pivots.numel()) {
+    Tensor ap = pivots.abs();
+    KINDLE_CHECK(bool((pivots != 0).all().item().to_bool()) && ap.max().item().to_int() <= n,
+                 "linalg.ldl_solve: pivots must be LAPACK's (1-based, between -", n, " and ", n,
+                 ", nonzero), as ldl_factor returns them");
+  }
+  int64_t k = B.size(-1);
+  Tensor a = colmajor(LD, n, n);
+  Tensor p = contiguous(pivots);
+  Tensor info = zeros(batch_shape(LD), kInt32);
+  Tensor x = colmajor(B, n, k);
+  if (x.numel() && a.numel()) {
+    LapackArgs g = args_for(a, n, n);
+    g.k = k;
+    g.b = x.data_ptr();
+    g.stride_b = n * k;
+    g.ipiv = static_cast<int32_t*>(p.data_ptr());
+    g.info = static_cast<int32_t*>(info.data_ptr());
+    lapack_stub[LD.device()](Lapack::Sytrs, g);
+  }
+  return x;
+}
+
 std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_matrices) {
   check_matrix(A, "linalg.svd", false);
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);

@@ -541,16 +541,30 @@ def householder_product(A, tau, *, out=None):
     return _write(out, Q[..., :, :n])
 
 
+_ldl_ex_t = _named("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+_ldl_t = _named("linalg_ldl_factor", ["LD", "pivots"])
+
+
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
-    raise NotImplementedError("linalg.ldl_factor is not implemented in Kindle yet")
+    """The Bunch-Kaufman LDL^T factorisation of symmetric matrices (LAPACK's sytrf, lower
+    triangle): LD holds L and D compactly, pivots are LAPACK's (1-based; negative for 2x2 blocks)."""
+    return _write(out, _ldl_ex_t(*_C.linalg_ldl_factor_ex(_square(A, "linalg.ldl_factor_ex"), hermitian=hermitian,
+                                                         check_errors=check_errors)))
 
 
 def ldl_factor(A, *, hermitian=False, out=None):
-    raise NotImplementedError("linalg.ldl_factor is not implemented in Kindle yet")
+    LD, pivots, _ = _C.linalg_ldl_factor_ex(_square(A, "linalg.ldl_factor"), hermitian=hermitian, check_errors=True)
+    return _write(out, _ldl_t(LD, pivots))
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
-    raise NotImplementedError("linalg.ldl_solve is not implemented in Kindle yet")
+    """Solves A X = B from A's ldl_factor (batch dimensions broadcast)."""
+    _square(LD, "linalg.ldl_solve")
+    if not isinstance(B, _C.Tensor) or B.dim() < 2:
+        raise RuntimeError("linalg.ldl_solve: Expected B to have at least 2 dimensions")
+    LD2, B2 = _broadcast_batch(LD, B)
+    piv = pivots.expand(tuple(LD2.shape[:-1]))
+    return _write(out, _C.linalg_ldl_solve(LD2, piv, B2, hermitian=hermitian))
 
 
 # ---- the older top-level names (torch.det, torch.svd, torch.qr, ...) and their Tensor methods

@@ -369,3 +369,33 @@ def test_complex_solve_matches_numpy():
     for dt in (np.complex64, np.complex128):
         x = KL.solve(kindle.tensor(a.astype(dt)), kindle.tensor(b.astype(dt)))
         np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, b), atol=1e-4 if dt == np.complex64 else 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 5), (1, 1), (3, 0, 0)])
+def test_ldl_factor_and_solve_match_torch(shape):
+    """sytrf's compact factors and pivots equal torch's (the same LAPACK routine, lower triangle);
+    ldl_solve solves A X = B; the factorisation has no gradient, as in torch."""
+    a = np.random.default_rng(len(shape) + shape[-1]).standard_normal(shape)
+    a = a + np.swapaxes(a, -1, -2)
+    b = np.random.default_rng(9).standard_normal(shape[:-1] + (2,))
+    k = KL.ldl_factor(kindle.tensor(a))
+    t = torch.linalg.ldl_factor(torch.tensor(a))
+    np.testing.assert_allclose(k.LD.numpy(), t.LD.numpy(), atol=1e-12)
+    assert k.pivots.dtype == kindle.int32 and k.pivots.tolist() == t.pivots.tolist()
+    x = KL.ldl_solve(k.LD, k.pivots, kindle.tensor(b))
+    np.testing.assert_allclose(x.numpy(), torch.linalg.ldl_solve(t.LD, t.pivots, torch.tensor(b)).numpy(), atol=1e-10)
+    ex = KL.ldl_factor_ex(kindle.tensor(a))
+    assert ex.info.shape == tuple(shape[:-2]) and not bool(ex.info.any())
+
+
+def test_ldl_errors():
+    LD, piv, info = KL.ldl_factor_ex(kindle.zeros(3, 3, dtype=kindle.float64))
+    assert int(info) == 1
+    with pytest.raises(RuntimeError, match="singular"):
+        KL.ldl_factor(kindle.zeros(3, 3, dtype=kindle.float64))
+    with pytest.raises(RuntimeError, match="pivots"):
+        KL.ldl_solve(kindle.eye(2, dtype=kindle.float64), kindle.tensor([5, 1], dtype=kindle.int32),
+                     kindle.ones(2, 1, dtype=kindle.float64))
+    x = kindle.eye(3, dtype=kindle.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        KL.ldl_factor(x * 2).LD.sum().backward()
