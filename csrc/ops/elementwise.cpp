@@ -498,10 +498,10 @@ Tensor native_where(const Tensor& condition, const Tensor& self, const Tensor& o
 }
 
 static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
-  KINDLE_CHECK(self.is_floating_point() && end.dtype() == self.dtype(), name,
+  KINDLE_CHECK((self.is_floating_point() || self.is_complex()) && end.dtype() == self.dtype(), name,
                     ": expected start and end to be floating point tensors of the same dtype, got ",
                     self.dtype(), " and ", end.dtype());
-  if (weight.impl()->wrapped_number || weight.dim() == 0) {
+  if ((weight.impl()->wrapped_number || weight.dim() == 0) && !self.is_complex() && !weight.is_complex()) {
     TensorIterConfig cfg;
     cfg.add_output(out).add_input(self).add_input(end);
     TensorIter it = cfg.build(name);
@@ -527,11 +527,19 @@ static Tensor addc(const char* name, ParamOp op, const Tensor& self, const Tenso
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self).add_input(t1).add_input(t2);
   if (op == ParamOp::Addcdiv) {
-    KINDLE_CHECK(t1.is_floating_point() || t2.is_floating_point(), name,
+    KINDLE_CHECK(t1.is_floating_point() || t2.is_floating_point() || t1.is_complex() || t2.is_complex(), name,
                  ": integer division with addcdiv is not supported; use a floating point tensor");
   }
   TensorIter it = cfg.build(name);
   KINDLE_CHECK(it.common_dtype != kBool, name, ": not supported for bool tensors");
+  if (is_complex(it.common_dtype)) {  // composed (no fused complex kernel)
+    DType ct = it.common_dtype;
+    Tensor a = self.to(ct), b = t1.to(ct), c = t2.to(ct), v = scalar_tensor_of(value, ct);
+    Tensor r = add(a, mul(v, op == ParamOp::Addcmul ? mul(b, c) : div(b, c)));
+    if (out.defined()) { out.copy_(r); return out; }
+    return r;
+  }
+  KINDLE_CHECK(!value.is_complex(), name, ": For non-complex input tensors, argument value must not be a complex number.");
   double v = value.to_double();
   if (it.numel) param_stub[it.device()](it, op, &v);
   it.finish();

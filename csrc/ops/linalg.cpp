@@ -369,7 +369,7 @@ Tensor kron(const Tensor& self, const Tensor& other) {
 }
 
 Tensor trace(const Tensor& self) {
-  check_kernel_dtype(self.dtype(), "trace", true, false);
+  if (!self.is_complex()) check_kernel_dtype(self.dtype(), "trace", true, false);
   KINDLE_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   return self.diagonal().sum();
 }
