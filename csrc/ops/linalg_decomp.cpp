@@ -128,7 +128,7 @@ std::tuple<Tensor, Tensor> native_linalg_cholesky_ex(const Tensor& self, bool up
 }
 
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
-  check_matrix(A, "linalg.lu_factor", false);
+  check_matrix(A, "linalg.lu_factor", false, /*complex_ok=*/true);
   KINDLE_CHECK_NOT_IMPLEMENTED(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   KINDLE_CHECK(A.size(-1) == A.size(-2), "linalg.lu_factor: only square matrices are supported, got ", A.size(-2),
                " by ", A.size(-1));

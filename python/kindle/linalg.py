@@ -234,7 +234,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 
 
 def inv(A, *, out=None):
-    _square(A, "linalg.inv")
+    _square(A, "linalg.inv", complex_ok=True)
     n = A.shape[-1]
     eye = _C.eye(n, dtype=A.dtype).expand(A.shape)
     return _write(out, _C._linalg_solve(A, eye))
@@ -250,12 +250,35 @@ def inv_ex(A, *, check_errors=False, out=None):
     return _write(out, _inv_ex_t(inv(A), info))
 
 
+def _complex_lu_diagonal(A, op):
+    """U's diagonal of A's LU factors and the permutation's sign: det(A) = sign * prod(diagonal).
+    (No gradient through these for complex input yet: refused rather than silently dropped.)"""
+    if A.requires_grad and _C.is_grad_enabled():
+        raise NotImplementedError(f"{op}: the gradient for complex input is not implemented in Kindle yet")
+    LU, pivots, _ = _C.linalg_lu_factor_ex(A)
+    swaps = (pivots != _C.arange(1, A.shape[-1] + 1, dtype=_C.int32)).sum(-1)
+    return LU.diagonal(0, -2, -1), (1 - 2 * (swaps % 2)).to(A.dtype)
+
+
 def det(A, *, out=None):
-    return _write(out, _C.linalg_det(_square(A, "linalg.det")))
+    _square(A, "linalg.det", complex_ok=True)
+    if A.is_complex():
+        d, sign = _complex_lu_diagonal(A, "linalg.det")
+        return _write(out, d.prod(-1) * sign)
+    return _write(out, _C.linalg_det(A))
 
 
 def slogdet(A, *, out=None):
-    return _write(out, _slogdet_t(*_C.linalg_slogdet(_square(A, "linalg.slogdet"))))
+    _square(A, "linalg.slogdet", complex_ok=True)
+    if A.is_complex():
+        d, sign = _complex_lu_diagonal(A, "linalg.slogdet")
+        mag = d.abs()
+        singular = (mag == 0).any(-1)
+        phase = (d / _C.where(mag == 0, _C.ones_like(mag), mag)).prod(-1) * sign
+        logabs = mag.log().sum(-1)
+        return _write(out, _slogdet_t(_C.where(singular, _C.zeros_like(phase), phase),
+                                      _C.where(singular, _C.full_like(logabs, float("-inf")), logabs)))
+    return _write(out, _slogdet_t(*_C.linalg_slogdet(A)))
 
 
 # ---- norms

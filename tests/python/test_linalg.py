@@ -399,3 +399,23 @@ def test_ldl_errors():
     x = kindle.eye(3, dtype=kindle.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="not implemented"):
         KL.ldl_factor(x * 2).LD.sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (1, 1), (0, 0)])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_det_slogdet_inv_match_torch(shape, dtype):
+    rng = np.random.default_rng(shape[-1])
+    a = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    tol = 1e-4 if dtype == "complex64" else 1e-10
+    np.testing.assert_allclose(KL.det(kindle.tensor(a)).numpy(), torch.linalg.det(torch.tensor(a)).numpy(), atol=tol)
+    s, ld = KL.slogdet(kindle.tensor(a))
+    st, ldt = torch.linalg.slogdet(torch.tensor(a))
+    assert ld.dtype == (kindle.float32 if dtype == "complex64" else kindle.float64)
+    np.testing.assert_allclose(s.numpy(), st.numpy(), atol=tol)
+    np.testing.assert_allclose(ld.numpy(), ldt.numpy(), atol=tol)
+    if shape[-1]:
+        np.testing.assert_allclose(KL.inv(kindle.tensor(a)).numpy(), np.linalg.inv(a), atol=10 * tol)
+    sign, logabs = KL.slogdet(kindle.zeros(2, 2, dtype=getattr(kindle, dtype)))
+    assert sign.item() == 0 and logabs.item() == float("-inf")
+    with pytest.raises(NotImplementedError, match="gradient for complex"):
+        KL.det(kindle.eye(2, dtype=kindle.complex128, requires_grad=True))
