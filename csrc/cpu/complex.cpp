@@ -14,7 +14,7 @@ namespace kindle::cpu {
 namespace {
 
 // One element converted as a copy converts it: a complex value into a real type keeps the real
-// part (PyTorch warns at the op layer); into bool, nonzero-ness of either part.
+// part (Tensor.to and .float() in Python warn, as torch does); into bool, nonzero-ness of either part.
 template <typename O, typename V>
 O convert(const V& x) {
   if constexpr (is_complex_v<V>) {

@@ -33,6 +33,14 @@ nb::object tolist_rec(const Tensor& t, const char* p, int64_t d) {
   return l;
 }
 
+// A complex tensor cast to a real type keeps the real parts: torch's UserWarning says so.
+Tensor cast_warning_if_complex(const Tensor& t, DType to) {
+  if (t.is_complex() && !is_complex(to))
+    if (PyErr_WarnEx(PyExc_UserWarning, "Casting complex values to real discards the imaginary part", 1) < 0)
+      throw nb::python_error();
+  return t.to(to);
+}
+
 // Tensor.to(...): to(dtype), to(device), to(device, dtype), to(other), with keyword forms.
 nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) {
   const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
@@ -63,6 +71,7 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
   }
   if ((!dtype || *dtype == self.dtype()) && !copy) return nb::borrow(self_obj);  // nothing changes: self
   if (!dtype) return nb::cast(self.clone());
+  if (self.is_complex() && !is_complex(*dtype)) return nb::cast(cast_warning_if_complex(self, *dtype));
   return nb::cast(self.to(*dtype, copy));
 }
 
@@ -154,10 +163,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     }
   });
   cls.def("cpu", [](nb::handle_t<Tensor> h) { return nb::borrow(h); });
-  cls.def("float", [](const Tensor& t) { return t.to(kFloat32); });
-  cls.def("double", [](const Tensor& t) { return t.to(kFloat64); });
-  cls.def("half", [](const Tensor& t) { return t.to(kFloat16); });
-  cls.def("bfloat16", [](const Tensor& t) { return t.to(kBFloat16); });
+  cls.def("float", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat32); });
+  cls.def("double", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat64); });
+  cls.def("half", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat16); });
+  cls.def("bfloat16", [](const Tensor& t) { return cast_warning_if_complex(t, kBFloat16); });
   cls.def("long", [](const Tensor& t) { return t.to(kInt64); });
   cls.def("int", [](const Tensor& t) { return t.to(kInt32); });
   cls.def("short", [](const Tensor& t) { return t.to(kInt16); });

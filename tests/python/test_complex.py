@@ -3,6 +3,7 @@ printing, NumPy/DLPack, checkpoints, and autograd's convention. The op-by-op ker
 op database (test_ops.py: every op on complex64/complex128 matches torch or refuses cleanly;
 test_autograd_ops.py: complex128 gradcheck and gradients against torch)."""
 import io
+import warnings
 import itertools
 
 import numpy as np
@@ -221,3 +222,14 @@ def test_fnet_mixing():
         outs.append((y.detach().numpy(), t.grad.numpy()))
     np.testing.assert_allclose(outs[0][0], outs[1][0], atol=1e-4)
     np.testing.assert_allclose(outs[0][1], outs[1][1], atol=1e-5)
+
+
+def test_casting_complex_to_real_warns_as_torch():
+    z = kindle.tensor([1 + 2j])
+    for cast in (lambda t: t.to(kindle.float32), lambda t: t.float(), lambda t: t.double()):
+        with pytest.warns(UserWarning, match="discards the imaginary part"):
+            assert cast(z).tolist() == [1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        z.to(kindle.complex128)
+        kindle.ones(2).double()
