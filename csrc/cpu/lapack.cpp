@@ -163,22 +163,29 @@ void for_batch(int64_t batch, F&& f) {
 template <typename T>
 int workspace(T query) { return std::max(1, int(query)); }
 
-// Complex matrices: the LU factorisation and its solve (what complex linalg.solve and the eig
-// gradient need), one matrix per call over the batch.
-template <typename C>
-void run_complex(Lapack op, const LapackArgs& g) {
+// The LU factorisation and its solve, for every dtype (complex included: what complex
+// linalg.solve, inv and det need).
+template <typename T>
+void lu(Lapack op, const LapackArgs& g) {
   const int m = int(g.m), n = int(g.n), k = int(g.k);
   const int lda = std::max(1, m);
-  if (op == Lapack::Getrf) {
+  if (op == Lapack::Getrf) {  // a: m x n; ipiv: min(m, n) per matrix
+    if constexpr (!is_complex_v<T>) {
+      if (g.batch > 1 && g.stride_a <= INT32_MAX && g.batch <= INT32_MAX) {
+        const int sa = int(g.stride_a), sp = std::min(m, n), nb = int(g.batch);
+        return getrf_batch(&m, &n, static_cast<T*>(g.a), &lda, &sa, g.ipiv, &sp, &nb, g.info);
+      }
+    }
     for_batch(g.batch, [&](int64_t b) {
-      getrf(&m, &n, at<C>(g.a, g.stride_a, b), &lda, g.ipiv + b * std::min(m, n), g.info + b);
+      getrf(&m, &n, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * std::min(m, n), g.info + b);
     });
     return;
   }
-  KINDLE_INTERNAL_ASSERT(op == Lapack::Getrs, "lapack: routine ", int(op), " has no complex version");
+  KINDLE_INTERNAL_ASSERT(op == Lapack::Getrs, "lapack: routine ", int(op), " is not an LU routine");
+  // a: the LU factors (n x n, m == n), b: n x k right-hand sides
   const char trans = g.trans ? 'T' : 'N';
   for_batch(g.batch, [&](int64_t b) {
-    getrs(&trans, &n, &k, at<C>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, at<C>(g.b, g.stride_b, b), &lda, g.info + b);
+    getrs(&trans, &n, &k, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, at<T>(g.b, g.stride_b, b), &lda, g.info + b);
   });
 }
 
@@ -232,23 +239,8 @@ void run(Lapack op, const LapackArgs& g) {
       for_batch(g.batch, [&](int64_t b) { potrf(&uplo, &n, at<T>(g.a, g.stride_a, b), &lda, g.info + b); });
       return;
     }
-    case Lapack::Getrf:  // a: m x n; ipiv: min(m, n) per matrix
-      if (g.batch > 1 && g.stride_a <= INT32_MAX && g.batch <= INT32_MAX) {
-        const int sa = int(g.stride_a), sp = std::min(m, n), nb = int(g.batch);
-        return getrf_batch(&m, &n, static_cast<T*>(g.a), &lda, &sa, g.ipiv, &sp, &nb, g.info);
-      }
-      for_batch(g.batch, [&](int64_t b) {
-        getrf(&m, &n, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * std::min(m, n), g.info + b);
-      });
-      return;
-    case Lapack::Getrs: {  // a: the LU factors (n x n, m == n), b: n x k right-hand sides
-      const char trans = g.trans ? 'T' : 'N';
-      for_batch(g.batch, [&](int64_t b) {
-        getrs(&trans, &n, &k, at<T>(g.a, g.stride_a, b), &lda, g.ipiv + b * n, at<T>(g.b, g.stride_b, b), &lda,
-              g.info + b);
-      });
-      return;
-    }
+    case Lapack::Getrf:
+    case Lapack::Getrs: return lu<T>(op, g);
     case Lapack::Syevd: {  // a: n x n (eigenvectors on exit when `vectors`), b: n eigenvalues
       const char jobz = g.vectors ? 'V' : 'N', uplo = g.upper ? 'U' : 'L';
       T wq;
@@ -320,8 +312,8 @@ void run(Lapack op, const LapackArgs& g) {
 
 void lapack_kernel(Lapack op, const LapackArgs& g) {
   init_mkl();
-  if (g.dtype == kComplex64) return run_complex<c64>(op, g);
-  if (g.dtype == kComplex128) return run_complex<c128>(op, g);
+  if (g.dtype == kComplex64) return lu<c64>(op, g);  // (the only complex routines)
+  if (g.dtype == kComplex128) return lu<c128>(op, g);
   if (g.dtype == kFloat32) return run<float>(op, g);
   KINDLE_INTERNAL_ASSERT(g.dtype == kFloat64, "lapack: unsupported dtype ", g.dtype);
   run<double>(op, g);

@@ -125,6 +125,24 @@ def _zeros_for_missing(grads, refs, strict, create_graph, stage):
     return tuple(out)
 
 
+_V_NONE_OUTPUT = ("The vector v can only be None if the user-provided function returns a single Tensor with a "
+                  "single element.")
+_V_NONE_INPUT = ("The vector v can only be None if the input to the user-provided function is a single Tensor with "
+                 "a single element.")
+
+
+def _vector(v, other, other_is_tuple, create_graph, fn, when_none):
+    """v as a tuple of constants shaped like `other`; None only where other is one element."""
+    if v is None:
+        if len(other) != 1 or other[0].numel() != 1:
+            raise RuntimeError(when_none)
+        return None
+    _, v = _as_tuple(v, "v", fn)
+    v = _prepare(v, create_graph, False)
+    _check_v(v, other, other_is_tuple)
+    return v
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product at inputs."""
     with enable_grad():
@@ -132,13 +150,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _prepare(inputs, create_graph, True)
         outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
         _check_requires_grad(outputs, "outputs", strict)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vjp")
-            v = _prepare(v, create_graph, False)
-            _check_v(v, outputs, outputs_tuple)
-        elif len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the user-provided function returns a single Tensor "
-                               "with a single element.")
+        v = _vector(v, outputs, outputs_tuple, create_graph, "vjp", _V_NONE_OUTPUT)
     with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
         res = _zeros_for_missing(_grad(outputs, inputs, v, create_graph), inputs, strict, create_graph, "back")
     return _unpack(_finish(outputs, create_graph), outputs_tuple), _unpack(_finish(res, create_graph), inputs_tuple)
@@ -149,13 +161,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph, True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _prepare(v, create_graph, False)
-            _check_v(v, inputs, inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single "
-                               "Tensor with a single element.")
+        v = _vector(v, inputs, inputs_tuple, create_graph, "jvp", _V_NONE_INPUT)
         outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)
         # any finite value works: the backward is linear in it and it drops out of the second pass
@@ -245,13 +251,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 def _scalar_first_grad(func, inputs, v, create_graph, strict, fn):
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn)
     inputs = _prepare(inputs, create_graph, True)
-    if v is not None:
-        _, v = _as_tuple(v, "v", fn)
-        v = _prepare(v, create_graph, False)
-        _check_v(v, inputs, inputs_tuple)
-    elif len(inputs) != 1 or inputs[0].numel() != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single "
-                           "Tensor with a single element.")
+    v = _vector(v, inputs, inputs_tuple, create_graph, fn, _V_NONE_INPUT)
     outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn)
     _check_requires_grad(outputs, "outputs", strict)
     if outputs_tuple or not isinstance(outputs[0], _C.Tensor):

@@ -152,26 +152,44 @@ def _grad_of(outputs, inputs, cotangents):
     return [_C.zeros_like(t) if g is None else g for g, t in zip(gs, inputs)]
 
 
+def _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn):
+    """func called with fresh leaves for the tensors of args[n] (n in nums): (out, aux, the
+    leaves and pytree spec of each differentiated argument)."""
+    args = list(args)
+    specs = {}
+    for n in nums:
+        leaves, spec = _flatten(args[n])
+        leaves = [_fresh(t, fn) for t in leaves]
+        specs[n] = (leaves, spec)
+        args[n] = _unflatten(leaves, spec)
+    out = func(*args, **kwargs)
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError(f"{fn}: output of function f should be a tuple: (output, aux) if has_aux is True")
+        out, aux = out
+    return out, aux, specs
+
+
+def _per_argnum(flat, nums, specs, argnums):
+    """Values for the flattened leaves regrouped into each argument's pytree (a tuple over a tuple
+    of argnums)."""
+    grouped, i = [], 0
+    for n in nums:
+        k = len(specs[n][0])
+        grouped.append(_unflatten(flat[i:i + k], specs[n][1]))
+        i += k
+    return grouped[0] if isinstance(argnums, int) else tuple(grouped)
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning (gradient of func's scalar output with respect to args[argnums],
     output), or ((gradient), (output, aux)) with has_aux."""
     def wrapper(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), "grad_and_value(f)(*args)")
-        args = list(args)
+        fn = "grad_and_value(f)(*args)"
+        nums = _argnums_tuple(argnums, len(args), fn)
         with _Scope([t for n in nums for t in _flatten(args[n])[0]]) as scope:
-            specs = {}
-            for n in nums:
-                leaves, spec = _flatten(args[n])
-                leaves = [_fresh(t, "grad_and_value(f)(*args)") for t in leaves]
-                specs[n] = (leaves, spec)
-                args[n] = _unflatten(leaves, spec)
-            out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: (output, "
-                                       "aux) if has_aux is True")
-                out, aux = out
+            out, aux, specs = _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn)
             if not isinstance(out, _C.Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
             if out.dim() != 0:
@@ -180,12 +198,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                    "instead?")
             flat = [t for n in nums for t in specs[n][0]]
             gs = _grad_of([out], flat, None) if out.requires_grad else [_C.zeros_like(t) for t in flat]
-            grads, i = [], 0
-            for n in nums:
-                k = len(specs[n][0])
-                grads.append(_unflatten(gs[i:i + k], specs[n][1]))
-                i += k
-            g = grads[0] if isinstance(argnums, int) else tuple(grads)
+            g = _per_argnum(gs, nums, specs, argnums)
             value = (out, aux) if has_aux else out
             return scope.out(g), scope.out(value)
     return wrapper
@@ -292,22 +305,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     """The Jacobian of func with respect to args[argnums] by reverse mode: for each output leaf a
     tensor out.shape + arg.shape (a pytree like the argument; a tuple over argnums if a tuple)."""
     def wrapper(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), "jacrev(f, argnums)(*args)")
-        args = list(args)
+        fn = "jacrev(f, argnums)(*args)"
+        nums = _argnums_tuple(argnums, len(args), fn)
         with _Scope([t for n in nums for t in _flatten(args[n])[0]]) as scope:
-            specs = {}
-            for n in nums:
-                leaves, spec = _flatten(args[n])
-                leaves = [_fresh(t, "jacrev(f, argnums)(*args)") for t in leaves]
-                specs[n] = (leaves, spec)
-                args[n] = _unflatten(leaves, spec)
-            out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("jacrev(f, ...)(*args): output of function f should be a tuple: (output, aux) "
-                                       "if has_aux is True")
-                out, aux = out
+            out, aux, specs = _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn)
             out_leaves, out_spec = _flatten(out)
             flat_in = [t for n in nums for t in specs[n][0]]
             jacs = []
@@ -321,12 +322,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                         rows[j].append(g)
                 per_input = [(_C.stack(r) if r else _C.zeros((0,) + tuple(t.shape), dtype=t.dtype))
                              .reshape(tuple(o.shape) + tuple(t.shape)) for r, t in zip(rows, flat_in)]
-                grouped, i = [], 0
-                for n in nums:
-                    k = len(specs[n][0])
-                    grouped.append(_unflatten(per_input[i:i + k], specs[n][1]))
-                    i += k
-                jacs.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
+                jacs.append(_per_argnum(per_input, nums, specs, argnums))
             result = scope.out(_unflatten(jacs, out_spec))
             return (result, scope.out(aux)) if has_aux else result
     return wrapper
