@@ -76,8 +76,10 @@ def camel(name):
 
 
 class AutogradOp:
-    def __init__(self, op, derivatives, view, inherited, node_name=None, inplace_view=False, complex_ok=False):
+    def __init__(self, op, derivatives, view, inherited, node_name=None, inplace_view=False, complex_ok=False,
+                 forward=None):
         self.op = op
+        self.forward = forward
         self.view = view
         self.inplace_view = inplace_view
         self.inplace = op.returns_self and op.name.endswith("_")
@@ -236,7 +238,7 @@ def gen_node(aop):
     return cls, saves_before, saves_after
 
 
-def gen_wrapper(aop, saves_before, saves_after):
+def gen_wrapper(aop, saves_before, saves_after, fw_dispatch):
     op = aop.op
     params = op.params(op.args, False)
     call_args = ", ".join(a.name for a in op.args)
@@ -257,7 +259,7 @@ def gen_wrapper(aop, saves_before, saves_after):
         else:
             view_mark = f"set_view_of(result, {self_name});"
             nograd_mark = f"mark_no_grad_view(result, {self_name});"
-    lines = []
+    lines = [fw_dispatch]
     complex_check = []
     if not aop.complex_ok:
         targs = ", ".join(f"&{a.name}" for a in op.args if a.type == "Tensor")
@@ -314,6 +316,231 @@ def gen_wrapper(aop, saves_before, saves_after):
     return f"{op.cpp_ret} {op.name}({params}) {{\n  " + "\n  ".join(lines) + "\n}\n"
 
 
+
+# ---- forward mode (csrc/autograd/forward_ad.h) ----
+# `forward:` in an entry gives the tangents of the op's outputs:
+#   element_wise  the Jacobian is diagonal (an element-wise op, broadcasting allowed): the tangent
+#                 is the sum over inputs of the backward formula applied to the input's tangent
+#                 (conjugated for complex numbers: see forward_ad::element_wise);
+#   linear        the op is linear in its differentiable inputs: the tangent is the op applied to
+#                 their tangents (zeros where an input has none);
+#   an expression (or one per output name) over the arguments, the outputs and `<arg>_t`, the
+#                 arguments' tangents (zeros where an input has none), or `<arg>_t_in` (undefined
+#                 where an input has none: forward_ad::term and sum_terms skip those).
+# Without one, the tangent comes from the backward formula by transposition (transposed_jvp):
+# correct for every op, at about three times the op's cost.
+
+def fw_params(aop):
+    op = aop.op
+    ps = [op.params(op.args, False)]
+    for nm, ty in zip(aop.out_names, aop.out_types):
+        ps.append(f"const tensor_list& {nm}" if ty == "Tensor[]" else f"const Tensor& {nm}")
+    for a, _ in aop.formulas:
+        ps.append(f"const tensor_list& {a.name}_t_in" if a.type == "Tensor[]" else f"const Tensor& {a.name}_t_in")
+    return ", ".join(p for p in ps if p)
+
+
+def derived_locals(aop, text):
+    out = []
+    for a in aop.op.args:
+        if a.type != "Tensor":
+            continue
+        for suf, (mt, expr) in DERIVED.items():
+            nm = f"{a.name}_{suf}"
+            if uses(text, nm):
+                out.append(f"{mt} {nm} = {expr.format(t=a.name)}; (void){nm};")
+    return out
+
+
+def materialized_tangents(aop, text=None):
+    out = []
+    for a, _ in aop.formulas:
+        if text is not None and not uses(text, f"{a.name}_t"):
+            continue
+        if a.type == "Tensor[]":
+            out.append(f"tensor_list {a.name}_t = forward_ad::tangents_or_zeros({a.name}, {a.name}_t_in); (void){a.name}_t;")
+        elif a.type == "Tensor?":
+            out.append(f"Tensor {a.name}_t = {a.name} ? forward_ad::tangent_or_zeros(*{a.name}, {a.name}_t_in) : Tensor(); "
+                       f"(void){a.name}_t;")
+        else:
+            out.append(f"Tensor {a.name}_t = forward_ad::tangent_or_zeros({a.name}, {a.name}_t_in); (void){a.name}_t;")
+    return out
+
+
+def outputs_of(aop, var):
+    """C++ expression: the op's outputs in `var` (its return value) as a tensor_list."""
+    if aop.out_types[0] == "Tensor[]":
+        return var
+    if aop.op.ret_names:
+        return "tensor_list{" + ", ".join(f"std::get<{i}>({var})" for i in range(len(aop.out_names))) + "}"
+    return "tensor_list{" + var + "}"
+
+
+def gen_tangents_fn(aop):
+    """The function computing the output tangents from a `forward:` entry (None without one)."""
+    op, fwd = aop.op, aop.forward
+    if fwd is None:
+        return None
+    body = []
+    multi_out = len(aop.out_names) > 1
+    if fwd == "element_wise":
+        if multi_out or aop.out_types[0] == "Tensor[]":
+            raise SystemExit(f"gen_autograd: {op.name}: element_wise forward needs a single output")
+        text = " ".join(f for _, f in aop.formulas)
+        body.extend(derived_locals(aop, text))
+        body.append("Tensor t_;")
+        for a, f in aop.formulas:
+            if a.type == "Tensor[]":
+                raise SystemExit(f"gen_autograd: {op.name}: element_wise forward over a tensor list")
+            body.append(f"t_ = forward_ad::add_terms(t_, forward_ad::element_wise({a.name}_t_in, "
+                        f"[&](const Tensor& grad) -> Tensor {{ return {f}; }}));")
+        body.append("return {t_};")
+    elif fwd == "linear":
+        body.extend(materialized_tangents(aop))
+        diff = {a.name for a, _ in aop.formulas}
+        args = []
+        for a in op.args:
+            if a.name in diff and a.type == "Tensor?":
+                raise SystemExit(f"gen_autograd: {op.name}: linear forward over an optional tensor")
+            args.append(f"{a.name}_t" if a.name in diff else a.name)
+        body.append(f"auto r_ = kindle::{op.name}({', '.join(args)});")
+        body.append(f"return {outputs_of(aop, 'r_')};")
+    else:
+        exprs = fwd if isinstance(fwd, dict) else {aop.out_names[0]: fwd}
+        unknown = set(exprs) - set(aop.out_names)
+        if unknown:
+            raise SystemExit(f"gen_autograd: {op.name}: forward formulas for unknown outputs {sorted(unknown)}")
+        body.extend(materialized_tangents(aop, " ".join(exprs.values())))
+        body.extend(derived_locals(aop, " ".join(exprs.values())))
+        vals = []
+        for nm in aop.out_names:
+            if nm in exprs:
+                body.append(f"Tensor {nm}_tan_ = {exprs[nm].strip()};")
+                vals.append(f"{nm}_tan_")
+            else:
+                vals.append("Tensor()")
+        body.append("return {" + ", ".join(vals) + "};")
+    return (f"static tensor_list {aop.node}_tangents({fw_params(aop)}) {{\n  "
+            + "\n  ".join(body) + "\n}\n")
+
+
+def gen_forward(aop):
+    """(code of the forward-mode path, the line dispatching to it from the wrapper)."""
+    op = aop.op
+    params = op.params(op.args, False)
+    call_args = ", ".join(a.name for a in op.args)
+    diff = [a for a, _ in aop.formulas]
+    fn = f"fw_{aop.node}"
+    dispatch = (f"if (forward_ad::active() && forward_ad::any_tangent({', '.join(a.name for a in diff)})) "
+                f"return {fn}({call_args});")
+    tangents_fn = None if aop.inplace_view else gen_tangents_fn(aop)
+    lines = ["forward_ad::Suspend s_;"]
+    # the inputs' tangents, and all of them flattened (for the aliasing check)
+    flat = []
+    for a in diff:
+        if a.type == "Tensor[]":
+            lines.append(f"tensor_list {a.name}_t_ = forward_ad::tangents({a.name});")
+            flat.append(f"for (auto& x_ : {a.name}_t_) in_t_.push_back(x_);")
+        else:
+            lines.append(f"Tensor {a.name}_t_ = forward_ad::tangent({a.name});")
+            flat.append(f"in_t_.push_back({a.name}_t_);")
+    lines.append("tensor_list in_t_;")
+    lines.extend(flat)
+    real_only = not aop.complex_ok and aop.forward != "linear"
+    if real_only:
+        lines.append(f'forward_ad::check_real("{op.name}", in_t_);')
+        targs = ", ".join(f"&{a.name}" for a in op.args if a.type == "Tensor")
+        if targs:
+            lines.append(f'check_complex_grad("{op.name}", {{{targs}}});')
+    if aop.forward is None:
+        uses_self = True
+    elif aop.forward == "element_wise":
+        uses_self = any(uses(f, op.args[0].name) for _, f in aop.formulas)
+    elif aop.forward == "linear":
+        uses_self = False
+    else:
+        fx = aop.forward if isinstance(aop.forward, dict) else {"r": aop.forward}
+        uses_self = any(uses(f, op.args[0].name) for f in fx.values())
+    self_name = op.args[0].name if op.args else None
+    if aop.inplace:
+        if aop.inplace_view:
+            rest = ", ".join([f"{self_name}_t_"] + [a.name for a in op.args[1:]])
+            lines.append(f"kindle::{op.name}({call_args});")
+            lines.append(f"if ({self_name}_t_.defined()) kindle::{op.name}({rest});")
+            lines.append(f"return {self_name};")
+        else:
+            lines.append("Tensor old_;")
+            if uses_self:
+                lines.append(f"old_ = {self_name}.clone();")
+            lines.append(f"kindle::{op.name}({call_args});")
+            lines.append(f"const Tensor& before_ = old_.defined() ? old_ : {self_name};")
+            subst = {self_name: "before_"}
+            lines.append(tangent_call(aop, tangents_fn, subst, self_name))
+            lines.append(f"forward_ad::update_inplace_tangent({self_name}, t_[0]);")
+            lines.append(f"return {self_name};")
+        ret = op.cpp_ret
+    else:
+        lines.insert(0, f"{op.cpp_ret} result; {{ forward_ad::Suspend s0_; result = kindle::{op.name}({call_args}); }}")
+        if not op.ret_names and aop.out_types[0] != "Tensor[]":
+            tensor_inputs = [a.name for a in op.args if a.type == "Tensor"]
+            alias = " || ".join(f"result.is_same({n})" for n in tensor_inputs)
+            if alias:
+                lines.insert(1, f"if ({alias}) return result;")
+        lines.append(tangent_call(aop, tangents_fn, {}, "result"))
+        lines.append(f"tensor_list outs_ = {outputs_of(aop, 'result')};")
+        lines.append(f"for (size_t i_ = 0; i_ < outs_.size() && i_ < t_.size(); ++i_) "
+                     f"forward_ad::set_output_tangent(outs_[i_], t_[i_], in_t_, {'true' if aop.view else 'false'});")
+        lines.append("return result;")
+        ret = op.cpp_ret
+    code = (tangents_fn or "") + f"static {ret} {fn}({params}) {{\n  " + "\n  ".join(lines) + "\n}\n"
+    return code, dispatch
+
+
+def tangent_call(aop, tangents_fn, subst, result_var):
+    """`tensor_list t_ = ...;`: the output tangents, from the tangents function or by transposition.
+    subst renames arguments (an in-place op's self before the op); result_var holds the output(s)."""
+    op = aop.op
+    diff = [a for a, _ in aop.formulas]
+    args = [subst.get(a.name, a.name) for a in op.args]
+    if tangents_fn is not None:
+        if aop.inplace:
+            outs = [result_var]
+        elif aop.out_types[0] == "Tensor[]":
+            outs = [result_var]
+        elif op.ret_names:
+            outs = [f"std::get<{i}>({result_var})" for i in range(len(aop.out_names))]
+        else:
+            outs = [result_var]
+        tans = [f"{a.name}_t_" for a in diff]
+        return f"tensor_list t_ = {aop.node}_tangents({', '.join(args + outs + tans)});"
+    # transposition: the differentiable inputs in a flat list, and a function re-running the op
+    build, rebuild, tans = ["tensor_list ins_, tins_;"], ["size_t k_ = 0;"], []
+    call = []
+    for a in op.args:
+        src = subst.get(a.name, a.name)
+        if a not in diff:
+            call.append(src)
+            continue
+        if a.type == "Tensor[]":
+            build.append(f"for (size_t j_ = 0; j_ < {src}.size(); ++j_) {{ ins_.push_back({src}[j_]); tins_.push_back({a.name}_t_[j_]); }}")
+            rebuild.append(f"tensor_list {a.name}_x_(in_.begin() + k_, in_.begin() + k_ + {src}.size()); k_ += {src}.size();")
+        elif a.type == "Tensor?":
+            build.append(f"ins_.push_back({src} ? *{src} : Tensor()); tins_.push_back({a.name}_t_);")
+            rebuild.append(f"std::optional<Tensor> {a.name}_x_; if (in_[k_].defined()) {a.name}_x_ = in_[k_]; ++k_;")
+        else:
+            build.append(f"ins_.push_back({src}); tins_.push_back({a.name}_t_);")
+            rebuild.append(f"Tensor {a.name}_x_ = in_[k_++];")
+        call.append(f"{a.name}_x_")
+    if aop.inplace:
+        self_name = op.args[0].name
+        rebuild.append(f"{self_name}_x_ = {self_name}_x_.clone();")
+        run = f"kindle::{op.name}({', '.join(call)}); return tensor_list{{{self_name}_x_}};"
+    else:
+        run = f"auto r_ = kindle::{op.name}({', '.join(call)}); return {outputs_of(aop, 'r_')};"
+    lam = "[&](const tensor_list& in_) -> tensor_list { " + " ".join(rebuild) + " " + run + " }"
+    return (" ".join(build) + f" tensor_list t_ = forward_ad::transposed_jvp(\"{op.name}\", ins_, tins_, {lam});")
+
+
 def build(ops, entries):
     """Returns (native declarations, autograd source) for the ops with derivatives."""
     by_name = {}
@@ -331,15 +558,17 @@ def build(ops, entries):
         if der is None:
             continue
         complex_ok = bool(e.get("complex") or (inherited and base[1].get("complex")))
+        fwd = e.get("forward", base[1].get("forward") if inherited else None)
         aops.append(AutogradOp(op, der, bool(e.get("view")), inherited, None if inherited else e.get("node"),
-                               bool(e.get("inplace_view")), complex_ok))
+                               bool(e.get("inplace_view")), complex_ok, fwd))
     decls, nodes, wrappers = [], [], []
     for aop in aops:
         op = aop.op
         decls.append(f"{op.cpp_ret} native_{op.name}({op.params(op.args, False)});")
         cls, before, after = gen_node(aop)
         nodes.append(cls)
-        wrappers.append(gen_wrapper(aop, before, after))
+        fw_code, fw_dispatch = gen_forward(aop)
+        wrappers.append(fw_code + gen_wrapper(aop, before, after, fw_dispatch))
     return aops, decls, nodes, wrappers
 
 
@@ -357,6 +586,7 @@ namespace kindle {{
 
 AUTOGRAD_CPP = """// Generated by tools/gen_autograd.py from csrc/ops/ops.yaml. Do not edit.
 #include "autograd/formulas.h"
+#include "autograd/forward_ad.h"
 #include "native_ops.h"
 
 namespace kindle {{

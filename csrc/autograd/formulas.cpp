@@ -615,4 +615,22 @@ Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<s
   return zeros(sizes, grad.dtype()).index_put_(indices, grad, true);
 }
 
+Tensor logcumsumexp_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, int64_t dim) {
+  Tensor pos = logcumsumexp(self + relu(self_t).log(), dim);
+  Tensor neg = logcumsumexp(self + relu(-self_t).log(), dim);
+  return (pos - result).exp() - (neg - result).exp();
+}
+
+Tensor prod_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, std::optional<int64_t> dim, bool keepdim) {
+  Tensor partial = prod_backward(ones_like(result), self, result, dim, keepdim);
+  Tensor prod_t = partial * self_t;
+  return dim ? prod_t.sum(IntArrayRef{*dim}, keepdim) : prod_t.sum();
+}
+
+Tensor max_dim_jvp(const Tensor& self_t, const Tensor& indices, int64_t dim, bool keepdim) {
+  if (self_t.dim() == 0) return self_t.clone();
+  Tensor v = self_t.gather(dim, keepdim ? indices : indices.unsqueeze(dim));
+  return keepdim ? v : v.squeeze(IntArrayRef{dim});
+}
+
 }  // namespace kindle::autograd

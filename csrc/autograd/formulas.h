@@ -118,4 +118,12 @@ Tensor cumsum_backward(const Tensor& grad, int64_t dim);
 Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim);
 Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<std::optional<Tensor>>& indices);
 
+// Forward mode: the tangent of max/min along dim (the tangent at the chosen index).
+// prod: the partial derivatives (its backward at grad = 1) times the tangent, summed per slice.
+Tensor prod_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, std::optional<int64_t> dim, bool keepdim);
+Tensor max_dim_jvp(const Tensor& self_t, const Tensor& indices, int64_t dim, bool keepdim);
+// d logcumsumexp = exp(-result) * cumsum(exp(self) * t), with the positive and negative parts of t
+// summed in log space (no overflow where exp(self) would).
+Tensor logcumsumexp_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, int64_t dim);
+
 }  // namespace kindle::autograd

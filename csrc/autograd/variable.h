@@ -24,6 +24,12 @@ struct AutogradMeta : AutogradMetaInterface {
   // mode on is ambiguous and raises (as in PyTorch).
   bool no_grad_view = false;
   std::string name;
+  // Forward-mode AD: the tangent, valid while the dual level numbered fw_serial is entered
+  // (forward_ad.cpp keeps a registry of the metas holding one, to drop them at the level's exit).
+  Tensor fw_grad;
+  uint64_t fw_serial = 0;
+  bool fw_registered = false;
+  ~AutogradMeta() override;
 };
 
 AutogradMeta* get_meta(const Tensor& t);            // null if the tensor has none

@@ -191,6 +191,10 @@ std::string Tensor::to_string() const {
   }
   if (auto fn = grad_fn()) suffixes.push_back("grad_fn=<" + fn->name() + ">");
   else if (requires_grad()) suffixes.push_back("requires_grad=True");
+  if (autograd::forward_ad::current_level() >= 0) {
+    Tensor tangent = autograd::forward_ad::unpack_dual(*this).second;
+    if (tangent.defined()) suffixes.push_back("tangent=" + tangent.to_string());
+  }
   std::string out = prefix + body;
   size_t last_line = out.size() - (out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n')) + 1;
   for (auto& s : suffixes) {

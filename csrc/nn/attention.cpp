@@ -84,7 +84,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     k = key.index_select(-3, idx);
     v = value.index_select(-3, idx);
   }
-  const bool fusable = !attn_mask && dropout_p == 0 && query.dim() >= 3 && query.dim() == k.dim() &&
+  using autograd::forward_ad::is_dual;
+  const bool fusable = !is_dual(query) && !is_dual(k) && !is_dual(v) && !attn_mask && dropout_p == 0 && query.dim() >= 3 && query.dim() == k.dim() &&
                        query.dim() == v.dim() && query.sizes().slice(0, size_t(query.dim() - 2)) ==
                        k.sizes().slice(0, size_t(k.dim() - 2)) && k.sizes().slice(0, size_t(k.dim() - 2)) ==
                        v.sizes().slice(0, size_t(v.dim() - 2));

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/forward_ad.h"
 #include "kindle/autograd.h"
 #include "nn/common.h"
 
@@ -131,8 +132,10 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
     pad = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
   }
   if (max_norm) {
-    // Rows that are looked up and exceed max_norm are rescaled in place (as PyTorch's embedding_renorm_).
+    // Rows that are looked up and exceed max_norm are rescaled in place (as PyTorch's embedding_renorm_:
+    // not differentiable in either mode, so the weight keeps its tangent too).
     autograd::NoGradGuard g;
+    autograd::forward_ad::Suspend no_tangents;
     Tensor rows = std::get<0>(_unique2(idx, true, false, false, std::nullopt));
     Tensor w = weight.index_select(0, rows);
     Tensor norms = w.norm(norm_type, IntArrayRef{1}, true);

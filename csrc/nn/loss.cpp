@@ -233,7 +233,8 @@ Tensor cross_entropy(const Tensor& self, const Tensor& target, const std::option
   check_kernel_dtype(self.dtype(), "nll_loss_out_frame", true, true);  // no complex kernel
   nn_detail::check_reduction(reduction, "cross_entropy");
   if (self.dim() == 2 && target.dim() == 1 && target.dtype() == kInt64 && !weight && label_smoothing == 0 &&
-      (self.dtype() == kFloat32 || self.dtype() == kFloat64) && self.size(1) > 0)
+      (self.dtype() == kFloat32 || self.dtype() == kFloat64) && self.size(1) > 0 &&
+      !autograd::forward_ad::is_dual(self))
     return cross_entropy_fused(self, target, ignore_index, reduction);
   return cross_entropy_ops(self, target, weight, ignore_index, reduction, label_smoothing);
 }

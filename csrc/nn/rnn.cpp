@@ -100,7 +100,9 @@ std::tuple<Tensor, Tensor, Tensor> lstm_recurrence(const Tensor& xi, const Tenso
                        c0.dim() == 2 && h0.sizes() == c0.sizes() && xi.size(1) == h0.size(0) &&
                        xi.size(2) == 4 * h0.size(1) && w_hh.dim() == 2 && w_hh.size(0) == xi.size(2) &&
                        w_hh.size(1) == h0.size(1);
-  if (!fusable) return lstm_recurrence_ops(xi, h0, c0, w_hh, reverse);
+  using autograd::forward_ad::is_dual;
+  if (!fusable || is_dual(xi) || is_dual(h0) || is_dual(c0) || is_dual(w_hh))  // (tangents flow through ops)
+    return lstm_recurrence_ops(xi, h0, c0, w_hh, reverse);
   const int64_t T = xi.size(0), B = h0.size(0), H = h0.size(1);
   Tensor G, cells, out, hT, cT;
   Tensor h0c = h0.contiguous(), c0c = c0.contiguous();

@@ -6,6 +6,7 @@
 #include <numbers>
 #include <string>
 
+#include "kindle/autograd.h"
 #include "kindle/operators.h"
 #include "ops/kernels.h"
 #include "ops/tensor_iter.h"
@@ -524,7 +525,8 @@ static Tensor normal_impl(const Tensor& mean, const Tensor& std, const std::opti
   Tensor out = empty_tensor(shape, dt, mean.device());
   out.normal_(0, 1, generator);
   out = out * std.detach() + mean.detach();
-  if (mean.requires_grad() || std.requires_grad()) {
+  if (mean.requires_grad() || std.requires_grad() || autograd::forward_ad::is_dual(mean) ||
+      autograd::forward_ad::is_dual(std)) {
     Tensor never = zeros({}, kBool);
     out = where(never, mean, where(never, std, out));
   }
@@ -607,7 +609,9 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
     r = scatter_reduce_raw_(base, dim, index, src.detach(),
                             is_max ? PutReduce::Max : is_min ? PutReduce::Min : PutReduce::Multiply);
   }
-  if (!is_floating_point(dt) || !(self.requires_grad() || src.requires_grad())) return r;
+  if (!is_floating_point(dt) || !(self.requires_grad() || src.requires_grad() || autograd::forward_ad::is_dual(self) ||
+                                  autograd::forward_ad::is_dual(src)))
+    return r;
   Tensor src_v = src;  // the part of src the index reaches
   for (int64_t k = 0; k < index.dim(); ++k) src_v = src_v.narrow(k, 0, index.size(k));
   Tensor r_at = r.gather(dim, index);

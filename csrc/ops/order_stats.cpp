@@ -3,6 +3,7 @@
 #include <limits>
 #include <tuple>
 
+#include "kindle/autograd.h"
 #include "kindle/operators.h"
 #include "ops/scan_kernels.h"
 
@@ -59,7 +60,7 @@ Tensor median_all_impl(const Tensor& self, bool ignore_nan) {
     return self.sum() * Scalar(std::numeric_limits<double>::quiet_NaN());
   }
   Tensor m = std::get<0>(median_dim_impl(self.detach().flatten(), 0, false, ignore_nan));
-  if (!self.requires_grad()) return m;
+  if (!self.requires_grad() && !autograd::forward_ad::is_dual(self)) return m;
   Tensor equal = m.isnan().item().to_bool() ? self.isnan() : self == m;
   Tensor share = where(equal, self - m, zeros({}, self.dtype())).sum() / equal.sum();
   return m + share;

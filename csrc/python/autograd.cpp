@@ -1,5 +1,6 @@
 // Python bindings of the autograd engine: Tensor's autograd attributes, graph nodes, backward,
 // grad modes, anomaly mode and the C++ side of autograd.Function.
+#include "autograd/forward_ad.h"
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/shared_ptr.h>
 
@@ -165,6 +166,26 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     return HookHandle{t, nullptr, id, 0, 0};
   }, nb::arg("hook"));
 
+  // forward-mode AD (python/kindle/autograd/forward_ad.py)
+  m.def("_enter_dual_level", &forward_ad::enter_dual_level);
+  m.def("_exit_dual_level", [](int64_t level) { forward_ad::exit_dual_level(level); }, nb::arg("level") = -1);
+  m.def("_make_dual", [](const Tensor& t, const Tensor& tangent, int64_t level) {
+    return forward_ad::make_dual(t, tangent, level);
+  }, nb::arg("tensor"), nb::arg("tangent"), nb::arg("level") = -1);
+  m.def("_unpack_dual", [](const Tensor& t, int64_t level) {
+    auto [p, tan] = forward_ad::unpack_dual(t, level);
+    return nb::make_tuple(p, tan.defined() ? nb::cast(tan) : nb::none());
+  }, nb::arg("tensor"), nb::arg("level") = -1);
+  m.def("_fw_active", [] { return forward_ad::active(); });
+  m.def("_fw_tangent", [](const Tensor& t) -> nb::object {
+    Tensor tan = forward_ad::tangent(t);
+    return tan.defined() ? nb::cast(tan) : nb::none();
+  });
+  m.def("_fw_set_suspended", &forward_ad::detail::set_suspended);
+  m.def("_fw_set_output_tangent", [](const Tensor& out, const Tensor& tangent, std::vector<Tensor> inputs) {
+    forward_ad::Suspend s;
+    forward_ad::set_output_tangent(out, tangent, inputs, false);
+  });
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
   m.def("_set_anomaly_enabled", [](bool enabled, bool check_nan) {

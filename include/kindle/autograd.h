@@ -201,4 +201,35 @@ struct Function {
   static void collect(tensor_list&, const T&) {}
 };
 
+// ---- Forward-mode AD (dual tensors), as torch.autograd.forward_ad ----
+//   int64_t level = forward_ad::enter_dual_level();
+//   Tensor x = forward_ad::make_dual(primal, tangent);
+//   Tensor y = f(x);
+//   Tensor jvp = forward_ad::unpack_dual(y).second;
+//   forward_ad::exit_dual_level(level);   // drops every tangent of the level
+// One level exists at a time, as in PyTorch.
+namespace forward_ad {
+int64_t enter_dual_level();
+void exit_dual_level(int64_t level = -1);
+int64_t current_level();  // -1: none
+Tensor make_dual(const Tensor& primal, const Tensor& tangent, int64_t level = -1);
+// (a view of the primal without the tangent, the tangent or an undefined tensor)
+std::pair<Tensor, Tensor> unpack_dual(const Tensor& t, int64_t level = -1);
+// True when t carries a tangent that ops must propagate (a fused kernel without a forward formula
+// then takes its op-by-op path).
+bool is_dual(const Tensor& t);
+// RAII form of enter/exit.
+class DualLevel {
+ public:
+  DualLevel() : level_(enter_dual_level()) {}
+  ~DualLevel() { exit_dual_level(level_); }
+  DualLevel(const DualLevel&) = delete;
+  DualLevel& operator=(const DualLevel&) = delete;
+  int64_t level() const { return level_; }
+
+ private:
+  int64_t level_;
+};
+}  // namespace forward_ad
+
 }  // namespace kindle::autograd

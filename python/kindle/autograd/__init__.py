@@ -7,6 +7,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from . import graph  # noqa: F401
 from . import profiler  # noqa: F401
 from . import functional  # noqa: F401,E402  (vjp, jvp, jacobian, hessian, vhp, hvp)
+from . import forward_ad  # noqa: F401,E402
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck",
