@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Function transforms (issue 17) against torch.func, side by side (A B A B) in one process:
 per-sample gradients of a 784-128-10 MLP over a batch of 64 (vmap(grad) over functional_call,
-and a plain Python loop of backward passes) and the Hessian of a 100-input function.
+and a plain Python loop of backward passes), a forward-mode jvp through the MLP, jacfwd of a
+32-input function, and the Hessian of a 100-input function (jacfwd(jacrev(f)) in both).
 
     python benchmarks/bench_func.py [--quick]
 
@@ -66,7 +67,22 @@ def workloads(batch):
     def hessian(lib):
         return lib.func.hessian(lambda v: (v.sin() * v.sum()).sum() + (v ** 3).sum())(lib.tensor(h_in))
 
+    v = rng.standard_normal((batch, 784)).astype(np.float32)
+
+    def jvp(lib):
+        m = models[lib]
+        return lib.func.jvp(m, (lib.tensor(x),), (lib.tensor(v),))[1]
+
+    j_in = rng.standard_normal(32)
+    w = rng.standard_normal((32, 32)) / 6
+
+    def jacfwd(lib):
+        wt = lib.tensor(w)
+        return lib.func.jacfwd(lambda a: (a @ wt).tanh() @ wt)(lib.tensor(j_in))
+
     return [(f"per-sample grads, vmap(grad), MLP b{batch}", vmap_grad),
+            (f"jvp (forward mode), MLP b{batch}", jvp),
+            ("jacfwd of a 32-input function", jacfwd),
             (f"per-sample grads, Python loop, MLP b{batch}", loop),
             ("hessian of a 100-input function", hessian)]
 

@@ -229,6 +229,18 @@ def gen_node(aop):
     rel = ""
     if releases:
         rel = "  void release_variables() override { " + " ".join(releases) + " }\n"
+    # saved outputs hear of their tangents (forward mode over the backward formulas)
+    tangent_cases = []
+    for i, (nm, ty) in enumerate(zip(aop.out_names, aop.out_types)):
+        if not uses(all_text, nm):
+            continue
+        if ty == "Tensor[]":
+            tangent_cases.append(f"if (nr < {nm}_.size()) {nm}_[nr].set_tangent(t);")
+        else:
+            tangent_cases.append(f"if (nr == {i}) {nm}_.set_tangent(t);")
+    if tangent_cases:
+        rel += ("  void on_output_tangent(uint32_t nr, const Tensor& t) override { "
+                + " ".join(tangent_cases) + " }\n")
     cls = (f"struct {aop.node} final : Node {{\n"
            f"  std::string name() const override {{ return \"{aop.node}\"; }}\n"
            f"  tensor_list apply(tensor_list&& grads) override {{\n    " + "\n    ".join(body) + "\n  }\n"

@@ -42,13 +42,15 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view ap
 
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   Tensor z = self * beta;
-  return where(z > threshold, grad, grad * z.sigmoid());
+  // (at z == threshold the slope is sigmoid(z) and its own derivative 0, as in PyTorch)
+  return where(z > threshold, grad, grad * where(z < threshold, z, z.detach()).sigmoid());
 }
 
 Tensor elu_backward(const Tensor& grad, const Tensor& self, const Scalar& alpha, const Scalar& scale,
                     const Scalar& input_scale) {
   double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
-  Tensor neg = (self * is).exp() * (s * a * is);
+  // (at 0 the slope is the negative side's and its own derivative 0, as in PyTorch)
+  Tensor neg = (where(self < 0, self, self.detach()) * is).exp() * (s * a * is);
   return grad * where(self <= 0, neg, scalar_tensor_of(s, grad.dtype()));
 }
 
@@ -616,9 +618,12 @@ Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<s
 }
 
 Tensor logcumsumexp_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, int64_t dim) {
-  Tensor pos = logcumsumexp(self + relu(self_t).log(), dim);
-  Tensor neg = logcumsumexp(self + relu(-self_t).log(), dim);
-  return (pos - result).exp() - (neg - result).exp();
+  // (a part that is empty so far, log 0 = -inf, contributes 0, also where result is -inf)
+  auto part = [&](const Tensor& t) {
+    Tensor lse = logcumsumexp(self + relu(t).log(), dim);
+    return where(lse == -INFINITY, zeros_like(lse), (lse - result).exp());
+  };
+  return part(self_t) - part(-self_t);
 }
 
 Tensor prod_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, std::optional<int64_t> dim, bool keepdim) {

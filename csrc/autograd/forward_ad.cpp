@@ -154,6 +154,15 @@ Tensor in_layout_of(const Tensor& primal, const Tensor& t) {
 }
 }  // namespace
 
+void set_tangent(const Tensor& t, const Tensor& tan) { attach(t, tan); }
+
+void notify_saved_output(const Tensor& out) {
+  AutogradMeta* m = get_meta(out);
+  if (!m || !m->grad_fn) return;
+  Tensor tan = tangent(out);
+  if (tan.defined()) m->grad_fn->on_output_tangent(m->output_nr, tan);
+}
+
 void set_output_tangent(const Tensor& out, Tensor t, const tensor_list& input_tangents, bool is_view) {
   if (!t.defined() || !out.defined() || !is_differentiable_type(out.dtype())) return;
   if (t.is_complex() && !out.is_complex()) t = real(t);
@@ -172,6 +181,7 @@ void set_output_tangent(const Tensor& out, Tensor t, const tensor_list& input_ta
     t = in_layout_of(out, t);
   }
   attach(out, t);
+  notify_saved_output(out);
 }
 
 void update_inplace_tangent(const Tensor& self, const Tensor& t) {
@@ -180,6 +190,7 @@ void update_inplace_tangent(const Tensor& self, const Tensor& t) {
   if (cur.defined()) {
     if (!overlapping(cur)) {
       cur.copy_(t);
+      notify_saved_output(self);
       return;
     }
     // An expanded tangent (of an expanded view): write one copy of each repeated element.
@@ -190,6 +201,7 @@ void update_inplace_tangent(const Tensor& self, const Tensor& t) {
         src = src.narrow(d, 0, 1);
       }
     dst.copy_(src);
+    notify_saved_output(self);
     return;
   }
   // A view of a base without a tangent: the base gets a zero tangent of which the view's is
@@ -202,10 +214,12 @@ void update_inplace_tangent(const Tensor& self, const Tensor& t) {
     Tensor vt = bt.as_strided(self.sizes(), self.strides(), self.storage_offset() - base.storage_offset());
     vt.copy_(t);
     attach(self, vt);
+    notify_saved_output(self);
     return;
   }
   Tensor own = t.sizes() == self.sizes() ? t.clone() : t.expand(self.sizes()).contiguous();
   attach(self, in_layout_of(self, own.dtype() == self.dtype() ? own : own.to(self.dtype())));
+  notify_saved_output(self);
 }
 
 void check_real(const char* op, const tensor_list& tans) {

@@ -42,6 +42,10 @@ Tensor tangent_or_zeros(const Tensor& t, const Tensor& tangent);
 tensor_list tangents_or_zeros(TensorList ts, const tensor_list& tangents);
 
 bool has_tangent(const Tensor& t);
+// Attaches `tangent` to `t` as it is (the generated code uses set_output_tangent).
+void set_tangent(const Tensor& t, const Tensor& tangent);
+// Tells the node that recorded `out` (if any) its tangent, for the copy it saved.
+void notify_saved_output(const Tensor& out);
 inline bool has_tangent_any(const Tensor& t) { return has_tangent(t); }
 inline bool has_tangent_any(const std::optional<Tensor>& t) { return t && has_tangent(*t); }
 inline bool has_tangent_any(TensorList ts) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <sstream>
 
+#include "autograd/forward_ad.h"
 #include "autograd/functions.h"
 #include "kindle/operators.h"
 
@@ -233,7 +234,15 @@ Tensor SavedVariable::unpack(const Node* owner) const {
   if (!fn || !GradMode::is_enabled()) return data_;
   Tensor t = make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());
   set_history(t, fn, output_nr_);
+  if (forward_ad::detail::level_entered.load(std::memory_order_relaxed)) {
+    Tensor tan = forward_ad::tangent(data_);
+    if (tan.defined()) forward_ad::set_tangent(t, tan);
+  }
   return t;
+}
+
+void SavedVariable::set_tangent(const Tensor& tangent) {
+  if (is_output_ && data_.defined() && tangent.defined()) forward_ad::set_tangent(data_, tangent);
 }
 
 }  // namespace kindle::autograd

@@ -622,9 +622,11 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
     KINDLE_CHECK_NOT_IMPLEMENTED(!(logical_and(self.detach() == Scalar(0), self_counts).any().item().to_bool() ||
                                    (src_v.detach() == Scalar(0)).any().item().to_bool()),
                                  "scatter_reduce(reduce='prod'): the gradient with a zero factor is not implemented");
-    Tensor rel_self = where(self_counts, (self - self.detach()) / self.detach(), zero);
-    Tensor rel_src = (src_v - src_v.detach()) / src_v.detach();
-    return r + r * (rel_self + zeros_like(r).scatter_add(dim, index, rel_src));
+    // r * exp(sum log(x / x.detach())): the value r, and every derivative of the product (of any
+    // order: gradients of gradients, forward over reverse)
+    Tensor log_self = where(self_counts, (self / self.detach()).log(), zero);
+    Tensor log_src = (src_v / src_v.detach()).log();
+    return r * (log_self + zeros_like(r).scatter_add(dim, index, log_src)).exp();
   }
   Tensor on_self = logical_and(self_counts, self.detach() == r);
   Tensor on_src = src_v.detach() == r_at;

@@ -177,6 +177,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     return nb::make_tuple(p, tan.defined() ? nb::cast(tan) : nb::none());
   }, nb::arg("tensor"), nb::arg("level") = -1);
   m.def("_fw_active", [] { return forward_ad::active(); });
+  m.def("_fw_current_level", [] { return forward_ad::current_level(); });
   m.def("_fw_tangent", [](const Tensor& t) -> nb::object {
     Tensor tan = forward_ad::tangent(t);
     return tan.defined() ? nb::cast(tan) : nb::none();

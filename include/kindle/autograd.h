@@ -86,6 +86,10 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual std::string name() const = 0;
   // Frees what the node saved for backward; a later apply raises.
   virtual void release_variables() {}
+  // Forward mode: output `output_nr` got `tangent` after the node saved it (a saved output is a
+  // separate alias of the data, so it is told: backward formulas run under forward mode, as in
+  // forward-over-reverse, must see the tangents of the values they read).
+  virtual void on_output_tangent(uint32_t /*output_nr*/, const Tensor& /*tangent*/) {}
 
   uint32_t num_outputs() const { return uint32_t(output_meta.size()); }
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
@@ -115,6 +119,7 @@ class SavedVariable {
   SavedVariable(const Tensor& t, bool is_output);
   Tensor unpack(const Node* owner) const;
   void reset();
+  void set_tangent(const Tensor& tangent);  // of a saved output (see Node::on_output_tangent)
   bool defined() const { return defined_; }
 
  private:

@@ -109,3 +109,26 @@ TEST(Autograd, BackwardTwiceWithoutRetainGraphRaises) {
   y.backward();
   EXPECT_THROW(y.backward(), Error);
 }
+
+TEST(Autograd, ForwardModeDualTensors) {
+  namespace fw = ag::forward_ad;
+  Tensor x = arange(1, 4, 1, kFloat64), v = full({3}, Scalar(0.5), kFloat64);
+  Tensor y;
+  {
+    fw::DualLevel level;
+    EXPECT_THROW(fw::enter_dual_level(), Error);  // one level at a time
+    Tensor d = fw::make_dual(x, v);
+    y = (d * d).sum();  // d/dx sum(x^2) . v = 2 x . v = 6
+    auto [p, t] = fw::unpack_dual(y);
+    ASSERT_TRUE(t.defined());
+    EXPECT_DOUBLE_EQ(t.item<double>(), 6.0);
+    EXPECT_DOUBLE_EQ(p.item<double>(), 14.0);
+    EXPECT_FALSE(fw::unpack_dual(p).second.defined());
+    // a fused kernel without a forward formula (cross entropy) takes its op path
+    Tensor logits = fw::make_dual(ones({2, 3}, kFloat64), ones({2, 3}, kFloat64));
+    Tensor loss = cross_entropy(logits, zeros({2}, kInt64));
+    EXPECT_NEAR(fw::unpack_dual(loss).second.item<double>(), 0.0, 1e-12);  // a uniform shift changes nothing
+  }
+  EXPECT_FALSE(fw::unpack_dual(y).second.defined());  // dropped at the level's exit
+  EXPECT_THROW(fw::make_dual(x, v), Error);
+}

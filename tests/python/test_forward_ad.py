@@ -358,3 +358,107 @@ def test_every_differentiable_op_has_a_forward_path():
             t = kfw.unpack_dual(f(kfw.make_dual(x, v))).tangent
         fd = (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
         assert kindle.allclose(t, fd, atol=1e-6), f
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. forward over reverse: the tangent of a gradient (Hessian-vector products, torch.func.hessian)
+
+
+def _forward_over_reverse(lib, fw, op, sample, targs, tans, cot_seed):
+    """With every floating argument dual: g = grad(<outputs, u>, args) (create_graph), and the
+    tangents of g."""
+    with fw.dual_level():
+        duals = [fw.make_dual(_primal(lib, t), lib.tensor(v).to(_primal(lib, t).dtype)).requires_grad_()
+                 for t, v in zip(targs, tans)]
+        b = Built(lib, sample, targs, duals)
+        outs = [o for o in _flat(_call(op, lib, b, _main_variant(op))) if o.requires_grad]
+        if not outs:
+            return None
+        rng = np.random.default_rng(cot_seed)
+        us = [lib.tensor(rng.standard_normal(tuple(o.shape))).to(o.dtype) for o in outs]
+        gs = lib.autograd.grad(outs, duals, us, create_graph=True, allow_unused=True)
+        _forward_over_reverse.out_dtypes = {_dname(o.dtype) for o in outs}
+        res = []
+        for g in gs:
+            t = None if g is None else fw.unpack_dual(g).tangent
+            res.append((None if g is None else g.detach().clone(), None if t is None else t.detach().clone()))
+    return res
+
+
+def _torch_hvp_reverse(op, sample, targs, tans, cot_seed):
+    """The same products by torch's reverse mode twice: grad(<g, v>) with g = grad(<f, u>)."""
+    leaves = [_primal(torch, t).requires_grad_() for t in targs]
+    b = Built(torch, sample, targs, leaves)
+    outs = [o for o in _flat(_call(op, torch, b, _main_variant(op))) if o.requires_grad]
+    rng = np.random.default_rng(cot_seed)
+    us = [torch.tensor(rng.standard_normal(tuple(o.shape))).to(o.dtype) for o in outs]
+    gs = torch.autograd.grad(outs, leaves, us, create_graph=True, allow_unused=True)
+    dot = sum((g * torch.tensor(v)).sum() for g, v in zip(gs, tans) if g is not None and g.requires_grad)
+    if not torch.is_tensor(dot):
+        return [None if g is None else torch.zeros_like(g) for g in gs]
+    hv = torch.autograd.grad(dot, leaves, allow_unused=True)
+    return [None if h is None else h.detach() for h in hv]
+
+
+def _fd_of_grad(op, sample, targs, tans, cot_seed, h=1e-6):
+    def grads(sign):
+        leaves = [kindle.tensor(np.asarray(t.data) + sign * h * v).requires_grad_() for t, v in zip(targs, tans)]
+        b = Built(kindle, sample, targs, leaves)
+        outs = [o for o in _flat(_call(op, kindle, b, _main_variant(op))) if o.requires_grad]
+        rng = np.random.default_rng(cot_seed)
+        us = [kindle.tensor(rng.standard_normal(tuple(o.shape))).to(o.dtype) for o in outs]
+        return kindle.autograd.grad(outs, leaves, us, allow_unused=True)
+    hi, lo = grads(1), grads(-1)
+    return [None if a is None else torch.tensor(((a - b) / (2 * h)).numpy()) for a, b in zip(hi, lo)]
+
+
+def _for_params():
+    return [o for o in OPS if o.kind != "creation" and "float64" in o.dtypes]
+
+
+@pytest.mark.parametrize("op", _for_params(), ids=_id)
+def test_forward_over_reverse_matches_torch(op):
+    """The samples with finite float64 values (at inf, nan and poles second derivatives are inf or
+    nan in both libraries, in patterns their formulas do not share)."""
+    failures = []
+    for k, s in enumerate(op.get_samples("float64")):
+        targs = [t for t in _float_targs(s) if t.dtype == "float64"]
+        if not targs or len(targs) != len(_float_targs(s)) or _float_elems(s) > 400:
+            continue
+        if not all(np.isfinite(np.asarray(t.data)).all() for t in targs):
+            continue
+        if op.qualname == "nn.functional.binary_cross_entropy" and np.isin(np.asarray(s.input.data), (0.0, 1.0)).any():
+            continue  # probabilities of exactly 0 or 1: both libraries clamp the logs there, and
+            # torch's own forward and double-backward formulas disagree (by 1e23)
+        if op.torch_grad_wrong and op.torch_grad_wrong(s):
+            continue
+        tans = _tangent_data(targs, seed=k)
+        tres, terr = _try(_forward_over_reverse, torch, tfw, op, s, targs, tans, k)
+        if terr is not None or tres is None:
+            continue  # torch lacks a formula on the way (or rejects the sample)
+        kres, kerr = _try(_forward_over_reverse, kindle, kfw, op, s, targs, tans, k)
+        if kerr is not None:
+            if isinstance(kerr, NotImplementedError):
+                continue  # a backward formula that is not differentiable: refused, never wrong
+            failures.append((s, f"raised {_short(kerr)}"))
+            continue
+        dtypes = {"float64"} | _forward_over_reverse.out_dtypes
+        pairs = [((kp, kt), (tp, tt)) for (kp, kt), (tp, tt) in zip(kres, tres) if tp is not None and kp is not None]
+        errs = _compare(op, [p[0] for p in pairs], [p[1] for p in pairs], dtypes)
+        if errs:
+            # at a kink (elu at 0, softplus at its threshold, a clamp bound) torch's forward formulas
+            # and its double backward disagree: its reverse-over-reverse product arbitrates
+            ref, _ = _try(_torch_hvp_reverse, op, s, targs, tans, k)
+            if ref is not None:
+                pairs = [((kp, kt), (torch.tensor(kp.numpy()), rt)) for (kp, kt), rt in zip(kres, ref) if kp is not None]
+                if not _compare(op, [p[0] for p in pairs], [p[1] for p in pairs], dtypes):
+                    continue
+            # or the directional derivative of kindle's gradient (itself checked against torch's
+            # by test_autograd_ops), by central differences
+            fd, _ = _try(_fd_of_grad, op, s, targs, tans, k)
+            if fd is not None:
+                pairs = [((kp, kt), (torch.tensor(kp.numpy()), ft)) for (kp, kt), ft in zip(kres, fd) if kp is not None]
+                if not _compare(op, [p[0] for p in pairs], [p[1] for p in pairs], dtypes | {"float32"}):
+                    continue
+            failures.append((s, "; ".join(errs)))
+    assert not failures, report(failures, limit=20)

@@ -140,6 +140,16 @@ def test_per_sample_gradients_match_torch_func():
     lambda L: L.func.jacrev(lambda a, b: (a * b, a.sum()), argnums=(0, 1))(L.tensor(X3), L.tensor(X3)),
     lambda L: L.func.jacfwd(lambda a: a.sin() * a[0])(L.tensor(X3)),
     lambda L: L.func.jacrev(L.func.jacrev(lambda a: (a ** 3).sum()))(L.tensor(X3)),
+    # forward mode: nested (the inner jvp by double backward), mixed with reverse, with aux,
+    # several arguments and a pytree, linearize
+    lambda L: L.func.jacfwd(L.func.jacfwd(lambda a: (a ** 3).sum() * a))(L.tensor(X3)),
+    lambda L: L.func.jacrev(L.func.jacfwd(lambda a: a.tanh() * a.sum()))(L.tensor(X3)),
+    lambda L: L.func.jacfwd(lambda a, b: (a @ b, b.sum(0)), argnums=(0, 1))(L.tensor(X3), L.tensor(Y23).t()),
+    lambda L: L.func.jvp(lambda a, b: ((a * b).sum(), a.exp()), (L.tensor(X3), L.tensor(X3)),
+                         (L.ones(3, dtype=L.float64), L.tensor(X3)), has_aux=True),
+    lambda L: L.func.jvp(lambda d: d["w"].sin() * d["x"], ({"w": L.tensor(X3), "x": L.tensor(X3)},),
+                         ({"w": L.ones(3, dtype=L.float64), "x": L.tensor(X3)},)),
+    lambda L: L.func.linearize(lambda a: a.exp().cumsum(0), L.tensor(X3))[1](L.tensor(X3)),
 ])
 def test_func_transforms_match_torch(case):
     _same(case(kindle), case(torch))
@@ -173,3 +183,46 @@ def test_model_ensembling_with_stack_module_state():
     assert out.shape == (3, 4, 3)
     for i, m in enumerate(models):
         np.testing.assert_allclose(out[i].detach().numpy(), m(x).detach().numpy(), atol=1e-6)
+
+
+def _small_net(lib):
+    lib.manual_seed(3)
+    return lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.Tanh(), lib.nn.Linear(8, 4)).double()
+
+
+def _same_weights(km, tm):
+    km.load_state_dict({k: kindle.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+
+
+def test_neural_ode_jvp_and_network_hvp_match_torch():
+    """Two classic forward-mode programs: the sensitivity of an Euler-integrated neural ODE's final
+    state to its initial state (jvp through 20 steps), and a Hessian-vector product of a small
+    network's loss with respect to its parameters (jvp of grad: forward over reverse)."""
+    tm, km = _small_net(torch), _small_net(kindle)
+    _same_weights(km, tm)
+    rng = np.random.default_rng(5)
+    x0, v = rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
+
+    def ode(lib, m):
+        def flow(x):
+            for _ in range(20):
+                x = x + 0.05 * m(x)
+            return x
+        return lib.func.jvp(flow, (lib.tensor(x0),), (lib.tensor(v),))
+
+    (kx, kt), (tx, tt) = ode(kindle, km), ode(torch, tm)
+    np.testing.assert_allclose(kx.numpy(), tx.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(kt.numpy(), tt.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+    def hvp(lib, m):
+        params = {k: p.detach() for k, p in m.named_parameters()}
+        direction = {k: lib.tensor(np.random.default_rng(7).standard_normal(tuple(p.shape))) for k, p in params.items()}
+        xb = lib.tensor(x0)
+
+        def loss(p):
+            return (lib.func.functional_call(m, p, (xb,)) ** 2).mean()
+        return lib.func.jvp(lib.func.grad(loss), (params,), (direction,))[1]
+
+    kh, th = hvp(kindle, km), hvp(torch, tm)
+    for k in th:
+        np.testing.assert_allclose(kh[k].numpy(), th[k].detach().numpy(), rtol=1e-9, atol=1e-12)

@@ -1,19 +1,21 @@
 """torch.func for Kindle: grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, vmap,
 functional_call and stack_module_state.
 
-The transforms are built on reverse-mode autograd, not on a transform layer with levels: a
-transform differentiates fresh aliases of its inputs and keeps the graph (create_graph) so
-that transforms nest (grad(grad(f)), jacrev(jacrev(f)), vmap(grad(f))). What that means for a
-user: jvp and jacfwd give forward-mode results computed by the double-backward trick and by
-reverse mode (same values; no forward-mode speed), and vmap has no batching rules yet: it runs
-the function once per example and stacks the results (it warns that it does). At the outermost
-transform, results are detached unless an input already required grad (then the ordinary
-autograd graph through them is kept)."""
+The transforms are built on the autograd engine, not on a transform layer with levels: the
+reverse-mode ones differentiate fresh aliases of their inputs and keep the graph (create_graph)
+so that transforms nest (grad(grad(f)), jacrev(jacrev(f)), vmap(grad(f))); jvp and jacfwd run
+forward mode (kindle.autograd.forward_ad: dual tensors, one pass per tangent), and hessian is
+jacfwd(jacrev(f)), forward over reverse, as in torch.func. Forward mode has one level, so a jvp
+inside another (jacfwd(jacfwd(f))) computes its products by the double-backward trick instead
+(same values). vmap has no batching rules yet: it runs the function once per example and stacks
+the results (it warns that it does). At the outermost transform, results are detached unless an
+input already required grad (then the ordinary autograd graph through them is kept)."""
 import warnings
 
 import kindle
 
 from .. import _C
+from ..autograd import forward_ad as _fw
 from ..nn.utils.stateless import _functional_call
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
@@ -106,7 +108,12 @@ def _fresh(t, fn):
     if not (t.is_floating_point() or t.is_complex()):
         raise RuntimeError(f"{fn}: only Tensors of floating point or complex dtype can be differentiated, got "
                            f"{t.dtype}")
-    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_()
+    if t.requires_grad:
+        return t.view_as(t)
+    tangent = _C._fw_tangent(t) if _C._fw_active() else None
+    if tangent is not None:  # inside jvp/jacfwd: the fresh leaf keeps the tangent (forward over reverse)
+        return _fw.make_dual(t.detach(), tangent).requires_grad_()
+    return t.detach().requires_grad_()
 
 
 class _Scope:
@@ -264,7 +271,8 @@ def vjp(func, *primals, has_aux=False):
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """(func(*primals), J tangents): the Jacobian-vector product by the double-backward trick."""
+    """(func(*primals), J tangents): the Jacobian-vector product, by forward mode (one pass of func
+    on dual tensors); inside another forward-mode transform, by the double-backward trick."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples. E.g. it should be "
                            "valid to call f(*primals).")
@@ -276,6 +284,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape, got "
                                f"{tuple(p.shape)} and {tuple(t.shape)}")
+    for p, t in zip(p_leaves, t_leaves):
+        if not isinstance(t, _C.Tensor) or not (p.is_floating_point() or p.is_complex()):
+            raise RuntimeError("jvp(f, primals, tangents): expected primals and tangents to be floating point or "
+                               f"complex Tensors, got {getattr(p, 'dtype', type(p).__name__)} and "
+                               f"{getattr(t, 'dtype', type(t).__name__)}")
+    if _C._fw_current_level() < 0:
+        return _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux)
     with _Scope(p_leaves) as scope:
         leaves = [_fresh(t, "jvp(f, primals, tangents)") for t in p_leaves]
         out = func(*_unflatten(leaves, p_spec))
@@ -299,6 +314,45 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             fwd = [_C.zeros_like(o) for o in out_leaves]
         result = (scope.out(out), scope.out(_unflatten(fwd, out_spec)))
         return result + (scope.out(aux),) if has_aux else result
+
+
+def _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux):
+    global _depth
+    keep = _depth > 0 or any(t.requires_grad for t in p_leaves)
+    _depth += 1
+    try:
+        with _fw.dual_level():
+            duals = [_fw.make_dual(p, t.to(p.dtype) if t.dtype != p.dtype else t) for p, t in zip(p_leaves, t_leaves)]
+            out = func(*_unflatten(duals, p_spec))
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, "
+                                       "aux) if has_aux is True")
+                out, aux = out
+            out_leaves, out_spec = _flatten(out)
+            primals_out, tangents_out = [], []
+            for o in out_leaves:
+                if not isinstance(o, _C.Tensor):
+                    raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return only tensors, got "
+                                       f"unsupported type {type(o).__name__}")
+                p, t = _fw.unpack_dual(o)
+                primals_out.append(p)
+                tangents_out.append(_C.zeros_like(p) if t is None else t)
+            if aux is not None:
+                a_leaves, a_spec = _flatten(aux)
+                aux = _unflatten([_fw.unpack_dual(a).primal if isinstance(a, _C.Tensor) else a for a in a_leaves],
+                                 a_spec)
+    finally:
+        _depth -= 1
+
+    def done(tree):
+        if keep:
+            return tree
+        leaves, spec = _flatten(tree)
+        return _unflatten([t.detach() if isinstance(t, _C.Tensor) else t for t in leaves], spec)
+    result = (done(_unflatten(primals_out, out_spec)), done(_unflatten(tangents_out, out_spec)))
+    return result + (done(aux),) if has_aux else result
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
@@ -329,9 +383,56 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian of func with respect to args[argnums] (the same values as jacrev: computed by
-    reverse mode here)."""
-    return jacrev(func, argnums, has_aux=has_aux)
+    """The Jacobian of func with respect to args[argnums] by forward mode: one jvp per element of
+    the differentiated inputs (column by column), laid out as jacrev's."""
+    def wrapper(*args, **kwargs):
+        fn = "jacfwd(f, argnums)(*args)"
+        nums = _argnums_tuple(argnums, len(args), fn)
+        specs = {n: _flatten(args[n]) for n in nums}
+        flat_in = [t for n in nums for t in specs[n][0]]
+        for t in flat_in:
+            if not isinstance(t, _C.Tensor) or not (t.is_floating_point() or t.is_complex()):
+                raise RuntimeError(f"{fn}: only Tensors of floating point or complex dtype can be differentiated, got "
+                                   f"{getattr(t, 'dtype', type(t).__name__)}")
+
+        def at(*leaves):
+            call, i = list(args), 0
+            for n in nums:
+                k = len(specs[n][0])
+                call[n] = _unflatten(list(leaves[i:i + k]), specs[n][1])
+                i += k
+            return func(*call, **kwargs)
+
+        columns = []  # per input leaf: the output tangents for each of its elements
+        out = aux = None
+        for j, t in enumerate(flat_in):
+            cols = []
+            for k in range(t.numel()):
+                tans = [_C.zeros_like(x) for x in flat_in]
+                tans[j].view(-1)[k] = 1
+                r = jvp(at, tuple(flat_in), tuple(tans), has_aux=has_aux)
+                out, tan = r[0], r[1]
+                if has_aux:
+                    aux = r[2]
+                cols.append(_flatten(tan)[0])
+            columns.append(cols)
+        if out is None:  # no input elements: evaluate once for the output's shape
+            r = at(*flat_in)
+            out, aux = r if has_aux else (r, None)
+        out_leaves, out_spec = _flatten(out)
+        jacs = []
+        for oi, o in enumerate(out_leaves):
+            per_input = []
+            for t, cols in zip(flat_in, columns):
+                shape = tuple(o.shape) + tuple(t.shape)
+                if cols:
+                    per_input.append(_C.stack([c[oi] for c in cols], -1).reshape(shape))
+                else:
+                    per_input.append(_C.zeros(shape, dtype=o.dtype))
+            jacs.append(_per_argnum(per_input, nums, specs, argnums))
+        result = _unflatten(jacs, out_spec)
+        return (result, aux) if has_aux else result
+    return wrapper
 
 
 def hessian(func, argnums=0):
@@ -340,7 +441,8 @@ def hessian(func, argnums=0):
 
 
 def linearize(func, *primals):
-    """(func(*primals), jvp_fn): jvp_fn(*tangents) is the Jacobian-vector product at primals."""
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) is the Jacobian-vector product at primals
+    (one forward-mode pass per call)."""
     out = func(*primals)
 
     def jvp_fn(*tangents):
