@@ -26,6 +26,9 @@ complex tensors as it stands; an op whose formulas read values is refused for co
 (NotImplementedError at the call) unless its entry says `complex: true`, which declares the
 formulas written for PyTorch's convention (the conjugate Wirtinger gradient: `grad * other.conj()`).
 Ops without derivatives are composites: autograd flows through the ops they call.
+Forward mode: the wrapper also propagates tangents (csrc/autograd/forward_ad.h) from the entry's
+`forward:` key (element_wise, linear or formulas; see gen_forward below), or, without one, by
+transposing the backward formulas.
 """
 import re
 

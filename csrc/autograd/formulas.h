@@ -26,6 +26,9 @@ Tensor scale_grad(const Tensor& grad, const Scalar& s);
 Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
                              const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps,
                              Tensor* grad_weight = nullptr, Tensor* grad_bias = nullptr);
+// Forward mode: the tangent of layer norm's output (undefined tangents are skipped).
+Tensor layer_norm_jvp(const Tensor& input, const Tensor& input_t, const std::optional<Tensor>& weight,
+                      const Tensor& weight_t, const Tensor& bias_t, IntArrayRef normalized_shape, double eps);
 Tensor layer_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
                              IntArrayRef normalized_shape, bool weight, double eps);
 Tensor batch_norm_grad_input(const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,

@@ -1,6 +1,7 @@
 // Normalisation layers of torch.nn.functional, composed of core ops.
 #include <limits>
 
+#include "autograd/forward_ad.h"
 #include "kindle/autograd.h"
 #include "autograd/formulas.h"
 #include "nn/common.h"
@@ -245,6 +246,24 @@ Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tens
   if (dw.defined()) *grad_weight = dw;
   if (db.defined()) *grad_bias = db;
   return dx;
+}
+
+// The input's part is the backward's formula with the weight applied after: layer norm's Jacobian
+// in x-hat is symmetric.
+Tensor layer_norm_jvp(const Tensor& input, const Tensor& input_t, const std::optional<Tensor>& weight,
+                      const Tensor& weight_t, const Tensor& bias_t, IntArrayRef normalized_shape, double eps) {
+  DimVector dims = last_dims(input.dim(), normalized_shape.size());
+  auto [v, mu] = var_mean(input, dims, std::nullopt, true, Scalar(0));
+  Tensor r = (v + eps).rsqrt();
+  Tensor xhat = (input - mu) * r;
+  Tensor out_t;
+  if (input_t.defined()) {
+    Tensor d = r * (input_t - input_t.mean(dims, true) - xhat * (input_t * xhat).mean(dims, true));
+    out_t = weight ? d * *weight : d;
+  }
+  if (weight_t.defined()) out_t = forward_ad::add_terms(out_t, xhat * weight_t);
+  if (bias_t.defined()) out_t = forward_ad::add_terms(out_t, bias_t);
+  return out_t;
 }
 
 Tensor layer_norm_grad_param(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
