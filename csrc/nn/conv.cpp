@@ -92,10 +92,34 @@ void check_conv(const Tensor& input, const Tensor& weight, int64_t groups, int64
 
 }  // namespace
 
+namespace {
+// A complex convolution from four real ones, (a + ib) * (c + id) = (ac - bd) + i(ad + bc): the
+// real kernels serve complex tensors, and autograd flows through real/imag/complex.
+template <typename Conv>
+Tensor complex_conv(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const char* op,
+                    Conv conv) {
+  KINDLE_CHECK(input.dtype() == weight.dtype() && (!bias || bias->dtype() == input.dtype()), op,
+               ": expected input, weight and bias of one dtype, got ", input.dtype(), ", ", weight.dtype(),
+               bias ? std::string(" and ") + dtype_name(bias->dtype()) : std::string());
+  Tensor a = real(input), b = imag(input), c = real(weight), d = imag(weight);
+  Tensor out = complex(conv(a, c) - conv(b, d), conv(a, d) + conv(b, c));
+  if (bias) {
+    DimVector shape(size_t(out.dim()), 1);
+    shape[1] = -1;
+    out = out + bias->reshape(shape);
+  }
+  return out;
+}
+}  // namespace
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   if (input.dim() == 3) return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(IntArrayRef{0});
   check_conv(input, weight, groups, 2, "conv2d");
+  if (input.is_complex() || weight.is_complex())
+    return complex_conv(input, weight, bias, "conv2d", [&](const Tensor& x, const Tensor& w) {
+      return conv2d(x, w, std::nullopt, stride, padding, dilation, groups);
+    });
   const int64_t O = weight.size(0);
   if (bias) KINDLE_CHECK(bias->dim() == 1 && bias->size(0) == O, "conv2d: Given weight of size ", weight.sizes(),
                          ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ",
@@ -189,6 +213,10 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
     KINDLE_CHECK(output_padding[i] < stride[i] || output_padding[i] < dilation[i], "conv_transpose2d: output padding "
                  "must be smaller than either stride or dilation, but got output_padding=", output_padding,
                  ", stride=", stride, ", dilation=", dilation);
+  if (input.is_complex() || weight.is_complex())
+    return complex_conv(input, weight, bias, "conv_transpose2d", [&](const Tensor& x, const Tensor& w) {
+      return conv_transpose2d(x, w, std::nullopt, stride, padding, output_padding, groups, dilation);
+    });
   if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {  // accumulate in float32, round once
     std::optional<Tensor> b32;
     if (bias) b32 = bias->to(kFloat32);

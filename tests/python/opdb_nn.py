@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opdb import (ALL, EXTREMAL, F32_64, FINITE_EXTREMAL, PIECEWISE_EXTREMAL, FLOATS, INTS, LARGE, NUMERIC, SIGNED, Dt, OpInfo,
+from opdb import (ALL, COMPLEX, EXTREMAL, F32_64, FINITE_EXTREMAL, PIECEWISE_EXTREMAL, FLOATS, INTS, LARGE, NUMERIC, SIGNED, Dt, OpInfo,
                   layout_of, unary_samples)
 
 # float32 tolerances for ops that accumulate (convolutions, norms, losses): other summation orders
@@ -23,10 +23,15 @@ ACC = {"float32": (1e-5, 1e-5), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e
 NORM_GRAD_TOL = {"float32": (1e-3, 1e-4)}
 # gradients of convolutions: sums of hundreds of terms that cancel (torch's own float32 weight
 # gradient is 8e-5 off the float64 one on the (2, 16, 24, 24) sample)
-CONV_GRAD_TOL = {"float32": (1e-4, 1e-4)}
+CONV_GRAD_TOL = {"float32": (1e-4, 1e-4), "complex64": (1e-4, 1e-4)}
+# a complex convolution is four real ones combined ((a + ib)(c + id) = ac - bd + i(ad + bc)): the
+# subtraction of float32 sums of hundreds of products leaves errors of a few 1e-5 (against a
+# complex128 reference, a weight gradient of magnitude 190: kindle's complex64 is off by 5.6e-5,
+# torch's by 3.4e-4)
+CONV_ACC = {"float32": (1e-5, 1e-5), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "complex64": (1e-5, 5e-5)}
 # torch's half-precision transposed convolution rounds differently with the machine's vector width
 # (its AVX2 build differs from its AVX-512 build by 1-2 ulps on a few values): HALF_LOOSE below
-CONV_T_TOL = {"float32": (1e-5, 1e-5), "float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2)}
+CONV_T_TOL = {"float32": (1e-5, 1e-5), "float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2), "complex64": (1e-5, 5e-5)}
 # half precision through several rounding steps (norms, losses, attention): torch computes some of
 # them in float32 internally, others in the half type
 HALF_LOOSE = {"float32": (1e-5, 1e-5), "float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2)}
@@ -1173,10 +1178,10 @@ NN_OPS: list[OpInfo] = [
     fop("native_channel_shuffle", _channel_shuffle_samples, ALL, op_names=()),
 
     # ---- convolution
-    fop("conv1d", _conv1d_samples, NUMERIC, dtypes_gap=INTS, tol=ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(1), kind="nn_conv"),
-    fop("conv2d", _conv2d_samples, NUMERIC, dtypes_gap=INTS, tol=ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(2), kind="nn_conv"),
-    fop("conv_transpose1d", _conv_t1d_samples, FLOATS + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, errors=_conv_t_errors(1), kind="nn_conv"),
-    fop("conv_transpose2d", _conv_t2d_samples, FLOATS + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, errors=_conv_t_errors(2), kind="nn_conv"),
+    fop("conv1d", _conv1d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(1), kind="nn_conv"),
+    fop("conv2d", _conv2d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(2), kind="nn_conv"),
+    fop("conv_transpose1d", _conv_t1d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, errors=_conv_t_errors(1), kind="nn_conv"),
+    fop("conv_transpose2d", _conv_t2d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, errors=_conv_t_errors(2), kind="nn_conv"),
     fop("unfold", _unfold_samples, FLOATS + ("bool",), dtypes_gap=("bool",), op_names=("im2col",), errors=_unfold_errors, kind="nn_conv"),
     fop("fold", _fold_samples, FLOATS + ("bool",), dtypes_gap=("bool",), tol=ACC, op_names=("col2im",), errors=_fold_errors, kind="nn_conv"),
 
@@ -1195,8 +1200,8 @@ NN_OPS: list[OpInfo] = [
     fop("adaptive_max_pool1d", _adaptive_max1d_samples, op_names=("adaptive_max_pool2d",), errors=_adaptive_errors(1),
         kind="nn_pool"),
     # 3-d: compositions of the 2-d kernels (python/kindle/nn/functional3d.py)
-    fop("conv3d", _conv3d_samples, NUMERIC, dtypes_gap=INTS, tol=ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(3), kind="nn_conv", op_names=()),
-    fop("conv_transpose3d", _conv_t3d_samples, FLOATS + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, kind="nn_conv", op_names=()),
+    fop("conv3d", _conv3d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(3), kind="nn_conv", op_names=()),
+    fop("conv_transpose3d", _conv_t3d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, kind="nn_conv", op_names=()),
     fop("max_pool3d", _max_pool3d_samples, NUMERIC, errors=_pool_errors(3, True), kind="nn_pool", op_names=()),
     fop("avg_pool3d", _avg_pool3d_samples, ("float32", "float64", "int64"), dtypes_gap=("int64",), tol=ACC, errors=_pool_errors(3, False), kind="nn_pool", op_names=()),
     fop("adaptive_avg_pool3d", _adaptive3d_samples(False), FLOATS, tol=ACC, errors=_adaptive_errors(3), kind="nn_pool",
