@@ -556,7 +556,7 @@ Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional
 Tensor logsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, IntArrayRef dim, bool keepdim) {
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
-  return g * (self - r).exp();
+  return g * (self - r).exp().conj();  // (conj: the complex convention; the identity on reals)
 }
 
 namespace {

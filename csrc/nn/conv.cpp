@@ -48,6 +48,9 @@ WindowGeom geom(const Tensor& image, IntArrayRef k, IntArrayRef d, IntArrayRef p
 
 Tensor native_im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
                      IntArrayRef stride) {
+  if (self.is_complex())  // columns of the parts
+    return complex(native_im2col(real(self), kernel_size, dilation, padding, stride),
+                   native_im2col(imag(self), kernel_size, dilation, padding, stride));
   WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "im2col");
   KINDLE_CHECK(self.is_floating_point(), "im2col: expected a floating point input, got ", self.dtype());
   Tensor x = self.contiguous();
@@ -58,6 +61,9 @@ Tensor native_im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef di
 
 Tensor native_col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation,
                      IntArrayRef padding, IntArrayRef stride) {
+  if (self.is_complex())  // images of the parts
+    return complex(native_col2im(real(self), output_size, kernel_size, dilation, padding, stride),
+                   native_col2im(imag(self), output_size, kernel_size, dilation, padding, stride));
   KINDLE_CHECK(self.dim() == 3 && output_size.size() == 2, "col2im: expected a 3-D (N, L, C*kh*kw) input and a "
                "2-element output_size, got shapes ", self.sizes(), " and ", output_size);
   KINDLE_CHECK(kernel_size.size() == 2, "col2im: kernel_size must have 2 elements");
@@ -383,7 +389,7 @@ Tensor lp_pool2d(const Tensor& self, double norm_type, IntArrayRef kernel_size, 
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
-  check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", true, true);  // no complex kernel
+  check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", true, true);  // no complex kernel (as in PyTorch)
   check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", false, false);
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
                self.sizes());

@@ -53,14 +53,14 @@ Tensor layer_norm(const Tensor& self, IntArrayRef normalized_shape, const std::o
 
 Tensor rms_norm(const Tensor& self, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
                 std::optional<double> eps) {
-  check_kernel_dtype(self.dtype(), "rms_norm", true, true);  // no complex kernel
   check_normalized_shape(self, normalized_shape, "rms_norm");
   double e = eps ? *eps
-                 : self.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
+                 : self.dtype() == kFloat64 || self.dtype() == kComplex128 ? std::numeric_limits<double>::epsilon()
                  : self.dtype() == kFloat16 ? 0.0009765625
                  : self.dtype() == kBFloat16 ? 0.0078125 : double(std::numeric_limits<float>::epsilon());
   if (is_half(self.dtype())) return rms_norm(self.to(kFloat32), normalized_shape, weight, e).to(self.dtype());
   DimVector dims = last_dims(self.dim(), normalized_shape.size());
+  // (complex: PyTorch squares the numbers, not their magnitudes; so does this)
   Tensor y = self * (self.square().mean(dims, true) + e).rsqrt();
   if (weight) y = y * *weight;
   return y;

@@ -69,6 +69,13 @@ const Tensor& rad2deg_(const Tensor& self) { return assign_result(self, rad2deg(
 // difference of two equal infinities is NaN).
 static Tensor logaddexp_impl(const Tensor& self, const Tensor& other, bool base2, const char* op) {
   DType dt = result_type({self, other});
+  if (is_complex(dt) && !base2) {
+    // the operand with the larger real part leads: log(e^a + e^b) = a + log1p(e^(b - a))
+    Tensor a = self.to(dt), b = other.to(dt);
+    Tensor first = real(a) >= real(b);
+    Tensor hi = where(first, a, b), lo = where(first, b, a);
+    return where(isinf(real(hi)), hi, hi + log1p(exp(lo - hi)));
+  }
   KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt), "\"", op, "_cpu\" not implemented for '", dt, "'");
   Tensor a = self.to(dt), b = other.to(dt);
   return in_opmath(a, [&](const Tensor& af) {

@@ -294,7 +294,16 @@ Tensor arange(const Scalar& start, const std::optional<Scalar>& end, const Scala
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype,
                 std::optional<Device> device, bool requires_grad) {
   KINDLE_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  Tensor t = empty_tensor({steps}, dtype.value_or(default_dtype()), dev(device));
+  DType want = dtype.value_or(start.is_complex() || end.is_complex() ? to_complex_type(default_dtype())
+                                                                     : default_dtype());
+  if (is_complex(want)) {  // the real and imaginary parts are two real ranges
+    DType rt = to_real_value_type(want);
+    c128 a = start.to_complex(), b = end.to_complex();
+    Tensor t = complex(linspace(a.real(), b.real(), steps, rt, device, false),
+                       linspace(a.imag(), b.imag(), steps, rt, device, false));
+    return finish_factory(t, requires_grad, "linspace");
+  }
+  Tensor t = empty_tensor({steps}, want, dev(device));
   double a = start.to_double(), b = end.to_double();
   double st = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
   if (steps) range_stub[t.device()](t, a, st, b, true);
@@ -302,8 +311,14 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
 }
 Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, std::optional<DType> dtype,
                 std::optional<Device> device, bool requires_grad) {
-  check_kernel_dtype(dtype.value_or(default_dtype()), "logspace_cpu", true, false);
-  DType dt = dtype.value_or(default_dtype());
+  DType dt = dtype.value_or(start.is_complex() || end.is_complex() ? to_complex_type(default_dtype())
+                                                                  : default_dtype());
+  if (is_complex(dt)) {  // base ** (a complex range)
+    Tensor e = linspace(start, end, steps, kComplex128, device, false);
+    Tensor r = pow(scalar_tensor_of(base, kComplex128), e).to(dt);
+    return finish_factory(r, requires_grad, "logspace");
+  }
+  check_kernel_dtype(dt, "logspace_cpu", true, false);
   Tensor e = linspace(start, end, steps, kFloat64, device, false);
   Tensor r = pow(scalar_tensor_of(base, kFloat64), e).to(dt);
   return finish_factory(r, requires_grad, "logspace");

@@ -250,8 +250,13 @@ Tensor native_norm(const Tensor& self, const std::optional<Scalar>& p, OptionalI
 }
 
 Tensor native_logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "logsumexp: not implemented for complex tensors in Kindle (got ",
-                               self.dtype(), ")");
+  if (self.is_complex()) {  // shifted by the largest real part
+    if (self.numel() == 0) return log(sum(exp(self), dim, keepdim));
+    Tensor m = amax(real(self), dim, true);
+    m = where(isinf(m), zeros_like(m), m);
+    Tensor r = add(log(sum(exp(sub(self, m)), dim, true)), m);
+    return keepdim ? r : r.squeeze(dim.empty() ? OptionalIntArrayRef(std::nullopt) : OptionalIntArrayRef(dim));
+  }
   Tensor x = self.is_floating_point() ? self : self.to(default_dtype());
   if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));
   Tensor m = amax(x, dim, true);
@@ -276,6 +281,14 @@ Tensor native_log_softmax(const Tensor& self, int64_t dim, std::optional<DType> 
 static Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool prod, const char* name) {
   if (!prod && self.is_complex() && !dtype)  // sums of the parts
     return complex(scan(real(self), dim, dtype, false, name), scan(imag(self), dim, dtype, false, name));
+  if (prod && (self.is_complex() || (dtype && is_complex(*dtype)))) {
+    // complex products: one multiplication per step along dim (the scan kernels are real)
+    Tensor out = (dtype ? self.to(*dtype) : self).clone();
+    if (out.dim() == 0) return out;
+    int64_t d = wrap_dim(dim, out.dim(), name);
+    for (int64_t i = 1; i < out.size(d); ++i) out.select(d, i).mul_(out.select(d, i - 1));
+    return out;
+  }
   int64_t d = wrap_dim(dim, self.dim(), name);
   DType dt = sum_dtype(self, dtype);
   KINDLE_CHECK_NOT_IMPLEMENTED(dt != kBool || self.dim() == 0 || self.numel() == 0, name, ": \"", name, "_out_cpu\" not implemented for 'Bool'");
