@@ -121,6 +121,11 @@ Tensor cumsum_backward(const Tensor& grad, int64_t dim);
 Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim);
 Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<std::optional<Tensor>>& indices);
 
+// x's real part when `like` is real and x complex (an op cast complex input to a real dtype=),
+// else x.
+inline Tensor real_if(const Tensor& x, const Tensor& like) {
+  return x.is_complex() && !like.is_complex() ? real(x) : x;
+}
 // Forward mode: the tangent of max/min along dim (the tangent at the chosen index).
 // prod: the partial derivatives (its backward at grad = 1) times the tangent, summed per slice.
 Tensor prod_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, std::optional<int64_t> dim, bool keepdim);

@@ -1878,7 +1878,7 @@ OPS: list[OpInfo] = [
     reduction("sum", ALL + COMPLEX, kwargs=({"dtype": Dt("float64")}, {"dtype": Dt("int64")})),
     reduction("nansum", kwargs=({"dtype": Dt("float64")},)),
     reduction("mean", FLOATS + COMPLEX, kwargs=({"dtype": Dt("float64")},)),
-    reduction("prod", style="dim", large=False, domain=(-1.5, 1.5), positional=True,
+    reduction("prod", ALL + COMPLEX, style="dim", large=False, domain=(-1.5, 1.5), positional=True,
               kwargs=({"dtype": Dt("float64")}, {"dtype": Dt("int64")})),
     reduction("amax"),
     reduction("amin"),
@@ -1902,7 +1902,7 @@ OPS: list[OpInfo] = [
     # complex64: products of 40 numbers compared part by part, where a real or imaginary part is a
     # cancellation 20x smaller than the magnitude (both libraries are within 5e-7 of complex128
     # relative to the magnitude)
-    op("cumprod", _cum_samples, tol={**RED_TOL, "complex64": (1e-4, 1e-4)}, kind="reduction",
+    op("cumprod", _cum_samples, ALL + COMPLEX, tol={**RED_TOL, "complex64": (1e-4, 1e-4)}, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 2)]),
     reduction("all"),
     reduction("any"),
