@@ -450,3 +450,35 @@ def test_inplace_grad_matches_torch(op, dtype, variant):
         if errs:
             failures.append((s, "; ".join(errs)))
     assert not failures, report(failures, limit=20)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. complex gradients of the ops whose database entry lists no complex dtype
+
+
+def _complex_where_computed_params():
+    return [o for o in OPS if o.kind != "creation" and not any(d in o.dtypes for d in COMPLEX)]
+
+
+@pytest.mark.parametrize("op", _complex_where_computed_params(), ids=_id)
+def test_complex_grad_matches_torch_where_computed(op):
+    """Ops whose complex support is not declared in the database: on their complex128 samples,
+    where both libraries compute the forward and torch differentiates it, Kindle's gradients
+    match torch's, or Kindle refuses them cleanly (NotImplementedError), never a wrong gradient."""
+    failures = []
+    variant = _main_variant(op)
+    for k, s in enumerate(op.get_samples("complex128")):
+        targs = _float_targs(s)
+        if not targs or _float_elems(s) > TORCH_MAX_ELEMS or (op.torch_grad_wrong and op.torch_grad_wrong(s)):
+            continue
+        tres, terr = _try(_run, op, torch, s, targs, variant)
+        if terr is not None or not any(o.requires_grad for o in tres[2]):
+            continue
+        kres, kerr = _try(_run, op, kindle, s, targs, variant)
+        if kerr is not None:
+            continue  # the forward refuses complex (test_ops checks that it does so cleanly)
+        errs = _compare_grads(op, s, kres, tres, seed=k)
+        errs = [e for e in errs if "NotImplementedError" not in e]
+        if errs:
+            failures.append((s, "; ".join(errs)))
+    assert not failures, report(failures, limit=20)
