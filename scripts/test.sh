@@ -10,7 +10,7 @@ stage() { echo "== $1 (${SECONDS}s since start)"; }
 if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v ninja >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq libgtest-dev ninja-build ccache) >/dev/null
 fi
-$PY -m pip install -q scikit-build-core nanobind mkl mkl-include pyyaml numpy pytest hypothesis safetensors scikit-learn tqdm matplotlib
+$PY -m pip install -q scikit-build-core nanobind mkl mkl-include pyyaml numpy pytest hypothesis safetensors scikit-learn tqdm matplotlib tensorboard
 # PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.
 $PY -m pip install -q torch==2.13.0 || echo "note: torch==2.13.0 not installable here; torch comparisons will skip"
 

@@ -168,6 +168,22 @@ def test_digits_trains_saves_reloads_and_plots(tmp_path):
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_digits_logs_to_tensorboard(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    stdout = ok(run([os.path.join(EXAMPLES, "digits.py"), "--epochs", "2", "--limit", "300",
+                     "--out", "out", "--tensorboard", "tb"], cwd=tmp_path))
+    assert "wrote TensorBoard logs to tb" in stdout
+    ea = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "histograms": 0})
+    ea.Reload()
+    assert set(ea.Tags()["scalars"]) == {"train/loss", "train/acc", "test/loss", "test/acc", "lr"}
+    assert [e.step for e in ea.Scalars("test/acc")] == [1, 2]
+    history = kindle.load(tmp_path / "out" / "digits_cnn.pt")["history"]
+    assert [e.value for e in ea.Scalars("test/acc")] == pytest.approx(history["test_acc"], rel=1e-6)
+    assert "conv1.weight" in ea.Tags()["histograms"] or len(ea.Tags()["histograms"]) >= 4
+
+
 def test_digits_as_module_help(tmp_path):
     stdout = ok(run(["-m", "kindle.examples.digits", "--help"], cwd=tmp_path))
     for flag in ("--epochs", "--batch-size", "--lr", "--seed", "--workers", "--out", "--data"):

@@ -44,6 +44,9 @@ def parse_args(argv=None):
                         "train-labels-idx1-ubyte, t10k-*; .gz accepted) instead of 8x8 digits")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="use only the first N training samples (quick runs)")
+    p.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="also log losses, accuracies, the learning rate and weight histograms to "
+                        "TensorBoard event files in DIR (needs `pip install tensorboard`)")
     args = p.parse_args(argv)
     for name in ("epochs", "batch_size"):
         if getattr(args, name) < 1:
@@ -245,6 +248,10 @@ def main(argv=None):
     if not use_bar:
         print(f"note: tqdm is not installed, so no progress bar ({INSTALL_HINT})")
     history = {"train_loss": [], "train_acc": [], "test_loss": [], "test_acc": [], "lr": []}
+    writer = None
+    if args.tensorboard:
+        from kindle.utils.tensorboard import SummaryWriter
+        writer = SummaryWriter(args.tensorboard)
     width = len(str(args.epochs))
     train_start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
@@ -255,9 +262,17 @@ def main(argv=None):
         test_loss, test_acc = evaluate(model, test_loader)
         for key, value in zip(history, (train_loss, train_acc, test_loss, test_acc, lr)):
             history[key].append(value)
+            if writer is not None:
+                writer.add_scalar(key.replace("_", "/", 1) if key != "lr" else "lr", value, epoch)
+        if writer is not None:
+            for name, param in model.named_parameters():
+                writer.add_histogram(name, param, epoch)
         print(f"epoch {epoch:{width}d}/{args.epochs}  lr {lr:.2e}  train loss {train_loss:.4f} "
               f"acc {train_acc:.4f}  test loss {test_loss:.4f} acc {test_acc:.4f}", flush=True)
     train_time = time.perf_counter() - train_start
+    if writer is not None:
+        writer.close()
+        print(f"wrote TensorBoard logs to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
 
     # Save, then rebuild the model from the file alone and check it gives the same answers.
     checkpoint_path = os.path.join(args.out, "digits_cnn.pt")
