@@ -88,7 +88,9 @@ class AutogradOp:
         self.inplace = op.returns_self and op.name.endswith("_")
         # An in-place overload needs its own number: its name matches the out-of-place overload's.
         suffix = "Backward" + str(int(self.inplace) + int(bool(op.overload)))
-        self.node = node_name or camel(op.name) + (camel(op.overload) if op.overload else "") + suffix
+        # the node's C++ type (unique per op) and the name grad_fn shows (PyTorch's where `node:` says)
+        self.node = camel(op.name) + (camel(op.overload) if op.overload else "") + suffix
+        self.display = node_name or self.node
         self.formulas = []  # (arg, formula) in argument order
         for a in op.args:
             if a.name in derivatives:
@@ -245,7 +247,7 @@ def gen_node(aop):
         rel += ("  void on_output_tangent(uint32_t nr, const Tensor& t) override { "
                 + " ".join(tangent_cases) + " }\n")
     cls = (f"struct {aop.node} final : Node {{\n"
-           f"  std::string name() const override {{ return \"{aop.node}\"; }}\n"
+           f"  std::string name() const override {{ return \"{aop.display}\"; }}\n"
            f"  tensor_list apply(tensor_list&& grads) override {{\n    " + "\n    ".join(body) + "\n  }\n"
            f"{rel}"
            f"  bool any_needed(size_t b, size_t n) const {{ for (size_t i = 0; i < n; ++i) if (needs_input_grad(b + i)) return true; return false; }}\n"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kindle/profiler.h"
 #include "autograd/functions.h"
 #include "kindle/operators.h"
 
@@ -131,6 +132,7 @@ tensor_list call_node(Node& fn, tensor_list&& inputs) {
   }
   tensor_list grad_outputs_copy;
   if (!fn.post_hooks.empty()) grad_outputs_copy = inputs;
+  profiler::Scope scope(profiler::active() ? fn.name() : std::string(), profiler::EventKind::Backward);
   tensor_list outputs = fn.apply(std::move(inputs));
   for (auto& hook : fn.post_hooks) {
     tensor_list r = hook(outputs, grad_outputs_copy);

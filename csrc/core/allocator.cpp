@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "kindle/profiler.h"
 #include "kindle/error.h"
 #include "kindle/storage.h"
 
@@ -49,6 +50,7 @@ class CpuAllocator final : public Allocator {
   DataPtr allocate(size_t nbytes) override {
     KINDLE_CHECK(nbytes <= kMaxBytes, "CPU allocator: out of memory: tried to allocate ", nbytes,
                  " bytes (more than any machine has)");
+    if (profiler::detail::memory_on.load(std::memory_order_relaxed)) profiler::record_memory(int64_t(nbytes));
     if (nbytes < kLargeBlock) {
       void* p = std::aligned_alloc(kAlign, round_up(nbytes ? nbytes : 1, kAlign));
       if (!p) { empty(); p = std::aligned_alloc(kAlign, round_up(nbytes ? nbytes : 1, kAlign)); }
@@ -144,8 +146,12 @@ class CpuAllocator final : public Allocator {
     for (void* p : blocks) std::free(p);
   }
 
-  static void free_small(void*, void* p, size_t) { std::free(p); }
+  static void free_small(void*, void* p, size_t nbytes) {
+    if (profiler::detail::memory_on.load(std::memory_order_relaxed)) profiler::record_memory(-int64_t(nbytes));
+    std::free(p);
+  }
   static void free_large(void* ctx, void* p, size_t nbytes) {
+    if (profiler::detail::memory_on.load(std::memory_order_relaxed)) profiler::record_memory(-int64_t(nbytes));
     auto* self = static_cast<CpuAllocator*>(ctx);
     size_t size = large_block_size(nbytes);
     std::vector<void*> evicted;

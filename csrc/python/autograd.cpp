@@ -1,6 +1,7 @@
 // Python bindings of the autograd engine: Tensor's autograd attributes, graph nodes, backward,
 // grad modes, anomaly mode and the C++ side of autograd.Function.
 #include "autograd/forward_ad.h"
+#include "kindle/profiler.h"
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/shared_ptr.h>
 
@@ -81,6 +82,19 @@ std::string format_python_stack() {
   nb::object lines = tb.attr("format_stack")();
   std::string out;
   for (nb::handle l : lines) out += nb::cast<std::string>(l);
+  return out;
+}
+
+// The profiler's stacks: one "file(line): function" per frame, outermost first.
+std::string compact_python_stack() {
+  nb::gil_scoped_acquire gil;
+  nb::object frames = nb::module_::import_("traceback").attr("extract_stack")();
+  std::string out;
+  for (nb::handle f : frames) {
+    if (!out.empty()) out += "\n";
+    out += nb::cast<std::string>(f.attr("filename")) + "(" + std::to_string(nb::cast<int>(f.attr("lineno"))) +
+           "): " + nb::cast<std::string>(f.attr("name"));
+  }
   return out;
 }
 
@@ -187,6 +201,22 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     forward_ad::Suspend s;
     forward_ad::set_output_tangent(out, tangent, inputs, false);
   });
+  // the op profiler (python/kindle/profiler)
+  m.def("_profiler_start", [](bool record_shapes, bool profile_memory, bool with_stack) {
+    if (with_stack) profiler::set_stack_provider(compact_python_stack);
+    profiler::start(profiler::Config{record_shapes, profile_memory, with_stack});
+  });
+  m.def("_profiler_stop", [] {
+    std::vector<profiler::Event> events = profiler::stop();
+    nb::list out;
+    for (auto& e : events)
+      out.append(nb::make_tuple(e.name, int(e.kind), e.start_ns, e.end_ns, e.thread, e.shapes, e.dtypes,
+                                e.alloc_bytes, e.free_bytes, e.stack));
+    return out;
+  });
+  m.def("_profiler_active", &profiler::active);
+  m.def("_profiler_begin", &profiler::begin_range);
+  m.def("_profiler_end", &profiler::end_range);
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
   m.def("_set_anomaly_enabled", [](bool enabled, bool check_nan) {

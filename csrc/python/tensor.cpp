@@ -2,6 +2,7 @@
 // and operators. Operators call the C++ ops directly (no Python-level dispatch).
 #include <nanobind/stl/string_view.h>
 
+#include "kindle/profiler.h"
 #include "python/bind_common.h"
 #include "kindle/shared_memory.h"
 
@@ -207,52 +208,64 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_CHECK(t.dtype() != kBool, "The `+` operator, on a bool tensor is not supported.");
     return t.view(t.sizes());
   });
-  cls.def("__neg__", [](const Tensor& t) { return neg(t); });
-  cls.def("__abs__", [](const Tensor& t) { return abs(t); });
+  cls.def("__neg__", [](const Tensor& t) { return profiler::call("aten::neg", [&] { return neg(t); }, t); });
+  cls.def("__abs__", [](const Tensor& t) { return profiler::call("aten::abs", [&] { return abs(t); }, t); });
   cls.def("__invert__", [](const Tensor& t) {
     KINDLE_CHECK_TYPE(!t.is_floating_point(), "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     return t.dtype() == kBool ? logical_not(t) : bitwise_not(t);
   });
 
-#define KINDLE_BINOP(py, expr)                                                           \
-  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return expr(a, b); }, nb::is_operator()); \
-  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) { return expr(b, a); }, nb::is_operator());
-  KINDLE_BINOP("mul", mul)
-  KINDLE_BINOP("mod", remainder)
-  KINDLE_BINOP("pow", pow)
-  KINDLE_BINOP("matmul", matmul)
-  KINDLE_BINOP("lshift", bitwise_left_shift)
-  KINDLE_BINOP("rshift", bitwise_right_shift)
-  KINDLE_BINOP("add", add2)
-  KINDLE_BINOP("sub", sub2)
-  KINDLE_BINOP("truediv", div2)
-  KINDLE_BINOP("floordiv", floor_divide)
-  KINDLE_BINOP("and", bitwise_and)
-  KINDLE_BINOP("or", bitwise_or)
-  KINDLE_BINOP("xor", bitwise_xor)
+// (each is a profiler event under PyTorch's name for it)
+#define KINDLE_BINOP(py, expr, aten)                                                     \
+  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) {                           \
+    return profiler::call("aten::" aten, [&] { return expr(a, b); }, a, b); }, nb::is_operator()); \
+  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) {                          \
+    return profiler::call("aten::" aten, [&] { return expr(b, a); }, b, a); }, nb::is_operator());
+  KINDLE_BINOP("mul", mul, "mul")
+  KINDLE_BINOP("mod", remainder, "remainder")
+  KINDLE_BINOP("pow", pow, "pow")
+  KINDLE_BINOP("matmul", matmul, "matmul")
+  KINDLE_BINOP("lshift", bitwise_left_shift, "bitwise_left_shift")
+  KINDLE_BINOP("rshift", bitwise_right_shift, "bitwise_right_shift")
+  KINDLE_BINOP("add", add2, "add")
+  KINDLE_BINOP("sub", sub2, "sub")
+  KINDLE_BINOP("truediv", div2, "div")
+  KINDLE_BINOP("floordiv", floor_divide, "floor_divide")
+  KINDLE_BINOP("and", bitwise_and, "bitwise_and")
+  KINDLE_BINOP("or", bitwise_or, "bitwise_or")
+  KINDLE_BINOP("xor", bitwise_xor, "bitwise_xor")
 #undef KINDLE_BINOP
   // In-place operators write into the tensor itself; the *_ ops check the result dtype.
-  cls.def("__iadd__", [](nb::handle_t<Tensor> h, const Tensor& b) { add_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
-  cls.def("__isub__", [](nb::handle_t<Tensor> h, const Tensor& b) { sub_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
-  cls.def("__imul__", [](nb::handle_t<Tensor> h, const Tensor& b) { mul_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
-  cls.def("__itruediv__", [](nb::handle_t<Tensor> h, const Tensor& b) { div_(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
-#define KINDLE_IOP(py, op)                                                                        \
-  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const Tensor& b) { op(*nb::inst_ptr<Tensor>(h), b); return nb::borrow(h); });
-  KINDLE_IOP("mod", remainder_)
-  KINDLE_IOP("pow", pow_)
-  KINDLE_IOP("floordiv", floor_divide_)
-  KINDLE_IOP("and", bitwise_and_)
-  KINDLE_IOP("or", bitwise_or_)
-  KINDLE_IOP("xor", bitwise_xor_)
-  KINDLE_IOP("lshift", bitwise_left_shift_)
-  KINDLE_IOP("rshift", bitwise_right_shift_)
+#define KINDLE_IOP(py, op, aten)                                                                  \
+  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const Tensor& b) {                           \
+    const Tensor& a = *nb::inst_ptr<Tensor>(h);                                                   \
+    profiler::call("aten::" aten, [&]() -> const Tensor& { return op(a, b); }, a, b);             \
+    return nb::borrow(h); });
+  KINDLE_IOP("add", add_, "add_")
+  KINDLE_IOP("sub", sub_, "sub_")
+  KINDLE_IOP("mul", mul_, "mul_")
+  KINDLE_IOP("truediv", div_, "div_")
+  KINDLE_IOP("mod", remainder_, "remainder_")
+  KINDLE_IOP("pow", pow_, "pow_")
+  KINDLE_IOP("floordiv", floor_divide_, "floor_divide_")
+  KINDLE_IOP("and", bitwise_and_, "bitwise_and_")
+  KINDLE_IOP("or", bitwise_or_, "bitwise_or_")
+  KINDLE_IOP("xor", bitwise_xor_, "bitwise_xor_")
+  KINDLE_IOP("lshift", bitwise_left_shift_, "bitwise_left_shift_")
+  KINDLE_IOP("rshift", bitwise_right_shift_, "bitwise_right_shift_")
 #undef KINDLE_IOP
-  cls.def("__eq__", [](const Tensor& a, const Tensor& b) { return eq(a, b); }, nb::is_operator());
-  cls.def("__ne__", [](const Tensor& a, const Tensor& b) { return ne(a, b); }, nb::is_operator());
-  cls.def("__lt__", [](const Tensor& a, const Tensor& b) { return lt(a, b); }, nb::is_operator());
-  cls.def("__le__", [](const Tensor& a, const Tensor& b) { return le(a, b); }, nb::is_operator());
-  cls.def("__gt__", [](const Tensor& a, const Tensor& b) { return gt(a, b); }, nb::is_operator());
-  cls.def("__ge__", [](const Tensor& a, const Tensor& b) { return ge(a, b); }, nb::is_operator());
+  cls.def("__eq__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::eq", [&] { return eq(a, b); }, a, b); }, nb::is_operator());
+  cls.def("__ne__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::ne", [&] { return ne(a, b); }, a, b); }, nb::is_operator());
+  cls.def("__lt__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::lt", [&] { return lt(a, b); }, a, b); }, nb::is_operator());
+  cls.def("__le__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::le", [&] { return le(a, b); }, a, b); }, nb::is_operator());
+  cls.def("__gt__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::gt", [&] { return gt(a, b); }, a, b); }, nb::is_operator());
+  cls.def("__ge__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::ge", [&] { return ge(a, b); }, a, b); }, nb::is_operator());
   m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"));
 }
 

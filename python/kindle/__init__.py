@@ -42,7 +42,7 @@ from ._torch_alias import install_as_torch, uninstall_as_torch  # noqa: E402,F40
 
 globals().update(_legacy_type_classes())  # kindle.FloatTensor, kindle.LongTensor, ...
 _install_tensor_methods(Tensor)
-from . import random, testing, hub, jit  # noqa: E402,F401
+from . import random, testing, hub, jit, profiler  # noqa: E402,F401
 from .random import get_rng_state, set_rng_state  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001  (torch.compile: runs eagerly)
 _is_kindle = True  # how kindle.install_as_torch tells Kindle from PyTorch under the name torch

@@ -1,27 +1,34 @@
-"""Profiler annotations (torch.autograd.profiler). Kindle has no profiler yet, so
-record_function marks nothing; it accepts PyTorch's arguments and works as a context manager
-and as a decorator, so annotated programs run unchanged."""
-import contextlib
+"""torch.autograd.profiler: the legacy profiler API (profile, record_function) over
+kindle.profiler's recording."""
+from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
+from ..profiler import profile as _profile
 
-__all__ = ["record_function"]
+__all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
 
-class record_function(contextlib.ContextDecorator):  # noqa: N801
-    """Labels a block (`with record_function("name"):`) or a function (`@record_function("name")`)."""
+class profile(_profile):
+    """`with kindle.autograd.profiler.profile(record_shapes=True) as prof:` then
+    prof.key_averages().table(...), prof.function_events, prof.export_chrome_trace(path)."""
 
-    def __init__(self, name, args=None):
-        self.name = name
-        self.args = args
-        self.run_callbacks_on_exit = True
-        self.record = None
+    def __init__(self, enabled=True, *, use_cuda=False, use_device=None, record_shapes=False, with_flops=False,
+                 profile_memory=False, with_stack=False, with_modules=False, use_kineto=False, use_cpu=True,
+                 experimental_config=None, acc_events=False, custom_trace_id_callback=None):
+        super().__init__(record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
+                         with_flops=with_flops, with_modules=with_modules, acc_events=acc_events)
+        self.enabled = enabled
+
+    def start(self):
+        return super().start() if self.enabled else self
+
+
+class emit_nvtx:
+    """NVTX ranges for NVIDIA's profilers: Kindle has no CUDA backend, so nothing is emitted."""
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
 
     def __enter__(self):
         return self
 
-    def __exit__(self, exc_type, exc_value, traceback):
+    def __exit__(self, *exc):
         return False
-
-    def _call_end_callbacks_on_future(self, fut):
-        """Ends the range when `fut` completes; with nothing recorded, returns `fut` itself."""
-        self.run_callbacks_on_exit = False
-        return fut

@@ -1,0 +1,223 @@
+"""torch.profiler for Kindle: where the time and memory of a program go.
+
+    with kindle.profiler.profile(record_shapes=True, profile_memory=True) as prof:
+        model(x).sum().backward()
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10))
+    prof.export_chrome_trace("trace.json")   # chrome://tracing or ui.perfetto.dev
+
+Recording is done in C++ (kindle/profiler.h): every op called from Python ("aten::<op>", as
+torch names them), every backward node the engine runs ("MulBackward0", ...) and every
+record_function range, with the inputs' shapes and dtypes, the bytes allocated inside and the
+Python stack on request. Kindle runs on CPU: ProfilerActivity.CUDA records nothing more.
+"""
+import contextlib
+import enum
+import os
+import socket
+import time
+import warnings
+
+from .. import _C
+from ._events import EventList, FunctionEvent, FunctionEventAvg, _link_children
+
+__all__ = ["profile", "ProfilerActivity", "ProfilerAction", "schedule", "tensorboard_trace_handler",
+           "record_function", "supported_activities", "EventList", "FunctionEvent", "FunctionEventAvg"]
+
+
+class ProfilerActivity(enum.Enum):
+    CPU = 0
+    CUDA = 1
+    XPU = 2
+    MTIA = 3
+    HPU = 4
+    PrivateUse1 = 5
+
+
+class ProfilerAction(enum.Enum):
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+def supported_activities():
+    return {ProfilerActivity.CPU}
+
+
+def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0):
+    """The action for each step: skip_first steps, then cycles of wait, warmup and active steps
+    (the last active step saves the trace), `repeat` times (0: forever)."""
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise ValueError("Invalid profiler schedule arguments")
+    if warmup == 0:
+        warnings.warn("Profiler won't be using warmup, this can skew profiler results", UserWarning, stacklevel=2)
+
+    def action(step):
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        period = wait + warmup + active
+        if skip_first_wait and step < period:  # the first cycle has no wait
+            step += wait
+        if repeat > 0 and step // period >= repeat:
+            return ProfilerAction.NONE
+        mod = step % period
+        if mod < wait:
+            return ProfilerAction.NONE
+        if mod < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD if mod < period - 1 else ProfilerAction.RECORD_AND_SAVE
+    return action
+
+
+def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
+    """An on_trace_ready that writes each trace to dir_name as <worker>.<ms>.pt.trace.json[.gz]
+    (TensorBoard's profiler plugin and Perfetto read them)."""
+    def handler(prof):
+        os.makedirs(dir_name, exist_ok=True)
+        name = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        path = os.path.join(dir_name, f"{name}.{int(time.time() * 1000)}.pt.trace.json")
+        if use_gzip:
+            import gzip
+            import shutil
+            prof.export_chrome_trace(path)
+            with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(path)
+        else:
+            prof.export_chrome_trace(path)
+    return handler
+
+
+class record_function(contextlib.ContextDecorator):  # noqa: N801
+    """Labels a block (`with record_function("name"):`) or a function (`@record_function("name")`):
+    the range is an event of the running profile (nothing when none runs)."""
+
+    def __init__(self, name, args=None):
+        self.name = name
+        self.args = args
+        self.run_callbacks_on_exit = True
+        self.record = None
+        self._handle = 0
+
+    def __enter__(self):
+        self._handle = _C._profiler_begin(str(self.name))
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self.run_callbacks_on_exit:
+            _C._profiler_end(self._handle)
+        return False
+
+    def _call_end_callbacks_on_future(self, fut):
+        """Ends the range when `fut` completes."""
+        self.run_callbacks_on_exit = False
+        handle = self._handle
+        if hasattr(fut, "add_done_callback"):
+            fut.add_done_callback(lambda _: _C._profiler_end(handle))
+        else:
+            _C._profiler_end(handle)
+        return fut
+
+
+class profile:
+    """Profiles the ops, backward nodes and record_function ranges run inside (torch.profiler.profile).
+    With a schedule, step() advances it; on_trace_ready runs with this profiler each time a
+    recording ends (at the schedule's last active step, or at stop)."""
+
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
+                 profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
+                 experimental_config=None, execution_trace_observer=None, acc_events=False, use_cuda=None,
+                 custom_trace_id_callback=None):
+        acts = set(activities) if activities is not None else supported_activities()
+        if acts - {ProfilerActivity.CPU}:
+            warnings.warn("kindle.profiler: Kindle runs on CPU; only ProfilerActivity.CPU events are recorded",
+                          UserWarning, stacklevel=2)
+        self.activities = acts
+        self.schedule = schedule
+        self.on_trace_ready = on_trace_ready
+        self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
+        self.with_flops, self.with_modules = with_flops, with_modules
+        self.acc_events = acc_events
+        self.step_num = 0
+        self._recording = False
+        self._events = EventList(profile_memory=profile_memory, record_shapes=record_shapes)
+        self._action = ProfilerAction.RECORD if schedule is None else schedule(0)
+
+    # ---- recording
+
+    def _begin(self):
+        if not self._recording:
+            _C._profiler_start(bool(self.record_shapes), bool(self.profile_memory), bool(self.with_stack))
+            self._recording = True
+
+    def _end(self):
+        if not self._recording:
+            return
+        raw = _C._profiler_stop()
+        self._recording = False
+        events = [FunctionEvent(*r) for r in raw]
+        _link_children(events)
+        if not self.acc_events:
+            self._events = EventList(profile_memory=self.profile_memory, record_shapes=self.record_shapes)
+        self._events.extend(events)
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def start(self):
+        if self._action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+            self._begin()
+        return self
+
+    def stop(self):
+        self._end()
+
+    def step(self):
+        """Marks the end of a training step: moves the schedule on."""
+        prev = self._action
+        self.step_num += 1
+        self._action = ProfilerAction.RECORD if self.schedule is None else self.schedule(self.step_num)
+        if self.schedule is None:
+            return
+        recording_next = self._action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+        if prev == ProfilerAction.RECORD_AND_SAVE or (self._recording and not recording_next):
+            self._end()
+        if recording_next:
+            self._begin()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.stop()
+        return False
+
+    # ---- results
+
+    def events(self):
+        return self._events
+
+    @property
+    def function_events(self):
+        return self._events
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
+        if group_by_input_shape and not self.record_shapes:
+            raise RuntimeError("key_averages(group_by_input_shape=True) requires record_shapes=True")
+        if group_by_stack_n and not self.with_stack:
+            raise RuntimeError("key_averages(group_by_stack_n=...) requires with_stack=True")
+        return self._events.key_averages(group_by_input_shape, group_by_stack_n)
+
+    def table(self, *args, **kwargs):
+        return self.key_averages().table(*args, **kwargs)
+
+    def export_chrome_trace(self, path):
+        return self._events.export_chrome_trace(path)
+
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        if not self.with_stack:
+            raise RuntimeError("export_stacks requires with_stack=True")
+        return self._events.export_stacks(path, metric)
+
+    def __str__(self):
+        return self.table()
