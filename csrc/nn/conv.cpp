@@ -317,6 +317,7 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
     return avg_pool2d(self.unsqueeze(0), kernel_size, s, padding, ceil_mode, count_include_pad, divisor_override)
         .squeeze(IntArrayRef{0});
   KINDLE_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
+  check_kernel_dtype(self.dtype(), "avg_pool2d", true, true);  // no complex kernel (as in PyTorch)
   if (is_floating_point(self.dtype()))  // the direct kernel; integers keep the composite below
     return avg_pool2d_fwd(self, kernel_size, s, padding, ceil_mode, count_include_pad, divisor_override);
   int64_t N = self.size(0), C = self.size(1), H = self.size(2), W = self.size(3);
