@@ -21,6 +21,11 @@ int MKL_Set_Interface_Layer(int code);
 int MKL_Set_Num_Threads_Local(int nth);
 void cblas_sgemm(int layout, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc);
+// bfloat16 / float16 inputs, float32 accumulation and output (MKL_BF16 and MKL_F16 are uint16_t)
+void cblas_gemm_bf16bf16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                            const uint16_t* b, int ldb, float beta, float* c, int ldc);
+void cblas_gemm_f16f16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                          const uint16_t* b, int ldb, float beta, float* c, int ldc);
 void cblas_dgemm(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a, int lda,
                  const double* b, int ldb, double beta, double* c, int ldc);
 void cblas_sgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, float alpha, const float* a,
@@ -159,9 +164,42 @@ void complex_gemm(DType dt, const GemmArgs& g, int64_t batch, int64_t sa, int64_
   }
 }
 
+// Half precision through MKL's bf16/f16 GEMMs (float32 accumulation, the hardware's bf16 dot
+// products where the CPU has them), then rounded once into the half-precision output.
+template <typename T>
+void half_gemm(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  init_mkl();
+  int ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
+  double flops = double(g.m) * double(g.n) * double(g.k) * double(batch);
+  MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
+  std::vector<float> acc(size_t(g.m * g.n));
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    auto a = static_cast<const uint16_t*>(g.a) + bi * sa;
+    auto b = static_cast<const uint16_t*>(g.b) + bi * sb;
+    T* c = static_cast<T*>(g.c) + bi * sc;
+    if constexpr (std::is_same_v<T, BFloat16>)
+      cblas_gemm_bf16bf16f32(kRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), 1.f, a, int(g.lda), b, int(g.ldb), 0.f,
+                             acc.data(), int(g.n));
+    else
+      cblas_gemm_f16f16f32(kRowMajor, ta, tb, int(g.m), int(g.n), int(g.k), 1.f, a, int(g.lda), b, int(g.ldb), 0.f,
+                           acc.data(), int(g.n));
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        float v = float(g.alpha) * acc[size_t(i * g.n + j)];
+        if (g.beta != 0) v += float(g.beta) * float(c[i * g.ldc + j]);
+        c[i * g.ldc + j] = T(v);
+      }
+  }
+}
+
 void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   if (g0->m == 0 || g0->n == 0 || batch == 0) return;
   if (is_complex(dt)) return complex_gemm(dt, *g0, batch, sa, sb, sc);
+  if ((dt == kBFloat16 || dt == kFloat16) && fits_int({g0->m, g0->n, g0->k, g0->lda, g0->ldb, g0->ldc})) {
+    if (dt == kBFloat16) half_gemm<BFloat16>(*g0, batch, sa, sb, sc);
+    else half_gemm<Half>(*g0, batch, sa, sb, sc);
+    return;
+  }
   dispatch_all(dt, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

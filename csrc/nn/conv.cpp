@@ -2,6 +2,7 @@
 // two window ops have derivatives (each other); the rest are composites.
 #include <cmath>
 
+#include "kindle/autocast.h"
 #include "nn/common.h"
 #include "ops/kernels.h"
 #include "ops/rnn_kernels.h"
@@ -390,6 +391,7 @@ Tensor lp_pool2d(const Tensor& self, double norm_type, IntArrayRef kernel_size, 
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
+  autocast::Exclude no_autocast;  // (not on PyTorch's autocast lists: its matrix product runs as given)
   check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", true, true);  // no complex kernel (as in PyTorch)
   check_kernel_dtype(self.dtype(), "adaptive_avg_pool2d", false, false);
   KINDLE_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",

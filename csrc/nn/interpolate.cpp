@@ -3,6 +3,7 @@
 // differentiable path: the gradient is the transposed matrix.
 #include <cmath>
 
+#include "kindle/autocast.h"
 #include "nn/common.h"
 
 namespace kindle {
@@ -76,6 +77,7 @@ Tensor weights(int64_t in, int64_t out, std::string_view mode, bool align_corner
 Tensor interpolate(const Tensor& self, IntArrayRef output_size, std::string_view mode,
                    std::optional<bool> align_corners, std::optional<double> scale_d, std::optional<double> scale_h,
                    std::optional<double> scale_w, bool antialias) {
+  autocast::Exclude no_autocast;  // (not on PyTorch's autocast lists: its matrix product runs as given)
   int64_t spatial = self.dim() - 2;
   KINDLE_CHECK_NOT_IMPLEMENTED(spatial >= 1 && spatial <= 3, "interpolate: got a ", self.dim(), "-D input; 3-D, 4-D "
                                "and 5-D inputs (N, C, spatial...) are supported");

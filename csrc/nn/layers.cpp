@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kindle/autocast.h"
 #include "autograd/forward_ad.h"
 #include "kindle/autograd.h"
 #include "nn/common.h"
@@ -34,6 +35,7 @@ Tensor native_linear_2d_weight(const Tensor& input, const Tensor& weight, const 
 }
 
 Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const std::optional<Tensor>& bias) {
+  autocast::Exclude no_autocast;  // (not on PyTorch's autocast lists: its matrix product runs as given)
   KINDLE_CHECK(weight.dim() == 3, "bilinear: expected a 3-D weight (out, in1, in2), got shape ", weight.sizes());
   KINDLE_CHECK(input1.size(-1) == weight.size(1) && input2.size(-1) == weight.size(2),
                "bilinear: input1 of shape ", input1.sizes(), " and input2 of shape ", input2.sizes(),

@@ -2,6 +2,7 @@
 #include <map>
 #include <string>
 
+#include "kindle/autocast.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
 
@@ -96,6 +97,7 @@ Tensor native_baddbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, co
 }
 
 Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha) {
+  autocast::Exclude no_autocast;  // (not on PyTorch's autocast lists: its matrix product runs as given)
   return addmm(self.unsqueeze(-1).expand({mat.size(0), 1}), mat, vec.unsqueeze(1), beta, alpha).squeeze(IntArrayRef{1});
 }
 
@@ -105,6 +107,7 @@ Tensor dot(const Tensor& self, const Tensor& other) {
                "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
                other.numel(), " elements respectively");
   check_mm_dtypes(self, other, "dot");
+  autocast::Exclude no_autocast;  // (not on PyTorch's autocast lists: its matrix product runs as given)
   return mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
 }
 Tensor vdot(const Tensor& self, const Tensor& other) { return dot(self.conj(), other); }
@@ -113,6 +116,7 @@ Tensor mv(const Tensor& self, const Tensor& vec) {
   KINDLE_CHECK(self.dim() == 2 && vec.dim() == 1, "mv: expected a matrix and a vector, got ", self.dim(), "-d and ", vec.dim(), "-d");
   KINDLE_CHECK(self.size(1) == vec.size(0), "mv: size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
                self.size(1), "), vec (", vec.size(0), ")");
+  autocast::Exclude no_autocast;  // (not on PyTorch's autocast lists: its matrix product runs as given)
   return mm(self, vec.unsqueeze(1)).squeeze(IntArrayRef{1});
 }
 
@@ -160,6 +164,7 @@ Tensor inner(const Tensor& self, const Tensor& other) {
   if (self.dim() == 0 || other.dim() == 0) return mul(self, other);
   KINDLE_CHECK(self.size(-1) == other.size(-1), "inner() the last dimension must match on both input tensors but got shapes ",
                self.sizes(), " and ", other.sizes());
+  if (self.dim() == 1 && other.dim() == 1) return dot(self, other);  // (as PyTorch: not autocast)
   return tensordot(self, other, {-1}, {-1});
 }
 

@@ -1,6 +1,7 @@
 // Python bindings of the autograd engine: Tensor's autograd attributes, graph nodes, backward,
 // grad modes, anomaly mode and the C++ side of autograd.Function.
 #include "autograd/forward_ad.h"
+#include "kindle/autocast.h"
 #include "kindle/profiler.h"
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -201,6 +202,13 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     forward_ad::Suspend s;
     forward_ad::set_output_tangent(out, tangent, inputs, false);
   });
+  // CPU autocast (python/kindle/amp/autocast_mode.py)
+  m.def("_autocast_set_enabled", &autocast::set_enabled);
+  m.def("_autocast_is_enabled", &autocast::is_enabled);
+  m.def("_autocast_set_dtype", &autocast::set_dtype);
+  m.def("_autocast_get_dtype", &autocast::get_dtype);
+  m.def("_autocast_clear_cache", &autocast::clear_cache);
+  m.def("_autocast_set_cache_enabled", &autocast::set_cache_enabled);
   // the op profiler (python/kindle/profiler)
   m.def("_profiler_start", [](bool record_shapes, bool profile_memory, bool with_stack) {
     if (with_stack) profiler::set_stack_provider(compact_python_stack);

@@ -2,6 +2,7 @@
 // and operators. Operators call the C++ ops directly (no Python-level dispatch).
 #include <nanobind/stl/string_view.h>
 
+#include "kindle/autocast.h"
 #include "kindle/profiler.h"
 #include "python/bind_common.h"
 #include "kindle/shared_memory.h"
@@ -224,7 +225,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_BINOP("mul", mul, "mul")
   KINDLE_BINOP("mod", remainder, "remainder")
   KINDLE_BINOP("pow", pow, "pow")
-  KINDLE_BINOP("matmul", matmul, "matmul")
+  cls.def("__matmul__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::matmul", [&] {
+      return autocast::call(autocast::Policy::Lower, [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, a, b);
+    }, a, b); }, nb::is_operator());
+  cls.def("__rmatmul__", [](const Tensor& a, const Tensor& b) {
+    return profiler::call("aten::matmul", [&] {
+      return autocast::call(autocast::Policy::Lower, [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, b, a);
+    }, b, a); }, nb::is_operator());
   KINDLE_BINOP("lshift", bitwise_left_shift, "bitwise_left_shift")
   KINDLE_BINOP("rshift", bitwise_right_shift, "bitwise_right_shift")
   KINDLE_BINOP("add", add2, "add")

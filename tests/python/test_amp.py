@@ -35,16 +35,14 @@ def test_cpu_autocast_state_nesting_and_decorator():
     assert kindle.is_autocast_enabled("cpu") is False
     assert kindle.get_autocast_dtype("cpu") == kindle.bfloat16
     assert kindle.get_autocast_dtype("cuda") == kindle.float16
-    with pytest.warns(UserWarning, match="full|dtypes"):
-        kindle.amp.autocast_mode._warned_full_precision = False
-        with kindle.autocast("cpu", dtype=kindle.float16) as ac:
-            assert isinstance(ac, kindle.autocast)
-            assert kindle.is_autocast_enabled("cpu") and kindle.get_autocast_dtype("cpu") == kindle.float16
-            with kindle.autocast("cpu", enabled=False):
-                assert not kindle.is_autocast_enabled("cpu")
-            assert kindle.is_autocast_enabled("cpu")
-            # Kindle runs the region in full precision: a float32 matmul stays float32.
+    with kindle.autocast("cpu", dtype=kindle.float16) as ac:
+        assert isinstance(ac, kindle.autocast)
+        assert kindle.is_autocast_enabled("cpu") and kindle.get_autocast_dtype("cpu") == kindle.float16
+        with kindle.autocast("cpu", enabled=False):
+            assert not kindle.is_autocast_enabled("cpu")
             assert (kindle.ones(2, 3) @ kindle.ones(3, 2)).dtype == kindle.float32
+        assert kindle.is_autocast_enabled("cpu")
+        assert (kindle.ones(2, 3) @ kindle.ones(3, 2)).dtype == kindle.float16  # the lower-precision list
     assert kindle.is_autocast_enabled("cpu") is False and kindle.get_autocast_dtype("cpu") == kindle.bfloat16
 
     @kindle.autocast("cpu")
@@ -201,3 +199,86 @@ def test_cpu_grad_scaler_unscale_and_errors():
     scaler.scale(half.float().sum()).backward()
     with pytest.raises(ValueError, match="FP16"):
         scaler.unscale_(half_opt)
+
+
+def _autocast_outputs(lib, op, sample, dtype):
+    from opdb import _map_args, Dt
+
+    def make(leaf):
+        if isinstance(leaf, Dt):
+            return getattr(lib, leaf.name)
+        t = lib.tensor(leaf.data)
+        for v in leaf.views:
+            from opdb import _lib_view
+            t = _lib_view(t, v)
+        return t
+    inp = _map_args(sample.input, make)
+    args, kwargs = _map_args(sample.args, make), _map_args(sample.kwargs, make)
+    with lib.autocast("cpu", dtype=dtype):
+        out = op.invoke(lib, "function" if op.function else "method", inp, args, kwargs)
+    flat = out if isinstance(out, (tuple, list)) else [out]
+    return [str(o.dtype).rsplit(".", 1)[-1] for o in flat if isinstance(o, (kindle.Tensor, type(lib.ones(1))))]
+
+
+def _autocast_ops():
+    from opdb import OPS
+    return [o for o in OPS if o.kind != "creation" and "float32" in o.dtypes]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_autocast_output_dtypes_match_torch(dtype):
+    """Every op of the database on its float32 samples inside autocast(cpu, dtype): the outputs'
+    dtypes are torch's (the lower-precision list in `dtype`, the float32 list in float32, the
+    others in their inputs' dtype), wherever torch runs the sample."""
+    torch = torch_or_skip()
+    import warnings
+    failures = []
+    checked = 0
+    for op in _autocast_ops():
+        for s in op.get_samples("float32")[:3]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    want = _autocast_outputs(torch, op, s, getattr(torch, dtype))
+                except Exception:  # noqa: BLE001  (torch refuses the sample in lower precision)
+                    continue
+                try:
+                    got = _autocast_outputs(kindle, op, s, getattr(kindle, dtype))
+                except Exception as e:  # noqa: BLE001
+                    failures.append(f"{op.qualname} {s}: kindle raised {type(e).__name__}: {str(e)[:100]}")
+                    continue
+            checked += 1
+            if got != want:
+                failures.append(f"{op.qualname} {s}: {got}, torch {want}")
+    assert checked > 500
+    assert not failures, "\n".join(failures[:30]) + f"\n({len(failures)} failures)"
+
+
+def test_training_under_autocast_tracks_float32():
+    """An MLP trained 60 steps in float32 and under autocast(bfloat16) with a GradScaler: the
+    matmuls run in bfloat16, the loss in float32, and the loss curves stay together."""
+    def train(mixed):
+        kindle.manual_seed(0)
+        model = kindle.nn.Sequential(kindle.nn.Linear(16, 64), kindle.nn.ReLU(), kindle.nn.Linear(64, 4))
+        opt = kindle.optim.SGD(model.parameters(), lr=0.1)
+        scaler = kindle.amp.GradScaler("cpu", enabled=mixed)
+        g = kindle.Generator().manual_seed(1)
+        x = kindle.randn(128, 16, generator=g)
+        y = (x[:, :4] * 2).argmax(1)
+        losses = []
+        for _ in range(60):
+            opt.zero_grad()
+            with kindle.autocast("cpu", dtype=kindle.bfloat16, enabled=mixed):
+                out = model(x)
+                loss = kindle.nn.functional.cross_entropy(out, y)
+            assert out.dtype == (kindle.bfloat16 if mixed else kindle.float32) and loss.dtype == kindle.float32
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            losses.append(float(loss))
+        assert all(p.grad.dtype == kindle.float32 for p in model.parameters())
+        return losses
+    full, mixed = train(False), train(True)
+    assert mixed[-1] < 0.5 * mixed[0]
+    for a, b in zip(full, mixed):
+        assert abs(a - b) < 0.05 * max(a, 0.1)

@@ -1,5 +1,5 @@
 """kindle.amp (torch.amp): autocast and GradScaler. See autocast_mode.py for what autocast does
-on Kindle (the state as PyTorch keeps it; ops in full precision) and grad_scaler.py."""
+on Kindle (PyTorch's CPU autocast lists) and grad_scaler.py."""
 from . import autocast_mode, grad_scaler  # noqa: F401
 from .autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from .grad_scaler import GradScaler

@@ -1,11 +1,11 @@
 """torch.amp's autocast: the per-thread autocast state and the autocast context manager.
 
-Kindle has no per-op autocast dispatch yet: inside an enabled autocast region ops run in the
-dtypes of their inputs (float32 models stay float32), so results match PyTorch's to float32
-precision rather than to bfloat16/float16 precision. The state itself behaves as PyTorch's
-(is_autocast_enabled, get_autocast_dtype, nesting, custom_fwd/custom_bwd see it), so code that
-branches on it or casts explicitly works, and the first enabled region warns once that it runs
-in full precision."""
+On the CPU the state drives Kindle's autocast (kindle/autocast.h): in an enabled region, the ops
+of PyTorch's lower-precision list (matmul, linear, convolutions, attention, ...) run in the
+autocast dtype, those of its float32 list (losses, reductions such as prod, linalg, fft) in
+float32, cat and stack in their inputs' widest type; casts of weights are cached for the region.
+The state behaves as PyTorch's (is_autocast_enabled, get_autocast_dtype, nesting, custom_fwd/
+custom_bwd see it). CUDA autocast disables itself (no GPU), as on PyTorch's CPU build."""
 import collections.abc
 import functools
 import threading
@@ -35,7 +35,6 @@ class _State(threading.local):
 
 
 _state = _State()
-_warned_full_precision = False
 
 
 def _check_device(device_type):
@@ -60,10 +59,21 @@ def is_autocast_enabled(device_type=None):
     return _state.enabled[_check_device("cuda" if device_type is None else device_type)]
 
 
+def _sync_cpu():
+    # the C++ state the op bindings read (per thread, as this one)
+    dtype = _state.dtype["cpu"]
+    supported = dtype in _SUPPORTED_DTYPES
+    if supported:
+        _C._autocast_set_dtype(dtype)
+    _C._autocast_set_enabled(bool(_state.enabled["cpu"]) and supported)
+    _C._autocast_set_cache_enabled(bool(_state.cache_enabled))
+
+
 def set_autocast_enabled(device_type, enabled=None):
     if enabled is None:  # torch's legacy one-argument form sets CUDA's state
         device_type, enabled = "cuda", device_type
     _state.enabled[_check_device(device_type)] = bool(enabled)
+    _sync_cpu()
 
 
 def get_autocast_dtype(device_type):
@@ -73,7 +83,9 @@ def get_autocast_dtype(device_type):
 def set_autocast_dtype(device_type, dtype):
     if not isinstance(dtype, _C.dtype):
         raise TypeError(f"set_autocast_dtype(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-    _state.dtype[_check_device(device_type)] = dtype
+    device = _check_device(device_type)
+    _state.dtype[device] = dtype
+    _sync_cpu()
 
 
 def is_autocast_cache_enabled():
@@ -82,6 +94,7 @@ def is_autocast_cache_enabled():
 
 def set_autocast_cache_enabled(enabled):
     _state.cache_enabled = bool(enabled)
+    _C._autocast_set_cache_enabled(bool(enabled))
 
 
 def autocast_increment_nesting():
@@ -95,7 +108,8 @@ def autocast_decrement_nesting():
 
 
 def clear_autocast_cache():
-    """Kindle keeps no cache of casted weights: nothing to clear."""
+    """Drops the casts of weights cached in this thread's autocast regions."""
+    _C._autocast_clear_cache()
 
 
 # The deprecated per-device spellings torch still has.
@@ -105,6 +119,7 @@ def is_autocast_cpu_enabled():
 
 def set_autocast_cpu_enabled(enabled):
     _state.enabled["cpu"] = bool(enabled)
+    _sync_cpu()
 
 
 def get_autocast_cpu_dtype():
@@ -123,22 +138,13 @@ def set_autocast_gpu_dtype(dtype):
     set_autocast_dtype("cuda", dtype)
 
 
-def _warn_full_precision():
-    global _warned_full_precision
-    if not _warned_full_precision:
-        _warned_full_precision = True
-        warnings.warn("Kindle has no mixed-precision autocast yet: ops in an autocast region run in their inputs' "
-                      "dtypes (float32 stays float32), so results are at least as precise as PyTorch's autocast "
-                      "but use no less memory", UserWarning, stacklevel=3)
-
-
 class autocast:  # noqa: N801  (torch's name)
     """autocast(device_type, dtype=None, enabled=True, cache_enabled=None): a context manager and
     decorator that sets the autocast state of `device_type` for its region, as torch.autocast.
 
-    'cuda' without a GPU warns and disables itself, as on PyTorch's CPU build. On the CPU the state
-    is set (is_autocast_enabled('cpu') is True inside) but Kindle runs the region's ops in full
-    precision; the first enabled region warns once."""
+    'cuda' without a GPU warns and disables itself, as on PyTorch's CPU build. On the CPU the
+    region's ops follow PyTorch's autocast lists; leaving the outermost region drops the cached
+    casts of weights."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         self.device = _check_device(device_type)
@@ -161,20 +167,21 @@ class autocast:  # noqa: N801  (torch's name)
 
     def __enter__(self):
         self._saved.append((is_autocast_cache_enabled(), _state.enabled[self.device], _state.dtype[self.device]))
-        if self._enabled:
-            _warn_full_precision()
         _state.enabled[self.device] = self._enabled
         _state.dtype[self.device] = self.fast_dtype
         autocast_increment_nesting()
-        set_autocast_cache_enabled(self._cache_enabled)
+        _state.cache_enabled = self._cache_enabled
+        _sync_cpu()
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         cache, enabled, dtype = self._saved.pop()
-        autocast_decrement_nesting()
+        if autocast_decrement_nesting() == 0:
+            clear_autocast_cache()
         _state.enabled[self.device] = enabled
         _state.dtype[self.device] = dtype
-        set_autocast_cache_enabled(cache)
+        _state.cache_enabled = cache
+        _sync_cpu()
         return False
 
     def __call__(self, func):

@@ -3,6 +3,7 @@ dropout3d) composed from the 2-d kernels: the depth dimension folds into the bat
 op, and the kernel's depth taps are summed (convolutions) or reduced over windows (pooling).
 Autograd flows through the composition; max pooling gathers the window's argmax, so ties give
 the whole gradient to one element, as torch's kernels do."""
+import functools
 import math
 
 from .. import _C
@@ -73,7 +74,27 @@ def _unfold_depth(y, n, d):
     return y.reshape(n, d, c, h, w).transpose(1, 2)
 
 
+def _autocast_lower(fn):
+    """In a CPU autocast region the convolution runs in the autocast dtype (PyTorch's
+    lower-precision list), its body with autocast off: these compose 2-d kernels in Python,
+    above the bindings that cast the 2-d ops."""
+    @functools.wraps(fn)
+    def wrapper(input, weight, bias=None, *args, **kwargs):  # noqa: A002
+        if not _C._autocast_is_enabled():
+            return fn(input, weight, bias, *args, **kwargs)
+        dt = _C._autocast_get_dtype()
+        cast = [t.to(dt) if isinstance(t, _C.Tensor) and t.dtype in (_C.float32, _C.float16, _C.bfloat16) else t
+                for t in (input, weight, bias)]
+        _C._autocast_set_enabled(False)
+        try:
+            return fn(*cast, *args, **kwargs)
+        finally:
+            _C._autocast_set_enabled(True)
+    return wrapper
+
+
 @_named("conv3d")
+@_autocast_lower
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     x, batched = _batched(input, "conv3d")
     if weight.dim() != 5:
@@ -132,6 +153,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @_named("conv_transpose3d")
+@_autocast_lower
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
                      dilation=1):
     x, batched = _batched(input, "conv_transpose3d")
