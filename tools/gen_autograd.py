@@ -537,7 +537,7 @@ def tangent_call(aop, tangents_fn, subst, result_var):
         tans = [f"{a.name}_t_" for a in diff]
         return f"tensor_list t_ = {aop.node}_tangents({', '.join(args + outs + tans)});"
     # transposition: the differentiable inputs in a flat list, and a function re-running the op
-    build, rebuild, tans = ["tensor_list ins_, tins_;"], ["size_t k_ = 0;"], []
+    build, rebuild = ["tensor_list ins_, tins_;"], ["size_t k_ = 0;"]
     call = []
     for a in op.args:
         src = subst.get(a.name, a.name)

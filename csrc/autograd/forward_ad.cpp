@@ -26,14 +26,12 @@ namespace {
 // The entered level: its number as the user sees it (always 0: one level at a time, as in
 // PyTorch) and a serial that tells tangents of an exited level from those of the current one.
 std::mutex registry_mutex;
-uint64_t serial = 0;        // of the entered level; 0: none
+// (serial is read on every op with a dual argument: atomic, not under the registry's lock)
+std::atomic<uint64_t> serial{0};  // of the entered level; 0: none
 uint64_t last_serial = 0;
 std::unordered_set<AutogradMeta*> registry;  // metas holding a tangent of the entered level
 
-uint64_t entered_serial() {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  return serial;
-}
+uint64_t entered_serial() { return serial.load(std::memory_order_relaxed); }
 
 void check_level(int64_t level, const char* what) {
   KINDLE_CHECK(level == -1 || level == 0, what, ": invalid forward AD level ", level,

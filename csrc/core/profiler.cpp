@@ -27,7 +27,7 @@ struct ThreadBuffer {
 
 std::mutex mu;
 std::vector<std::shared_ptr<ThreadBuffer>> buffers;  // every thread that recorded
-uint64_t generation = 0;
+std::atomic<uint64_t> generation{0};  // of the running recording (read by every recording thread)
 uint64_t next_thread = 1;
 bool with_stack = false;
 std::function<std::string()> stack_provider;
@@ -44,13 +44,13 @@ ThreadBuffer& buffer() {
     mine = std::make_shared<ThreadBuffer>();
     std::lock_guard<std::mutex> lock(mu);
     mine->thread = next_thread++;
-    mine->generation = generation;
+    mine->generation = generation.load();
     buffers.push_back(mine);
   }
-  if (mine->generation != generation) {  // a new recording: drop what a previous one left
+  if (mine->generation != generation.load(std::memory_order_relaxed)) {  // a new recording: drop the old
     std::lock_guard<std::mutex> lock(mu);
     mine->events.clear();
-    mine->generation = generation;
+    mine->generation = generation.load();
   }
   return *mine;
 }
@@ -88,7 +88,7 @@ void start(const Config& config) {
   ++generation;
   for (auto& b : buffers) {
     b->events.clear();
-    b->generation = generation;
+    b->generation = generation.load();
   }
   detail::record_shapes = config.record_shapes;
   with_stack = config.with_stack;

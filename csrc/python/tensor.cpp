@@ -225,14 +225,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_BINOP("mul", mul, "mul")
   KINDLE_BINOP("mod", remainder, "remainder")
   KINDLE_BINOP("pow", pow, "pow")
-  cls.def("__matmul__", [](const Tensor& a, const Tensor& b) {
+  // matmul is on the autocast lists (kindle/autocast.h); the bindings of the other operators are not
+  auto autocast_matmul = [](const Tensor& x, const Tensor& y) {
     return profiler::call("aten::matmul", [&] {
-      return autocast::call(autocast::Policy::Lower, [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, a, b);
-    }, a, b); }, nb::is_operator());
-  cls.def("__rmatmul__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::matmul", [&] {
-      return autocast::call(autocast::Policy::Lower, [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, b, a);
-    }, b, a); }, nb::is_operator());
+      return autocast::call(autocast::Policy::Lower, [](const Tensor& p, const Tensor& q) { return matmul(p, q); }, x, y);
+    }, x, y);
+  };
+  cls.def("__matmul__", [autocast_matmul](const Tensor& a, const Tensor& b) { return autocast_matmul(a, b); },
+          nb::is_operator());
+  cls.def("__rmatmul__", [autocast_matmul](const Tensor& a, const Tensor& b) { return autocast_matmul(b, a); },
+          nb::is_operator());
   KINDLE_BINOP("lshift", bitwise_left_shift, "bitwise_left_shift")
   KINDLE_BINOP("rshift", bitwise_right_shift, "bitwise_right_shift")
   KINDLE_BINOP("add", add2, "add")
@@ -262,18 +264,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_IOP("lshift", bitwise_left_shift_, "bitwise_left_shift_")
   KINDLE_IOP("rshift", bitwise_right_shift_, "bitwise_right_shift_")
 #undef KINDLE_IOP
-  cls.def("__eq__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::eq", [&] { return eq(a, b); }, a, b); }, nb::is_operator());
-  cls.def("__ne__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::ne", [&] { return ne(a, b); }, a, b); }, nb::is_operator());
-  cls.def("__lt__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::lt", [&] { return lt(a, b); }, a, b); }, nb::is_operator());
-  cls.def("__le__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::le", [&] { return le(a, b); }, a, b); }, nb::is_operator());
-  cls.def("__gt__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::gt", [&] { return gt(a, b); }, a, b); }, nb::is_operator());
-  cls.def("__ge__", [](const Tensor& a, const Tensor& b) {
-    return profiler::call("aten::ge", [&] { return ge(a, b); }, a, b); }, nb::is_operator());
+#define KINDLE_CMP(op)                                                                               \
+  cls.def("__" #op "__", [](const Tensor& a, const Tensor& b) {                                      \
+    return profiler::call("aten::" #op, [&] { return op(a, b); }, a, b); }, nb::is_operator());
+  KINDLE_CMP(eq)
+  KINDLE_CMP(ne)
+  KINDLE_CMP(lt)
+  KINDLE_CMP(le)
+  KINDLE_CMP(gt)
+  KINDLE_CMP(ge)
+#undef KINDLE_CMP
   m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"));
 }
 

@@ -23,6 +23,7 @@ import kindle.autograd.forward_ad as kfw  # noqa: E402
 import torch.autograd.forward_ad as tfw  # noqa: E402
 from common import compare, report  # noqa: E402
 from opdb import OPS, TArg  # noqa: E402
+from test_autograd_ops import _inplace_params as _autograd_inplace_params  # noqa: E402
 from test_autograd_ops import (FLOATS, TORCH_MAX_ELEMS, Built, _call, _float_elems, _float_targs, _flat,  # noqa: E402
                                _main_variant, _short, _Tol, _try, _uses_inplace_input, _dname)
 
@@ -186,14 +187,7 @@ def test_jvp_matches_torch(op, dtype):
 
 
 def _inplace_params():
-    out = []
-    for o in OPS:
-        if not o.inplace:
-            continue
-        for v in ("inplace", "inplace_function"):
-            if o.inplace_method if v == "inplace" else o.inplace_function:
-                out += [(o, d, v) for d in ("float64",) if d in o.dtypes]
-    return out
+    return [p for p in _autograd_inplace_params() if p[1] == "float64"]
 
 
 @pytest.mark.parametrize("op,dtype,variant", _inplace_params(), ids=_id)

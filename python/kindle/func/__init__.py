@@ -160,6 +160,15 @@ def _grad_of(outputs, inputs, cotangents):
     return [_C.zeros_like(t) if g is None else g for g, t in zip(gs, inputs)]
 
 
+def _split_aux(out, has_aux, fn):
+    """(output, aux) of a function called with has_aux (aux None without)."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{fn}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return out
+
+
 def _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn):
     """func called with fresh leaves for the tensors of args[n] (n in nums): (out, aux, the
     leaves and pytree spec of each differentiated argument)."""
@@ -170,12 +179,7 @@ def _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn):
         leaves = [_fresh(t, fn) for t in leaves]
         specs[n] = (leaves, spec)
         args[n] = _unflatten(leaves, spec)
-    out = func(*args, **kwargs)
-    aux = None
-    if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise RuntimeError(f"{fn}: output of function f should be a tuple: (output, aux) if has_aux is True")
-        out, aux = out
+    out, aux = _split_aux(func(*args, **kwargs), has_aux, fn)
     return out, aux, specs
 
 
@@ -235,13 +239,7 @@ def vjp(func, *primals, has_aux=False):
             leaves = [_fresh(t, "vjp(f, *primals)") for t in leaves]
             specs.append((leaves, spec))
             args.append(_unflatten(leaves, spec))
-        out = func(*args)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                   "has_aux is True")
-            out, aux = out
+        out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
         out_leaves, out_spec = _flatten(out)
         for t in out_leaves:
             if not isinstance(t, _C.Tensor):
@@ -294,10 +292,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         return _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux)
     with _Scope(p_leaves) as scope:
         leaves = [_fresh(t, "jvp(f, primals, tangents)") for t in p_leaves]
-        out = func(*_unflatten(leaves, p_spec))
-        aux = None
-        if has_aux:
-            out, aux = out
+        out, aux = _split_aux(func(*_unflatten(leaves, p_spec)), has_aux, "jvp(f, primals, tangents)")
         out_leaves, out_spec = _flatten(out)
         dummies = [_C.zeros_like(o).requires_grad_() for o in out_leaves]
         live = [(o, d) for o, d in zip(out_leaves, dummies) if o.requires_grad]
@@ -324,13 +319,7 @@ def _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux):
     try:
         with _fw.dual_level():
             duals = [_fw.make_dual(p, t.to(p.dtype) if t.dtype != p.dtype else t) for p, t in zip(p_leaves, t_leaves)]
-            out = func(*_unflatten(duals, p_spec))
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, "
-                                       "aux) if has_aux is True")
-                out, aux = out
+            out, aux = _split_aux(func(*_unflatten(duals, p_spec)), has_aux, "jvp(f, primals, tangents)")
             out_leaves, out_spec = _flatten(out)
             primals_out, tangents_out = [], []
             for o in out_leaves:

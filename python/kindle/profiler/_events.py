@@ -104,9 +104,8 @@ def _fmt_mem(b):
     return f"{b} b"
 
 
-_SORT_KEYS = {"cpu_time": "cpu_time", "cpu_time_total": "cpu_time_total", "self_cpu_time_total": "self_cpu_time_total",
-              "count": "count", "cpu_memory_usage": "cpu_memory_usage",
-              "self_cpu_memory_usage": "self_cpu_memory_usage"}
+_SORT_KEYS = {"cpu_time", "cpu_time_total", "self_cpu_time_total", "count", "cpu_memory_usage",
+              "self_cpu_memory_usage"}
 
 
 class EventList(list):
@@ -144,9 +143,8 @@ class EventList(list):
         if sort_by is not None:
             if sort_by not in _SORT_KEYS and not sort_by.startswith("cuda") and not sort_by.startswith("device"):
                 raise AttributeError(f"'FunctionEventAvg' object has no attribute '{sort_by}'")
-            attr = _SORT_KEYS.get(sort_by)
-            if attr:
-                rows.sort(key=lambda r: getattr(r, attr), reverse=True)
+            if sort_by in _SORT_KEYS:
+                rows.sort(key=lambda r: getattr(r, sort_by), reverse=True)
         if row_limit is not None and row_limit > 0:
             rows = rows[:row_limit]
         total_self = sum(getattr(r, "self_cpu_time_total", 0) for r in self) or 1.0
