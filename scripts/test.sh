@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 stage() { echo "== $1 (${SECONDS}s since start)"; }
 
-if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v ninja >/dev/null; then
-  (apt-get update -qq && apt-get install -y -qq libgtest-dev ninja-build ccache) >/dev/null
+# libgloo-dev: Gloo, the collective engine under kindle.distributed (without it, distributed is off).
+if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/include/gloo/allreduce.h ] || ! command -v ninja >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache) >/dev/null
 fi
 $PY -m pip install -q scikit-build-core nanobind mkl mkl-include pyyaml numpy pytest hypothesis safetensors scikit-learn tqdm matplotlib tensorboard
 # PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.

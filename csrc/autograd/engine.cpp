@@ -68,7 +68,11 @@ struct GraphTask {
   tensor_list captured;
   bool keep_graph = false;
   bool create_graph = false;
+  std::vector<std::function<void()>> final_callbacks;  // queue_callback
 };
+
+// The backward pass running on this thread (queue_callback appends to it).
+thread_local GraphTask* current_task = nullptr;
 
 void accumulate(tensor_list& buf, size_t i, Tensor g) {
   if (!g.defined()) return;
@@ -229,6 +233,11 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
 
 void set_backward_interrupt_check(void (*check)()) { interrupt_check = check; }
 
+void queue_callback(std::function<void()> callback) {
+  KINDLE_CHECK(current_task, "queue_callback: final callbacks can only be installed during the backward pass.");
+  current_task->final_callbacks.push_back(std::move(callback));
+}
+
 tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
                          bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate_into_grad) {
   KINDLE_CHECK(grad_outputs.empty() || grad_outputs.size() == roots.size(), "backward: got ", roots.size(),
@@ -270,7 +279,20 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
   compute_dependencies(task, root_edges, !inputs.empty(), targets, must_run);
   {
     AutoGradMode mode(create_graph);
-    execute(task, root_edges, std::move(root_grads));
+    GraphTask* outer = current_task;
+    current_task = &task;
+    try {
+      execute(task, root_edges, std::move(root_grads));
+      // Callbacks queued by hooks (or by callbacks) run in order once every node has run.
+      for (size_t i = 0; i < task.final_callbacks.size(); ++i) {
+        auto callback = task.final_callbacks[i];  // it may queue more (the vector grows)
+        callback();
+      }
+    } catch (...) {
+      current_task = outer;
+      throw;
+    }
+    current_task = outer;
     // The inputs' own hooks apply to the gradients returned for them (as in PyTorch).
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor& g = task.captured[i];

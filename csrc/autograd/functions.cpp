@@ -70,6 +70,10 @@ tensor_list AccumulateGrad::apply(tensor_list&& grads) {
   } else {
     cur.add_(g);
   }
+  if (!m.post_accumulate_hooks.empty()) {
+    auto hooks = m.post_accumulate_hooks;  // a hook may remove itself
+    for (auto& [id, hook] : hooks) hook(variable);
+  }
   return {};
 }
 

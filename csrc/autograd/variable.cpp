@@ -336,6 +336,20 @@ void Tensor::remove_hook(uint64_t id) const {
   if (m->grad_fn) std::erase_if(m->grad_fn->tensor_hooks, [id](auto& h) { return h.id == id; });
 }
 
+uint64_t autograd::register_post_accumulate_grad_hook(const Tensor& t, std::function<void(const Tensor&)> hook) {
+  KINDLE_CHECK(t.requires_grad(), "register_post_accumulate_grad_hook: cannot register a hook on a tensor that "
+               "doesn't require gradient");
+  KINDLE_CHECK(!t.grad_fn(), "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered "
+               "on non-leaf tensors");
+  uint64_t id = next_hook_id.fetch_add(1);
+  materialize_meta(t).post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void autograd::remove_post_accumulate_grad_hook(const Tensor& t, uint64_t id) {
+  if (AutogradMeta* m = get_meta(t)) std::erase_if(m->post_accumulate_hooks, [id](auto& h) { return h.first == id; });
+}
+
 const Tensor& Tensor::detach_() const {
   AutogradMeta* m = get_meta(*this);
   if (m) {

@@ -15,6 +15,7 @@ struct AutogradMeta : AutogradMetaInterface {
   // meta, so that a hook outliving the tensor writes nowhere harmful).
   std::shared_ptr<Tensor> retained_grad;
   std::vector<std::pair<uint64_t, TensorHook>> leaf_hooks;
+  std::vector<std::pair<uint64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;
   // A view made while grad mode was on: its base (the tensor owning the memory, never itself a
   // view) and the version at which grad_fn was last set. An in-place op on the base or on another
   // view bumps the shared version; grad_fn is then regenerated as a strided view of the base.

@@ -65,10 +65,11 @@ struct HookHandle {
   Tensor tensor;
   std::shared_ptr<Node> node;
   uint64_t id;
-  int kind;  // 0 tensor hook, 1 node post hook, 2 node pre hook
+  int kind;  // 0 tensor hook, 1 node post hook, 2 node pre hook, 3 post-accumulate-grad hook
   size_t index;
   void remove() {
     if (kind == 0 && tensor.defined()) tensor.remove_hook(id);
+    if (kind == 3 && tensor.defined()) remove_post_accumulate_grad_hook(tensor, id);
     // Node hooks are replaced by no-ops: indices of later hooks stay valid.
     if (kind == 1 && node && index < node->post_hooks.size())
       node->post_hooks[index] = [](const tensor_list&, const tensor_list&) { return tensor_list(); };
@@ -180,6 +181,20 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     uint64_t id = t.register_hook(make_tensor_hook(std::move(fn)));
     return HookHandle{t, nullptr, id, 0, 0};
   }, nb::arg("hook"));
+
+  cls.def("register_post_accumulate_grad_hook", [](const Tensor& t, nb::object fn) {
+    uint64_t id = register_post_accumulate_grad_hook(t, [fn](const Tensor& param) {
+      nb::gil_scoped_acquire gil;
+      fn(param);
+    });
+    return HookHandle{t, nullptr, id, 3, 0};
+  }, nb::arg("hook"));
+  m.def("_queue_callback", [](nb::object fn) {
+    queue_callback([fn] {
+      nb::gil_scoped_acquire gil;
+      fn();
+    });
+  }, nb::arg("callback"));
 
   // forward-mode AD (python/kindle/autograd/forward_ad.py)
   m.def("_enter_dual_level", &forward_ad::enter_dual_level);

@@ -47,6 +47,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor_constructor(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_optim(nb::module_& m);
+void bind_distributed(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);
 int tensor_tp_clear(PyObject* self);
 

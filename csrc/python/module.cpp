@@ -236,4 +236,5 @@ NB_MODULE(_C, m) {
   bind_autograd(m, cls);
   bind_generated_ops(m, cls);
   bind_optim(m);
+  bind_distributed(m);
 }

@@ -152,6 +152,13 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
                  std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                  bool allow_unused = false);
 
+// Runs `hook(t)` each time a gradient has been accumulated into leaf `t`'s .grad (torch's
+// register_post_accumulate_grad_hook); DistributedDataParallel starts its communication here.
+uint64_t register_post_accumulate_grad_hook(const Tensor& t, std::function<void(const Tensor&)> hook);
+void remove_post_accumulate_grad_hook(const Tensor& t, uint64_t id);
+// Runs `callback` once the backward pass now running has finished (RuntimeError outside one).
+void queue_callback(std::function<void()> callback);
+
 // ---- C++ custom functions (the equivalent of Python's autograd.Function) ----
 struct FunctionCtx {
   void save_for_backward(tensor_list tensors);

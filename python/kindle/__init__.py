@@ -185,7 +185,8 @@ Tensor.__complex__ = lambda self: _builtins.complex(self.item())
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
-_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions", "fft"}
+_LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions", "fft",
+                    "distributed"}
 
 
 def __getattr__(name):

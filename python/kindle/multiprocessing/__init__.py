@@ -11,8 +11,11 @@ import multiprocessing
 from multiprocessing import *  # noqa: F401,F403
 
 from .reductions import init_reductions
+from .spawn import (ProcessContext, ProcessExitedException, ProcessRaisedException, spawn,  # noqa: F401
+                    start_processes)
 
-__all__ = ["set_sharing_strategy", "get_sharing_strategy", "get_all_sharing_strategies"]
+__all__ = ["set_sharing_strategy", "get_sharing_strategy", "get_all_sharing_strategies", "spawn",
+           "start_processes", "ProcessContext", "ProcessRaisedException", "ProcessExitedException"]
 __all__ += multiprocessing.__all__
 
 _sharing_strategy = "file_descriptor"

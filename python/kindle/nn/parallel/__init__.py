@@ -1,10 +1,12 @@
 """kindle.nn.parallel. DataParallel on a machine without GPUs is what PyTorch's is there: a
 transparent wrapper (the wrapped module is its `module` child, so state_dict keys gain the
-`module.` prefix) that runs the module on the CPU. DistributedDataParallel belongs to
-kindle.distributed, which Kindle does not have yet."""
+`module.` prefix) that runs the module on the CPU. DistributedDataParallel averages gradients
+across processes (kindle.distributed)."""
 from ..modules.module import Module
 
-__all__ = ["DataParallel", "data_parallel"]
+from .distributed import DistributedDataParallel
+
+__all__ = ["DataParallel", "data_parallel", "DistributedDataParallel"]
 
 
 class DataParallel(Module):

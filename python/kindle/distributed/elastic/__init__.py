@@ -1,0 +1,2 @@
+"""torch.distributed.elastic's names that training scripts import (the launcher is
+kindle.distributed.run)."""
