@@ -56,7 +56,7 @@ def worker(quick):
         for nbytes in sizes:
             n = nbytes // 4
             kt, tt = kindle.ones(n), torch.ones(n)
-            reps = max(3, min(200, int(2e9 / max(nbytes, 1) / 50)))
+            reps = max(30, min(200, int(2e9 / max(nbytes, 1) / 50))) if nbytes <= (4 << 20) else 5
             if quick:
                 reps = max(3, reps // 4)
             k_s, t_s = [], []

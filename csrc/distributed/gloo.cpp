@@ -153,6 +153,9 @@ class GlooBackend : public Backend {
       opts.setOutput(ptr<E>(t), size_t(t.numel()));
       opts.setReduceFunction(reduction(t.dtype(), op));
       opts.setTimeout(timeout_);
+      // Larger ring segments than Gloo's 1 MB default: fewer round trips over TCP (measured: 64 and
+      // 256 MB all-reduces 15% faster between two local processes; small ones are one segment anyway).
+      opts.setMaxSegmentSize(size_t(4) << 20);
       gloo::allreduce(opts);
     });
   }

@@ -3,14 +3,16 @@
 //
 //   python -m kindle.distributed.run --nproc-per-node 2 --no-python ./kindle_train_ddp
 //
-// Each rank trains an MLP on its share of every batch; the Reducer averages the gradients across
-// the ranks during backward (what DistributedDataParallel does in Python). At the end the ranks
-// check that their weights are identical, and rank 0 checks that the loss went down.
+// Each rank trains an MLP on its share of every batch; nn::DistributedDataParallel sends rank 0's
+// weights to every rank and averages the gradients across the ranks during backward (overlapped
+// with it, bucket by bucket). At the end the ranks check that their weights are identical, and
+// rank 0 checks that the loss went down.
 #include <cstdlib>
 #include <iostream>
 
 #include <kindle/distributed.h>
 #include <kindle/frontend.h>
+#include <kindle/nn/parallel.h>
 
 using namespace kindle;
 namespace dist = kindle::distributed;
@@ -25,9 +27,7 @@ int main() {
   dist::ProcessGroupPtr group = dist::init_from_env(std::chrono::seconds(60));
   int rank = group->rank(), world = group->size();
   manual_seed(uint64_t(rank));  // replicas start different; rank 0's weights are broadcast
-  MLP model;
-  dist::broadcast_coalesced(group, model.parameters());
-  dist::Reducer reducer(model.parameters(), group);
+  nn::DistributedDataParallel model(std::make_shared<MLP>(), group);
   optim::SGD opt(model.parameters(), optim::SGDOptions(0.1).momentum(0.9));
 
   manual_seed(1234);  // the same data stream on every rank; each takes its share
