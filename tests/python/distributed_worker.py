@@ -295,6 +295,41 @@ def scenario_ddp():
     dist.destroy_process_group()
 
 
+def scenario_syncbn():
+    """SyncBatchNorm under DDP equals BatchNorm on the concatenated batch in one process."""
+    from kindle.nn.parallel import DistributedDataParallel as DDP
+    import kindle.distributed.nn.functional as dfn
+    dist.init_process_group("gloo")
+    kindle.manual_seed(0)
+    ref = _cnn()
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(_cnn())
+    model.load_state_dict(ref.state_dict())
+    ddp = DDP(model)
+    opt = kindle.optim.SGD(ddp.parameters(), lr=0.1)
+    ref_opt = kindle.optim.SGD(ref.parameters(), lr=0.1)
+    per = 3
+    for x, y in _batches("cnn", 10, per * WORLD):
+        opt.zero_grad()
+        nn.functional.cross_entropy(ddp(x[RANK * per:(RANK + 1) * per]), y[RANK * per:(RANK + 1) * per]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.cross_entropy(ref(x), y).backward()
+        ref_opt.step()
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values()):
+        if a.dtype.is_floating_point:
+            d = (a - b).abs().max().item()
+            assert d < 1e-5, f"rank {RANK}: SyncBatchNorm training differs from one process in {name} by {d}"
+    # differentiable all_gather: the gradient is that of the sum of every rank's loss
+    x = kindle.full((2,), float(RANK + 1), requires_grad=True)
+    outs = dfn.all_gather(x)
+    check(kindle.stack(outs).detach(), [[r + 1.0] * 2 for r in range(WORLD)], "nn.functional.all_gather")
+    sum(((i + 1) * o).sum() for i, o in enumerate(outs)).backward()
+    check(x.grad, np.full(2, WORLD * (RANK + 1.0)), "nn.functional.all_gather backward")
+    y = dfn.all_reduce(x * 1.0)
+    y.sum().backward()
+    dist.destroy_process_group()
+
+
 def scenario_zero():
     from kindle.distributed.optim import ZeroRedundancyOptimizer
     dist.init_process_group("gloo")

@@ -64,6 +64,11 @@ def test_ddp_matches_single_process_training(world):
     assert_all_passed(run_ranks("ddp", world), "ddp")
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_sync_batch_norm_and_differentiable_collectives(world):
+    assert_all_passed(run_ranks("syncbn", world), "syncbn")
+
+
 def test_zero_redundancy_optimizer_matches_adam():
     assert_all_passed(run_ranks("zero", 2), "zero")
 
@@ -235,6 +240,15 @@ def test_single_process_api_and_errors(tmp_path):
     assert dist.PrefixStore("p", fs).add("x", 1) == 1 and fs.get("p/x") == b"1"
 
 
+def test_sync_batch_norm_is_batch_norm_without_a_group():
+    kindle.manual_seed(0)
+    x = kindle.randn(6, 3, 4)
+    sync, plain = kindle.nn.SyncBatchNorm(3), kindle.nn.BatchNorm1d(3)
+    assert kindle.allclose(sync(x), plain(x)) and kindle.allclose(sync.running_var, plain.running_var)
+    with pytest.raises(ValueError, match="at least 2D"):
+        sync(kindle.ones(3))
+
+
 def test_post_accumulate_grad_hook_and_queue_callback():
     p = kindle.ones(3, requires_grad=True)
     seen = []
@@ -257,3 +271,27 @@ def test_post_accumulate_grad_hook_and_queue_callback():
     assert order == ["hook", "callback"]
     with pytest.raises(RuntimeError, match="during the backward pass"):
         kindle._C._queue_callback(lambda: None)
+
+
+def test_launcher_with_two_nodes_on_one_machine(tmp_path):
+    # --nnodes 2: one launcher per "node" (both on loopback here); node 0's serves the store.
+    script = tmp_path / "two_nodes.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        import kindle, kindle.distributed as dist
+        dist.init_process_group("gloo")
+        assert dist.get_world_size() == 4 and int(os.environ["LOCAL_WORLD_SIZE"]) == 2
+        assert dist.get_rank() == int(os.environ["GROUP_RANK"]) * 2 + int(os.environ["LOCAL_RANK"])
+        t = kindle.ones(2) * dist.get_rank()
+        dist.all_reduce(t)
+        assert t.tolist() == [6.0, 6.0], t
+        dist.destroy_process_group()
+    """))
+    port = free_port()
+    launchers = [subprocess.Popen([sys.executable, "-m", "kindle.distributed.run", "--nnodes", "2", "--node-rank",
+                                   str(n), "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port",
+                                   str(port), str(script)], env=dict(os.environ, PYTHONPATH=PYPATH),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for n in (0, 1)]
+    for p in launchers:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, out

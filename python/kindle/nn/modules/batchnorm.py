@@ -8,7 +8,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+           "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -104,6 +105,87 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):  # noqa: A002
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm whose training statistics cover the whole batch across a process group: each forward
+    all-reduces the per-channel sums (then the centred sums of squares), and backward all-reduces their
+    gradients, so N ranks with batch B normalise exactly like one process with batch N*B. Outside
+    training, or without an initialized group of more than one rank, it is BatchNorm. Unlike torch's,
+    it runs on CPU tensors (Kindle's only device)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):  # noqa: A002
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):  # noqa: A002
+        import kindle.distributed as dist
+        self._check_input_dim(input)
+        group = self.process_group
+        synced = (self.training and dist.is_available() and dist.is_initialized()
+                  and dist.get_world_size(group) > 1)
+        if not synced:
+            return super().forward(input)
+        from kindle.distributed.nn.functional import all_reduce
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        c = input.shape[1]
+        dims = [0] + list(range(2, input.dim()))
+        shape = [1, c] + [1] * (input.dim() - 2)
+        count = _C.tensor([float(input.numel() // max(c, 1))], dtype=input.dtype)
+        first = all_reduce(_C.cat([input.sum(dims), count]), group=group)
+        total = first[c]
+        if float(total) <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}"
+                             f" across the process group")
+        mean = first[:c] / total
+        centred = input - mean.reshape(shape)
+        var = all_reduce((centred * centred).sum(dims), group=group) / total
+        out = centred * (var + self.eps).rsqrt().reshape(shape)
+        if self.weight is not None:
+            out = out * self.weight.reshape(shape)
+        if self.bias is not None:
+            out = out + self.bias.reshape(shape)
+        if self.track_running_stats and self.running_mean is not None:
+            with _no_grad():
+                n = float(total)
+                self.running_mean.mul_(1 - factor).add_(mean.detach() * factor)
+                self.running_var.mul_(1 - factor).add_(var.detach() * (n / (n - 1)) * factor)
+        return out
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """A copy of `module` with every BatchNorm*D replaced by a SyncBatchNorm holding its parameters
+        and statistics (torch.nn.SyncBatchNorm.convert_sync_batchnorm)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                module.track_running_stats, process_group)
+            if module.affine:
+                with _no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out
+
+
+def _no_grad():
+    import kindle
+    return kindle.no_grad()
 
 
 class _InstanceNorm(_NormBase):
