@@ -23,6 +23,7 @@ struct Reducer::Impl : std::enable_shared_from_this<Reducer::Impl> {
     size_t pending = 0;
     bool ready = false;
     WorkPtr work;
+    std::function<Tensor()> hook_result;  // with a comm hook: waits and returns the reduced bucket
   };
   Reducer* owner = nullptr;
   std::vector<Tensor> params;
@@ -32,6 +33,7 @@ struct Reducer::Impl : std::enable_shared_from_this<Reducer::Impl> {
   std::vector<char> marked;  // ready in this backward
   ProcessGroupPtr group;
   ReducerOptions options;
+  Reducer::CommHook comm_hook;
   bool running = false;  // a backward has marked something and not finished
   size_t next_launch = 0;
 
@@ -74,12 +76,18 @@ struct Reducer::Impl : std::enable_shared_from_this<Reducer::Impl> {
       b.pending = b.params.size();
       b.ready = false;
       b.work.reset();
+      b.hook_result = nullptr;
     }
   }
 
   void launch_ready() {
     while (next_launch < buckets.size() && buckets[next_launch].ready) {
-      Bucket& b = buckets[next_launch++];
+      size_t index = next_launch++;
+      Bucket& b = buckets[index];
+      if (comm_hook) {
+        b.hook_result = comm_hook(index, b.contents);  // the hook divides and reduces
+        continue;
+      }
       b.contents.div_(scalar_tensor_of(group->size(), b.contents.dtype()));
       b.work = group->all_reduce(b.contents, ReduceOp::Sum);
     }
@@ -171,9 +179,16 @@ struct Reducer::Impl : std::enable_shared_from_this<Reducer::Impl> {
   void wait_all() {
     std::exception_ptr first;
     for (Bucket& b : buckets) {
-      if (!b.work) continue;
+      if (!b.work && !b.hook_result) continue;
       try {
-        b.work->wait();
+        if (b.work) b.work->wait();
+        if (b.hook_result) {
+          Tensor r = b.hook_result();
+          b.hook_result = nullptr;
+          KINDLE_CHECK(r.defined() && r.numel() == b.contents.numel(), "DistributedDataParallel: the communication "
+                       "hook's future must hold a tensor of the bucket's ", b.contents.numel(), " elements");
+          if (!r.is_same(b.contents)) b.contents.copy_(r.reshape({-1}));
+        }
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -220,6 +235,26 @@ Reducer::~Reducer() {
 void Reducer::prepare_for_forward() {
   KINDLE_CHECK(!impl_->running, "DistributedDataParallel: Expected to have finished reduction in the prior "
                "iteration before starting a new one (a backward pass is still reducing gradients)");
+}
+
+void Reducer::set_comm_hook(CommHook hook) {
+  KINDLE_CHECK(!impl_->comm_hook, "DistributedDataParallel: register_comm_hook can only be called once");
+  impl_->comm_hook = std::move(hook);
+}
+
+void Reducer::join_step() {
+  // This rank has no input left: it contributes zeros to the buckets the others reduce, in the
+  // same order, so that their collectives complete.
+  autograd::NoGradGuard no_grad;
+  for (auto& b : impl_->buckets) {
+    b.contents.zero_();
+    b.ready = true;
+  }
+  impl_->launch_ready();
+  if (impl_->options.find_unused_parameters)
+    impl_->group->all_reduce(zeros({int64_t(impl_->params.size())}, kInt32), ReduceOp::Sum)->wait();
+  impl_->wait_all();
+  impl_->reset();
 }
 
 std::vector<std::vector<int64_t>> Reducer::bucket_indices() const {

@@ -189,7 +189,26 @@ void bind_distributed(nb::module_& m) {
       .def("prepare_for_forward", &Reducer::prepare_for_forward)
       .def("bucket_indices", &Reducer::bucket_indices)
       .def("unused_parameters", &Reducer::unused_parameters)
-      .def("last_wait_seconds", &Reducer::last_wait_seconds);
+      .def("last_wait_seconds", &Reducer::last_wait_seconds)
+      .def("join_step", &Reducer::join_step)
+      // hook(index, bucket_tensor) -> a callable returning the reduced tensor (called at the end of backward)
+      .def("set_comm_hook", [](Reducer& r, nb::object hook) {
+        r.set_comm_hook([hook](size_t index, const Tensor& bucket) -> std::function<Tensor()> {
+          nb::gil_scoped_acquire gil;
+          nb::object waiter = hook(index, bucket);
+          // Released under the GIL whoever drops it last.
+          std::shared_ptr<nb::object> keep(new nb::object(waiter), [](nb::object* o) {
+            nb::gil_scoped_acquire g;
+            delete o;
+          });
+          return [keep]() -> Tensor {
+            nb::gil_scoped_acquire gil;
+            Tensor t = nb::cast<Tensor>((*keep)());
+            *keep = nb::object();
+            return t;
+          };
+        });
+      });
 
   d.def("broadcast_coalesced", &broadcast_coalesced, nb::arg("group"), nb::arg("tensors"), nb::arg("src") = 0,
         nb::arg("buffer_mb") = 250.0, Release());

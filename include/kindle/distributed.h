@@ -269,6 +269,13 @@ class Reducer {
   std::vector<std::vector<int64_t>> bucket_indices() const;
   // Seconds the last backward's end spent waiting for communication (exposed communication).
   double last_wait_seconds() const { return last_wait_s_; }
+  // Replaces "divide by the world size, all-reduce" for each full bucket: the hook gets the bucket's
+  // index and flat gradients and returns what waits for and yields the reduced bucket (DDP's
+  // register_comm_hook). Called in bucket order, during backward.
+  using CommHook = std::function<std::function<Tensor()>(size_t index, const Tensor& bucket)>;
+  void set_comm_hook(CommHook hook);
+  // For a rank whose inputs ran out (DDP's join): zeros into every bucket, reduced as the others do.
+  void join_step();
 
  private:
   struct Impl;

@@ -186,7 +186,7 @@ Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
 _LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions", "fft",
-                    "distributed"}
+                    "distributed", "futures"}
 
 
 def __getattr__(name):

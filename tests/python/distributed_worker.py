@@ -330,6 +330,74 @@ def scenario_syncbn():
     dist.destroy_process_group()
 
 
+def scenario_hooks():
+    """Communication hooks: allreduce_hook is DDP's own averaging; fp16_compress_hook is within half precision."""
+    from kindle.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from kindle.nn.parallel import DistributedDataParallel as DDP
+    dist.init_process_group("gloo")
+    for hook, tol in ((default_hooks.allreduce_hook, 1e-5), (default_hooks.fp16_compress_hook, 2e-3),
+                      (default_hooks.bf16_compress_hook, 2e-2)):
+        kindle.manual_seed(0)
+        model, ref = _mlp(), _mlp()
+        ref.load_state_dict(model.state_dict())
+        ddp = DDP(model, bucket_cap_mb=0.002)
+        ddp.register_comm_hook(None, hook)
+        opt = kindle.optim.SGD(ddp.parameters(), lr=0.1)
+        ref_opt = kindle.optim.SGD(ref.parameters(), lr=0.1)
+        for x, y in _batches("mlp", 5, 4 * WORLD):
+            opt.zero_grad()
+            nn.functional.cross_entropy(ddp(x[RANK * 4:(RANK + 1) * 4]), y[RANK * 4:(RANK + 1) * 4]).backward()
+            opt.step()
+            ref_opt.zero_grad()
+            nn.functional.cross_entropy(ref(x), y).backward()
+            ref_opt.step()
+        diff = max((a - b).abs().max().item() for a, b in zip(model.parameters(), ref.parameters()))
+        assert diff < tol, f"rank {RANK}: {hook.__name__} differs from single-process training by {diff}"
+    dist.destroy_process_group()
+
+
+def scenario_join():
+    """Uneven inputs: rank r has 3 + r batches; join() lets the others finish; gradients stay divided
+    by the world size, so each step equals the sum over the active ranks' shard losses / WORLD."""
+    from kindle.nn.parallel import DistributedDataParallel as DDP
+    dist.init_process_group("gloo")
+    kindle.manual_seed(0)
+    model, ref = _mlp(), _mlp()
+    ref.load_state_dict(model.state_dict())
+    ddp = DDP(model)
+    opt = kindle.optim.SGD(ddp.parameters(), lr=0.1)
+    ref_opt = kindle.optim.SGD(ref.parameters(), lr=0.1)
+    steps = 3 + WORLD - 1
+    data = _batches("mlp", steps, 4 * WORLD)
+    with ddp.join():
+        for i in range(3 + RANK):
+            x, y = data[i]
+            opt.zero_grad()
+            nn.functional.cross_entropy(ddp(x[RANK * 4:(RANK + 1) * 4]), y[RANK * 4:(RANK + 1) * 4]).backward()
+            opt.step()
+    for i, (x, y) in enumerate(data):
+        if i >= 3 + RANK:
+            break  # this rank's optimizer stopped stepping after its own data ran out
+        ref_opt.zero_grad()
+        active = [r for r in range(WORLD) if i < 3 + r]
+        (sum(nn.functional.cross_entropy(ref(x[r * 4:(r + 1) * 4]), y[r * 4:(r + 1) * 4]) for r in active)
+         / WORLD).backward()
+        ref_opt.step()
+    diff = max((a - b).abs().max().item() for a, b in zip(model.parameters(), ref.parameters()))
+    assert diff < 1e-5, f"rank {RANK}: join training differs from the reference by {diff}"
+    # throw_on_early_termination: every rank raises when the first runs out
+    raised = False
+    try:
+        with ddp.join(throw_on_early_termination=True):
+            for i in range(1 + RANK):
+                x, y = data[0]
+                nn.functional.cross_entropy(ddp(x[:4]), y[:4]).backward()
+    except RuntimeError as e:
+        raised = "exhausted inputs" in str(e)
+    assert raised, f"rank {RANK}: throw_on_early_termination must raise on every rank"
+    dist.destroy_process_group()
+
+
 def scenario_zero():
     from kindle.distributed.optim import ZeroRedundancyOptimizer
     dist.init_process_group("gloo")

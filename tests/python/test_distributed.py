@@ -69,6 +69,15 @@ def test_sync_batch_norm_and_differentiable_collectives(world):
     assert_all_passed(run_ranks("syncbn", world), "syncbn")
 
 
+def test_communication_hooks():
+    assert_all_passed(run_ranks("hooks", 2), "hooks")
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_join_with_uneven_inputs(world):
+    assert_all_passed(run_ranks("join", world), "join")
+
+
 def test_zero_redundancy_optimizer_matches_adam():
     assert_all_passed(run_ranks("zero", 2), "zero")
 

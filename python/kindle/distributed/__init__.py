@@ -376,18 +376,13 @@ def _group_rank(g, global_rank, what):
 class Work:
     """An issued collective (torch.distributed.Work): wait() blocks and raises its error."""
 
-    def __init__(self, work, after=None):
+    def __init__(self, work, result=None):
         self._work = work
-        self._after = after
-        self._done_after = False
+        self._result = [] if result is None else result
 
     def wait(self, timeout=None):
         t = None if timeout is None else _seconds(timeout)
-        ok = self._work.wait(t)
-        if ok and self._after is not None and not self._done_after:
-            self._done_after = True
-            self._after()
-        return ok
+        return self._work.wait(t)
 
     def is_completed(self):
         return self._work.is_completed()
@@ -402,37 +397,16 @@ class Work:
         return self._work._source_rank()
 
     def result(self):
-        return []
+        return self._result
 
     def get_future(self):
-        return _Future(self)
+        """A kindle.futures.Future whose value is result() once the collective is done."""
+        from ..futures import Future
+        return Future._of_work(self, self._result)
 
 
-class _Future:
-    """Work.get_future(): done() polls the collective, wait()/value() finish it."""
-
-    def __init__(self, work):
-        self._work = work
-
-    def done(self):
-        return self._work.is_completed()
-
-    def wait(self):
-        self._work.wait()
-        return self._work.result()
-
-    value = wait
-
-    def then(self, callback):
-        self._work.wait()
-        result = callback(self)
-        done = _Future(self._work)
-        done.wait = done.value = lambda: result
-        return done
-
-
-def _issue(work, async_op, after=None):
-    w = Work(work, after)
+def _issue(work, async_op, result=None):
+    w = Work(work, result)
     if async_op:
         return w
     w.wait()
@@ -456,7 +430,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A0
     g = _resolve(group)
     if not _member(g):
         return None
-    return _issue(g.all_reduce(tensor, _op_value(op)), async_op)
+    return _issue(g.all_reduce(tensor, _op_value(op)), async_op, [tensor])
 
 
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A002
@@ -473,7 +447,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):  # 
     if not _member(g):
         return None
     root = group_src if group_src is not None else _group_rank(g, 0 if src is None else src, "broadcast: src")
-    return _issue(g.broadcast(tensor, root), async_op)
+    return _issue(g.broadcast(tensor, root), async_op, [tensor])
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):  # noqa: A002
@@ -482,7 +456,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     if not _member(g):
         return None
     root = group_dst if group_dst is not None else _group_rank(g, 0 if dst is None else dst, "reduce: dst")
-    return _issue(g.reduce(tensor, root, _op_value(op)), async_op)
+    return _issue(g.reduce(tensor, root, _op_value(op)), async_op, [tensor])
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):  # noqa: A002
@@ -491,7 +465,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):  # noqa: A002
     g = _resolve(group)
     if not _member(g):
         return None
-    return _issue(g.all_gather(list(tensor_list), tensor), async_op)
+    return _issue(g.all_gather(list(tensor_list), tensor), async_op, [list(tensor_list)])
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):  # noqa: A002
@@ -500,7 +474,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     g = _resolve(group)
     if not _member(g):
         return None
-    return _issue(g.all_gather_into_tensor(output_tensor, input_tensor), async_op)
+    return _issue(g.all_gather_into_tensor(output_tensor, input_tensor), async_op, [output_tensor])
 
 
 _all_gather_base = all_gather_into_tensor
@@ -550,7 +524,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     g = _resolve(group)
     if not _member(g):
         return None
-    return _issue(g.reduce_scatter_tensor(output, input, _op_value(op)), async_op)
+    return _issue(g.reduce_scatter_tensor(output, input, _op_value(op)), async_op, [output])
 
 
 _reduce_scatter_base = reduce_scatter_tensor

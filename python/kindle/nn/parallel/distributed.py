@@ -59,6 +59,8 @@ class DistributedDataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         self.reducer.prepare_for_forward()
+        if getattr(self, "_join_throw", None) is not None and kindle.is_grad_enabled():
+            self._join_forward_check()
         if self.broadcast_buffers and self._buffers_to_sync and self._group_size > 1 and kindle.is_grad_enabled():
             from kindle._C import _distributed as _d
             with kindle.no_grad():
@@ -85,15 +87,93 @@ class DistributedDataParallel(Module):
         self.static_graph = True
 
     def register_comm_hook(self, state, hook):
-        raise NotImplementedError("DistributedDataParallel.register_comm_hook is not in Kindle yet: gradients are "
-                                  "averaged with all_reduce")
+        """hook(state, bucket) -> Future of the bucket's reduced gradients replaces DDP's averaging
+        (see kindle.distributed.algorithms.ddp_comm_hooks.default_hooks). Called once per bucket
+        as it fills during backward; the futures are waited for at the end of backward."""
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable, got {type(hook).__name__}")
+        buckets = self.reducer.bucket_indices()
+        params = self._params
+
+        def call(index, tensor):
+            fut = hook(state, GradBucket(index, tensor, [params[i] for i in buckets[index]],
+                                         index == len(buckets) - 1))
+            if not hasattr(fut, "wait"):
+                raise TypeError("register_comm_hook: the hook must return a Future (e.g. "
+                                "dist.all_reduce(..., async_op=True).get_future())")
+            return fut.wait
+
+        self.reducer.set_comm_hook(call)
 
     @contextlib.contextmanager
     def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
-        if enable:
-            raise NotImplementedError("DistributedDataParallel.join (uneven inputs) is not in Kindle yet")
-        yield
+        """Uneven inputs: a rank whose data runs out leaves the block and then shadows the others'
+        collectives (contributing zero gradients) until every rank has left it. Gradients stay
+        divided by the full world size. throw_on_early_termination: every rank raises as soon as
+        one runs out instead."""
+        if not enable:
+            yield
+            return
+        if not divide_by_initial_world_size:
+            raise NotImplementedError("DistributedDataParallel.join: divide_by_initial_world_size=False is not in "
+                                      "Kindle yet")
+        import kindle.distributed as dist
+        from kindle._C import _distributed as _d
+        self._join_throw = bool(throw_on_early_termination)
+        try:
+            yield
+        except BaseException:
+            self._join_throw = None
+            raise
+        throw, self._join_throw = self._join_throw, None
+        while True:
+            flag = kindle.zeros(1)
+            dist.all_reduce(flag, group=self.process_group)
+            if flag.item() == 0:
+                break
+            if throw:
+                raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
+            if self.broadcast_buffers and self._buffers_to_sync and self._group_size > 1:
+                with kindle.no_grad():
+                    _d.broadcast_coalesced(self.process_group, list(self._buffers_to_sync), 0)
+            self.reducer.join_step()
+
+    def _join_forward_check(self):
+        import kindle.distributed as dist
+        flag = kindle.ones(1)
+        dist.all_reduce(flag, group=self.process_group)
+        if self._join_throw and int(flag.item()) < self._group_size:
+            raise RuntimeError("Detected at least one rank that exhausted inputs. Throwing across all ranks.")
 
     @staticmethod
     def _set_params_and_buffers_to_ignore_for_model(module, params_and_buffers_to_ignore):
         module._ddp_params_and_buffers_to_ignore = list(params_and_buffers_to_ignore)
+
+
+class GradBucket:
+    """What a communication hook gets: one bucket's flat gradients and its parameters."""
+
+    def __init__(self, index, buffer, parameters, is_last):
+        self._index, self._buffer, self._parameters, self._is_last = index, buffer, parameters, is_last
+
+    def index(self):
+        return self._index
+
+    def buffer(self):
+        return self._buffer
+
+    def set_buffer(self, tensor):
+        self._buffer.copy_(tensor)
+
+    def parameters(self):
+        return list(self._parameters)
+
+    def gradients(self):
+        out, offset = [], 0
+        for p in self._parameters:
+            out.append(self._buffer[offset:offset + p.numel()].view(p.shape))
+            offset += p.numel()
+        return out
+
+    def is_last(self):
+        return self._is_last

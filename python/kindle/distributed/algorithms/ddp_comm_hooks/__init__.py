@@ -1,0 +1,1 @@
+from . import default_hooks  # noqa: F401
