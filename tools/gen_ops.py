@@ -274,6 +274,9 @@ def gen_binding(op, variant, varargs=None):
         extra += ['nb::arg("layout").none() = nb::none()', 'nb::arg("pin_memory") = false',
                   'nb::arg("memory_format").none() = nb::none()']
         pre += f'check_factory_options(layout, memory_format, "{op.name}"); '
+        if op.ret == "Tensor":
+            like = ", &self" if op.name.endswith("_like") else ""  # preserve_format follows the input
+            call = f'apply_memory_format({call}, memory_format, "{op.name}"{like})'
     if extra and not kw_emitted:
         arg_specs.append("nb::kw_only()")
     arg_specs += extra

@@ -46,6 +46,7 @@ void bind_indexing(nb::class_<Tensor>& cls);
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor_constructor(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
+Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, const Tensor* like = nullptr);
 void bind_optim(nb::module_& m);
 void bind_distributed(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);

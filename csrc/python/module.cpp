@@ -113,7 +113,7 @@ nb::object write_out(nb::handle out, const char* name, std::initializer_list<con
 }
 
 // layout= and memory_format= of factories, as PyTorch's CPU build accepts them: strided tensors
-// only; a memory format is accepted (Kindle's tensors are always laid out contiguously).
+// only; the memory format is applied to the result by apply_memory_format.
 void check_factory_options(nb::handle layout, nb::handle memory_format, const char* op) {
   if (!layout.is_none()) {
     std::string type = nb::type_name(layout.type()).c_str();
@@ -127,6 +127,48 @@ void check_factory_options(nb::handle layout, nb::handle memory_format, const ch
     KINDLE_CHECK_TYPE(type.ends_with("memory_format"), op, "(): argument 'memory_format' must be torch.memory_format, not ",
                       type);
   }
+}
+
+// memory_format= of a factory: channels_last (channels_last_3d) lays the new 4-d (5-d) tensor out
+// with the channels innermost, as PyTorch does; the other formats leave it row-major.
+namespace {
+std::vector<int64_t> channels_last_strides(IntArrayRef sizes) {
+  // From the innermost dimension (channels) outwards: C, W, H, (D,) N.
+  std::vector<int64_t> order = sizes.size() == 4 ? std::vector<int64_t>{1, 3, 2, 0} : std::vector<int64_t>{1, 4, 3, 2, 0};
+  std::vector<int64_t> strides(sizes.size());
+  int64_t step = 1;
+  for (int64_t d : order) {
+    strides[size_t(d)] = step;
+    step *= std::max<int64_t>(sizes[size_t(d)], 1);
+  }
+  return strides;
+}
+}  // namespace
+
+Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, const Tensor* like) {
+  std::string text = memory_format.is_none() ? "" : nb::str(memory_format).c_str();
+  bool cl2 = text.ends_with(".channels_last"), cl3 = text.ends_with(".channels_last_3d");
+  // *_like with preserve_format (the default): a channels-last input gives a channels-last result.
+  if ((text.empty() || text.ends_with(".preserve_format")) && like && like->sizes() == t.sizes() &&
+      (like->dim() == 4 || like->dim() == 5) && !like->is_contiguous() &&
+      std::vector<int64_t>(like->strides().begin(), like->strides().end()) == channels_last_strides(like->sizes())) {
+    cl2 = like->dim() == 4;
+    cl3 = like->dim() == 5;
+  }
+  if (!cl2 && !cl3) return t;
+  int64_t want = cl2 ? 4 : 5;
+  KINDLE_CHECK(t.dim() == want, op, "(): required rank ", want, " tensor to use ", cl2 ? "channels_last" : "channels_last_3d",
+               " format (got a tensor of ", t.dim(), " dimensions)");
+  std::vector<int64_t> strides = channels_last_strides(t.sizes());
+  bool requires_grad = t.requires_grad();
+  Tensor out;
+  {
+    autograd::NoGradGuard no_grad;  // a factory's result is a leaf
+    out = empty_strided(t.sizes(), strides, t.dtype());
+    out.copy_(t);
+  }
+  if (requires_grad) out.requires_grad_(true);
+  return out;
 }
 
 }  // namespace kindle::python

@@ -686,7 +686,7 @@ class Module:
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
         for a in args:
@@ -709,7 +709,10 @@ class Module:
 
         def convert(t):
             if dtype is not None and t.is_floating_point() and t.dtype != dtype:
-                return t.to(dtype)
+                t = t.to(dtype)
+            # torch: memory_format applies to the 4-d (5-d for channels_last_3d) parameters and buffers
+            if fmt is not None and t.dim() == {"channels_last": 4, "channels_last_3d": 5}.get(repr(fmt)[6:], -1):
+                t = t.contiguous(memory_format=fmt)
             return t
 
         return self._apply(convert)
