@@ -186,7 +186,29 @@ Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
 _LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions", "fft",
-                    "distributed", "futures"}
+                    "distributed", "futures", "sparse"}
+
+
+def sparse_coo_tensor(indices, values, size=None, **kwargs):
+    """A sparse COO tensor (see kindle.sparse)."""
+    from .sparse import sparse_coo_tensor as make
+    return make(indices, values, size, **kwargs)
+
+
+def spmm(mat1, mat2):
+    from .sparse import mm
+    return mm(mat1, mat2)
+
+
+def _tensor_to_sparse(self, *args, **kwargs):
+    from .sparse import _to_sparse
+    return _to_sparse(self, *args, **kwargs)
+
+
+Tensor.to_sparse = _tensor_to_sparse
+Tensor.to_sparse_coo = _tensor_to_sparse
+if not hasattr(Tensor, "to_dense"):
+    Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype)
 
 
 def __getattr__(name):
