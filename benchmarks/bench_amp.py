@@ -10,7 +10,6 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -22,6 +21,7 @@ sys.path.insert(0, HERE)
 
 import kindle  # noqa: E402
 import torch  # noqa: E402
+from bench_distributed import timed  # noqa: E402
 from bench_e2e import make_mlp, make_resnet  # noqa: E402
 
 WORKLOADS = {
@@ -48,16 +48,6 @@ def runner(lib, name, amp):
         opt.step()
         return loss
     return step
-
-
-def timed(fn, reps):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def main():

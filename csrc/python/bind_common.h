@@ -46,6 +46,11 @@ void bind_indexing(nb::class_<Tensor>& cls);
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor_constructor(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
+// Memory formats: 4 / 5 for channels_last / channels_last_3d, -1 for preserve_format, 0 otherwise
+// (TypeError for what is not a memory format).
+int channels_last_rank(nb::handle memory_format, const char* op);
+bool has_channels_last_strides(const Tensor& t, bool ignore_size_one);
+Tensor to_channels_last(const Tensor& t, int rank, const char* op);  // a copy with those strides
 Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, const Tensor* like = nullptr);
 void bind_optim(nb::module_& m);
 void bind_distributed(nb::module_& m);

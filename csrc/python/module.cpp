@@ -131,7 +131,17 @@ void check_factory_options(nb::handle layout, nb::handle memory_format, const ch
 
 // memory_format= of a factory: channels_last (channels_last_3d) lays the new 4-d (5-d) tensor out
 // with the channels innermost, as PyTorch does; the other formats leave it row-major.
-namespace {
+int channels_last_rank(nb::handle memory_format, const char* op) {
+  if (memory_format.is_none()) return 0;
+  std::string type = nb::type_name(memory_format.type()).c_str();
+  KINDLE_CHECK_TYPE(type.ends_with("memory_format"), op, "(): argument 'memory_format' must be torch.memory_format, not ",
+                    type);
+  std::string text = nb::str(memory_format).c_str();
+  if (text.ends_with(".channels_last")) return 4;
+  if (text.ends_with(".channels_last_3d")) return 5;
+  return text.ends_with(".preserve_format") ? -1 : 0;
+}
+
 std::vector<int64_t> channels_last_strides(IntArrayRef sizes) {
   // From the innermost dimension (channels) outwards: C, W, H, (D,) N.
   std::vector<int64_t> order = sizes.size() == 4 ? std::vector<int64_t>{1, 3, 2, 0} : std::vector<int64_t>{1, 4, 3, 2, 0};
@@ -143,29 +153,36 @@ std::vector<int64_t> channels_last_strides(IntArrayRef sizes) {
   }
   return strides;
 }
-}  // namespace
 
+bool has_channels_last_strides(const Tensor& t, bool ignore_size_one) {
+  if (t.dim() != 4 && t.dim() != 5) return false;
+  std::vector<int64_t> want = channels_last_strides(t.sizes());
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) != want[size_t(d)] && !(ignore_size_one && t.size(d) == 1)) return false;
+  return true;
+}
+
+Tensor to_channels_last(const Tensor& t, int rank, const char* op) {
+  KINDLE_CHECK(t.dim() == rank, op, "(): required rank ", rank, " tensor to use ",
+               rank == 4 ? "channels_last" : "channels_last_3d", " format (got a tensor of ", t.dim(), " dimensions)");
+  Tensor out = empty_strided(t.sizes(), channels_last_strides(t.sizes()), t.dtype());
+  out.copy_(t);
+  return out;
+}
+
+// memory_format= of a factory: channels_last (channels_last_3d) lays the new 4-d (5-d) tensor out
+// with the channels innermost, as PyTorch does; the other formats leave it row-major. *_like with
+// preserve_format (the default) gives a channels-last input a channels-last result.
 Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, const Tensor* like) {
-  std::string text = memory_format.is_none() ? "" : nb::str(memory_format).c_str();
-  bool cl2 = text.ends_with(".channels_last"), cl3 = text.ends_with(".channels_last_3d");
-  // *_like with preserve_format (the default): a channels-last input gives a channels-last result.
-  if ((text.empty() || text.ends_with(".preserve_format")) && like && like->sizes() == t.sizes() &&
-      (like->dim() == 4 || like->dim() == 5) && !like->is_contiguous() &&
-      std::vector<int64_t>(like->strides().begin(), like->strides().end()) == channels_last_strides(like->sizes())) {
-    cl2 = like->dim() == 4;
-    cl3 = like->dim() == 5;
-  }
-  if (!cl2 && !cl3) return t;
-  int64_t want = cl2 ? 4 : 5;
-  KINDLE_CHECK(t.dim() == want, op, "(): required rank ", want, " tensor to use ", cl2 ? "channels_last" : "channels_last_3d",
-               " format (got a tensor of ", t.dim(), " dimensions)");
-  std::vector<int64_t> strides = channels_last_strides(t.sizes());
+  int rank = channels_last_rank(memory_format, op);
+  if (rank <= 0 && like && like->sizes() == t.sizes() && !like->is_contiguous() && has_channels_last_strides(*like, false))
+    rank = int(like->dim());
+  if (rank <= 0) return t;
   bool requires_grad = t.requires_grad();
   Tensor out;
   {
     autograd::NoGradGuard no_grad;  // a factory's result is a leaf
-    out = empty_strided(t.sizes(), strides, t.dtype());
-    out.copy_(t);
+    out = to_channels_last(t, rank, op);
   }
   if (requires_grad) out.requires_grad_(true);
   return out;

@@ -48,6 +48,7 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
   const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
   std::optional<DType> dtype;
   bool copy = false;
+  nb::handle memory_format;
   auto take = [&](nb::handle h) {
     DType dt;
     if (nb::try_cast<DType>(h, dt)) { dtype = dt; return; }
@@ -68,8 +69,21 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
     std::string key = nb::cast<std::string>(k);
     if (key == "dtype" || key == "device" || key == "other") take(v);
     else if (key == "copy") copy = nb::cast<bool>(v);
-    else if (key == "non_blocking" || key == "memory_format") continue;
+    else if (key == "memory_format") memory_format = v;
+    else if (key == "non_blocking") continue;
     else throw TypeError("to() got an unexpected keyword argument '" + key + "'");
+  }
+  int rank = memory_format.is_valid() ? channels_last_rank(memory_format, "to") : -1;
+  if (rank >= 0 && rank != 0) {
+    // channels_last: the format's own strides, even where size-1 dimensions allow others
+    Tensor src = dtype && *dtype != self.dtype() ? cast_warning_if_complex(self, *dtype) : self;
+    if (!copy && has_channels_last_strides(src, false) && src.dim() == rank) return nb::cast(src);
+    return nb::cast(to_channels_last(src, rank, "to"));
+  }
+  if (rank == 0) {  // contiguous_format
+    Tensor src = dtype && *dtype != self.dtype() ? cast_warning_if_complex(self, *dtype) : self;
+    if (!copy && src.is_contiguous()) return nb::cast(src);
+    return nb::cast(src.is_contiguous() ? src.clone() : src.contiguous());
   }
   if ((!dtype || *dtype == self.dtype()) && !copy) return nb::borrow(self_obj);  // nothing changes: self
   if (!dtype) return nb::cast(self.clone());
@@ -141,7 +155,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("element_size", &Tensor::element_size);
   cls.def("storage_offset", &Tensor::storage_offset);
   cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.data_ptr()); });
-  cls.def("is_contiguous", [](const Tensor& t, nb::kwargs) { return t.is_contiguous(); });
+  cls.def("is_contiguous", [](const Tensor& t, nb::handle memory_format) {
+    int rank = channels_last_rank(memory_format, "is_contiguous");
+    KINDLE_CHECK(rank != -1, "is_contiguous: preserve memory format is unsupported by the contiguous operator");
+    return rank == 0 ? t.is_contiguous() : t.dim() == rank && has_channels_last_strides(t, true);
+  }, nb::arg("memory_format").none() = nb::none());
   cls.def("is_floating_point", &Tensor::is_floating_point);
   cls.def("is_complex", &Tensor::is_complex);
   cls.def("is_complex", [](const Tensor&) { return false; });

@@ -246,102 +246,28 @@ def _cuda(self, device=None, non_blocking=False, memory_format=None):  # noqa: A
     raise RuntimeError("cuda(): Kindle was built without support for device cuda (only cpu is available)")
 
 
-_FORMAT_PERMS = {"channels_last": ((0, 2, 3, 1), (0, 3, 1, 2)),
-                 "channels_last_3d": ((0, 2, 3, 4, 1), (0, 4, 1, 2, 3))}
-
-
-def _check_format(fmt, op):
-    if fmt is not None and not isinstance(fmt, memory_format):
-        raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not {type(fmt).__name__}")
-
-
-def _perms(fmt, t, op):
-    perm, inv = _FORMAT_PERMS[fmt._name]
-    if t.dim() != len(perm):
-        raise RuntimeError(f"{op}: required rank {len(perm)} tensor to use {fmt._name} format (got "
-                           f"{t.dim()} dimensions)")
-    return perm, inv
-
-
-def _format_strides(shape, fmt):
-    """The strides torch gives a tensor of `shape` in `fmt`: channels innermost, then W, H, (D,) N."""
-    perm, _ = _FORMAT_PERMS[fmt._name]
-    strides, step = [0] * len(shape), 1
-    for d in reversed(perm):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
-
-
-def _restride(t, fmt, op):
-    _perms(fmt, t, op)  # checks the rank
-    out = _C.empty_strided(tuple(t.shape), _format_strides(tuple(t.shape), fmt), dtype=t.dtype)
-    out.copy_(t)
-    return out
-
-
-def _in_format(t, fmt):
-    """Whether t's strides are those of `fmt` (size-1 dimensions may have any stride)."""
-    perm, _ = _FORMAT_PERMS[fmt._name]
-    if t.dim() != len(perm):
-        return False
-    return _C_is_contiguous(t.permute(*perm))
-
-
-def _C_is_contiguous(t):
-    return _base_is_contiguous(t)
-
-
-_base_is_contiguous = None
-
-
-def _is_contiguous(self, memory_format=None):
-    _check_format(memory_format, "is_contiguous")
-    if memory_format is None or memory_format._name == "contiguous_format":
-        return _base_is_contiguous(self)
-    if memory_format._name == "preserve_format":
-        raise RuntimeError("is_contiguous: preserve memory format is unsupported by the contiguous operator")
-    return _in_format(self, memory_format)
-
-
 def _with_memory_format(c_method):
+    """contiguous / clone with memory_format= (is_contiguous and to take it in C++)."""
     name = c_method.__name__
 
     def method(self, memory_format=None):
-        _check_format(memory_format, name)
-        fmt = memory_format._name if memory_format is not None else ("preserve_format" if name == "clone"
-                                                                      else "contiguous_format")
+        if memory_format is None:
+            return c_method(self)  # clone keeps a dense tensor's strides (preserve_format)
+        if not isinstance(memory_format, globals()["memory_format"]):
+            raise TypeError(f"{name}(): argument 'memory_format' must be torch.memory_format, not "
+                            f"{type(memory_format).__name__}")
+        fmt = memory_format._name
         if fmt == "preserve_format":
             if name == "contiguous":
                 raise RuntimeError("contiguous: preserve memory format is unsupported by the contiguous operator")
-            return c_method(self)  # Kindle's clone keeps the strides of a dense tensor, as torch's does
-        if fmt == "contiguous_format":
-            if name == "clone" and not _base_is_contiguous(self):
-                return self.contiguous()
             return c_method(self)
-        tag = globals()[fmt]
-        if name == "contiguous" and _in_format(self, tag):
+        if fmt == "contiguous_format":
+            return self.contiguous() if name == "clone" and not self.is_contiguous() else c_method(self)
+        if name == "contiguous" and self.is_contiguous(memory_format=memory_format):
             return self
-        return _restride(self, tag, name)
+        return self.to(memory_format=memory_format, copy=True)
     method.__name__ = name
     return method
-
-
-def _to_with_memory_format(c_to):
-    def to(self, *args, memory_format=None, **kwargs):
-        _check_format(memory_format, "to")
-        out = c_to(self, *args, **kwargs)
-        if memory_format is None or memory_format._name == "preserve_format":
-            return out
-        if memory_format._name == "contiguous_format":
-            return out.contiguous()
-        _perms(memory_format, out, "to")
-        # to() gives the format's own strides even where size-1 dimensions make other strides equivalent
-        if out.stride() == _format_strides(tuple(out.shape), memory_format):
-            return out
-        return _restride(out, memory_format, "to")
-    to.__name__ = "to"
-    return to
 
 
 def tensordot(a, b, dims=2, out=None):
@@ -476,12 +402,8 @@ def install_tensor_methods(Tensor):
     Tensor.new_tensor = _new_tensor
     Tensor.cuda = _cuda
     Tensor.type = tensor_type
-    global _base_is_contiguous
-    _base_is_contiguous = Tensor.is_contiguous
-    Tensor.is_contiguous = _is_contiguous
     Tensor.contiguous = _with_memory_format(Tensor.contiguous)
     Tensor.clone = _with_memory_format(Tensor.clone)
-    Tensor.to = _to_with_memory_format(Tensor.to)
     for name, value in (("is_mps", False), ("is_xpu", False), ("is_meta", False), ("is_quantized", False),
                         ("layout", strided)):
         if not hasattr(Tensor, name):

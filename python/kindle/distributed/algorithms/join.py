@@ -1,5 +1,6 @@
 """torch.distributed.algorithms.join: Join (uneven inputs) for Joinable objects; Kindle's
 DistributedDataParallel is one (its join() context manager is the usual entry point)."""
+import abc
 import contextlib
 
 __all__ = ["Join", "Joinable", "JoinHook"]
@@ -13,17 +14,21 @@ class JoinHook:
         pass
 
 
-class Joinable:
+class Joinable(abc.ABC):
+    """What Join works with (an abstract base, as torch's)."""
+
+    @abc.abstractmethod
     def join_hook(self, **kwargs):
-        raise NotImplementedError
+        ...
 
     @property
     def join_device(self):
         return "cpu"
 
     @property
+    @abc.abstractmethod
     def join_process_group(self):
-        raise NotImplementedError
+        ...
 
 
 @contextlib.contextmanager

@@ -71,17 +71,6 @@ class ZeroRedundancyOptimizer(Optimizer):
                     dist.broadcast(p.data, src=ranks[self._owner[id(p)]], group=self.process_group)
         return loss
 
-    def zero_grad(self, set_to_none=True):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad.detach_()
-                    p.grad.zero_()
-
     @property
     def state(self):
         return self.optim.state if hasattr(self, "optim") else {}
