@@ -140,13 +140,22 @@ void Scope::set_inputs(std::string shapes, std::string dtypes) {
   }
 }
 
-uint64_t begin_range(const std::string& name) {
+uint64_t begin_range(const std::string& name, EventKind kind) {
   if (!active()) return 0;
-  return uint64_t(open_event(name, EventKind::User)) + 1;
+  return uint64_t(open_event(name, kind)) + 1;
 }
 
 void end_range(uint64_t id) {
   if (id) close_event(int64_t(id - 1));
+}
+
+void Scope::set_output(const Tensor& t) {
+  if (index_ < 0) return;
+  ThreadBuffer& b = buffer();
+  if (size_t(index_) < b.events.size()) {
+    std::string dtype;
+    describe(b.events[size_t(index_)].output_shape, dtype, t);
+  }
 }
 
 void describe(std::string& shapes, std::string& dtypes, const Tensor& t) {

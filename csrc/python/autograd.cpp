@@ -234,11 +234,13 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     nb::list out;
     for (auto& e : events)
       out.append(nb::make_tuple(e.name, int(e.kind), e.start_ns, e.end_ns, e.thread, e.shapes, e.dtypes,
-                                e.alloc_bytes, e.free_bytes, e.stack));
+                                e.alloc_bytes, e.free_bytes, e.stack, e.output_shape));
     return out;
   });
   m.def("_profiler_active", &profiler::active);
-  m.def("_profiler_begin", &profiler::begin_range);
+  m.def("_profiler_begin", [](const std::string& name, bool module) {
+    return profiler::begin_range(name, module ? profiler::EventKind::Module : profiler::EventKind::User);
+  }, nb::arg("name"), nb::arg("module") = false);
   m.def("_profiler_end", &profiler::end_range);
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kindle/tensor.h"
@@ -23,7 +24,8 @@ extern bool record_shapes;
 
 inline bool active() { return detail::on.load(std::memory_order_relaxed); }
 
-enum class EventKind : uint8_t { Op, Backward, User };
+// Module: an nn.Module's forward (profile(with_modules=True)); shown in traces, not in key_averages.
+enum class EventKind : uint8_t { Op, Backward, User, Module };
 
 struct Event {
   std::string name;
@@ -31,6 +33,7 @@ struct Event {
   int64_t start_ns = 0, end_ns = 0;
   uint64_t thread = 0;            // small per-thread number (1: the first thread that recorded)
   std::string shapes, dtypes;     // "[[2, 3], []]" and "[float, Scalar]" with record_shapes
+  std::string output_shape;       // "[2, 3]" with record_shapes, for ops returning one tensor (FLOP counts)
   int64_t alloc_bytes = 0, free_bytes = 0;  // with profile_memory: inside the event, children included
   std::string stack;              // with with_stack: the Python stack, outermost frame first
   uint64_t sequence = 0;          // start order
@@ -58,13 +61,14 @@ class Scope {
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
   void set_inputs(std::string shapes, std::string dtypes);
+  void set_output(const Tensor& t);
 
  private:
   int64_t index_ = -1;  // in this thread's buffer; -1: not recording
 };
 
-// record_function's ranges, which Python opens and closes explicitly.
-uint64_t begin_range(const std::string& name);
+// record_function's ranges (and modules' forwards), which Python opens and closes explicitly.
+uint64_t begin_range(const std::string& name, EventKind kind = EventKind::User);
 void end_range(uint64_t id);
 
 // Shapes and dtypes of an op's arguments, as torch's "Input Shapes" column writes them.
@@ -95,6 +99,11 @@ decltype(auto) call(const char* name, F&& f, const Args&... args) {
     };
     (one(args), ...);
     scope.set_inputs(shapes + "]", dtypes + "]");
+    if constexpr (std::is_same_v<std::decay_t<decltype(f())>, Tensor>) {
+      decltype(auto) result = f();
+      scope.set_output(result);
+      return result;
+    }
   }
   return f();
 }

@@ -686,3 +686,46 @@ def test_parameters_vector_round_trip():
         vector_to_parameters([1.0], m.parameters())
     with pytest.raises(RuntimeError, match="has 3 elements but the parameters hold 11"):
         vector_to_parameters(kindle.zeros(3), m.parameters())
+
+
+def test_global_module_hooks_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        mm = lib.nn.modules.module
+        log = []
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.ReLU())
+        local = net[0].register_forward_hook(lambda m, a, o: log.append(("local", type(m).__name__)))
+        handles = [
+            mm.register_module_forward_pre_hook(lambda m, a: log.append(("pre", type(m).__name__))),
+            mm.register_module_forward_hook(lambda m, a, o: (log.append(("post", type(m).__name__)), o * 2)[1]),
+            mm.register_module_forward_hook(lambda m, a, kw, o: log.append(("kw", sorted(kw))), with_kwargs=True),
+            mm.register_module_full_backward_hook(lambda m, gi, go: log.append(("bw", type(m).__name__))),
+            mm.register_module_full_backward_pre_hook(lambda m, go: log.append(("bwpre", type(m).__name__))),
+        ]
+        x = lib.ones(1, 3, requires_grad=True)
+        out = net(x)
+        out.sum().backward()
+        for h in handles:
+            h.remove()
+        local.remove()
+        plain = net(x)
+        always = mm.register_module_forward_hook(lambda m, a, o: log.append(("always", o)), always_call=True)
+
+        class Boom(lib.nn.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+        with pytest.raises(ValueError):
+            Boom()(x)
+        always.remove()
+        reg = [mm.register_module_parameter_registration_hook(lambda m, n, p: log.append(("param", n))),
+               mm.register_module_buffer_registration_hook(lambda m, n, b: log.append(("buf", n))),
+               mm.register_module_module_registration_hook(lambda m, n, s: log.append(("mod", n)))]
+        lib.nn.BatchNorm1d(2)
+        for h in reg:
+            h.remove()
+        lib.nn.Linear(1, 1)
+        return log, out.detach().tolist(), plain.detach().tolist(), x.grad.tolist()
+    k, t = run(kindle), run(torch)
+    assert k == t

@@ -150,3 +150,74 @@ def test_one_profile_at_a_time():
     with profile():
         with pytest.raises(RuntimeError, match="already running"):
             profile().start()
+
+
+def _flop_workload(lib):
+    lib.manual_seed(0)
+    a, b = lib.randn(8, 1), lib.randn(1, 4)
+    x, w = lib.randn(2, 4, 10, 10), lib.randn(6, 2, 3, 3)
+    a * b
+    a + b
+    b.mul_(3)  # in-place ops are not counted (torch's rule)
+    lib.nn.functional.conv2d(x, w, groups=2, stride=2, padding=1)
+    lib.nn.functional.conv2d(x, lib.randn(6, 4, 3, 3), dilation=2)
+    lib.bmm(lib.randn(3, 4, 5), lib.randn(3, 5, 6))
+    lib.baddbmm(lib.randn(3, 4, 6), lib.randn(3, 4, 5), lib.randn(3, 5, 6))
+    lib.mm(lib.randn(4, 5), lib.randn(5, 6))
+    lib.addmm(lib.randn(6), lib.randn(4, 5), lib.randn(5, 6))
+
+
+def test_flops_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def flops(lib, prof_cls, work):
+        with prof_cls(with_flops=True) as p:
+            work(lib)
+        per_op = {}
+        for e in p.events():
+            if e.flops:
+                per_op.setdefault(e.name, []).append(e.flops)
+        return per_op, p
+    k, kp = flops(kindle, profile, _flop_workload)
+    t, tp = flops(torch, torch.profiler.profile, _flop_workload)
+    assert k == t and set(k) == {"aten::mul", "aten::add", "aten::conv2d", "aten::bmm", "aten::baddbmm",
+                                 "aten::mm", "aten::addmm"}
+    header = kp.key_averages().table().splitlines()[1]
+    assert header.split()[-2:] == tp.key_averages().table().splitlines()[1].split()[-2:] == ["Total", "FLOPs"]
+    # a model's total: Kindle counts linear where torch counts the addmm inside it
+    def model_step(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Linear(16, 32), lib.nn.ReLU(), lib.nn.Linear(32, 4))
+        m(lib.randn(8, 16)) @ lib.randn(4, 3)
+    k, _ = flops(kindle, profile, model_step)
+    t, _ = flops(torch, torch.profiler.profile, model_step)
+    assert sum(map(sum, k.values())) == sum(map(sum, t.values())) == 2 * 8 * (16 * 32 + 32 * 4 + 4 * 3)
+    with profile() as off:  # without with_flops nothing is counted and the column is absent
+        _flop_workload(kindle)
+    assert all(e.flops == 0 for e in off.events()) and "FLOPs" not in off.key_averages().table()
+
+
+def test_with_modules_ranges(tmp_path):
+    m = kindle.nn.Sequential(kindle.nn.Linear(4, 8), kindle.nn.ReLU(), kindle.nn.Linear(8, 2))
+    with profile(with_modules=True) as prof:
+        m(kindle.randn(3, 4))
+        m(kindle.randn(3, 4))
+    mods = [e for e in prof.events() if e.kind == "module"]
+    assert [e.name for e in mods] == ["nn.Module: Sequential_0", "nn.Module: Linear_0", "nn.Module: ReLU_0",
+                                      "nn.Module: Linear_1"] * 2
+    ops = [e for e in prof.events() if e.name == "aten::linear"]
+    lin0 = mods[1]  # the first Linear's range holds the first linear op
+    assert lin0.time_range_start_ns <= ops[0].time_range_start_ns <= ops[0].time_range_end_ns <= lin0.time_range_end_ns
+    assert ops[0].cpu_parent is None  # modules stay outside the op tree and out of key_averages
+    assert not any(k.startswith("nn.Module") for k in _counts(prof))
+    path = tmp_path / "t.json"
+    prof.export_chrome_trace(str(path))
+    trace = json.load(open(path))
+    _check_trace(trace)
+    assert sum(e.get("cat") == "python_function" for e in trace["traceEvents"]) == 8
+    # the hooks are gone once the profile stops
+    from kindle.nn.modules import module as nn_module
+    assert not nn_module._global_forward_pre_hooks and not nn_module._global_forward_hooks
+    with profile() as plain:
+        m(kindle.randn(3, 4))
+    assert not [e for e in plain.events() if e.kind == "module"]

@@ -104,8 +104,8 @@ def test_figure_and_errors(tmp_path):
             w.add_histogram("empty", kindle.ones(0))
         with pytest.raises(TypeError, match="dictionary"):
             w.add_hparams([1], {})
-        with pytest.warns(UserWarning, match="add_graph is not supported"):
-            w.add_graph(kindle.nn.Linear(2, 2), kindle.ones(1, 2))
+        with pytest.raises(ValueError, match="input_to_model"):
+            w.add_graph(kindle.nn.Linear(2, 2))
     img = _read(tmp_path).Images("fig")[0]
     assert (img.width, img.height) == (100, 50)
 
@@ -121,3 +121,59 @@ def test_default_log_dir_and_purge(tmp_path, monkeypatch):
     w2.add_scalar("x", 1.0, 3)
     w2.close()
     assert [e.step for e in _read(tmp_path / "p").Scalars("x")] == [3]
+
+
+def _graph_net(lib):
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return lib.relu(self.fc(x)) + x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.act, self.block, self.fc2 = nn.Linear(4, 8), nn.ReLU(), Block(), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return lib.softmax(self.fc2(self.block(self.act(self.fc1(x)))) * 2, dim=1)
+    lib.manual_seed(0)
+    return Net()
+
+
+def _graph_summary(graph):
+    ops = sorted(n.op for n in graph.node if n.op.startswith("aten::"))
+    by_name = {n.name: n for n in graph.node}
+    io = {n.name: [[d.size for d in s.dim] for s in n.attr["_output_shapes"].list.shape]
+          for n in graph.node if n.op == "IO Node"}
+    edges = set()  # (consumer op, producer op) between ops, through the parameters' reads
+    for n in graph.node:
+        for i in n.input:
+            if n.op.startswith("aten::") and by_name[i].op.startswith("aten::"):
+                edges.add((n.op, by_name[i].op))
+    return ops, io, edges
+
+
+def test_add_graph_read_back(tmp_path):
+    with SummaryWriter(tmp_path / "k") as w:
+        w.add_graph(_graph_net(kindle), kindle.randn(3, 4))
+    graph = _read(tmp_path / "k").Graph()
+    ops, io, edges = _graph_summary(graph)
+    assert ops == ["aten::add", "aten::linear", "aten::linear", "aten::linear", "aten::mul", "aten::relu",
+                   "aten::relu", "aten::softmax"]
+    assert io == {"input/x": [[3, 4]], "output/output.1": [[3, 2]]}
+    nodes = {n.name: n for n in graph.node}
+    fc1 = [n for n in graph.node if n.name.startswith("Net/Linear[fc1]/") and n.op == "aten::linear"][0]
+    assert fc1.input[0] == "input/x" and nodes[fc1.input[1]].op == "prim::GetAttr"
+    assert [d.size for d in nodes[fc1.input[1]].attr["_output_shapes"].list.shape[0].dim] == [8, 4]
+    assert any(n.name.startswith("Net/Block[block]/Linear[fc]/") for n in graph.node)  # nested scopes
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+    with TorchWriter(str(tmp_path / "t")) as w:
+        w.add_graph(_graph_net(torch), torch.randn(3, 4))
+    t_ops, t_io, t_edges = _graph_summary(_read(tmp_path / "t").Graph())
+    assert ops == t_ops and list(io.values()) == list(t_io.values()) and edges == t_edges

@@ -120,6 +120,34 @@ class record_function(contextlib.ContextDecorator):  # noqa: N801
         return fut
 
 
+class _ModuleRanges:
+    """profile(with_modules=True): each nn.Module forward becomes a range "nn.Module: Linear_0"
+    (class name, then the instance's number among its class), as torch's Python tracer writes
+    them; the trace shows which module ran each op. (torch records module hierarchy only for
+    TorchScript models; Kindle does it for eager ones.)"""
+
+    def __init__(self):
+        from ..nn.modules import module as nn_module
+        self.numbers, self.open = {}, {}
+        self.handles = [nn_module.register_module_forward_pre_hook(self.enter),
+                        nn_module.register_module_forward_hook(self.exit, always_call=True)]
+
+    def enter(self, module, args):
+        cls = type(module).__name__
+        per_class = self.numbers.setdefault(cls, {})
+        number = per_class.setdefault(id(module), len(per_class))
+        self.open.setdefault(id(module), []).append(_C._profiler_begin(f"nn.Module: {cls}_{number}", True))
+
+    def exit(self, module, args, output):
+        stack = self.open.get(id(module))
+        if stack:
+            _C._profiler_end(stack.pop())
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+
 class profile:
     """Profiles the ops, backward nodes and record_function ranges run inside (torch.profiler.profile).
     With a schedule, step() advances it; on_trace_ready runs with this profiler each time a
@@ -141,6 +169,7 @@ class profile:
         self.acc_events = acc_events
         self.step_num = 0
         self._recording = False
+        self._module_hooks = None
         self._events = EventList(profile_memory=profile_memory, record_shapes=record_shapes)
         self._action = ProfilerAction.RECORD if schedule is None else schedule(0)
 
@@ -148,15 +177,22 @@ class profile:
 
     def _begin(self):
         if not self._recording:
-            _C._profiler_start(bool(self.record_shapes), bool(self.profile_memory), bool(self.with_stack))
+            # FLOP counts need the shapes (as in torch, with_flops records them)
+            _C._profiler_start(bool(self.record_shapes or self.with_flops), bool(self.profile_memory),
+                               bool(self.with_stack))
             self._recording = True
+            if self.with_modules:
+                self._module_hooks = _ModuleRanges()
 
     def _end(self):
         if not self._recording:
             return
+        if self._module_hooks is not None:
+            self._module_hooks.remove()
+            self._module_hooks = None
         raw = _C._profiler_stop()
         self._recording = False
-        events = [FunctionEvent(*r) for r in raw]
+        events = [FunctionEvent(*r, with_flops=self.with_flops) for r in raw]
         _link_children(events)
         if not self.acc_events:
             self._events = EventList(profile_memory=self.profile_memory, record_shapes=self.record_shapes)

@@ -1,17 +1,43 @@
 """Profiler events and their aggregation: self time, key_averages' table, Chrome traces."""
 import json
+import math
 import os
 from collections import OrderedDict
 
 __all__ = ["FunctionEvent", "EventList", "FunctionEventAvg"]
 
-_KINDS = ("op", "backward", "user")
+_KINDS = ("op", "backward", "user", "module")
+
+
+def _numel(shape):
+    return math.prod(shape) if shape else 1
+
+
+def _flops(name, shapes, out):
+    """Floating-point operations of one op (profile(with_flops=True)), by torch's formulas for the
+    ops torch counts. Kindle records no nested ops (torch's aten::linear/aten::matmul show their
+    aten::addmm/aten::mm children), so linear and matmul are counted where they ran: the totals
+    agree with torch's."""
+    try:
+        if name in ("aten::mm", "aten::matmul", "aten::bmm", "aten::linear") and out:
+            k = shapes[0][-1]  # the contracted size; the output holds every (batch, row, column)
+            return 2 * _numel(out) * k
+        if name in ("aten::addmm", "aten::baddbmm", "aten::addbmm"):
+            return 2 * _numel(shapes[1]) * shapes[2][-1]
+        if name in ("aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution") and out:
+            return 2 * _numel(out) * _numel(shapes[1][1:])  # weight: [out, in / groups, *kernel]
+        if name in ("aten::mul", "aten::add"):
+            return _numel(shapes[0])
+    except (IndexError, TypeError):
+        pass
+    return 0
 
 
 class FunctionEvent:
     """One recorded event (times in microseconds, as torch's)."""
 
-    def __init__(self, name, kind, start_ns, end_ns, thread, shapes, dtypes, alloc, freed, stack):
+    def __init__(self, name, kind, start_ns, end_ns, thread, shapes, dtypes, alloc, freed, stack, output_shape="",
+                 with_flops=False):
         self.name = self.key = name
         self.kind = _KINDS[kind]
         self.time_range_start_ns, self.time_range_end_ns = start_ns, end_ns
@@ -25,6 +51,8 @@ class FunctionEvent:
         self.count = 1
         self.device_type = "CPU"
         self.is_async = False
+        out = json.loads(output_shape) if output_shape else None
+        self.flops = _flops(name, self.input_shapes, out) if with_flops and self.kind == "op" else 0
 
     @property
     def cpu_time_total(self):
@@ -49,9 +77,12 @@ class FunctionEvent:
 
 
 def _link_children(events):
-    """Parent/child links from nesting on each thread (events are in start order)."""
+    """Parent/child links from nesting on each thread (events are in start order); modules'
+    ranges (with_modules) stay outside the op tree."""
     stacks = {}
     for e in events:
+        if e.kind == "module":
+            continue
         st = stacks.setdefault(e.thread, [])
         while st and st[-1].time_range_end_ns <= e.time_range_start_ns:
             st.pop()
@@ -71,9 +102,11 @@ class FunctionEventAvg:
         self.count = 0
         self.cpu_time_total = self.self_cpu_time_total = 0.0
         self.cpu_memory_usage = self.self_cpu_memory_usage = 0
+        self.flops = 0
 
     def add(self, e):
         self.count += 1
+        self.flops += e.flops
         self.cpu_time_total += e.cpu_time_total
         self.self_cpu_time_total += e.self_cpu_time_total
         self.cpu_memory_usage += e.cpu_memory_usage
@@ -123,6 +156,8 @@ class EventList(list):
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
         groups = OrderedDict()
         for e in self:
+            if e.kind == "module":  # in traces only, as torch's python-function events
+                continue
             key = [e.key]
             if group_by_input_shape:
                 key.append(str(e.input_shapes))
@@ -155,6 +190,12 @@ class EventList(list):
         if self._profile_memory:
             cols += [("CPU Mem", 12), ("Self CPU Mem", 14)]
         cols.append(("# of Calls", 12))
+        raw_flops = [r.flops for r in self if getattr(r, "flops", 0) > 0]
+        if raw_flops:  # torch's column: one unit for the whole table, from the smallest count
+            units = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
+            level = int(max(0.0, min(math.log10(min(raw_flops)) / 3, len(units) - 1.0)))
+            flops_scale = 10.0 ** (-3 * level)
+            cols.append((f"Total {units[level]}", 12))
         if shapes:
             cols.append(("Input Shapes", max_shapes_column_width))
         sep = "-" * (sum(w for _, w in cols) + 2 * (len(cols) - 1))
@@ -172,6 +213,8 @@ class EventList(list):
             if self._profile_memory:
                 vals += [_fmt_mem(r.cpu_memory_usage), _fmt_mem(r.self_cpu_memory_usage)]
             vals.append(str(r.count))
+            if raw_flops:
+                vals.append(f"{r.flops * flops_scale:8.3f}" if r.flops > 0 else "--")
             if shapes:
                 vals.append(str(r.input_shapes))
             lines.append(fmt_row(vals))
@@ -186,7 +229,8 @@ class EventList(list):
         pid = os.getpid()
         trace = []
         for i, e in enumerate(self):
-            ev = {"ph": "X", "cat": {"op": "cpu_op", "backward": "cpu_op", "user": "user_annotation"}[e.kind],
+            ev = {"ph": "X", "cat": {"op": "cpu_op", "backward": "cpu_op", "user": "user_annotation",
+                                     "module": "python_function"}[e.kind],
                   "name": e.name, "pid": pid, "tid": e.thread, "ts": e.time_range_start_ns / 1e3,
                   "dur": (e.time_range_end_ns - e.time_range_start_ns) / 1e3,
                   "args": {"External id": i + 1}}
@@ -195,6 +239,8 @@ class EventList(list):
                 ev["args"]["Input type"] = [t.strip() for t in e.input_dtypes.strip("[]").split(",")]
             if self._profile_memory:
                 ev["args"]["CPU Mem"] = e.cpu_memory_usage
+            if e.flops:
+                ev["args"]["flops"] = e.flops
             trace.append(ev)
         trace.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "kindle"}})
         with open(path, "w") as f:

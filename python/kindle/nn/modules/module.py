@@ -10,7 +10,92 @@ from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
 from .hooks import BackwardHook, RemovableHandle
 
-__all__ = ["Module"]
+__all__ = ["Module"]  # (the register_module_* functions are reached as torch's are: nn.modules.module.X)
+
+# Hooks for every module (torch.nn.modules.module.register_module_*): they run before each
+# module's own hooks of the same kind.
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = OrderedDict()
+_global_forward_hooks_always_called = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_call_hooks = {}  # every forward/backward hook above, by id: one test per module call
+_global_buffer_registration_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) -> None or new args, before every module's forward."""
+    handle = RemovableHandle(_global_forward_pre_hooks, extra_dict=_global_call_hooks)
+    _global_forward_pre_hooks[handle.id] = _global_call_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) (or (module, args, kwargs, output)) -> None or a new output,
+    after every module's forward; with always_call, also when forward raised."""
+    handle = RemovableHandle(_global_forward_hooks, extra_dict=[_global_forward_hooks_with_kwargs,
+                                                                _global_forward_hooks_always_called,
+                                                                _global_call_hooks])
+    _global_forward_hooks[handle.id] = _global_call_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook):
+    handle = RemovableHandle(_global_backward_pre_hooks, extra_dict=_global_call_hooks)
+    _global_backward_pre_hooks[handle.id] = _global_call_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_hook(hook):
+    handle = RemovableHandle(_global_backward_hooks, extra_dict=_global_call_hooks)
+    _global_backward_hooks[handle.id] = _global_call_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) -> None or a new buffer, on every register_buffer."""
+    handle = RemovableHandle(_global_buffer_registration_hooks)
+    _global_buffer_registration_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) -> None or a new submodule, on every submodule registration."""
+    handle = RemovableHandle(_global_module_registration_hooks)
+    _global_module_registration_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) -> None or a new parameter, on every register_parameter."""
+    handle = RemovableHandle(_global_parameter_registration_hooks)
+    _global_parameter_registration_hooks[handle.id] = hook
+    return handle
+
+
+def _module_registered(parent, name, module):
+    for hook in _global_module_registration_hooks.values():
+        out = hook(parent, name, module)
+        if out is not None:
+            module = out
+    return module
+
+
+def _merged(global_hooks, local_hooks):
+    if not global_hooks:
+        return local_hooks
+    if not local_hooks:
+        return global_hooks
+    merged = OrderedDict(global_hooks)
+    merged.update(local_hooks)
+    return merged
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -95,6 +180,10 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()  # a registered buffer is a plain tensor, as in torch
+        for hook in _global_buffer_registration_hooks.values():
+            out = hook(self, name, tensor)
+            if out is not None:
+                tensor = out
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -122,6 +211,10 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              f"created explicitly. To express '{name}' as a function of another Tensor, compute the "
                              f"value in the forward() method.")
+        for hook in _global_parameter_registration_hooks.values():
+            out = hook(self, name, param)
+            if out is not None:
+                param = out
         self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -135,7 +228,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _module_registered(self, name, module)
 
     def register_module(self, name, module):
         self.add_module(name, module)
@@ -231,12 +324,12 @@ class Module:
                 if modules is None:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _module_registered(self, name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                     f"(torch.nn.Module or None expected)")
-                modules[name] = value
+                modules[name] = _module_registered(self, name, value)
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -272,7 +365,8 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         # The common case: no hooks, straight to forward (one dict lookup per hook kind).
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_call_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -281,7 +375,16 @@ class Module:
     def _call_with_hooks(self, args, kwargs):
         called_always = set()
         result = None
+        forward_hooks = _merged(_global_forward_hooks, self._forward_hooks)
+        hooks_with_kwargs = _merged(_global_forward_hooks_with_kwargs, self._forward_hooks_with_kwargs)
+        always_called = _merged(_global_forward_hooks_always_called, self._forward_hooks_always_called)
+        backward_hooks = _merged(_global_backward_hooks, self._backward_hooks)
+        backward_pre_hooks = _merged(_global_backward_pre_hooks, self._backward_pre_hooks)
         try:
+            for hook in _global_forward_pre_hooks.values():
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
             for hook_id, hook in self._forward_pre_hooks.items():
                 if hook_id in self._forward_pre_hooks_with_kwargs:
                     r = hook(self, args, kwargs)
@@ -297,16 +400,15 @@ class Module:
                         args = r if isinstance(r, tuple) else (r,)
 
             bw_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
-                bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                       list(self._backward_pre_hooks.values()))
+            if backward_hooks or backward_pre_hooks:
+                bw_hook = BackwardHook(self, list(backward_hooks.values()), list(backward_pre_hooks.values()))
                 args = bw_hook.setup_input_hook(args)
 
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called:
+            for hook_id, hook in forward_hooks.items():
+                if hook_id in always_called:
                     called_always.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in hooks_with_kwargs:
                     r = hook(self, args, kwargs, result)
                 else:
                     r = hook(self, args, result)
@@ -322,10 +424,10 @@ class Module:
             return result
         except Exception:
             # always_call forward hooks run even when forward raised; their own errors only warn.
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called and hook_id not in called_always:
+            for hook_id, hook in forward_hooks.items():
+                if hook_id in always_called and hook_id not in called_always:
                     try:
-                        if hook_id in self._forward_hooks_with_kwargs:
+                        if hook_id in hooks_with_kwargs:
                             r = hook(self, args, kwargs, result)
                         else:
                             r = hook(self, args, result)

@@ -5,7 +5,7 @@ import time
 import warnings
 from datetime import datetime
 
-from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+from tensorboard.compat.proto.event_pb2 import Event, SessionLog, TaggedRunMetadata
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from . import summary as _s
@@ -133,8 +133,14 @@ class SummaryWriter:
                 w.add_scalar(k, v, global_step)
 
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
-        warnings.warn("kindle.utils.tensorboard: add_graph is not supported (Kindle has no graph tracer for "
-                      "TensorBoard's GraphDef); nothing was written", UserWarning, stacklevel=2)
+        """The model's dataflow on input_to_model, for TensorBoard's Graphs tab (traced as
+        kindle.jit.trace records: the path the example takes)."""
+        from ._graph import build_graph
+        graph, run_metadata = build_graph(model, input_to_model, verbose, use_strict_trace)
+        writer = self._get_file_writer()
+        writer.add_event(Event(graph_def=graph.SerializeToString()))
+        writer.add_event(Event(tagged_run_metadata=TaggedRunMetadata(tag="step1",
+                                                                     run_metadata=run_metadata.SerializeToString())))
 
     def add_custom_scalars(self, layout):
         warnings.warn("kindle.utils.tensorboard: add_custom_scalars is not supported; nothing was written",
