@@ -122,7 +122,11 @@ Tensor sgn_backward(const Tensor& grad, const Tensor& self, const Tensor& result
   return where(a == 0, zero_of(g), g);
 }
 
-Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& exponent_in) {
+  // A Python-number exponent is a wrapped float64 number: `exponent - 1` with another number
+  // would compute in the default dtype (float32) and lose the exponent's digits.
+  Tensor exponent = exponent_in.impl()->wrapped_number ? scalar_tensor_of(exponent_in.item(), exponent_in.dtype())
+                                                       : exponent_in;
   if (self.is_complex() || exponent.is_complex())
     return where(exponent == 0, zero_of(grad), grad * (exponent * self.pow(exponent - 1)).conj());
   return where(exponent == 0, zero_of(grad), grad * exponent * self.pow(exponent - 1));
@@ -158,6 +162,8 @@ Tensor igamma_x_derivative(const Tensor& a, const Tensor& x) {
 
 namespace {
 Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
+// The adjoint: what the real formulas' transposes become for complex matrices.
+Tensor mH(const Tensor& t) { return t.is_complex() ? t.transpose(-2, -1).conj() : t.transpose(-2, -1); }
 // The identity broadcast to a's batch of n x n matrices.
 Tensor eye_like(const Tensor& a, int64_t n) {
   DimVector sz(IntArrayRef(a.sizes().data(), size_t(a.dim() - 2)));
@@ -167,44 +173,63 @@ Tensor eye_like(const Tensor& a, int64_t n) {
 }  // namespace
 
 Tensor cholesky_backward(const Tensor& gL_in, bool upper, const Tensor& L_in) {
-  // Murray (2016): with A = L L^T, gA = L^-T Phi(L^T gL) L^-1, Phi keeping the lower triangle
-  // with its diagonal halved (here spread symmetrically: half of it above the diagonal).
-  Tensor L = upper ? mT(L_in) : L_in, gL = upper ? mT(gL_in) : gL_in;
-  Tensor P = matmul(mT(L), gL).tril();
-  P = (P + mT(P.tril(-1))) * 0.5;
-  P = linalg_solve_triangular(mT(L), P, /*upper=*/true, /*left=*/true, false);
+  // Murray (2016): with A = L L^H, gA = L^-H Phi(L^H gL) L^-1, Phi keeping the lower triangle
+  // with its diagonal halved (here spread Hermitian-symmetrically: half of it above the diagonal).
+  Tensor L = upper ? mH(L_in) : L_in, gL = upper ? mH(gL_in) : gL_in;
+  Tensor P = matmul(mH(L), gL).tril();
+  P = (P + mH(P.tril(-1))) * 0.5;
+  P = linalg_solve_triangular(mH(L), P, /*upper=*/true, /*left=*/true, false);
   return linalg_solve_triangular(L, P, /*upper=*/false, /*left=*/false, false);
 }
 
 Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X) {
-  return -matmul(_linalg_solve(mT(A), grad), mT(X));
+  return -matmul(_linalg_solve(mH(A), grad), mH(X));
 }
+
+Tensor linalg_solve_backward_B(const Tensor& grad, const Tensor& A) { return _linalg_solve(mH(A), grad); }
 
 Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X, bool upper, bool left,
                                    bool unitriangular) {
-  Tensor gB = linalg_solve_triangular(mT(A), grad, !upper, left, unitriangular);
-  Tensor gA = left ? -matmul(gB, mT(X)) : -matmul(mT(X), gB);
+  Tensor gB = linalg_solve_triangular(mH(A), grad, !upper, left, unitriangular);
+  Tensor gA = left ? -matmul(gB, mH(X)) : -matmul(mH(X), gB);
   if (unitriangular) return upper ? gA.triu(1) : gA.tril(-1);
   return upper ? gA.triu() : gA.tril();
 }
 
-Tensor slogdet_backward(const Tensor& g, const Tensor& A) {
-  // d log|det A| / dA = A^-T
-  Tensor inv_t = _linalg_solve(mT(A), eye_like(A, A.size(-1)));
-  return g.unsqueeze(-1).unsqueeze(-1) * inv_t;
+Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, bool upper, bool left, bool unitriangular) {
+  return linalg_solve_triangular(mH(A), grad, !upper, left, unitriangular);
+}
+
+Tensor slogdet_backward(const Tensor& g_sign, const Tensor& g_logabs, const Tensor& A, const Tensor& sign) {
+  // d log|det A| = Re tr(A^-1 dA), d sign = i Im tr(A^-1 dA) sign: with h = g_logabs +
+  // i Im(conj(g_sign) sign), gA = conj(h) A^-H (for real A, g_logabs A^-T).
+  Tensor h;
+  if (A.is_complex()) {
+    Tensor hr = g_logabs.defined() ? g_logabs : zeros_like(real(sign));
+    Tensor hi = g_sign.defined() ? imag(g_sign.conj() * sign) : zeros_like(hr);
+    h = complex(hr, -hi);  // conj(h)
+  } else {
+    if (!g_logabs.defined()) return {};
+    h = g_logabs;
+  }
+  Tensor inv_h = _linalg_solve(mH(A), eye_like(A, A.size(-1)));
+  return h.unsqueeze(-1).unsqueeze(-1) * inv_h;
 }
 
 Tensor det_backward(const Tensor& grad, const Tensor& A) {
-  // d det A / dA = cof(A) = det(U) det(V) U diag(prod_{j != i} s_j) V^T for A = U diag(s) V^T:
-  // defined for singular A too, where A^-T is not.
+  // d det A / dA = cof(A); for A = U diag(s) V^H, conj(cof(A)) = conj(det U det V^H) U diag(prod_{j != i}
+  // s_j) V^H: defined for singular A too, where A^-H is not. gA = grad * conj(cof(A)).
   int64_t n = A.size(-1);
   if (n == 0) return zeros_like(A);
   auto [U, S, Vh] = linalg_svd(A, false);
   Tensor ones_col = ones_like(S.narrow(-1, 0, 1));
   Tensor left = cat({ones_col, S.narrow(-1, 0, n - 1)}, -1).cumprod(-1);
   Tensor right = cat({ones_col, S.flip({-1}).narrow(-1, 0, n - 1)}, -1).cumprod(-1).flip({-1});
-  Tensor sign = linalg_det(U) * linalg_det(Vh);
-  Tensor cof = matmul(U * (left * right).unsqueeze(-2), Vh) * sign.unsqueeze(-1).unsqueeze(-1);
+  Tensor phase = linalg_det(U) * linalg_det(Vh);
+  if (phase.is_complex()) phase = phase.conj();
+  Tensor scale = left * right;
+  if (A.is_complex()) scale = scale.to(A.dtype());
+  Tensor cof = matmul(U * scale.unsqueeze(-2), Vh) * phase.unsqueeze(-1).unsqueeze(-1);
   return grad.unsqueeze(-1).unsqueeze(-1) * cof;
 }
 
@@ -233,55 +258,70 @@ Tensor linalg_eig_backward(const Tensor& gL, const Tensor& gV, const Tensor& sel
 }
 
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V) {
-  // gA = V (diag(gL) + skew(V^T gV) / E) V^T with E_ij = L_j - L_i: the eigenvectors' sign is
-  // arbitrary, so only the skew part of V^T gV carries information.
+  // gA = V (diag(gL) + skew(V^H gV) / E) V^H with E_ij = L_j - L_i: each eigenvector's phase (its
+  // sign, for real input) is arbitrary, so only the skew-Hermitian part off the diagonal of V^H gV
+  // carries information.
   Tensor inner;
   if (gV.defined()) {
-    Tensor X = matmul(mT(V), gV);
-    X = (X - mT(X)) * 0.5;
+    Tensor X = matmul(mH(V), gV);
+    X = (X - mH(X)) * 0.5;
     Tensor E = L.unsqueeze(-2) - L.unsqueeze(-1);
-    E = E + diag_embed(full_like(L, std::numeric_limits<double>::infinity()));  // X's diagonal is 0: 0/inf
-    inner = X / E;
+    if (X.is_complex()) {  // the diagonal (i Im, along the phases' freedom) is dropped
+      inner = X / (E + eye_like(E, E.size(-1))).to(X.dtype());
+      inner = inner - diag_embed(inner.diagonal(0, -2, -1));
+    } else {
+      E = E + diag_embed(full_like(L, std::numeric_limits<double>::infinity()));  // X's diagonal is 0: 0/inf
+      inner = X / E;
+    }
     if (gL.defined()) inner = inner + diag_embed(gL);
   } else {
     inner = diag_embed(gL);
   }
-  return matmul(matmul(V, inner), mT(V));
+  if (V.is_complex()) inner = inner.to(V.dtype());
+  return matmul(matmul(V, inner), mH(V));
 }
 
 Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in, const Tensor& U_in, const Tensor& S,
                     const Tensor& Vh_in, bool full_matrices) {
   int64_t m = U_in.size(-2), n = Vh_in.size(-1), k = S.size(-1);
+  const bool cplx = U_in.is_complex();
+  auto as_u = [&](const Tensor& t) { return cplx ? t.to(U_in.dtype()) : t; };  // real S terms into U's dtype
   // the reduced factors: the extra columns of a full U (rows of Vh) do not depend on A smoothly
   Tensor U = full_matrices ? U_in.narrow(-1, 0, k) : U_in, Vh = full_matrices ? Vh_in.narrow(-2, 0, k) : Vh_in;
   Tensor gU = gU_in.defined() && full_matrices ? gU_in.narrow(-1, 0, k) : gU_in;
   Tensor gVh = gVh_in.defined() && full_matrices ? gVh_in.narrow(-2, 0, k) : gVh_in;
-  if (!gU.defined() && !gVh.defined()) return matmul(U * gS.unsqueeze(-2), Vh);
-  Tensor V = mT(Vh);
+  if (!gU.defined() && !gVh.defined()) return matmul(U * as_u(gS).unsqueeze(-2), Vh);
+  Tensor V = mH(Vh);
   Tensor S2 = S * S;
   Tensor E = S2.unsqueeze(-2) - S2.unsqueeze(-1);  // E_ij = s_j^2 - s_i^2
-  E = E + eye_like(E, k);                             // the diagonal terms below are zero anyway
-  Tensor inner = gS.defined() ? diag_embed(gS) : zeros_like(E);
+  E = E + eye_like(E, k);                             // the diagonal terms are handled apart
+  Tensor inner = as_u(gS.defined() ? diag_embed(gS) : zeros_like(E));
+  Tensor gauge;  // complex: i Im(diag(U^H gU) - diag(V^H gV)) / (2 s), the phase each pair shares
   if (gU.defined()) {
-    Tensor X = matmul(mT(U), gU);
-    X = (X - mT(X)) / E;
-    inner = inner + X * S.unsqueeze(-2);
+    Tensor X = matmul(mH(U), gU);
+    if (cplx) gauge = imag(X.diagonal(0, -2, -1));
+    X = (X - mH(X)) / as_u(E);
+    if (cplx) X = X - diag_embed(X.diagonal(0, -2, -1));
+    inner = inner + X * as_u(S).unsqueeze(-2);
   }
-  Tensor gV = gVh.defined() ? mT(gVh) : Tensor();
+  Tensor gV = gVh.defined() ? mH(gVh) : Tensor();
   if (gV.defined()) {
     Tensor Y = matmul(Vh, gV);
-    Y = (Y - mT(Y)) / E;
-    inner = inner + S.unsqueeze(-1) * Y;
+    if (cplx) gauge = gauge.defined() ? gauge - imag(Y.diagonal(0, -2, -1)) : -imag(Y.diagonal(0, -2, -1));
+    Y = (Y - mH(Y)) / as_u(E);
+    if (cplx) Y = Y - diag_embed(Y.diagonal(0, -2, -1));
+    inner = inner + as_u(S).unsqueeze(-1) * Y;
   }
+  if (cplx) inner = inner + diag_embed(complex(zeros_like(gauge), gauge / (S * 2)));
   Tensor gA = matmul(matmul(U, inner), Vh);
-  Tensor Sinv = S.reciprocal();
+  Tensor Sinv = as_u(S.reciprocal());
   if (gU.defined() && m > k) {  // the part of gU outside U's span
-    Tensor proj = gU - matmul(U, matmul(mT(U), gU));
+    Tensor proj = gU - matmul(U, matmul(mH(U), gU));
     gA = gA + matmul(proj * Sinv.unsqueeze(-2), Vh);
   }
   if (gV.defined() && n > k) {
     Tensor proj = gV - matmul(V, matmul(Vh, gV));
-    gA = gA + matmul(U * Sinv.unsqueeze(-2), mT(proj));
+    gA = gA + matmul(U * Sinv.unsqueeze(-2), mH(proj));
   }
   return gA;
 }
@@ -294,19 +334,22 @@ Tensor qr_backward(const Tensor& gQ_in, const Tensor& gR_in, const Tensor& Q, co
                                "mode='complete' and nrows > ncols.");
   Tensor gQ = gQ_in.defined() ? gQ_in : zeros_like(Q);
   Tensor gR = gR_in.defined() ? gR_in : zeros_like(R);
-  // m >= n: gA = [gQ + Q copyltu(M)] R^-T with M = R gR^T - gQ^T Q, copyltu mirroring the lower
-  // triangle. m < n: A = Q [R1 R2]; the columns past m enter through Y = Q R2.
+  // m >= n: gA = [gQ + Q copyltu(M)] R^-H with M = R gR^H - gQ^H Q, copyltu mirroring the strict
+  // lower triangle (Hermitian) around M's real diagonal (R's diagonal is real). m < n: A = Q [R1 R2];
+  // the columns past m enter through Y = Q R2.
   auto square_case = [&](const Tensor& gq, const Tensor& gr, const Tensor& r) {
-    Tensor M = matmul(r, mT(gr)) - matmul(mT(gq), Q);
+    Tensor M = matmul(r, mH(gr)) - matmul(mH(gq), Q);
     Tensor sym = M.tril(-1);
-    sym = sym + mT(sym) + diag_embed(M.diagonal(0, -2, -1));
+    Tensor d = M.diagonal(0, -2, -1);
+    if (d.is_complex()) d = real(d).to(M.dtype());
+    sym = sym + mH(sym) + diag_embed(d);
     Tensor b = gq + matmul(Q, sym);
-    return linalg_solve_triangular(mT(r), b, /*upper=*/false, /*left=*/false, false);
+    return linalg_solve_triangular(mH(r), b, /*upper=*/false, /*left=*/false, false);
   };
   if (m >= n) return square_case(gQ, gR, R);
   Tensor R1 = R.narrow(-1, 0, m), gR1 = gR.narrow(-1, 0, m), gR2 = gR.narrow(-1, m, n - m);
   Tensor Y = matmul(Q, R.narrow(-1, m, n - m));
-  Tensor gX = square_case(gQ + matmul(Y, mT(gR2)), gR1, R1);
+  Tensor gX = square_case(gQ + matmul(Y, mH(gR2)), gR1, R1);
   return cat({gX, matmul(Q, gR2)}, -1);
 }
 
@@ -495,6 +538,8 @@ Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tenso
   if (self.dim() == 0) return grad;
   int64_t d = wrap_dim(dim, self.dim(), "logcumsumexp");
   auto reverse_lcse = [&](const Tensor& t) { return t.flip({d}).logcumsumexp(d).flip({d}); };
+  if (self.is_complex())  // grad_i = sum_{j>=i} g_j conj(exp(x_i - r_j)); complex logs carry the signs
+    return (reverse_lcse(grad.log() - result.conj()) + self.conj()).exp();
   Tensor zero = zero_of(grad);
   Tensor pos = reverse_lcse(where(grad > 0, grad, zero).log() - result);
   Tensor neg = reverse_lcse(where(grad < 0, -grad, zero).log() - result);
@@ -508,7 +553,15 @@ Tensor var_mean_backward(const Tensor& grad_var, const Tensor& grad_mean, const 
   Tensor r;
   if (grad_var.defined()) {
     Tensor dev = self - self.mean(dim, true);
-    r = unsqueeze_reduced(grad_var, self.sizes(), dim, keepdim) * dev * (2.0 / (n - c));
+    Tensor g = unsqueeze_reduced(grad_var, self.sizes(), dim, keepdim);
+    if (n - c <= 0 && (!dim || self.dim() == 0)) {  // 2 / 0 times the deviation: NaN where it is 0, inf elsewhere
+                                                    // (real, as torch's full reduction)
+      Tensor z = dev == Scalar(0);
+      Tensor nan = full_like(g, std::numeric_limits<double>::quiet_NaN());
+      r = (g * where(z, nan, full_like(g, std::numeric_limits<double>::infinity()))).to(self.dtype());
+    } else {
+      r = (g * (2.0 / (n - c))) * dev;
+    }
   }
   if (grad_mean.defined()) {
     Tensor t = unsqueeze_reduced(grad_mean, self.sizes(), dim, keepdim).expand(self.sizes()) / n;
@@ -540,7 +593,8 @@ Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional
                      OptionalIntArrayRef dim, bool keepdim) {
   double pv = p ? p->to_double() : 2.0;
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
-  Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim).to(self.dtype());
+  // (the norm is real also for complex input: d|x| = Re(conj(sgn x) dx), so the grad is g sgn(x) |x|^(p-1) / r^(p-1))
+  Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim).to(to_real_value_type(self.dtype()));
   if (pv == 0.0) return Tensor();  // no gradient (None), as in PyTorch
   if (pv == 1.0) return self.sgn() * g;
   if (std::isinf(pv)) {

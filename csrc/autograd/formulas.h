@@ -68,7 +68,9 @@ Tensor cholesky_backward(const Tensor& gL, bool upper, const Tensor& L);
 Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X);
 Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X, bool upper, bool left,
                                    bool unitriangular);
-Tensor slogdet_backward(const Tensor& g_logabsdet, const Tensor& A);
+Tensor slogdet_backward(const Tensor& g_sign, const Tensor& g_logabsdet, const Tensor& A, const Tensor& sign);
+Tensor linalg_solve_backward_B(const Tensor& grad, const Tensor& A);
+Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, bool upper, bool left, bool unitriangular);
 Tensor det_backward(const Tensor& grad, const Tensor& A);
 Tensor linalg_eig_backward(const Tensor& gL, const Tensor& gV, const Tensor& self, const Tensor& L, const Tensor& V);
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);

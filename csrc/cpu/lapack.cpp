@@ -64,6 +64,31 @@ void cgetrs_(const char* trans, const int* n, const int* nrhs, const void* a, co
              void* b, const int* ldb, int* info);
 void zgetrs_(const char* trans, const int* n, const int* nrhs, const void* a, const int* lda, const int* ipiv,
              void* b, const int* ldb, int* info);
+// complex (single and double): the matrices are interleaved (re, im) pairs, passed as void*
+void cpotrf_(const char* uplo, const int* n, void* a, const int* lda, int* info);
+void zpotrf_(const char* uplo, const int* n, void* a, const int* lda, int* info);
+void cheevd_(const char* jobz, const char* uplo, const int* n, void* a, const int* lda, float* w, void* work,
+             const int* lwork, float* rwork, const int* lrwork, int* iwork, const int* liwork, int* info);
+void zheevd_(const char* jobz, const char* uplo, const int* n, void* a, const int* lda, double* w, void* work,
+             const int* lwork, double* rwork, const int* lrwork, int* iwork, const int* liwork, int* info);
+void cgesdd_(const char* jobz, const int* m, const int* n, void* a, const int* lda, float* s, void* u, const int* ldu,
+             void* vt, const int* ldvt, void* work, const int* lwork, float* rwork, int* iwork, int* info);
+void zgesdd_(const char* jobz, const int* m, const int* n, void* a, const int* lda, double* s, void* u, const int* ldu,
+             void* vt, const int* ldvt, void* work, const int* lwork, double* rwork, int* iwork, int* info);
+void cgeqrf_(const int* m, const int* n, void* a, const int* lda, void* tau, void* work, const int* lwork, int* info);
+void zgeqrf_(const int* m, const int* n, void* a, const int* lda, void* tau, void* work, const int* lwork, int* info);
+void cungqr_(const int* m, const int* n, const int* k, void* a, const int* lda, const void* tau, void* work,
+             const int* lwork, int* info);
+void zungqr_(const int* m, const int* n, const int* k, void* a, const int* lda, const void* tau, void* work,
+             const int* lwork, int* info);
+void cgeev_(const char* jobvl, const char* jobvr, const int* n, void* a, const int* lda, void* w, void* vl,
+            const int* ldvl, void* vr, const int* ldvr, void* work, const int* lwork, float* rwork, int* info);
+void zgeev_(const char* jobvl, const char* jobvr, const int* n, void* a, const int* lda, void* w, void* vl,
+            const int* ldvl, void* vr, const int* ldvr, void* work, const int* lwork, double* rwork, int* info);
+void cblas_ctrsm(int layout, int side, int uplo, int transa, int diag, int m, int n, const void* alpha, const void* a,
+                 int lda, void* b, int ldb);
+void cblas_ztrsm(int layout, int side, int uplo, int transa, int diag, int m, int n, const void* alpha, const void* a,
+                 int lda, void* b, int ldb);
 int MKL_Set_Num_Threads_Local(int nth);
 }
 
@@ -143,6 +168,51 @@ void getrs(const char* t, const int* n, const int* r, const c64* a, const int* l
            const int* lb, int* i) { cgetrs_(t, n, r, a, l, p, b, lb, i); }
 void getrs(const char* t, const int* n, const int* r, const c128* a, const int* l, const int* p, c128* b,
            const int* lb, int* i) { zgetrs_(t, n, r, a, l, p, b, lb, i); }
+
+void potrf(const char* u, const int* n, c64* a, const int* l, int* i) { cpotrf_(u, n, a, l, i); }
+void potrf(const char* u, const int* n, c128* a, const int* l, int* i) { zpotrf_(u, n, a, l, i); }
+void heevd(const char* j, const char* u, const int* n, c64* a, const int* l, float* w, c64* wk, const int* lw,
+           float* rw, const int* lrw, int* iw, const int* liw, int* i) {
+  cheevd_(j, u, n, a, l, w, wk, lw, rw, lrw, iw, liw, i);
+}
+void heevd(const char* j, const char* u, const int* n, c128* a, const int* l, double* w, c128* wk, const int* lw,
+           double* rw, const int* lrw, int* iw, const int* liw, int* i) {
+  zheevd_(j, u, n, a, l, w, wk, lw, rw, lrw, iw, liw, i);
+}
+void gesdd(const char* j, const int* m, const int* n, c64* a, const int* l, float* s, c64* u, const int* lu, c64* vt,
+           const int* lvt, c64* w, const int* lw, float* rw, int* iw, int* i) {
+  cgesdd_(j, m, n, a, l, s, u, lu, vt, lvt, w, lw, rw, iw, i);
+}
+void gesdd(const char* j, const int* m, const int* n, c128* a, const int* l, double* s, c128* u, const int* lu,
+           c128* vt, const int* lvt, c128* w, const int* lw, double* rw, int* iw, int* i) {
+  zgesdd_(j, m, n, a, l, s, u, lu, vt, lvt, w, lw, rw, iw, i);
+}
+void geqrf(const int* m, const int* n, c64* a, const int* l, c64* t, c64* w, const int* lw, int* i) {
+  cgeqrf_(m, n, a, l, t, w, lw, i);
+}
+void geqrf(const int* m, const int* n, c128* a, const int* l, c128* t, c128* w, const int* lw, int* i) {
+  zgeqrf_(m, n, a, l, t, w, lw, i);
+}
+void ungqr(const int* m, const int* n, const int* k, c64* a, const int* l, const c64* t, c64* w, const int* lw,
+           int* i) { cungqr_(m, n, k, a, l, t, w, lw, i); }
+void ungqr(const int* m, const int* n, const int* k, c128* a, const int* l, const c128* t, c128* w, const int* lw,
+           int* i) { zungqr_(m, n, k, a, l, t, w, lw, i); }
+void geev(const char* jl, const char* jr, const int* n, c64* a, const int* l, c64* w, c64* vl, const int* lvl,
+          c64* vr, const int* lvr, c64* wk, const int* lw, float* rw, int* i) {
+  cgeev_(jl, jr, n, a, l, w, vl, lvl, vr, lvr, wk, lw, rw, i);
+}
+void geev(const char* jl, const char* jr, const int* n, c128* a, const int* l, c128* w, c128* vl, const int* lvl,
+          c128* vr, const int* lvr, c128* wk, const int* lw, double* rw, int* i) {
+  zgeev_(jl, jr, n, a, l, w, vl, lvl, vr, lvr, wk, lw, rw, i);
+}
+void trsm(int s, int u, int t, int d, int m, int n, const c64* a, int la, c64* b, int lb) {
+  const c64 one{1, 0};
+  cblas_ctrsm(102, s, u, t, d, m, n, &one, a, la, b, lb);
+}
+void trsm(int s, int u, int t, int d, int m, int n, const c128* a, int la, c128* b, int lb) {
+  const c128 one{1, 0};
+  cblas_ztrsm(102, s, u, t, d, m, n, &one, a, la, b, lb);
+}
 
 template <typename T>
 T* at(void* p, int64_t stride, int64_t i) { return static_cast<T*>(p) + stride * i; }
@@ -310,10 +380,122 @@ void run(Lapack op, const LapackArgs& g) {
   }
 }
 
+// The complex routines: Hermitian where the real ones are symmetric (heevd, ungqr), real
+// eigenvalues and singular values (b points to a real array), and real workspaces beside the
+// complex ones. T is the complex type, R its real part's.
+template <typename T, typename R>
+void run_complex(Lapack op, const LapackArgs& g) {
+  const int m = int(g.m), n = int(g.n), k = int(g.k);
+  const int lda = std::max(1, m);
+  auto size_of = [](T q) { return std::max(1, int(q.real())); };
+  switch (op) {
+    case Lapack::Getrf:
+    case Lapack::Getrs: return lu<T>(op, g);
+    case Lapack::Potrf: {
+      const char uplo = g.upper ? 'U' : 'L';
+      for_batch(g.batch, [&](int64_t b) { potrf(&uplo, &n, at<T>(g.a, g.stride_a, b), &lda, g.info + b); });
+      return;
+    }
+    case Lapack::Syevd: {  // heevd; b: n real eigenvalues
+      const char jobz = g.vectors ? 'V' : 'N', uplo = g.upper ? 'U' : 'L';
+      T wq;
+      R rwq;
+      int iwq, lw = -1, lrw = -1, liw = -1, info;
+      heevd(&jobz, &uplo, &n, nullptr, &lda, nullptr, &wq, &lw, &rwq, &lrw, &iwq, &liw, &info);
+      lw = size_of(wq), lrw = std::max(1, int(rwq)), liw = std::max(1, iwq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        std::vector<R> rwork(static_cast<size_t>(lrw));
+        std::vector<int> iwork(static_cast<size_t>(liw));
+        heevd(&jobz, &uplo, &n, at<T>(g.a, g.stride_a, b), &lda, at<R>(g.b, g.stride_b, b), work.data(), &lw,
+              rwork.data(), &lrw, iwork.data(), &liw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Gesdd: {  // b: min(m,n) real singular values, c: U, d: V^H
+      const int mn = std::min(m, n), mx = std::max(m, n);
+      const char jobz = !g.vectors ? 'N' : g.full ? 'A' : 'S';
+      const int vrows = g.full ? n : mn;
+      const int ldu = std::max(1, m), ldvt = std::max(1, vrows);
+      // LAPACK's rwork bound (the 'N' one as of LAPACK 3.7)
+      const size_t lrw = size_t(std::max(1, !g.vectors ? 7 * mn : mn * std::max(5 * mn + 7, 2 * mx + 2 * mn + 1)));
+      T wq;
+      int lw = -1, info;
+      std::vector<R> rq(lrw);
+      std::vector<int> iq(size_t(8 * std::max(1, mn)));
+      gesdd(&jobz, &m, &n, nullptr, &lda, nullptr, nullptr, &ldu, nullptr, &ldvt, &wq, &lw, rq.data(), iq.data(),
+            &info);
+      lw = size_of(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        std::vector<R> rwork(lrw);
+        std::vector<int> iwork(size_t(8 * std::max(1, mn)));
+        T* u = g.vectors ? at<T>(g.c, g.stride_c, b) : nullptr;
+        T* vt = g.vectors ? at<T>(g.d, g.stride_d, b) : nullptr;
+        gesdd(&jobz, &m, &n, at<T>(g.a, g.stride_a, b), &lda, at<R>(g.b, g.stride_b, b), u, &ldu, vt, &ldvt,
+              work.data(), &lw, rwork.data(), iwork.data(), g.info + b);
+      });
+      return;
+    }
+    case Lapack::Geqrf: {
+      T wq;
+      int lw = -1, info;
+      geqrf(&m, &n, nullptr, &lda, nullptr, &wq, &lw, &info);
+      lw = size_of(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        geqrf(&m, &n, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), work.data(), &lw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Orgqr: {  // ungqr
+      T wq;
+      int lw = -1, info;
+      ungqr(&m, &n, &k, nullptr, &lda, nullptr, &wq, &lw, &info);
+      lw = size_of(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        ungqr(&m, &n, &k, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), work.data(), &lw, g.info + b);
+      });
+      return;
+    }
+    case Lapack::Geev: {  // b: n complex eigenvalues, d: the right eigenvectors (complex already)
+      const char jobvl = 'N', jobvr = g.vectors ? 'V' : 'N';
+      const int ldvl = 1, ldvr = std::max(1, n);
+      T wq, dummy{};
+      R rdummy = 0;
+      int lw = -1, info;
+      geev(&jobvl, &jobvr, &n, &dummy, &lda, &dummy, &dummy, &ldvl, &dummy, &ldvr, &wq, &lw, &rdummy, &info);
+      lw = size_of(wq);
+      for_batch(g.batch, [&](int64_t b) {
+        std::vector<T> work(static_cast<size_t>(lw));
+        std::vector<R> rwork(size_t(2 * std::max(1, n)));
+        T vl{};
+        T* vr = g.vectors ? at<T>(g.d, g.stride_d, b) : &vl;
+        geev(&jobvl, &jobvr, &n, at<T>(g.a, g.stride_a, b), &lda, at<T>(g.b, g.stride_b, b), &vl, &ldvl, vr, &ldvr,
+             work.data(), &lw, rwork.data(), g.info + b);
+      });
+      return;
+    }
+    case Lapack::Trsm: {  // trans: the conjugate transpose (what the complex formulas need)
+      const int side = g.left ? 141 : 142, uplo = g.upper ? 121 : 122, trans = g.trans ? 113 : 111,
+                diag = g.unit ? 132 : 131;
+      const int ka = std::max(1, k);
+      for_batch(g.batch, [&](int64_t b) {
+        trsm(side, uplo, trans, diag, m, n, at<T>(g.a, g.stride_a, b), ka, at<T>(g.b, g.stride_b, b), lda);
+      });
+      return;
+    }
+    case Lapack::Sytrf:
+    case Lapack::Sytrs: break;
+  }
+  KINDLE_CHECK_NOT_IMPLEMENTED(false, "lapack: routine ", int(op), " has no complex version in Kindle");
+}
+
 void lapack_kernel(Lapack op, const LapackArgs& g) {
   init_mkl();
-  if (g.dtype == kComplex64) return lu<c64>(op, g);  // (the only complex routines)
-  if (g.dtype == kComplex128) return lu<c128>(op, g);
+  if (g.dtype == kComplex64) return run_complex<c64, float>(op, g);
+  if (g.dtype == kComplex128) return run_complex<c128, double>(op, g);
   if (g.dtype == kFloat32) return run<float>(op, g);
   KINDLE_INTERNAL_ASSERT(g.dtype == kFloat64, "lapack: unsupported dtype ", g.dtype);
   run<double>(op, g);

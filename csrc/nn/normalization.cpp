@@ -149,6 +149,9 @@ Tensor instance_norm(const Tensor& self, const std::optional<Tensor>& running_me
 namespace {
 
 void check_ff(const Tensor& t, const char* op) {
+  // complex: NotImplementedError, as torch has no complex kernel either
+  KINDLE_CHECK_NOT_IMPLEMENTED(!t.is_complex(), op, ": \"", std::string_view(op) == "layer_norm" ?
+                               "LayerNormKernelImpl" : op, "\" not implemented for '", scalar_type_name(t.dtype()), "'");
   KINDLE_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, op, ": expected a float32 or float64 input, got ",
                t.dtype());
 }

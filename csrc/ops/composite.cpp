@@ -89,6 +89,35 @@ static Tensor logaddexp_impl(const Tensor& self, const Tensor& other, bool base2
 Tensor logaddexp(const Tensor& self, const Tensor& other) { return logaddexp_impl(self, other, false, "logaddexp"); }
 Tensor logaddexp2(const Tensor& self, const Tensor& other) { return logaddexp_impl(self, other, true, "logaddexp2"); }
 
+// The p-norm of the (broadcast) difference.
+Tensor dist(const Tensor& self, const Tensor& other, const Scalar& p) {
+  KINDLE_CHECK((self.is_floating_point() || self.is_complex()) && (other.is_floating_point() || other.is_complex()),
+               "norm(): input dtype should be either floating point or complex. Got ",
+               scalar_type_name(self.is_floating_point() || self.is_complex() ? other.dtype() : self.dtype()),
+               " instead.");
+  return norm(self - other, p);
+}
+
+// Each slice along dim whose p-norm exceeds maxnorm is scaled to norm maxnorm (torch's 1e-7 guard).
+Tensor renorm(const Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm) {
+  KINDLE_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(), " dimensions");
+  KINDLE_CHECK(p.to_double() > 0, "renorm: non-positive-norm not supported");
+  KINDLE_CHECK(maxnorm.to_double() >= 0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.to_double());
+  KINDLE_CHECK(self.is_floating_point() || self.is_complex(), "linalg.vector_norm: Expected a floating point or "
+               "complex tensor as input. Got ", scalar_type_name(self.dtype()));
+  int64_t d = wrap_dim(dim, self.dim(), "renorm");
+  DimVector others;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (i != d) others.push_back(i);
+  Tensor norms = norm(self, p, IntArrayRef(others), true);
+  Tensor limit = scalar_tensor_of(maxnorm, norms.dtype());
+  Tensor factor = where(norms > limit, limit / (norms + Scalar(1e-7)), ones_of(norms.dtype()));
+  return self * factor;
+}
+const Tensor& renorm_(const Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm) {
+  return assign_result(self, renorm(input_of(self), p, dim, maxnorm), "renorm_");
+}
+
 // sin(pi x) / (pi x), 1 at 0. The quotient is taken at a safe point where x is 0 so that its
 // gradient there is 0, not NaN (the untaken branch of `where` still runs its backward).
 Tensor sinc(const Tensor& self) {

@@ -3,6 +3,8 @@
 // column-major batches (LAPACK's layout, and the strides torch's results have); the Python
 // layer (python/kindle/linalg.py) broadcasts batch dims before calling these.
 #include <cmath>
+#include <complex>
+#include <type_traits>
 #include <string>
 
 #include "kindle/operators.h"
@@ -105,7 +107,7 @@ void check_invertible(const Tensor& info, const char* op) {
 }  // namespace
 
 std::tuple<Tensor, Tensor> native_linalg_cholesky_ex(const Tensor& self, bool upper, bool check_errors) {
-  check_matrix(self, "linalg.cholesky", true);
+  check_matrix(self, "linalg.cholesky", true, /*complex_ok=*/true);
   int64_t n = self.size(-1);
   Tensor l = colmajor(self, n, n);
   Tensor info = zeros(batch_shape(self), kInt32);
@@ -161,38 +163,49 @@ Tensor native__linalg_solve(const Tensor& A, const Tensor& B) {
   return x;
 }
 
-// det(A) = prod(diag(U)) * (-1)^(row swaps), accumulated in double per matrix
+// det(A) = prod(diag(U)) * (-1)^(row swaps), accumulated in double per matrix: sign (a unit
+// complex number for complex A, 0 when singular) and log|det| (real).
 std::tuple<Tensor, Tensor> native_linalg_slogdet(const Tensor& A) {
-  check_matrix(A, "linalg.slogdet", true);
+  check_matrix(A, "linalg.slogdet", true, /*complex_ok=*/true);
   auto [lu, piv, info] = lu_factor(A, /*of_transpose=*/true);
   int64_t n = A.size(-1), batch = batch_of(A);
-  Tensor sign = empty(batch_shape(A), A.dtype()), logabs = empty(batch_shape(A), A.dtype());
-  dispatch_floating(A.dtype(), "linalg.slogdet", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const T* m = static_cast<const T*>(lu.data_ptr());
-      const int32_t* p = static_cast<const int32_t*>(piv.data_ptr());
-      T* sg = static_cast<T*>(sign.data_ptr());
-      T* la = static_cast<T*>(logabs.data_ptr());
-      for (int64_t b = 0; b < batch; ++b) {
-        double s = 1, l = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          double d = double(m[b * n * n + i * (n + 1)]);  // column-major: the diagonal is every n+1
-          if (p[b * n + i] != i + 1) s = -s;
-          if (d < 0) s = -s;
-          if (d == 0) s = 0;
-          l += std::log(std::fabs(d));
-        }
-        sg[b] = T(s);
-        la[b] = T(l);
+  Tensor sign = empty(batch_shape(A), A.dtype());
+  Tensor logabs = empty(batch_shape(A), to_real_value_type(A.dtype()));
+  auto run = [&](auto* m, auto* sg, auto* la) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(m)>>;
+    using R = std::remove_pointer_t<decltype(la)>;
+    const int32_t* p = static_cast<const int32_t*>(piv.data_ptr());
+    for (int64_t b = 0; b < batch; ++b) {
+      std::complex<double> s = 1;
+      double l = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        std::complex<double> d(m[b * n * n + i * (n + 1)]);  // column-major: the diagonal is every n+1
+        if (p[b * n + i] != i + 1) s = -s;
+        double mag = std::abs(d);
+        s = mag == 0 ? 0 : s * (d / mag);
+        l += std::log(mag);
       }
+      if constexpr (is_complex_v<T>) sg[b] = T(s);
+      else sg[b] = T(s.real());
+      la[b] = R(l);
     }
-  });
+  };
+  switch (A.dtype()) {
+    case kFloat32: run(static_cast<const float*>(lu.data_ptr()), static_cast<float*>(sign.data_ptr()),
+                       static_cast<float*>(logabs.data_ptr())); break;
+    case kFloat64: run(static_cast<const double*>(lu.data_ptr()), static_cast<double*>(sign.data_ptr()),
+                       static_cast<double*>(logabs.data_ptr())); break;
+    case kComplex64: run(static_cast<const c64*>(lu.data_ptr()), static_cast<c64*>(sign.data_ptr()),
+                         static_cast<float*>(logabs.data_ptr())); break;
+    case kComplex128: run(static_cast<const c128*>(lu.data_ptr()), static_cast<c128*>(sign.data_ptr()),
+                          static_cast<double*>(logabs.data_ptr())); break;
+    default: KINDLE_INTERNAL_ASSERT(false, "linalg.slogdet: unexpected dtype ", A.dtype());
+  }
   return {sign, logabs};
 }
 
 Tensor native_linalg_det(const Tensor& A) {
-  check_matrix(A, "linalg.det", true);
+  check_matrix(A, "linalg.det", true, /*complex_ok=*/true);
   auto [sign, logabs] = native_linalg_slogdet(A);
   return sign * logabs.exp();
 }
@@ -200,12 +213,12 @@ Tensor native_linalg_det(const Tensor& A) {
 namespace {
 // syevd on a column-major copy: the eigenvalues, and the eigenvectors (in that copy) when asked.
 std::tuple<Tensor, Tensor> eigh_impl(const Tensor& self, std::string_view UPLO, bool vectors, const char* op) {
-  check_matrix(self, op, true);
+  check_matrix(self, op, true, /*complex_ok=*/true);
   KINDLE_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u", op,
                ": Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
   int64_t n = self.size(-1);
   Tensor v = colmajor(self, n, n);
-  Tensor w = empty(batch_shape(self, {n}), self.dtype());
+  Tensor w = empty(batch_shape(self, {n}), to_real_value_type(self.dtype()));  // real, also for Hermitian input
   Tensor info = zeros(batch_shape(self), kInt32);
   if (v.numel()) {
     LapackArgs g = args_for(v, n, n);
@@ -237,10 +250,30 @@ namespace {
 // eigenvectors, which LAPACK returns real with a conjugate pair (wi > 0, then < 0) stored as the
 // real and imaginary parts in columns j and j + 1.
 std::tuple<Tensor, Tensor> eig_impl(const Tensor& self, bool vectors, const char* op) {
-  check_matrix(self, op, true);
+  check_matrix(self, op, true, /*complex_ok=*/true);
   KINDLE_CHECK(self.numel() == 0 || isfinite(self).all().item().to_bool(), op,
                ": input tensor should not contain infs or NaNs.");
   int64_t n = self.size(-1);
+  if (self.is_complex()) {  // LAPACK's complex geev returns complex eigenvalues and vectors directly
+    Tensor a = colmajor(self, n, n);
+    Tensor w = empty(batch_shape(self, {n}), self.dtype());
+    Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype()),
+                         vectors ? n : 0, vectors ? n : 0);
+    Tensor info = zeros(batch_shape(self), kInt32);
+    if (a.numel()) {
+      LapackArgs g = args_for(a, n, n);
+      g.vectors = vectors;
+      g.b = w.data_ptr(), g.stride_b = n;
+      g.d = vectors ? vr.data_ptr() : nullptr, g.stride_d = n * n;
+      g.info = static_cast<int32_t*>(info.data_ptr());
+      lapack_stub[self.device()](Lapack::Geev, g);
+    }
+    int64_t b = first_failure(info);
+    KINDLE_CHECK_AS(LinAlgError, b < 0, op, ": ", batch_prefix(info, b), "The algorithm failed to converge because "
+                    "the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: ",
+                    b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b], ").");
+    return {w, vectors ? vr : Tensor()};
+  }
   Tensor a = colmajor(self, n, n);
   Tensor wr = empty(batch_shape(self, {n}), self.dtype()), wi = empty(batch_shape(self, {n}), self.dtype());
   Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype()), vectors ? n : 0,
@@ -337,11 +370,11 @@ Tensor native_linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Ten
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_matrices) {
-  check_matrix(A, "linalg.svd", false);
+  check_matrix(A, "linalg.svd", false, /*complex_ok=*/true);
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   Tensor a = colmajor(A, m, n);
-  Tensor s = empty(batch_shape(A, {k}), A.dtype());
+  Tensor s = empty(batch_shape(A, {k}), to_real_value_type(A.dtype()));
   Tensor u = colmajor(empty(batch_shape(A, {m, ucols}), A.dtype()), m, ucols);
   Tensor vh = colmajor(empty(batch_shape(A, {vrows, n}), A.dtype()), vrows, n);
   Tensor info = zeros(batch_shape(A), kInt32);
@@ -366,10 +399,10 @@ std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_
 }
 
 Tensor _linalg_svdvals(const Tensor& A) {
-  check_matrix(A, "linalg.svdvals", false);
+  check_matrix(A, "linalg.svdvals", false, /*complex_ok=*/true);
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   Tensor a = colmajor(A, m, n);
-  Tensor s = empty(batch_shape(A, {k}), A.dtype());
+  Tensor s = empty(batch_shape(A, {k}), to_real_value_type(A.dtype()));
   Tensor info = zeros(batch_shape(A), kInt32);
   if (a.numel()) {
     LapackArgs g = args_for(a, m, n);
@@ -383,7 +416,7 @@ Tensor _linalg_svdvals(const Tensor& A) {
 }
 
 std::tuple<Tensor, Tensor> native_linalg_qr(const Tensor& A, std::string_view mode) {
-  check_matrix(A, "linalg.qr", false);
+  check_matrix(A, "linalg.qr", false, /*complex_ok=*/true);
   KINDLE_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '", mode,
                "' but expected one of 'reduced' (default), 'r', or 'complete'");
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
@@ -412,7 +445,7 @@ std::tuple<Tensor, Tensor> native_linalg_qr(const Tensor& A, std::string_view mo
 }
 
 Tensor native_linalg_solve_triangular(const Tensor& self, const Tensor& B, bool upper, bool left, bool unitriangular) {
-  check_matrix(self, "linalg.solve_triangular", true);
+  check_matrix(self, "linalg.solve_triangular", true, /*complex_ok=*/true);
   KINDLE_CHECK(B.dim() == self.dim(), "linalg.solve_triangular: Incompatible shapes of A and B for the equation ",
                left ? "AX = B" : "XA = B", " (", self.size(-2), "x", self.size(-1), " and ", B.size(-2), "x",
                B.size(-1), ")");

@@ -210,8 +210,22 @@ static std::tuple<Tensor, Tensor> var_mean_f64(const Tensor& self_in, OptionalIn
   KINDLE_CHECK(self_in.is_floating_point(), op, "(): expected a floating point tensor, got ", self_in.dtype());
   double c = correction_of(unbiased, correction, op);
   Tensor self = self_in.to(kFloat64);
+  // float64 input: shifted by each slice's first element, so that a slice of equal values has a
+  // mean of exactly that value and a variance of exactly 0 (float32 input is exact enough in float64)
+  Tensor pivot;
+  if (self_in.dtype() == kFloat64 && self.numel()) {
+    pivot = self;
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      bool reduced = !dim || dim->empty();
+      if (!reduced)
+        for (int64_t r : *dim) reduced = reduced || wrap_dim(r, self.dim(), op) == d;
+      if (reduced) pivot = pivot.narrow(d, 0, 1);
+    }
+    self = sub(self, pivot);
+  }
   Tensor m = mean(self, dim, true);
   Tensor dev = sub(self, m);
+  if (pivot.defined()) m = add(m, pivot);
   Tensor ss = reduce(dev, dim, keepdim, ReduceOp::SumSq, kFloat64, op);
   double n = double(reduced_count(self, dim));
   Tensor v = div(ss, scalar_tensor_of(std::max(0.0, n - c), kFloat64));
@@ -313,7 +327,8 @@ std::tuple<Tensor, Tensor> native_cummax(const Tensor& self, int64_t dim) { retu
 std::tuple<Tensor, Tensor> native_cummin(const Tensor& self, int64_t dim) { return cum_extreme(self, dim, false, "cummin"); }
 
 Tensor native_logcumsumexp(const Tensor& self, int64_t dim) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "\"logcumsumexp_out_cpu\" not implemented for '", self.dtype(), "'");
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point() || self.is_complex(),
+                               "\"logcumsumexp_out_cpu\" not implemented for '", self.dtype(), "'");
   int64_t d = wrap_dim(dim, self.dim(), "logcumsumexp");
   Tensor rows = rows_last(self, d);
   Tensor out = empty_tensor(rows.sizes(), self.dtype(), self.device());

@@ -72,6 +72,8 @@ class finfo:  # noqa: N801
     def __init__(self, type=None):  # noqa: A002
         from . import get_default_dtype
         dtype = get_default_dtype() if type is None else type
+        if isinstance(dtype, _C.dtype) and dtype.is_complex:  # a complex dtype's limits are its parts'
+            dtype = {_C.complex64: _C.float32, _C.complex128: _C.float64}[dtype]
         if not isinstance(dtype, _C.dtype) or not dtype.is_floating_point:
             raise TypeError(f"finfo(): argument 'type' must be a floating point dtype, but got {dtype}")
         self.dtype = str(dtype).split(".")[-1]

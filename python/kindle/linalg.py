@@ -53,6 +53,11 @@ def _float_input(A, op, complex_ok=False):
     return A
 
 
+def _mH(A):
+    """The adjoint (conjugate transpose) of a batch of matrices."""
+    return A.transpose(-2, -1).conj() if A.is_complex() else A.transpose(-2, -1)
+
+
 def _square(A, op, complex_ok=False):
     _float_input(A, op, complex_ok)
     if A.shape[-1] != A.shape[-2]:
@@ -78,64 +83,64 @@ def _check_info(info, op, message):
 # ---- factorisations
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    _square(A, "linalg.cholesky")
+    _square(A, "linalg.cholesky", complex_ok=True)
     r = _C.linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
     return _write(out, _cholesky_ex_t(*r))
 
 
 def cholesky(A, *, upper=False, out=None):
-    L, _ = _C.linalg_cholesky_ex(_square(A, "linalg.cholesky"), upper=upper, check_errors=True)
+    L, _ = _C.linalg_cholesky_ex(_square(A, "linalg.cholesky", complex_ok=True), upper=upper, check_errors=True)
     return _write(out, L)
 
 
 def eigh(A, UPLO="L", *, out=None):
-    return _write(out, _eigh_t(*_C.linalg_eigh(_square(A, "linalg.eigh"), UPLO)))
+    return _write(out, _eigh_t(*_C.linalg_eigh(_square(A, "linalg.eigh", complex_ok=True), UPLO)))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    _square(A, "linalg.eigvalsh")
+    _square(A, "linalg.eigvalsh", complex_ok=True)
     if A.requires_grad and _C.is_grad_enabled():
         return _write(out, _C.linalg_eigh(A, UPLO)[0])  # the gradient needs the eigenvectors
     return _write(out, _C._linalg_eigvalsh(A, UPLO))
 
 
 def eig(A, *, out=None):
-    """Eigenvalues and right eigenvectors of a general (real) square matrix, complex, as LAPACK's
-    geev gives them (each eigenvector of unit norm with its largest component real)."""
-    return _write(out, _eig_t(*_C.linalg_eig(_square(A, "linalg.eig"))))
+    """Eigenvalues and right eigenvectors of a general square matrix, complex, as LAPACK's geev
+    gives them (each eigenvector of unit norm with its largest component real)."""
+    return _write(out, _eig_t(*_C.linalg_eig(_square(A, "linalg.eig", complex_ok=True))))
 
 
 def eigvals(A, *, out=None):
-    _square(A, "linalg.eigvals")
+    _square(A, "linalg.eigvals", complex_ok=True)
     if A.requires_grad and _C.is_grad_enabled():
         return _write(out, _C.linalg_eig(A)[0])  # the gradient needs the eigenvectors
     return _write(out, _C._linalg_eigvals(A))
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    _float_input(A, "linalg.svd")
+    _float_input(A, "linalg.svd", complex_ok=True)
     return _write(out, _svd_t(*_C.linalg_svd(A, full_matrices)))
 
 
 def svdvals(A, *, driver=None, out=None):
-    _float_input(A, "linalg.svdvals")
+    _float_input(A, "linalg.svdvals", complex_ok=True)
     if A.requires_grad and _C.is_grad_enabled():
         return _write(out, _C.linalg_svd(A, False)[1])  # the gradient needs the singular vectors
     return _write(out, _C._linalg_svdvals(A))
 
 
 def qr(A, mode="reduced", *, out=None):
-    _float_input(A, "linalg.qr")
+    _float_input(A, "linalg.qr", complex_ok=True)
     return _write(out, _qr_t(*_C.linalg_qr(A, mode)))
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
-    _float_input(A, "linalg.lu_factor")
+    _float_input(A, "linalg.lu_factor", complex_ok=True)
     return _write(out, _C.linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors))
 
 
 def lu_factor(A, *, pivot=True, out=None):
-    _float_input(A, "linalg.lu_factor")
+    _float_input(A, "linalg.lu_factor", complex_ok=True)
     LU, piv, info = _C.linalg_lu_factor_ex(A, pivot=pivot, check_errors=True)
     return _write(out, _lu_factor_t(LU, piv))
 
@@ -162,7 +167,7 @@ def _one_hot(idx, n):
 
 
 def lu(A, *, pivot=True, out=None):
-    _float_input(A, "linalg.lu")
+    _float_input(A, "linalg.lu", complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
     if m != n:
         raise NotImplementedError("linalg.lu: only square matrices are supported")
@@ -181,19 +186,18 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if left and not adjoint:  # A X = B, A = P L U
         X = solve_triangular(U, solve_triangular(L, P.transpose(-2, -1) @ B, upper=False, unitriangular=True),
                              upper=True)
-    elif left:  # A^T X = B: U^T L^T P^T X = B
-        Y = solve_triangular(L.transpose(-2, -1), solve_triangular(U.transpose(-2, -1), B, upper=False),
-                             upper=True, unitriangular=True)
+    elif left:  # A^H X = B: U^H L^H P^T X = B
+        Y = solve_triangular(_mH(L), solve_triangular(_mH(U), B, upper=False), upper=True, unitriangular=True)
         X = P @ Y
-    elif not adjoint:  # X A = B
-        return _write(out, lu_solve(LU, pivots, B.transpose(-2, -1), left=True, adjoint=True).transpose(-2, -1))
-    else:  # X A^T = B
-        return _write(out, lu_solve(LU, pivots, B.transpose(-2, -1), left=True, adjoint=False).transpose(-2, -1))
+    elif not adjoint:  # X A = B: A^H X^H = B^H
+        return _write(out, _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=True)))
+    else:  # X A^H = B: A X^H = B^H
+        return _write(out, _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=False)))
     return _write(out, X)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
-    _square(A, "linalg.solve_triangular")
+    _square(A, "linalg.solve_triangular", complex_ok=True)
     A2, B2 = _broadcast_batch(A, B)
     return _write(out, _C.linalg_solve_triangular(A2, B2, upper=upper, left=left, unitriangular=unitriangular))
 
@@ -224,7 +228,7 @@ def solve(A, B, *, left=True, out=None):
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
-    info = _C.linalg_lu_factor_ex(_square(A, "linalg.solve_ex"))[2]
+    info = _C.linalg_lu_factor_ex(_square(A, "linalg.solve_ex", complex_ok=True))[2]
     if check_errors:
         _check_info(info, "linalg.solve_ex", "The solver failed because the input matrix is singular.")
     if bool((info != 0).any()):
@@ -241,7 +245,7 @@ def inv(A, *, out=None):
 
 
 def inv_ex(A, *, check_errors=False, out=None):
-    info = _C.linalg_lu_factor_ex(_square(A, "linalg.inv_ex"))[2]
+    info = _C.linalg_lu_factor_ex(_square(A, "linalg.inv_ex", complex_ok=True))[2]
     if check_errors:
         _check_info(info, "linalg.inv_ex", "The diagonal element {code} is zero, the inversion could not be completed "
                     "because the input matrix is singular.")
@@ -250,34 +254,13 @@ def inv_ex(A, *, check_errors=False, out=None):
     return _write(out, _inv_ex_t(inv(A), info))
 
 
-def _complex_lu_diagonal(A, op):
-    """U's diagonal of A's LU factors and the permutation's sign: det(A) = sign * prod(diagonal).
-    (No gradient through these for complex input yet: refused rather than silently dropped.)"""
-    if A.requires_grad and _C.is_grad_enabled():
-        raise NotImplementedError(f"{op}: the gradient for complex input is not implemented in Kindle yet")
-    LU, pivots, _ = _C.linalg_lu_factor_ex(A)
-    swaps = (pivots != _C.arange(1, A.shape[-1] + 1, dtype=_C.int32)).sum(-1)
-    return LU.diagonal(0, -2, -1), (1 - 2 * (swaps % 2)).to(A.dtype)
-
-
 def det(A, *, out=None):
     _square(A, "linalg.det", complex_ok=True)
-    if A.is_complex():
-        d, sign = _complex_lu_diagonal(A, "linalg.det")
-        return _write(out, d.prod(-1) * sign)
     return _write(out, _C.linalg_det(A))
 
 
 def slogdet(A, *, out=None):
     _square(A, "linalg.slogdet", complex_ok=True)
-    if A.is_complex():
-        d, sign = _complex_lu_diagonal(A, "linalg.slogdet")
-        mag = d.abs()
-        singular = (mag == 0).any(-1)
-        phase = (d / _C.where(mag == 0, _C.ones_like(mag), mag)).prod(-1) * sign
-        logabs = mag.log().sum(-1)
-        return _write(out, _slogdet_t(_C.where(singular, _C.zeros_like(phase), phase),
-                                      _C.where(singular, _C.full_like(logabs, float("-inf")), logabs)))
     return _write(out, _slogdet_t(*_C.linalg_slogdet(A)))
 
 
@@ -324,9 +307,6 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
         A = A.to(dtype)
-    if A.is_complex() and ord != "fro":
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not implemented for complex tensors in Kindle "
-                                  "(the Frobenius norm is)")
     if not (A.is_floating_point() or A.is_complex()):
         raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {A.dtype}")
     d0, d1 = (d % A.dim() for d in dim)
@@ -367,7 +347,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa
 
 def cond(A, p=None, *, out=None):
     if p is None or p in (2, -2):
-        s = svdvals(_float_input(A, "linalg.cond"))
+        s = svdvals(_float_input(A, "linalg.cond", complex_ok=True))
         r = s.amax(-1) / s.amin(-1) if p in (None, 2) else s.amin(-1) / s.amax(-1)
         return _write(out, r)
     return _write(out, matrix_norm(A, p) * matrix_norm(inv(A), p))
@@ -376,7 +356,7 @@ def cond(A, p=None, *, out=None):
 # ---- derived
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
-    _float_input(A, "linalg.matrix_rank")
+    _float_input(A, "linalg.matrix_rank", complex_ok=True)
     s = eigvalsh(A).abs() if hermitian else svdvals(A)
     smax = s.amax(-1, keepdim=True) if s.shape[-1] else _C.zeros(tuple(s.shape[:-1]) + (1,), dtype=s.dtype)
     if tol is not None:
@@ -396,7 +376,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
-    _float_input(A, "linalg.pinv")
+    _float_input(A, "linalg.pinv", complex_ok=True)
     if rcond is not None:
         rtol = rcond
     if hermitian:
@@ -413,12 +393,12 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
     keep = s > threshold
     sinv = _C.where(keep, 1 / _C.where(keep, s, _C.ones_like(s)), _C.zeros_like(s))
     if hermitian:
-        return _write(out, (V * (sinv * L.sign()).unsqueeze(-2)) @ V.transpose(-2, -1))
-    return _write(out, (Vh.transpose(-2, -1) * sinv.unsqueeze(-2)) @ U.transpose(-2, -1))
+        return _write(out, (V * (sinv * L.sign()).unsqueeze(-2).to(V.dtype)) @ _mH(V))
+    return _write(out, (_mH(Vh) * sinv.unsqueeze(-2).to(Vh.dtype)) @ _mH(U))
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
-    _float_input(A, "linalg.lstsq")
+    _float_input(A, "linalg.lstsq", complex_ok=True)
     if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
         raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
                            f"got {driver}")
@@ -433,18 +413,19 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     smax = s.amax(-1, keepdim=True) if s.shape[-1] else s.sum(-1, keepdim=True)
     keep = s > rtol * smax
     sinv = _C.where(keep, 1 / _C.where(keep, s, _C.ones_like(s)), _C.zeros_like(s))
-    X = Vh.transpose(-2, -1) @ (sinv.unsqueeze(-1) * (U.transpose(-2, -1) @ Bm))
+    X = _mH(Vh) @ (sinv.unsqueeze(-1).to(A.dtype) * (_mH(U) @ Bm))
     rank = keep.sum(-1)
+    real_dtype = s.dtype
     if driver in (None, "gelsy", "gels") and driver != "gels":
-        sv = _C.empty(0, dtype=A.dtype)
+        sv = _C.empty(0, dtype=real_dtype)
     else:
         sv = s
     if driver == "gels":
         rank = _C.empty(0, dtype=_C.int64)
     if m > n and bool((rank == n).all()):
-        residuals = ((A @ X - Bm) ** 2).sum(-2)
+        residuals = ((A @ X - Bm).abs() ** 2).sum(-2)
     else:
-        residuals = _C.empty(0, dtype=A.dtype)
+        residuals = _C.empty(0, dtype=real_dtype)
     X = X.squeeze(-1) if vector else X
     return _write(out, _lstsq_t(X, residuals, rank, sv))
 
@@ -469,7 +450,7 @@ def matrix_power(A, n, *, out=None):
 
 def matrix_exp(A):
     """exp(A) by scaling and squaring with a degree-18 Taylor polynomial (differentiable: matmuls)."""
-    _square(A, "linalg.matrix_exp")
+    _square(A, "linalg.matrix_exp", complex_ok=True)
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
@@ -491,7 +472,8 @@ def cross(input, other, *, dim=-1, out=None):  # noqa: A002
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    return _write(out, (x * y).sum(dim))
+    """sum(conj(x) * y) over dim."""
+    return _write(out, ((x.conj() if x.is_complex() else x) * y).sum(dim))
 
 
 def multi_dot(tensors, *, out=None):
@@ -551,7 +533,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 def householder_product(A, tau, *, out=None):
-    """Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^T, v_i the i-th column of A below the diagonal."""
+    """Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^H, v_i the i-th column of A below the diagonal."""
     m, n = A.shape[-2], A.shape[-1]
     eye = _C.eye(m, dtype=A.dtype)
     Q = eye.expand(tuple(A.shape[:-2]) + (m, m)).clone()
@@ -559,7 +541,7 @@ def householder_product(A, tau, *, out=None):
         v = A[..., :, i].clone()
         v[..., :i] = 0
         v[..., i] = 1
-        H = eye - tau[..., i, None, None] * (v.unsqueeze(-1) * v.unsqueeze(-2))
+        H = eye - tau[..., i, None, None] * (v.unsqueeze(-1) * (v.conj() if v.is_complex() else v).unsqueeze(-2))
         Q = Q @ H
     return _write(out, Q[..., :, :n])
 
@@ -601,7 +583,7 @@ _triangular_solve_t = _named("triangular_solve", ["solution", "cloned_coefficien
 def _svd_old(input, some=True, compute_uv=True, *, out=None):  # noqa: A002
     """torch.svd: V rather than V^H; with compute_uv=False, U and V are zero-filled."""
     U, S, Vh = svd(input, full_matrices=not some)
-    V = Vh.transpose(-2, -1)
+    V = _mH(Vh)
     if not compute_uv:
         U, V = _C.zeros_like(U), _C.zeros_like(V)
     return _write(out, _svd_old_t(U, S, V))
@@ -612,7 +594,10 @@ def _qr_old(input, some=True, *, out=None):  # noqa: A002
 
 
 def _logdet(input):  # noqa: A002
+    """log(det(A)): NaN for a negative determinant; complex A gets the complex logarithm."""
     sign, logabs = slogdet(input)
+    if input.is_complex():
+        return logabs.to(input.dtype) + sign.log() - sign.abs().log().to(input.dtype)  # log|det| + i arg(det)
     return _C.where(sign < 0, _C.full_like(logabs, float("nan")), logabs)
 
 
@@ -622,8 +607,8 @@ def _cholesky_old(input, upper=False, *, out=None):  # noqa: A002
 
 def _cholesky_solve(B, L, upper=False, *, out=None):
     """Solves A X = B given A's Cholesky factor."""
-    U = L if upper else L.transpose(-2, -1)
-    Y = solve_triangular(U.transpose(-2, -1), B, upper=False)
+    U = L if upper else _mH(L)
+    Y = solve_triangular(_mH(U), B, upper=False)
     return _write(out, solve_triangular(U, Y, upper=True))
 
 
@@ -633,7 +618,7 @@ def _cholesky_inverse(L, upper=False, *, out=None):
 
 
 def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
-    A_ = A.transpose(-2, -1) if transpose else A
+    A_ = A.transpose(-2, -1) if transpose else A  # (torch transposes without conjugating here)
     X = solve_triangular(A_, b, upper=upper != transpose, unitriangular=unitriangular)
     return _write(out, _triangular_solve_t(X, A.clone()))
 

@@ -95,16 +95,25 @@ def round(input, decimals=0, *, out=None):  # noqa: A001,A002
     return _write(out, r)
 
 
+def _real_input(input, kernel):  # noqa: A002
+    """Floating input as is, integers in the default dtype; complex refused as torch does (a cast
+    would drop the imaginary parts)."""
+    if input.is_complex():
+        name = "ComplexFloat" if input.dtype == _C.complex64 else "ComplexDouble"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+    return input if input.is_floating_point() else input.to(_C.get_default_dtype())
+
+
 def ndtr(input, *, out=None):  # noqa: A002
     """The standard normal CDF, 0.5 * erfc(-x / sqrt(2))."""
-    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    x = _real_input(input, "erf_vml_cpu")
     r = _C.erfc(x * -_math.sqrt(0.5)) * 0.5
     return _write(out, r)
 
 
 def logit(input, eps=None, *, out=None):  # noqa: A002
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
-    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    x = _real_input(input, "logit_cpu")
     if eps is not None:
         x = x.clamp(eps, 1 - eps)
     r = (x / (1 - x)).log()
@@ -115,8 +124,7 @@ def multigammaln(input, p, *, out=None):  # noqa: A002
     """The multivariate log-gamma function of dimension p (torch.mvlgamma)."""
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    if not input.is_floating_point():
-        input = input.to(_C.get_default_dtype())  # noqa: A001
+    input = _real_input(input, "mvlgamma")  # noqa: A001
     if input.numel() and not bool((input > (p - 1) / 2).all()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 (got p={p})")
     j = _C.arange(p, dtype=input.dtype) * -0.5

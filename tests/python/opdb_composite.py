@@ -49,6 +49,26 @@ def _narrow_copy_samples(g):
             g.S(t((2, 3, 4), "P"), 2, 1, 0), g.S(t((5,)), 0, 0, 5)]
 
 
+def _dist_samples(g):
+    t, o = g.t, g.other
+    return [g.S(t((3, 4)), o((3, 4))), g.S(t((3, 4)), o((4,)), 1), g.S(t((2, 3)), o((2, 3)), 0),
+            g.S(t((3, 4), "T"), o((3, 1)), 3.5), g.S(t((4,)), o(()), float("inf")), g.S(t(()), o(()), -2),
+            g.S(t((0, 3)), o((3,))), g.S(t((2, 3, 4), "P"), o((3, 4), "S"), p=2.5)]
+
+
+def _renorm_samples(g):
+    t = g.t
+    return [g.S(t((3, 4)), 2, 0, 1.0), g.S(t((3, 4)), 1, 1, 0.5), g.S(t((3, 4), "T"), 3, -1, 2.0),
+            g.S(t((2, 3, 4), "P"), 2, 1, 0.7), g.S(t((3, 4)), float("inf"), 0, 0.3), g.S(t((2, 5)), 2, 0, 100.0),
+            g.S(t((0, 4)), 2, 1, 1.0), g.S(t((3, 4)), 2, 0, 0.0)]
+
+
+def _renorm_errors(g):
+    t = g.t
+    return [g.S(t((4,)), 2, 0, 1.0), g.S(t((3, 4)), 0, 0, 1.0), g.S(t((3, 4)), -1, 0, 1.0), g.S(t((3, 4)), 2, 0, -1.0),
+            g.S(t((3, 4)), 2, 5, 1.0)]
+
+
 def _rot90_samples(g):
     t = g.t
     return [g.S(t((3, 4))), g.S(t((3, 4)), 2), g.S(t((3, 4)), 3), g.S(t((3, 4)), -1), g.S(t((3, 4)), 0),
@@ -389,6 +409,12 @@ COMPOSITE_OPS = [
        errors=lambda g: [g.S(None, -1, 3), g.S(None, 3, -2)]),
     op("triu_indices", _indices_creation("triu_indices"), ("int32", "int64"), method=False, kind="creation"),
     op("vander", _vander_samples, method=False, errors=lambda g: [g.S(g.t((2, 2))), g.S(g.t((3,)), -1)]),
+    op("dist", _dist_samples, FLOATS + COMPLEX, tol=TOL_TRANSC,
+       errors=lambda g: [g.S(g.t((2, 3)), g.other((4,)))]),
+    # torch's complex64 gradient through the inf-norm is NaN (complex128's is right): kindle's is
+    # compared by gradcheck there
+    op("renorm", _renorm_samples, FLOATS + COMPLEX, inplace="renorm_", tol=TOL_TRANSC, errors=_renorm_errors,
+       torch_grad_wrong=lambda s: s.args[0] == float("inf") and "complex64" in str(s.input.dtype)),
     op("narrow_copy", _narrow_copy_samples, errors=lambda g: [g.S(g.t((4, 5)), 0, 3, 2), g.S(g.t((4, 5)), 2, 0, 1)]),
     op("rot90", _rot90_samples, errors=_rot90_errors),
     op("meshgrid", _meshgrid_samples, method=False, errors=_meshgrid_errors),

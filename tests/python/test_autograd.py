@@ -2068,3 +2068,13 @@ def test_threads_shared_leaf_accumulates():
     for t in ts:
         t.join()
     assert_close(w.grad, np.full(8, 2.0 * n, dtype=np.float32))
+
+
+def test_pow_with_a_python_number_exponent_keeps_float64_digits():
+    """The exponent 0.4 is a wrapped float64 number: d/dx x^0.4 = 0.4 x^-0.6 to float64 precision
+    (computing `exponent - 1` in the default dtype lost eight digits)."""
+    v = np.array([1.3, 2.7, 0.4])
+    for exponent in (0.4, -1.7, 1 / 3):
+        x = kindle.tensor(v, requires_grad=True)
+        (x ** exponent).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), exponent * v ** (exponent - 1), rtol=1e-15, atol=0)

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 
 def _np(t):
-    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+    return t.detach().resolve_conj().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
 def _close(k, t, rtol=1e-7, atol=1e-9, what=""):
@@ -320,8 +320,10 @@ def test_errors_match_torch():
         KL.solve(kindle.eye(3), kindle.ones(4, 2))
     inv_ex = KL.inv_ex(sing)
     assert inv_ex.info.tolist() == [2, 0]
-    with pytest.raises(NotImplementedError, match="complex"):
-        KL.cholesky(kindle.eye(2, dtype=kindle.complex64))
+    with pytest.raises(NotImplementedError, match="complex"):  # (torch has a complex LDL; Kindle not yet)
+        KL.ldl_factor(kindle.eye(2, dtype=kindle.complex64))
+    with pytest.raises(KL.LinAlgError, match="not positive-definite"):
+        KL.cholesky(kindle.tensor([[1, 2j], [-2j, 1]]))
     with pytest.raises(RuntimeError, match="infs or NaNs"):
         KL.eig(kindle.tensor([[1.0, float("nan")], [0.0, 1.0]]))
 
@@ -417,5 +419,192 @@ def test_complex_det_slogdet_inv_match_torch(shape, dtype):
         np.testing.assert_allclose(KL.inv(kindle.tensor(a)).numpy(), np.linalg.inv(a), atol=10 * tol)
     sign, logabs = KL.slogdet(kindle.zeros(2, 2, dtype=getattr(kindle, dtype)))
     assert sign.item() == 0 and logabs.item() == float("-inf")
-    with pytest.raises(NotImplementedError, match="gradient for complex"):
-        KL.det(kindle.eye(2, dtype=kindle.complex128, requires_grad=True))
+
+
+# ---- complex matrices: every decomposition and what is built on it, values and gradients
+
+def _cpair(shape, dtype, seed=0, hermitian_pd=False):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    if hermitian_pd:
+        a = a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])
+    a = a.astype(dtype)
+    return kindle.tensor(a), torch.tensor(a)
+
+
+CTOL = {"complex64": 2e-4, "complex128": 1e-10}
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (1, 1), (0, 0), (2, 0, 0)], ids=str)
+def test_complex_square_decompositions_match_torch(shape, dtype):
+    tol = CTOL[dtype]
+    h, th = _cpair(shape, dtype, 1, hermitian_pd=True)
+    for upper in (False, True):
+        _cclose(KL.cholesky(h, upper=upper), torch.linalg.cholesky(th, upper=upper), tol)
+    w, V = KL.eigh(h)
+    tw = torch.linalg.eigvalsh(th)
+    assert w.dtype == (kindle.float32 if dtype == "complex64" else kindle.float64)
+    _cclose(w, tw, tol * 10)
+    _cclose(KL.eigvalsh(h, UPLO="U"), torch.linalg.eigvalsh(th, UPLO="U"), tol * 10)
+    _cclose((V * w.unsqueeze(-2).to(V.dtype)) @ V.mH, h, tol * 10)  # A = V diag(w) V^H
+    a, ta = _cpair(shape, dtype, 2)
+    lk, vk = KL.eig(a)
+    lt = torch.linalg.eigvals(ta)
+    assert lk.shape == lt.shape
+    if shape[-1]:
+        _cclose(np.sort_complex(lk.numpy().reshape(-1, shape[-1])),
+                np.sort_complex(lt.numpy().reshape(-1, shape[-1])), tol * 10)
+    _cclose(a @ vk, vk * lk.unsqueeze(-2), tol * 10)
+    _cclose(KL.eigvals(a), lk, tol)
+    for upper in (False, True):
+        for left in (False, True):
+            for unit in (False, True):
+                tri = (a.triu() if upper else a.tril()) + 3 * kindle.eye(shape[-1], dtype=a.dtype)
+                ttri = (ta.triu() if upper else ta.tril()) + 3 * torch.eye(shape[-1], dtype=ta.dtype)
+                b, tb = _cpair(shape, dtype, 3)
+                _cclose(KL.solve_triangular(tri, b, upper=upper, left=left, unitriangular=unit),
+                        torch.linalg.solve_triangular(ttri, tb, upper=upper, left=left, unitriangular=unit), tol * 10)
+    _cclose(KL.matrix_exp(a * 0.3), torch.linalg.matrix_exp(ta * 0.3), tol * 10)
+    if shape[-1]:
+        _cclose(KL.pinv(h, hermitian=True), torch.linalg.pinv(th, hermitian=True), tol * 10)
+        _cclose(a.logdet(), ta.logdet(), tol * 10)
+        L = KL.cholesky(h)
+        b, tb = _cpair(shape, dtype, 4)
+        _cclose(kindle.cholesky_solve(b, L), torch.cholesky_solve(tb, torch.linalg.cholesky(th)), tol * 10)
+        _cclose(kindle.cholesky_inverse(L), torch.cholesky_inverse(torch.linalg.cholesky(th)), tol * 10)
+        LU, piv = KL.lu_factor(a)
+        tLU, tpiv = torch.linalg.lu_factor(ta)
+        for adjoint in (False, True):
+            for left in (False, True):
+                _cclose(KL.lu_solve(LU, piv, b, adjoint=adjoint, left=left),
+                        torch.linalg.lu_solve(tLU, tpiv, tb, adjoint=adjoint, left=left), tol * 10)
+        for p in (None, "fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+            _cclose(KL.cond(a, p), torch.linalg.cond(ta, p), tol * 100)
+
+
+def _cclose(k, t, tol):
+    k, t = _np(k), _np(t)
+    assert k.shape == t.shape, (k.shape, t.shape)
+    np.testing.assert_allclose(k, t, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(4, 6), (6, 4), (2, 3, 5), (2, 5, 3), (1, 1), (0, 3), (3, 0)], ids=str)
+def test_complex_rectangular_decompositions_match_torch(shape, dtype):
+    tol = CTOL[dtype]
+    a, ta = _cpair(shape, dtype, 5)
+    k = min(shape[-2:])
+    for full in (True, False):
+        U, S, Vh = KL.svd(a, full_matrices=full)
+        tU, tS, tVh = torch.linalg.svd(ta, full_matrices=full)
+        assert U.shape == tU.shape and Vh.shape == tVh.shape and S.dtype == kindle.float32 if dtype == "complex64" \
+            else S.dtype == kindle.float64
+        _cclose(S, tS, tol * 10)
+        _cclose((U[..., :k] * S.unsqueeze(-2).to(U.dtype)) @ Vh[..., :k, :], a, tol * 10)
+        _cclose(U.mH @ U, np.broadcast_to(np.eye(U.shape[-1]), tU.shape[:-2] + (U.shape[-1],) * 2), tol * 10)
+    _cclose(KL.svdvals(a), torch.linalg.svdvals(ta), tol * 10)
+    for mode in ("reduced", "complete", "r"):
+        Q, R = KL.qr(a, mode=mode)
+        tQ, tR = torch.linalg.qr(ta, mode=mode)
+        _cclose(R, tR, tol * 10)  # LAPACK's Householder QR in both: the same signs
+        if mode != "r":
+            _cclose(Q, tQ, tol * 10)
+    for ord_ in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        if k == 0 and ord_ in (-1, -2, -math.inf, 2, 1, math.inf, "nuc") and (ord_ in (-1, -2, -math.inf) or 0 in shape):
+            continue  # empty reductions without an identity: both libraries raise
+        _cclose(KL.matrix_norm(a, ord_), torch.linalg.matrix_norm(ta, ord_), tol * 10)
+    _cclose(KL.pinv(a), torch.linalg.pinv(ta), tol * 100)
+    _cclose(KL.matrix_rank(a), torch.linalg.matrix_rank(ta), 0)
+    U, S, V = kindle.svd(a)
+    tU, tS, tV = torch.svd(ta)
+    _cclose(S, tS, tol * 10)
+    _cclose((U * S.unsqueeze(-2).to(U.dtype)) @ V.mH, a, tol * 10)  # torch.svd returns V, not V^H
+    if shape[-2] >= shape[-1] and k:
+        b, tb = _cpair(shape[:-1] + (2,), dtype, 6)
+        kl, tl = KL.lstsq(a, b, driver="gelsd"), torch.linalg.lstsq(ta, tb, driver="gelsd")
+        _cclose(kl.solution, tl.solution, tol * 100)
+        _cclose(kl.singular_values, tl.singular_values, tol * 10)
+        assert kl.rank.tolist() == tl.rank.tolist()
+        tau = ta[..., 0, :k] * 0.3
+        _cclose(KL.householder_product(a, kindle.tensor(tau.numpy())), torch.linalg.householder_product(ta, tau),
+                tol * 10)
+    x, tx = _cpair(shape, dtype, 7)
+    _cclose(KL.vecdot(a, x), torch.linalg.vecdot(ta, tx), tol * 10)
+
+
+def _lib_cases():
+    """Complex gradient cases, each written once for either library (lib is kindle or torch)."""
+    def hpd(lib, a):
+        return a @ a.mH + 4 * lib.eye(a.shape[-1], dtype=a.dtype)
+
+    def tri(lib, a, upper):
+        return (a.triu() if upper else a.tril()) + 3 * lib.eye(a.shape[-1], dtype=a.dtype)
+    return {
+        "cholesky": (lambda lib, a: lib.linalg.cholesky(hpd(lib, a)), (2, 3, 3)),
+        "cholesky_upper": (lambda lib, a: lib.linalg.cholesky(hpd(lib, a), upper=True), (3, 3)),
+        "eigvalsh": (lambda lib, a: lib.linalg.eigvalsh(hpd(lib, a)), (2, 3, 3)),
+        "eigh_vectors": (lambda lib, a: lib.linalg.eigh(hpd(lib, a)).eigenvectors.abs(), (3, 3)),
+        "eigh_projector": (lambda lib, a: (lambda w, V: V[..., :1] @ V[..., :1].mH * w[..., :1, None])(
+            *lib.linalg.eigh(hpd(lib, a))), (3, 3)),
+        "eig": (lambda lib, a: lib.linalg.eigvals(a), (3, 3)),
+        "eig_vectors": (lambda lib, a: lib.linalg.eig(a).eigenvectors.abs(), (3, 3)),
+        "svdvals": (lambda lib, a: lib.linalg.svdvals(a), (2, 4, 3)),
+        "svd_u": (lambda lib, a: lib.linalg.svd(a, full_matrices=False).U.abs(), (4, 3)),
+        "svd_vh": (lambda lib, a: lib.linalg.svd(a, full_matrices=False).Vh.abs(), (3, 4)),
+        "svd_rank1": (lambda lib, a: (lambda U, S, Vh: U[..., :1] @ Vh[..., :1, :])(
+            *lib.linalg.svd(a, full_matrices=False)), (2, 3, 4)),
+        "qr": (lambda lib, a: lib.linalg.qr(a), (4, 3)),
+        "qr_wide": (lambda lib, a: lib.linalg.qr(a), (2, 3, 5)),
+        "det": (lambda lib, a: lib.linalg.det(a), (2, 3, 3)),
+        "slogdet": (lambda lib, a: lib.linalg.slogdet(a + 3 * lib.eye(3, dtype=a.dtype)), (2, 3, 3)),
+        "logdet": (lambda lib, a: (a + 3 * lib.eye(3, dtype=a.dtype)).logdet(), (3, 3)),
+        "inv": (lambda lib, a: lib.linalg.inv(a + 3 * lib.eye(3, dtype=a.dtype)), (2, 3, 3)),
+        "solve": (lambda lib, a: lib.linalg.solve(a + 3 * lib.eye(3, dtype=a.dtype), a[..., :2] * 2), (2, 3, 3)),
+        "solve_triangular": (lambda lib, a: lib.linalg.solve_triangular(tri(lib, a, True), a[..., :2], upper=True),
+                             (3, 3)),
+        "solve_triangular_right": (lambda lib, a: lib.linalg.solve_triangular(tri(lib, a, False), a, upper=False,
+                                                                              left=False, unitriangular=True), (3, 3)),
+        "pinv": (lambda lib, a: lib.linalg.pinv(a), (4, 3)),
+        "lstsq": (lambda lib, a: lib.linalg.lstsq(a, a[..., :2] + 1).solution, (4, 3)),
+        "matrix_exp": (lambda lib, a: lib.linalg.matrix_exp(a * 0.5), (3, 3)),
+        "matrix_norm_nuc": (lambda lib, a: lib.linalg.matrix_norm(a, "nuc"), (3, 4)),
+        "matrix_norm_2": (lambda lib, a: lib.linalg.matrix_norm(a, 2), (3, 4)),
+        "cond": (lambda lib, a: lib.linalg.cond(a), (3, 3)),
+        "cholesky_inverse": (lambda lib, a: lib.cholesky_inverse(lib.linalg.cholesky(hpd(lib, a))), (3, 3)),
+    }
+
+
+COMPLEX_GRAD_CASES = _lib_cases()
+
+
+def _loss(lib, outs, weights):
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    total = 0
+    for o, w in zip(outs, weights):
+        w = lib.tensor(w)
+        total = total + ((w.conj() * o).real.sum() if o.is_complex() else (w * o).sum())
+    return total
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_GRAD_CASES))
+def test_complex_gradcheck(name):
+    f, shape = COMPLEX_GRAD_CASES[name]
+    rng = np.random.default_rng(21)
+    a = kindle.tensor(rng.standard_normal(shape) + 1j * rng.standard_normal(shape), requires_grad=True)
+    assert kindle.autograd.gradcheck(lambda x: f(kindle, x), (a,), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_GRAD_CASES))
+def test_complex_grad_matches_torch(name):
+    f, shape = COMPLEX_GRAD_CASES[name]
+    rng = np.random.default_rng(22)
+    data = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    k, t = kindle.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    ko, to = f(kindle, k), f(torch, t)
+    tos = to if isinstance(to, tuple) else (to,)
+    weights = [rng.standard_normal(tuple(o.shape)) + (1j * rng.standard_normal(tuple(o.shape)) if o.is_complex()
+                                                       else 0) for o in tos]
+    _loss(kindle, ko, weights).backward()
+    _loss(torch, to, weights).backward()
+    np.testing.assert_allclose(k.grad.numpy(), t.grad.numpy(), rtol=1e-7, atol=1e-9, err_msg=name)
