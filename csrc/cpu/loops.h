@@ -226,7 +226,6 @@ void binary_loop(const TensorIter& it, const F& f) {
 
 template <typename T, typename F>
 void ternary_loop(const TensorIter& it, const F& f) {
-  using M = opmath_t<T>;
   for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
     constexpr int64_t st = sizeof(T);
     if (s[0] == st && s[1] == st && s[2] == st && s[3] == st) {
