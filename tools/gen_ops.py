@@ -231,6 +231,10 @@ def gen_binding(op, variant, varargs=None):
             arg_specs.append(f'nb::arg("{pyname}")')
             kw_emitted = True  # what follows *args is keyword-only already
             continue
+        numbers_ok = a.type in ("Tensor", "Tensor?") and (op.numbers is None or a.name in op.numbers)
+        if numbers_ok:  # a Python number or NumPy array converts (TensorArg, bind_common.h)
+            btype, how = {"Tensor": ("const TensorArg&", "{}.get()"),
+                          "Tensor?": ("const std::optional<TensorArg>&", "opt_tensor({})")}[a.type]
         params.append(f"{btype} {a.name}")
         pass_args.append(how.format(a.name))
         if a.kw_only and not kw_emitted:
@@ -275,7 +279,7 @@ def gen_binding(op, variant, varargs=None):
                   'nb::arg("memory_format").none() = nb::none()']
         pre += f'check_factory_options(layout, memory_format, "{op.name}"); '
         if op.ret == "Tensor":
-            like = ", &self" if op.name.endswith("_like") else ""  # preserve_format follows the input
+            like = ", &static_cast<const Tensor&>(self)" if op.name.endswith("_like") else ""  # preserve_format follows the input
             call = f'apply_memory_format({call}, memory_format, "{op.name}"{like})'
     if extra and not kw_emitted:
         arg_specs.append("nb::kw_only()")

@@ -30,6 +30,23 @@ inline std::optional<std::string_view> opt_sv(const std::optional<std::string>& 
 }
 DimList args_to_dims(const nb::args& args);
 std::vector<Tensor> args_to_tensors(const nb::args& args);
+
+// A Tensor argument that also takes what PyTorch converts for it: a Python number (a 0-d
+// "wrapped number" tensor, which type promotion ranks below dimensioned tensors) or a NumPy
+// array (copied). Numbers and arrays convert only in nanobind's second overload pass, so a
+// Scalar overload wins for a number. (No implicit Scalar -> Tensor conversion exists: it would
+// make kindle.Tensor(3) a 0-d tensor, where the legacy constructor makes a tensor of size 3.)
+struct TensorArg {
+  const Tensor* ptr = nullptr;  // the argument's own tensor (the caller keeps it alive)
+  Tensor owned;                 // a converted number or array
+  const Tensor& get() const { return ptr ? *ptr : owned; }
+  operator const Tensor&() const { return get(); }
+};
+inline std::optional<Tensor> opt_tensor(const std::optional<TensorArg>& t) {
+  return t ? std::optional<Tensor>(t->get()) : std::nullopt;
+}
+// A number or a NumPy array as a tensor (numpy.cpp); false for anything else.
+bool tensor_from_number_or_array(nb::handle h, Tensor& out);
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor>&& t);
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t);
 bool int_from_py(PyObject* o, int64_t& out);
@@ -146,6 +163,26 @@ template <> struct type_caster<kindle::Scalar> {
     if (s.is_integral()) return PyLong_FromLongLong(s.to_int());
     if (s.is_complex()) return PyComplex_FromDoubles(s.to_complex().real(), s.to_complex().imag());
     return PyFloat_FromDouble(s.to_double());
+  }
+};
+
+template <> struct type_caster<kindle::python::TensorArg> {
+  NB_TYPE_CASTER(kindle::python::TensorArg, const_name("Tensor"))
+  bool from_python(handle src, uint8_t flags, cleanup_list*) noexcept {
+    if (nanobind::isinstance<kindle::Tensor>(src)) {
+      value.ptr = nanobind::inst_ptr<kindle::Tensor>(src);
+      return true;
+    }
+    if (!(flags & uint8_t(cast_flags::convert))) return false;
+    value.ptr = nullptr;
+    try {
+      return kindle::python::tensor_from_number_or_array(src, value.owned);
+    } catch (...) {
+      return false;
+    }
+  }
+  static handle from_cpp(const kindle::python::TensorArg& t, rv_policy p, cleanup_list* c) noexcept {
+    return make_caster<kindle::Tensor>::from_cpp(t.get(), p, c);
   }
 };
 

@@ -268,7 +268,8 @@ NB_MODULE(_C, m) {
   m.def("set_default_dtype", &set_default_dtype, nb::arg("d"));
   m.def("promote_types", &promote_types, nb::arg("type1"), nb::arg("type2"));
   m.def("can_cast", &can_cast, nb::arg("from_"), nb::arg("to"));
-  m.def("result_type", [](const Tensor& a, const Tensor& b) { return result_type({a, b}); }, nb::arg("tensor1"), nb::arg("tensor2"));
+  m.def("result_type", [](const TensorArg& a, const TensorArg& b) { return result_type({a.get(), b.get()}); },
+        nb::arg("tensor1"), nb::arg("tensor2"));
   m.def("empty_cache", &empty_cache);
   m.def("cpu_cache_stats", []() { auto s = cpu_cache_stats(); return std::make_tuple(s.cached_bytes, s.cache_hits, s.cache_misses); });
   m.def("cpu_memory_stats", []() {

@@ -198,12 +198,27 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
 
 }  // namespace
 
+// What a TensorArg converts: a NumPy array where a Tensor is expected (t + ndarray) becomes a
+// tensor (copied), as in PyTorch; a number (NumPy's scalars included) a wrapped number.
+bool tensor_from_number_or_array(nb::handle h, Tensor& out) {
+  nb::detail::make_caster<Scalar> number;
+  PyObject* o = h.ptr();
+  if (PyLong_Check(o) || PyFloat_Check(o) || PyBool_Check(o) || PyComplex_Check(o)) {  // the common case first
+    if (!number.from_python(h, 0, nullptr)) return false;
+    out = scalar_to_tensor(number.value);
+    return true;
+  }
+  nb::ndarray<nb::numpy, nb::device::cpu> a;
+  if (nb::try_cast(h, a, false)) {
+    out = wrap_array(AnyArray(a), "tensor").clone();
+    return true;
+  }
+  if (!number.from_python(h, uint8_t(nb::detail::cast_flags::convert), nullptr)) return false;
+  out = scalar_to_tensor(number.value);
+  return true;
+}
+
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
-  // A NumPy array where a Tensor is expected (t + ndarray) converts to a tensor, as in PyTorch.
-  cls.def("__init__", [](Tensor* t, nb::ndarray<nb::numpy, nb::device::cpu> a) {
-    new (t) Tensor(wrap_array(AnyArray(a), "tensor").clone());
-  }, nb::is_implicit());
-  nb::implicitly_convertible<nb::ndarray<nb::numpy, nb::device::cpu>, Tensor>();
   m.def("from_numpy", [](nb::handle a) {
     nb::object np = nb::module_::import_("numpy");
     KINDLE_CHECK_TYPE(nb::isinstance(a, np.attr("ndarray")), "expected np.ndarray (got ", nb::inst_name(a).c_str(), ")");

@@ -95,8 +95,6 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.attr("_tensor_class") = cls;
-  cls.def("__init__", [](Tensor* t, const Scalar& s) { new (t) Tensor(scalar_to_tensor(s)); }, nb::is_implicit());
-  nb::implicitly_convertible<Scalar, Tensor>();
   cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); });
   cls.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
   cls.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
@@ -236,9 +234,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
 
 // (each is a profiler event under PyTorch's name for it)
 #define KINDLE_BINOP(py, expr, aten)                                                     \
-  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) {                           \
+  cls.def("__" py "__", [](const Tensor& a, const TensorArg& b_) {                       \
+    const Tensor& b = b_.get();                                                          \
     return profiler::call("aten::" aten, [&] { return expr(a, b); }, a, b); }, nb::is_operator()); \
-  cls.def("__r" py "__", [](const Tensor& a, const Tensor& b) {                          \
+  cls.def("__r" py "__", [](const Tensor& a, const TensorArg& b_) {                      \
+    const Tensor& b = b_.get();                                                          \
     return profiler::call("aten::" aten, [&] { return expr(b, a); }, b, a); }, nb::is_operator());
   KINDLE_BINOP("mul", mul, "mul")
   KINDLE_BINOP("mod", remainder, "remainder")
@@ -249,9 +249,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       return autocast::call(autocast::Policy::Lower, [](const Tensor& p, const Tensor& q) { return matmul(p, q); }, x, y);
     }, x, y);
   };
-  cls.def("__matmul__", [autocast_matmul](const Tensor& a, const Tensor& b) { return autocast_matmul(a, b); },
+  cls.def("__matmul__", [autocast_matmul](const Tensor& a, const TensorArg& b) { return autocast_matmul(a, b.get()); },
           nb::is_operator());
-  cls.def("__rmatmul__", [autocast_matmul](const Tensor& a, const Tensor& b) { return autocast_matmul(b, a); },
+  cls.def("__rmatmul__", [autocast_matmul](const Tensor& a, const TensorArg& b) { return autocast_matmul(b.get(), a); },
           nb::is_operator());
   KINDLE_BINOP("lshift", bitwise_left_shift, "bitwise_left_shift")
   KINDLE_BINOP("rshift", bitwise_right_shift, "bitwise_right_shift")
@@ -265,8 +265,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
 #undef KINDLE_BINOP
   // In-place operators write into the tensor itself; the *_ ops check the result dtype.
 #define KINDLE_IOP(py, op, aten)                                                                  \
-  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const Tensor& b) {                           \
+  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const TensorArg& b_) {                       \
     const Tensor& a = *nb::inst_ptr<Tensor>(h);                                                   \
+    const Tensor& b = b_.get();                                                                   \
     profiler::call("aten::" aten, [&]() -> const Tensor& { return op(a, b); }, a, b);             \
     return nb::borrow(h); });
   KINDLE_IOP("add", add_, "add_")
@@ -283,7 +284,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_IOP("rshift", bitwise_right_shift_, "bitwise_right_shift_")
 #undef KINDLE_IOP
 #define KINDLE_CMP(op)                                                                               \
-  cls.def("__" #op "__", [](const Tensor& a, const Tensor& b) {                                      \
+  cls.def("__" #op "__", [](const Tensor& a, const TensorArg& b_) {                                  \
+    const Tensor& b = b_.get();                                                                      \
     return profiler::call("aten::" #op, [&] { return op(a, b); }, a, b); }, nb::is_operator());
   KINDLE_CMP(eq)
   KINDLE_CMP(ne)
@@ -296,11 +298,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
 }
 
 // kindle.Tensor(...) called by a user: PyTorch's legacy constructor forms (Tensor(2, 3),
-// Tensor([1, 2]), Tensor(size), Tensor()), resolved in Python by kindle._legacy. Bound after
-// the number and ndarray overloads, which are the implicit conversions for `t + 1` and
-// `t + ndarray`. nanobind converts implicitly by calling the type with the one argument, so
-// Tensor(3) cannot be told from the conversion of 3: it stays a 0-d tensor, where PyTorch's
-// legacy constructor makes an uninitialised tensor of size 3.
+// Tensor(3), Tensor([1, 2]), Tensor(size), Tensor()), resolved in Python by kindle._legacy.
+// (Numbers and arrays reach the ops through TensorArg, bind_common.h, not through this type's
+// constructor, so Tensor(3) is the legacy size-3 tensor, as in PyTorch.)
 void bind_tensor_constructor(nb::class_<Tensor>& cls) {
   cls.def("__init__", [](Tensor* t, nb::args args, nb::kwargs kwargs) {
     nb::object made = nb::module_::import_("kindle._legacy").attr("tensor_new")(*args, **kwargs);

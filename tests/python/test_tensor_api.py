@@ -804,3 +804,30 @@ def test_large_reductions_match_torch(torch, threads):
             kr, tr = f(k), f(t.double())
             m = values_mismatch(to_numpy(kr), to_numpy(tr), 1e-5, 1e-4)  # float32 accumulation
             assert m is None, m
+
+
+def test_legacy_constructor_with_one_size_and_numbers_as_arguments(torch):
+    """kindle.Tensor(n) is the legacy constructor (an uninitialised tensor of n elements, as in
+    `nn.Parameter(torch.Tensor(out_features))`), not the 0-d tensor of a number; numbers and
+    NumPy arrays still convert where an op takes a tensor (t + 1, where(c, t, 0), t + ndarray)."""
+    for args in [(3,), (0,), (2, 3), ([1, 2],), ((3,),), (torch.Size([2, 3]),), ()]:
+        kargs = tuple(kindle.Size(a) if isinstance(a, torch.Size) else a for a in args)
+        k, t = kindle.Tensor(*kargs), torch.Tensor(*args)
+        assert tuple(k.shape) == tuple(t.shape) and str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], args
+    assert kindle.nn.Parameter(kindle.Tensor(5)).shape == (5,)
+    assert kindle.Tensor(np.array([1.5, 2.0])).tolist() == [1.5, 2.0]
+    for bad in [(-1,), (2.5,)]:
+        with pytest.raises((RuntimeError, TypeError)):
+            torch.Tensor(*bad)
+        with pytest.raises((RuntimeError, TypeError)):
+            kindle.Tensor(*bad)
+    x = np.array([1.0, -2.0, 3.0], dtype=np.float32)
+    for f in (lambda L, t: t + 1, lambda L, t: 1 - t, lambda L, t: 2 ** t, lambda L, t: t * 2.5,
+              lambda L, t: L.add(t, 2), lambda L, t: L.where(t > 0, t, 0.0), lambda L, t: L.maximum(t, L.tensor(0.0)),
+              lambda L, t: t + np.array([1.0, 2.0, 3.0]), lambda L, t: t + np.float32(2), lambda L, t: t == 1,
+              lambda L, t: (L.ones(3, dtype=L.int64) + 2.5)):
+        k, t = f(kindle, kindle.tensor(x)), f(torch, torch.tensor(x))
+        assert str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        np.testing.assert_allclose(np.asarray(k.tolist(), dtype=float), np.asarray(t.tolist(), dtype=float))
+    assert kindle.result_type(kindle.ones(2, dtype=kindle.int32), 2.5) == kindle.float32
+    assert kindle.result_type(2, 3.5) == kindle.float32 and torch.result_type(2, 3.5) == torch.float32
