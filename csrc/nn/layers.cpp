@@ -6,6 +6,7 @@
 #include "autograd/forward_ad.h"
 #include "kindle/autograd.h"
 #include "nn/common.h"
+#include "ops/pad_kernels.h"
 
 namespace kindle {
 
@@ -312,7 +313,22 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
     KINDLE_CHECK(any_positive, "pad: input ", self.sizes(), " is too small for padding ", pad,
                  ": every calculated output size is 0");
   }
-  // reflect / replicate / circular: gather along each padded dim with computed source indices.
+  // Non-negative pads: one gather kernel (and its adjoint for the gradient).
+  if (std::all_of(pad.begin(), pad.end(), [](int64_t p) { return p >= 0; })) {
+    for (size_t k = 0; k < np; ++k) {
+      int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1], n = self.size(d);
+      if (mode == "reflect")
+        KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
+                     "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());
+      if (mode == "circular") {
+        KINDLE_CHECK(lo <= n && hi <= n, "pad: Padding value causes wrapping around more than once.");
+        KINDLE_CHECK(n > 0 || (lo <= 0 && hi <= 0), "pad: input dimension ", d, " is empty and cannot be padded in ",
+                     "circular mode");
+      }
+    }
+    return _pad_gather(self, pad, mode);
+  }
+  // reflect / replicate / circular with some negative pad: gather along each padded dim with computed source indices.
   Tensor x = self;
   for (size_t k = 0; k < np; ++k) {
     int64_t d = self.dim() - 1 - int64_t(k), lo = pad[2 * k], hi = pad[2 * k + 1];
@@ -350,6 +366,56 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
     x = x.index_select(d, i);
   }
   return x;
+}
+
+namespace {
+// The gather's geometry: the input seen as (planes, d, h, w) with its last np dims padded, and
+// each padded dim's source index per output position (reflected, clamped or wrapped).
+PadGather pad_geometry(IntArrayRef in_sizes, IntArrayRef pad, std::string_view mode) {
+  const int64_t nd = int64_t(in_sizes.size()), np = int64_t(pad.size()) / 2;
+  PadGather g;
+  int64_t dims[3] = {1, 1, 1};  // d, h, w of the padded dims (right-aligned)
+  for (int64_t k = 0; k < np; ++k) dims[2 - k] = in_sizes[size_t(nd - 1 - k)];
+  for (int64_t d = 0; d < nd - np; ++d) g.planes *= in_sizes[size_t(d)];
+  g.in_d = dims[0], g.in_h = dims[1], g.in_w = dims[2];
+  std::vector<int64_t>* src[3] = {&g.z_src, &g.y_src, &g.x_src};
+  for (int64_t j = 0; j < 3; ++j) {
+    int64_t k = 2 - j;  // pad pair index for this dim
+    int64_t lo = k < np ? pad[size_t(2 * k)] : 0, hi = k < np ? pad[size_t(2 * k + 1)] : 0, n = dims[j];
+    for (int64_t o = -lo; o < n + hi; ++o) {
+      int64_t i = o;
+      if (mode == "replicate") {
+        i = std::clamp<int64_t>(o, 0, n - 1);
+      } else if (mode == "reflect") {
+        int64_t period = std::max<int64_t>(2 * (n - 1), 1);
+        int64_t m = ((o % period) + period) % period;
+        i = m >= n ? period - m : m;
+      } else {
+        i = ((o % n) + n) % n;
+      }
+      src[j]->push_back(i);
+    }
+    if (j == 2) g.x_lo = lo;
+  }
+  return g;
+}
+}  // namespace
+
+Tensor native__pad_gather(const Tensor& self, IntArrayRef pad, std::string_view mode) {
+  PadGather g = pad_geometry(self.sizes(), pad, mode);
+  DimVector shape(self.sizes());
+  for (size_t k = 0; k < pad.size() / 2; ++k) shape[shape.size() - 1 - k] += pad[2 * k] + pad[2 * k + 1];
+  Tensor x = self.contiguous();
+  Tensor out = empty_tensor(shape, self.dtype(), self.device());
+  if (out.numel() && x.numel()) pad_gather_stub[self.device()](x, out, g);
+  return out;
+}
+
+Tensor native__pad_gather_backward(const Tensor& grad, IntArrayRef input_size, IntArrayRef pad, std::string_view mode) {
+  PadGather g = pad_geometry(input_size, pad, mode);
+  Tensor gi = empty_tensor(input_size, grad.dtype(), grad.device());
+  if (gi.numel()) pad_scatter_stub[grad.device()](grad.contiguous(), gi, g);
+  return gi;
 }
 
 Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {
