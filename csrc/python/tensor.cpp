@@ -134,6 +134,19 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     nb::inst_ptr<Tensor>(self)->requires_grad_(require_grad);
     return self;
   }, nb::arg("cls"), nb::arg("data"), nb::arg("require_grad") = false);
+  // Like torch's Tensor.as_subclass: the same tensor (data, autograd history) as an instance of a
+  // Tensor subclass; cls.__init__ is not called.
+  cls.def("as_subclass", [](nb::handle_t<Tensor> h, nb::handle cls_) {
+    PyObject* tensor_type = nb::type<Tensor>().ptr();
+    KINDLE_CHECK_TYPE(PyType_Check(cls_.ptr()) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls_.ptr()),
+                                                                   reinterpret_cast<PyTypeObject*>(tensor_type)),
+                      "as_subclass(): argument 'cls' must be a subclass of Tensor, not ",
+                      nb::str(nb::handle(cls_)).c_str());
+    nb::object self = nb::inst_alloc(nb::borrow<nb::type_object>(cls_));
+    new (nb::inst_ptr<Tensor>(self)) Tensor(*nb::inst_ptr<Tensor>(h));
+    nb::inst_mark_ready(self);
+    return self;
+  }, nb::arg("cls"));
   cls.def("share_memory_", [](nb::handle_t<Tensor> h) { share_memory_(*nb::inst_ptr<Tensor>(h)); return nb::borrow(h); });
   cls.def("is_shared", [](const Tensor& t) { return is_shared(t); });
   m.def("_share_fd", [](const Tensor& t) {

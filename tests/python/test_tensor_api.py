@@ -831,3 +831,28 @@ def test_legacy_constructor_with_one_size_and_numbers_as_arguments(torch):
         np.testing.assert_allclose(np.asarray(k.tolist(), dtype=float), np.asarray(t.tolist(), dtype=float))
     assert kindle.result_type(kindle.ones(2, dtype=kindle.int32), 2.5) == kindle.float32
     assert kindle.result_type(2, 3.5) == kindle.float32 and torch.result_type(2, 3.5) == torch.float32
+
+
+def test_as_subclass_shares_data_and_history(torch):
+    """Tensor.as_subclass(cls): the same tensor (data and autograd history) as a cls instance,
+    without calling cls.__init__. (Ops on it return plain tensors in Kindle: without
+    __torch_function__, torch's propagation of the subclass is not there yet.)"""
+    for L in (kindle, torch):
+        class Tagged(L.Tensor):
+            def __init__(self, *args, **kwargs):
+                raise AssertionError("as_subclass must not call __init__")
+
+            def tag(self):
+                return "tagged"
+        leaf = L.ones(3, requires_grad=True)
+        x = leaf * 2
+        y = x.as_subclass(Tagged)
+        assert type(y) is Tagged and isinstance(y, L.Tensor) and y.tag() == "tagged"
+        assert y.requires_grad and y.grad_fn is not None
+        with L.no_grad():
+            x[1] = 7
+        assert y.tolist() == [2.0, 7.0, 2.0]
+        (y * y).sum().backward()
+        assert leaf.grad.tolist() == [8.0, 28.0, 8.0]
+        with pytest.raises(TypeError):
+            L.ones(2).as_subclass(int)
