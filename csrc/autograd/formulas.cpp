@@ -162,8 +162,6 @@ Tensor igamma_x_derivative(const Tensor& a, const Tensor& x) {
 
 namespace {
 Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
-// The adjoint: what the real formulas' transposes become for complex matrices.
-Tensor mH(const Tensor& t) { return t.is_complex() ? t.transpose(-2, -1).conj() : t.transpose(-2, -1); }
 // The identity broadcast to a's batch of n x n matrices.
 Tensor eye_like(const Tensor& a, int64_t n) {
   DimVector sz(IntArrayRef(a.sizes().data(), size_t(a.dim() - 2)));
@@ -175,29 +173,29 @@ Tensor eye_like(const Tensor& a, int64_t n) {
 Tensor cholesky_backward(const Tensor& gL_in, bool upper, const Tensor& L_in) {
   // Murray (2016): with A = L L^H, gA = L^-H Phi(L^H gL) L^-1, Phi keeping the lower triangle
   // with its diagonal halved (here spread Hermitian-symmetrically: half of it above the diagonal).
-  Tensor L = upper ? mH(L_in) : L_in, gL = upper ? mH(gL_in) : gL_in;
-  Tensor P = matmul(mH(L), gL).tril();
-  P = (P + mH(P.tril(-1))) * 0.5;
-  P = linalg_solve_triangular(mH(L), P, /*upper=*/true, /*left=*/true, false);
+  Tensor L = upper ? adjoint(L_in) : L_in, gL = upper ? adjoint(gL_in) : gL_in;
+  Tensor P = matmul(adjoint(L), gL).tril();
+  P = (P + adjoint(P.tril(-1))) * 0.5;
+  P = linalg_solve_triangular(adjoint(L), P, /*upper=*/true, /*left=*/true, false);
   return linalg_solve_triangular(L, P, /*upper=*/false, /*left=*/false, false);
 }
 
 Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X) {
-  return -matmul(_linalg_solve(mH(A), grad), mH(X));
+  return -matmul(_linalg_solve(adjoint(A), grad), adjoint(X));
 }
 
-Tensor linalg_solve_backward_B(const Tensor& grad, const Tensor& A) { return _linalg_solve(mH(A), grad); }
+Tensor linalg_solve_backward_B(const Tensor& grad, const Tensor& A) { return _linalg_solve(adjoint(A), grad); }
 
 Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X, bool upper, bool left,
                                    bool unitriangular) {
-  Tensor gB = linalg_solve_triangular(mH(A), grad, !upper, left, unitriangular);
-  Tensor gA = left ? -matmul(gB, mH(X)) : -matmul(mH(X), gB);
+  Tensor gB = linalg_solve_triangular(adjoint(A), grad, !upper, left, unitriangular);
+  Tensor gA = left ? -matmul(gB, adjoint(X)) : -matmul(adjoint(X), gB);
   if (unitriangular) return upper ? gA.triu(1) : gA.tril(-1);
   return upper ? gA.triu() : gA.tril();
 }
 
 Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, bool upper, bool left, bool unitriangular) {
-  return linalg_solve_triangular(mH(A), grad, !upper, left, unitriangular);
+  return linalg_solve_triangular(adjoint(A), grad, !upper, left, unitriangular);
 }
 
 Tensor slogdet_backward(const Tensor& g_sign, const Tensor& g_logabs, const Tensor& A, const Tensor& sign) {
@@ -212,7 +210,7 @@ Tensor slogdet_backward(const Tensor& g_sign, const Tensor& g_logabs, const Tens
     if (!g_logabs.defined()) return {};
     h = g_logabs;
   }
-  Tensor inv_h = _linalg_solve(mH(A), eye_like(A, A.size(-1)));
+  Tensor inv_h = _linalg_solve(adjoint(A), eye_like(A, A.size(-1)));
   return h.unsqueeze(-1).unsqueeze(-1) * inv_h;
 }
 
@@ -263,8 +261,8 @@ Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const 
   // carries information.
   Tensor inner;
   if (gV.defined()) {
-    Tensor X = matmul(mH(V), gV);
-    X = (X - mH(X)) * 0.5;
+    Tensor X = matmul(adjoint(V), gV);
+    X = (X - adjoint(X)) * 0.5;
     Tensor E = L.unsqueeze(-2) - L.unsqueeze(-1);
     if (X.is_complex()) {  // the diagonal (i Im, along the phases' freedom) is dropped
       inner = X / (E + eye_like(E, E.size(-1))).to(X.dtype());
@@ -278,7 +276,7 @@ Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const 
     inner = diag_embed(gL);
   }
   if (V.is_complex()) inner = inner.to(V.dtype());
-  return matmul(matmul(V, inner), mH(V));
+  return matmul(matmul(V, inner), adjoint(V));
 }
 
 Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in, const Tensor& U_in, const Tensor& S,
@@ -291,24 +289,24 @@ Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in,
   Tensor gU = gU_in.defined() && full_matrices ? gU_in.narrow(-1, 0, k) : gU_in;
   Tensor gVh = gVh_in.defined() && full_matrices ? gVh_in.narrow(-2, 0, k) : gVh_in;
   if (!gU.defined() && !gVh.defined()) return matmul(U * as_u(gS).unsqueeze(-2), Vh);
-  Tensor V = mH(Vh);
+  Tensor V = adjoint(Vh);
   Tensor S2 = S * S;
   Tensor E = S2.unsqueeze(-2) - S2.unsqueeze(-1);  // E_ij = s_j^2 - s_i^2
   E = E + eye_like(E, k);                             // the diagonal terms are handled apart
   Tensor inner = as_u(gS.defined() ? diag_embed(gS) : zeros_like(E));
   Tensor gauge;  // complex: i Im(diag(U^H gU) - diag(V^H gV)) / (2 s), the phase each pair shares
   if (gU.defined()) {
-    Tensor X = matmul(mH(U), gU);
+    Tensor X = matmul(adjoint(U), gU);
     if (cplx) gauge = imag(X.diagonal(0, -2, -1));
-    X = (X - mH(X)) / as_u(E);
+    X = (X - adjoint(X)) / as_u(E);
     if (cplx) X = X - diag_embed(X.diagonal(0, -2, -1));
     inner = inner + X * as_u(S).unsqueeze(-2);
   }
-  Tensor gV = gVh.defined() ? mH(gVh) : Tensor();
+  Tensor gV = gVh.defined() ? adjoint(gVh) : Tensor();
   if (gV.defined()) {
     Tensor Y = matmul(Vh, gV);
     if (cplx) gauge = gauge.defined() ? gauge - imag(Y.diagonal(0, -2, -1)) : -imag(Y.diagonal(0, -2, -1));
-    Y = (Y - mH(Y)) / as_u(E);
+    Y = (Y - adjoint(Y)) / as_u(E);
     if (cplx) Y = Y - diag_embed(Y.diagonal(0, -2, -1));
     inner = inner + as_u(S).unsqueeze(-1) * Y;
   }
@@ -316,12 +314,12 @@ Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in,
   Tensor gA = matmul(matmul(U, inner), Vh);
   Tensor Sinv = as_u(S.reciprocal());
   if (gU.defined() && m > k) {  // the part of gU outside U's span
-    Tensor proj = gU - matmul(U, matmul(mH(U), gU));
+    Tensor proj = gU - matmul(U, matmul(adjoint(U), gU));
     gA = gA + matmul(proj * Sinv.unsqueeze(-2), Vh);
   }
   if (gV.defined() && n > k) {
     Tensor proj = gV - matmul(V, matmul(Vh, gV));
-    gA = gA + matmul(U * Sinv.unsqueeze(-2), mH(proj));
+    gA = gA + matmul(U * Sinv.unsqueeze(-2), adjoint(proj));
   }
   return gA;
 }
@@ -338,18 +336,18 @@ Tensor qr_backward(const Tensor& gQ_in, const Tensor& gR_in, const Tensor& Q, co
   // lower triangle (Hermitian) around M's real diagonal (R's diagonal is real). m < n: A = Q [R1 R2];
   // the columns past m enter through Y = Q R2.
   auto square_case = [&](const Tensor& gq, const Tensor& gr, const Tensor& r) {
-    Tensor M = matmul(r, mH(gr)) - matmul(mH(gq), Q);
+    Tensor M = matmul(r, adjoint(gr)) - matmul(adjoint(gq), Q);
     Tensor sym = M.tril(-1);
     Tensor d = M.diagonal(0, -2, -1);
     if (d.is_complex()) d = real(d).to(M.dtype());
-    sym = sym + mH(sym) + diag_embed(d);
+    sym = sym + adjoint(sym) + diag_embed(d);
     Tensor b = gq + matmul(Q, sym);
-    return linalg_solve_triangular(mH(r), b, /*upper=*/false, /*left=*/false, false);
+    return linalg_solve_triangular(adjoint(r), b, /*upper=*/false, /*left=*/false, false);
   };
   if (m >= n) return square_case(gQ, gR, R);
   Tensor R1 = R.narrow(-1, 0, m), gR1 = gR.narrow(-1, 0, m), gR2 = gR.narrow(-1, m, n - m);
   Tensor Y = matmul(Q, R.narrow(-1, m, n - m));
-  Tensor gX = square_case(gQ + matmul(Y, mH(gR2)), gR1, R1);
+  Tensor gX = square_case(gQ + matmul(Y, adjoint(gR2)), gR1, R1);
   return cat({gX, matmul(Q, gR2)}, -1);
 }
 

@@ -246,36 +246,18 @@ Tensor _linalg_eigvalsh(const Tensor& self, std::string_view UPLO) {
 }
 
 namespace {
-// geev on a column-major copy of a real matrix: the eigenvalues (complex), and the right
-// eigenvectors, which LAPACK returns real with a conjugate pair (wi > 0, then < 0) stored as the
-// real and imaginary parts in columns j and j + 1.
+// geev on a column-major copy: the eigenvalues (complex), and the right eigenvectors. For a real
+// matrix LAPACK returns them real, a conjugate pair (wi > 0, then < 0) stored as the real and
+// imaginary parts in columns j and j + 1.
 std::tuple<Tensor, Tensor> eig_impl(const Tensor& self, bool vectors, const char* op) {
   check_matrix(self, op, true, /*complex_ok=*/true);
   KINDLE_CHECK(self.numel() == 0 || isfinite(self).all().item().to_bool(), op,
                ": input tensor should not contain infs or NaNs.");
   int64_t n = self.size(-1);
-  if (self.is_complex()) {  // LAPACK's complex geev returns complex eigenvalues and vectors directly
-    Tensor a = colmajor(self, n, n);
-    Tensor w = empty(batch_shape(self, {n}), self.dtype());
-    Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype()),
-                         vectors ? n : 0, vectors ? n : 0);
-    Tensor info = zeros(batch_shape(self), kInt32);
-    if (a.numel()) {
-      LapackArgs g = args_for(a, n, n);
-      g.vectors = vectors;
-      g.b = w.data_ptr(), g.stride_b = n;
-      g.d = vectors ? vr.data_ptr() : nullptr, g.stride_d = n * n;
-      g.info = static_cast<int32_t*>(info.data_ptr());
-      lapack_stub[self.device()](Lapack::Geev, g);
-    }
-    int64_t b = first_failure(info);
-    KINDLE_CHECK_AS(LinAlgError, b < 0, op, ": ", batch_prefix(info, b), "The algorithm failed to converge because "
-                    "the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: ",
-                    b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b], ").");
-    return {w, vectors ? vr : Tensor()};
-  }
+  const bool cplx = self.is_complex();
   Tensor a = colmajor(self, n, n);
-  Tensor wr = empty(batch_shape(self, {n}), self.dtype()), wi = empty(batch_shape(self, {n}), self.dtype());
+  Tensor wr = empty(batch_shape(self, {n}), self.dtype());
+  Tensor wi = cplx ? Tensor() : empty(batch_shape(self, {n}), self.dtype());
   Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype()), vectors ? n : 0,
                        vectors ? n : 0);
   Tensor info = zeros(batch_shape(self), kInt32);
@@ -283,7 +265,7 @@ std::tuple<Tensor, Tensor> eig_impl(const Tensor& self, bool vectors, const char
     LapackArgs g = args_for(a, n, n);
     g.vectors = vectors;
     g.b = wr.data_ptr(), g.stride_b = n;
-    g.c = wi.data_ptr(), g.stride_c = n;
+    if (!cplx) g.c = wi.data_ptr(), g.stride_c = n;
     g.d = vectors ? vr.data_ptr() : nullptr, g.stride_d = n * n;
     g.info = static_cast<int32_t*>(info.data_ptr());
     lapack_stub[self.device()](Lapack::Geev, g);
@@ -292,6 +274,7 @@ std::tuple<Tensor, Tensor> eig_impl(const Tensor& self, bool vectors, const char
   KINDLE_CHECK_AS(LinAlgError, b < 0, op, ": ", batch_prefix(info, b),
                   "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
                   "repeated eigenvalues (error code: ", b < 0 ? 0 : static_cast<const int32_t*>(info.data_ptr())[b], ").");
+  if (cplx) return {wr, vectors ? vr : Tensor()};
   Tensor L = complex(wr, wi);
   if (!vectors) return {L, Tensor()};
   Tensor pos = (wi > 0).unsqueeze(-2), neg = (wi < 0).unsqueeze(-2);  // the first and the second of a pair

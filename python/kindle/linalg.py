@@ -53,11 +53,6 @@ def _float_input(A, op, complex_ok=False):
     return A
 
 
-def _mH(A):
-    """The adjoint (conjugate transpose) of a batch of matrices."""
-    return A.transpose(-2, -1).conj() if A.is_complex() else A.transpose(-2, -1)
-
-
 def _square(A, op, complex_ok=False):
     _float_input(A, op, complex_ok)
     if A.shape[-1] != A.shape[-2]:
@@ -187,12 +182,12 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         X = solve_triangular(U, solve_triangular(L, P.transpose(-2, -1) @ B, upper=False, unitriangular=True),
                              upper=True)
     elif left:  # A^H X = B: U^H L^H P^T X = B
-        Y = solve_triangular(_mH(L), solve_triangular(_mH(U), B, upper=False), upper=True, unitriangular=True)
+        Y = solve_triangular(L.mH, solve_triangular(U.mH, B, upper=False), upper=True, unitriangular=True)
         X = P @ Y
     elif not adjoint:  # X A = B: A^H X^H = B^H
-        return _write(out, _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=True)))
+        return _write(out, lu_solve(LU, pivots, B.mH, left=True, adjoint=True).mH)
     else:  # X A^H = B: A X^H = B^H
-        return _write(out, _mH(lu_solve(LU, pivots, _mH(B), left=True, adjoint=False)))
+        return _write(out, lu_solve(LU, pivots, B.mH, left=True, adjoint=False).mH)
     return _write(out, X)
 
 
@@ -393,8 +388,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
     keep = s > threshold
     sinv = _C.where(keep, 1 / _C.where(keep, s, _C.ones_like(s)), _C.zeros_like(s))
     if hermitian:
-        return _write(out, (V * (sinv * L.sign()).unsqueeze(-2).to(V.dtype)) @ _mH(V))
-    return _write(out, (_mH(Vh) * sinv.unsqueeze(-2).to(Vh.dtype)) @ _mH(U))
+        return _write(out, (V * (sinv * L.sign()).unsqueeze(-2).to(V.dtype)) @ V.mH)
+    return _write(out, (Vh.mH * sinv.unsqueeze(-2).to(Vh.dtype)) @ U.mH)
 
 
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
@@ -413,7 +408,7 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     smax = s.amax(-1, keepdim=True) if s.shape[-1] else s.sum(-1, keepdim=True)
     keep = s > rtol * smax
     sinv = _C.where(keep, 1 / _C.where(keep, s, _C.ones_like(s)), _C.zeros_like(s))
-    X = _mH(Vh) @ (sinv.unsqueeze(-1).to(A.dtype) * (_mH(U) @ Bm))
+    X = Vh.mH @ (sinv.unsqueeze(-1).to(A.dtype) * (U.mH @ Bm))
     rank = keep.sum(-1)
     real_dtype = s.dtype
     if driver in (None, "gelsy", "gels") and driver != "gels":
@@ -583,7 +578,7 @@ _triangular_solve_t = _named("triangular_solve", ["solution", "cloned_coefficien
 def _svd_old(input, some=True, compute_uv=True, *, out=None):  # noqa: A002
     """torch.svd: V rather than V^H; with compute_uv=False, U and V are zero-filled."""
     U, S, Vh = svd(input, full_matrices=not some)
-    V = _mH(Vh)
+    V = Vh.mH
     if not compute_uv:
         U, V = _C.zeros_like(U), _C.zeros_like(V)
     return _write(out, _svd_old_t(U, S, V))
@@ -607,8 +602,8 @@ def _cholesky_old(input, upper=False, *, out=None):  # noqa: A002
 
 def _cholesky_solve(B, L, upper=False, *, out=None):
     """Solves A X = B given A's Cholesky factor."""
-    U = L if upper else _mH(L)
-    Y = solve_triangular(_mH(U), B, upper=False)
+    U = L if upper else L.mH
+    Y = solve_triangular(U.mH, B, upper=False)
     return _write(out, solve_triangular(U, Y, upper=True))
 
 
