@@ -11,7 +11,7 @@ For an op with derivatives, the implementation is `kindle::native_<name>` and th
 A formula is a C++ expression (it may call any op and the helpers in csrc/autograd/formulas.h)
 over: `grad` (the gradient of the output; `grads[i]` for several outputs), the op's arguments
 by name, its outputs (`result`, or the names in the schema's return tuple), and `<arg>_sizes`,
-`<arg>_strides`, `<arg>_offset`, `<arg>_dtype` for tensor arguments (saved without the tensor).
+`<arg>_strides`, `<arg>_offset`, `<arg>_dtype`, `<arg>_device` for tensor arguments (saved without the tensor).
 Only what a formula uses is saved, and a tensor only when a formula that needs it may run.
 Formulas run in argument order inside the node, where `needs_input_grad(i)` tells whether input
 gradient i is wanted and `grad_inputs[i]` holds those already computed, so one pass may produce
@@ -64,6 +64,7 @@ DERIVED = {  # suffix -> (member type, expression on the tensor)
     "strides": ("DimVector", "DimVector({t}.strides())"),
     "offset": ("int64_t", "{t}.storage_offset()"),
     "dtype": ("DType", "{t}.dtype()"),
+    "device": ("Device", "{t}.device()"),
 }
 
 

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "kindle/cuda.h"
 #include "kindle/profiler.h"
 #include "kindle/error.h"
 #include "kindle/storage.h"
@@ -190,18 +191,48 @@ CpuAllocator* cpu_allocator() {
 
 }  // namespace
 
-Allocator* get_allocator(Device device) {
-  KINDLE_CHECK_NOT_IMPLEMENTED(device.is_cpu(), "kindle was built without support for device ",
-                               device, " (only cpu is available)");
-  return cpu_allocator();
+namespace {
+struct DeviceBackend {
+  Allocator* allocator = nullptr;
+  CopyBytesFn copy = nullptr;
+};
+DeviceBackend g_backends[kNumDeviceTypes];
+}  // namespace
+
+void register_device(DeviceType type, Allocator* allocator, CopyBytesFn copy) {
+  g_backends[int(type)] = {allocator, copy};
 }
+
+Allocator* get_allocator(Device device) {
+  if (device.is_cpu()) return cpu_allocator();
+  Allocator* a = g_backends[int(device.type)].allocator;
+  KINDLE_CHECK_NOT_IMPLEMENTED(a, "kindle was built without support for device ", device,
+                               " (only cpu is available)");
+  return a;
+}
+
+namespace detail {
+void copy_bytes_across(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                       bool non_blocking) {
+  Device dev = dst_device.is_cpu() ? src_device : dst_device;
+  CopyBytesFn f = g_backends[int(dev.type)].copy;
+  KINDLE_CHECK_NOT_IMPLEMENTED(f, "copy: kindle was built without support for device ", dev);
+  f(dst, dst_device, src, src_device, nbytes, non_blocking);
+}
+}  // namespace detail
 
 CpuCacheStats cpu_cache_stats() { return cpu_allocator()->stats(); }
 void cpu_cache_set_limit(size_t bytes) { cpu_allocator()->set_limit(bytes); }
 void empty_cache() { cpu_allocator()->empty(); }
 
 Storage make_storage(size_t nbytes, Device device) {
-  DataPtr p = get_allocator(device)->allocate(nbytes);
+  if (device.is_cpu()) {
+    DataPtr p = cpu_allocator()->allocate(nbytes);
+    return Storage(new StorageImpl(p, nbytes, kCPU));
+  }
+  Allocator* a = get_allocator(device);
+  if (device.index < 0) device.index = int8_t(cuda::current_device());  // "cuda" is the current device
+  DataPtr p = a->allocate(nbytes, device);
   return Storage(new StorageImpl(p, nbytes, device));
 }
 

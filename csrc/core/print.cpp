@@ -166,6 +166,13 @@ std::string Tensor::to_string() const {
   bool default_dtype_shown = dt == default_dtype() || dt == kInt64 || dt == kBool ||
                              dt == to_complex_type(default_dtype());
   std::string body;
+  // A device's elements are printed from a host copy, with the device named first (as torch).
+  Tensor host = device().is_cpu() ? *this : detach()._to_device(kCPU);
+  if (!device().is_cpu()) {
+    std::ostringstream ds;
+    ds << "device='" << device() << "'";
+    suffixes.push_back(ds.str());
+  }
   if (numel() == 0) {
     if (dim() != 1) {
       std::ostringstream ss;
@@ -180,13 +187,13 @@ std::string Tensor::to_string() const {
     if (!default_dtype_shown) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
     bool summarize = numel() > kThreshold;
     if (is_complex()) {
-      Tensor re = part_view(*this, 0), im = part_view(*this, 1);
+      Tensor re = part_view(host, 0), im = part_view(host, 1);
       Formatter fr(re, summarize), fi(im, summarize);
       ComplexParts cx{re, im, &fi};
-      body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, fr, &cx);
+      body = tensor_str(host, static_cast<const char*>(host.data_ptr()), 0, indent, summarize, fr, &cx);
     } else {
-      Formatter f(*this, summarize);
-      body = tensor_str(*this, static_cast<const char*>(data_ptr()), 0, indent, summarize, f);
+      Formatter f(host, summarize);
+      body = tensor_str(host, static_cast<const char*>(host.data_ptr()), 0, indent, summarize, f);
     }
   }
   if (auto fn = grad_fn()) suffixes.push_back("grad_fn=<" + fn->name() + ">");

@@ -179,7 +179,8 @@ Tensor scalar_tensor_of(const Scalar& s, DType dtype, Device device) {
   Tensor t = empty_tensor({}, dtype, device);
   dispatch_all_and_complex(dtype, "scalar_tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    *reinterpret_cast<T*>(t.data_ptr()) = s.to<T>();
+    T value = s.to<T>();
+    copy_bytes(t.raw_data_ptr(), device, &value, kCPU, sizeof(T));
   });
   return t;
 }
@@ -196,8 +197,19 @@ Scalar Tensor::item() const {
                " elements cannot be converted to Scalar (item() needs exactly one element)");
   return dispatch_all_and_complex(dtype(), "item", [&](auto tag) -> Scalar {
     using T = typename decltype(tag)::type;
-    return Scalar(*reinterpret_cast<const T*>(impl_->data()));
+    if (device().is_cpu()) return Scalar(*reinterpret_cast<const T*>(impl_->data()));
+    T value;  // a device's element comes over to the host (and waits for the work that writes it)
+    copy_bytes(&value, kCPU, impl_->data(), device(), sizeof(T));
+    return Scalar(value);
   });
 }
+
+namespace detail {
+void throw_not_host_memory(Device device) {
+  throw NotImplementedError(str_cat(
+      "this operation reads the elements of a ", device, " tensor on the host and has no ", device,
+      " kernel yet; move the tensor with .cpu() first"));
+}
+}  // namespace detail
 
 }  // namespace kindle

@@ -4,28 +4,23 @@
 // Why MKL and not OpenBLAS: measured side by side with torch (which uses MKL), OpenBLAS reached
 // 84-89% of torch's GFLOP/s at 256-1024 on this machine, MKL 98-104%. MKL runs on the GNU
 // OpenMP threading layer, so its threads are the same libgomp pool as Kindle's own kernels
-// instead of a second pool that spins against it.
+// instead of a second pool that spins against it. Built with KINDLE_BLAS=openblas (for machines
+// without MKL), the same code calls OpenBLAS: see blas_symbols.h and the block below the declarations.
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
 
 #include "cpu/blas.h"
+#include "cpu/blas_symbols.h"
 #include "cpu/parallel.h"
 #include "ops/kernels.h"
 
 // The few MKL entry points used, declared here so that building needs only the runtime library.
 extern "C" {
-int MKL_Set_Threading_Layer(int code);
-int MKL_Set_Interface_Layer(int code);
 int MKL_Set_Num_Threads_Local(int nth);
 void cblas_sgemm(int layout, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc);
-// bfloat16 / float16 inputs, float32 accumulation and output (MKL_BF16 and MKL_F16 are uint16_t)
-void cblas_gemm_bf16bf16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
-                            const uint16_t* b, int ldb, float beta, float* c, int ldc);
-void cblas_gemm_f16f16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
-                          const uint16_t* b, int ldb, float beta, float* c, int ldc);
 void cblas_dgemm(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a, int lda,
                  const double* b, int ldb, double beta, double* c, int ldc);
 void cblas_sgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, float alpha, const float* a,
@@ -34,12 +29,25 @@ void cblas_sgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, 
 void cblas_dgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a,
                                int lda, int stride_a, const double* b, int ldb, int stride_b, double beta,
                                double* c, int ldc, int stride_c, int batch);
+}
+
+#ifndef KINDLE_BLAS_OPENBLAS
+// MKL's extensions, and its complex batches (OpenBLAS has none of the first, and its own complex
+// batches step by real scalars: see below)
+extern "C" {
 void cblas_cgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
                                int lda, int stride_a, const void* b, int ldb, int stride_b, const void* beta, void* c,
                                int ldc, int stride_c, int batch);
 void cblas_zgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
                                int lda, int stride_a, const void* b, int ldb, int stride_b, const void* beta, void* c,
                                int ldc, int stride_c, int batch);
+int MKL_Set_Threading_Layer(int code);
+int MKL_Set_Interface_Layer(int code);
+// bfloat16 / float16 inputs, float32 accumulation and output (MKL_BF16 and MKL_F16 are uint16_t)
+void cblas_gemm_bf16bf16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                            const uint16_t* b, int ldb, float beta, float* c, int ldc);
+void cblas_gemm_f16f16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                          const uint16_t* b, int ldb, float beta, float* c, int ldc);
 size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
 void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src,
                       int ld, float* dest);
@@ -51,6 +59,105 @@ void cblas_dgemm_pack(int layout, int identifier, int trans, int m, int n, int k
 void cblas_dgemm_compute(int layout, int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b,
                          int ldb, double beta, double* c, int ldc);
 }
+#else
+// OpenBLAS: the MKL extensions used below, written with plain OpenBLAS calls under MKL's names and
+// signatures (internal to this file), so that the code below serves both libraries.
+#include "cpu/loops.h"
+
+extern "C" {
+void cblas_cgemm(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a, int lda,
+                 const void* b, int ldb, const void* beta, void* c, int ldc);
+void cblas_zgemm(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a, int lda,
+                 const void* b, int ldb, const void* beta, void* c, int ldc);
+}
+
+namespace {
+
+// Nothing to select: OpenBLAS's interface is LP64 only, its threads its own pthreads pool.
+int MKL_Set_Threading_Layer(int) { return 0; }
+int MKL_Set_Interface_Layer(int) { return 0; }
+
+// Half precision: the wheel has no float16 GEMM, and its cblas_sbgemm (bfloat16) is declared in
+// cblas.h but not built. Both operands are widened to float32 (exactly) for sgemm: the same float32
+// accumulation as MKL's, a copy of the operands more. (CBLAS: 111 no transpose.)
+template <typename T>
+void widened_gemm(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                  const uint16_t* b, int ldb, float beta, float* c, int ldc) {
+  auto widened = [](const uint16_t* src, int ld, int rows, int cols) {  // rows x cols of src, packed
+    std::vector<float> dst(size_t(rows) * size_t(cols));
+    for (int r = 0; r < rows; ++r)
+      kindle::cpu::widen(reinterpret_cast<const T*>(src) + size_t(r) * ld, dst.data() + size_t(r) * cols, cols);
+    return dst;
+  };
+  const int acols = ta == 111 ? k : m, bcols = tb == 111 ? n : k;
+  const std::vector<float> fa = widened(a, lda, ta == 111 ? m : k, acols);
+  const std::vector<float> fb = widened(b, ldb, tb == 111 ? k : n, bcols);
+  cblas_sgemm(layout, ta, tb, m, n, k, alpha, fa.data(), std::max(acols, 1), fb.data(), std::max(bcols, 1), beta, c,
+              ldc);
+}
+void cblas_gemm_bf16bf16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                            const uint16_t* b, int ldb, float beta, float* c, int ldc) {
+  widened_gemm<kindle::BFloat16>(layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void cblas_gemm_f16f16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
+                          const uint16_t* b, int ldb, float beta, float* c, int ldc) {
+  widened_gemm<kindle::Half>(layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Packed GEMM (only B packed, row-major, as PackedGemm uses it): the "packed" B is alpha op(B)
+// copied as a row-major k x n matrix, and a product with it a plain GEMM (with ldb = n, which
+// PackedGemm passes). (CBLAS: 111 no transpose, 112 transpose.)
+template <typename T>
+size_t pack_get_size(int k, int n) { return std::max<size_t>(1, size_t(k) * size_t(n)) * sizeof(T); }
+template <typename T>
+void pack_copy(int trans, int n, int k, T alpha, const T* src, int ld, T* dest) {
+  for (int p = 0; p < k; ++p)
+    for (int j = 0; j < n; ++j)
+      dest[size_t(p) * n + j] = alpha * (trans == 112 ? src[size_t(j) * ld + p] : src[size_t(p) * ld + j]);
+}
+size_t cblas_sgemm_pack_get_size(int, int, int n, int k) { return pack_get_size<float>(k, n); }
+size_t cblas_dgemm_pack_get_size(int, int, int n, int k) { return pack_get_size<double>(k, n); }
+void cblas_sgemm_pack(int, int, int trans, int, int n, int k, float alpha, const float* src, int ld, float* dest) {
+  pack_copy(trans, n, k, alpha, src, ld, dest);
+}
+void cblas_dgemm_pack(int, int, int trans, int, int n, int k, double alpha, const double* src, int ld, double* dest) {
+  pack_copy(trans, n, k, alpha, src, ld, dest);
+}
+void cblas_sgemm_compute(int layout, int ta, int, int m, int n, int k, const float* a, int lda, const float* b,
+                         int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(layout, ta, 111, m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
+}
+void cblas_dgemm_compute(int layout, int ta, int, int m, int n, int k, const double* a, int lda, const double* b,
+                         int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(layout, ta, 111, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Complex batches: OpenBLAS's c/zgemm_batch_strided (0.3.34) step through the batch by `stride`
+// real scalars, not complex elements as MKL's do (a bug: their interface indexes a float pointer),
+// so that matrices past the first are wrong. One c/zgemm per matrix instead.
+template <size_t kBytes, typename Gemm>
+void complex_batch(Gemm gemm, int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                   int lda, int sa, const void* b, int ldb, int sb, const void* beta, void* c, int ldc, int sc,
+                   int batch) {
+  auto pa = static_cast<const char*>(a), pb = static_cast<const char*>(b);
+  auto pc = static_cast<char*>(c);
+  for (size_t i = 0; i < size_t(batch); ++i)
+    gemm(layout, ta, tb, m, n, k, alpha, pa + i * sa * kBytes, lda, pb + i * sb * kBytes, ldb, beta,
+         pc + i * sc * kBytes, ldc);
+}
+void cblas_cgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                               int lda, int sa, const void* b, int ldb, int sb, const void* beta, void* c, int ldc,
+                               int sc, int batch) {
+  complex_batch<8>(cblas_cgemm, layout, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+void cblas_zgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                               int lda, int sa, const void* b, int ldb, int sb, const void* beta, void* c, int ldc,
+                               int sc, int batch) {
+  complex_batch<16>(cblas_zgemm, layout, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+
+}  // namespace
+#endif
 
 namespace kindle::cpu {
 namespace {

@@ -1,6 +1,21 @@
 // DFTs through MKL's DFTI (oneMKL's official header, from the mkl-include wheel). A committed
 // descriptor is reused for the same problem (the plan is most of the cost of a small transform);
-// DftiCompute* may run concurrently on one committed descriptor.
+// DftiCompute* may run concurrently on one committed descriptor. Built with OpenBLAS
+// (KINDLE_BLAS=openblas), which has no FFT, the kernel is registered and raises NotImplementedError.
+#include "ops/fft_kernels.h"
+
+#ifdef KINDLE_BLAS_OPENBLAS
+namespace kindle::cpu {
+namespace {
+
+void fft_kernel(FftKind, const Tensor&, const Tensor&, IntArrayRef, bool, double) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(false, "fft: this Kindle was built with OpenBLAS (KINDLE_BLAS=openblas), which has no "
+                                      "FFT; build with MKL (KINDLE_BLAS=mkl) for kindle.fft");
+}
+
+}  // namespace
+}  // namespace kindle::cpu
+#else
 #include <mkl_dfti.h>
 #include <mkl_service.h>
 
@@ -11,7 +26,6 @@
 
 #include "cpu/blas.h"
 #include "kindle/parallel.h"
-#include "ops/fft_kernels.h"
 
 namespace kindle::cpu {
 namespace {
@@ -113,6 +127,7 @@ void fft_kernel(FftKind kind, const Tensor& in, const Tensor& out, IntArrayRef s
 
 }  // namespace
 }  // namespace kindle::cpu
+#endif
 
 namespace kindle {
 KernelStub<void (*)(FftKind, const Tensor&, const Tensor&, IntArrayRef, bool, double)> fft_stub{"fft"};

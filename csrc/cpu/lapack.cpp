@@ -1,12 +1,14 @@
 // LAPACK through MKL (mkl_rt exports the Fortran LP64 interface): Cholesky, LU, symmetric
 // eigendecomposition, SVD, QR and triangular solves for float32/float64. Each routine runs
 // over the batch in parallel with single-threaded LAPACK calls (small matrices, the common
-// batched case) or, for one matrix, one call that MKL threads itself.
+// batched case) or, for one matrix, one call that MKL threads itself. With KINDLE_BLAS=openblas
+// the same calls go to OpenBLAS's LAPACK (blas_symbols.h), batches all by the per-matrix loop.
 #include <algorithm>
 #include <climits>
 #include <vector>
 
 #include "cpu/blas.h"
+#include "cpu/blas_symbols.h"
 #include "cpu/parallel.h"
 #include "ops/kernels.h"
 
@@ -38,6 +40,7 @@ void cblas_strsm(int layout, int side, int uplo, int transa, int diag, int m, in
                  int lda, float* b, int ldb);
 void cblas_dtrsm(int layout, int side, int uplo, int transa, int diag, int m, int n, double alpha, const double* a,
                  int lda, double* b, int ldb);
+// (MKL only: not called with OpenBLAS)
 void sgetrf_batch_strided(const int* m, const int* n, float* a, const int* lda, const int* stride_a, int* ipiv,
                           const int* stride_ipiv, const int* batch, int* info);
 void dgetrf_batch_strided(const int* m, const int* n, double* a, const int* lda, const int* stride_a, int* ipiv,
@@ -100,7 +103,10 @@ void potrf(const char* u, const int* n, float* a, const int* l, int* i) { spotrf
 void potrf(const char* u, const int* n, double* a, const int* l, int* i) { dpotrf_(u, n, a, l, i); }
 void getrf(const int* m, const int* n, float* a, const int* l, int* p, int* i) { sgetrf_(m, n, a, l, p, i); }
 void getrf(const int* m, const int* n, double* a, const int* l, int* p, int* i) { dgetrf_(m, n, a, l, p, i); }
-// MKL's batched LU and Cholesky: one call for the batch (Cholesky of 256 64x64 matrices: 1.5x faster than a loop)
+// MKL's batched LU and Cholesky: one call for the batch (Cholesky of 256 64x64 matrices: 1.5x faster than a loop).
+// OpenBLAS has none: there a batch takes the per-matrix loop (kBatchedLapack is false, the calls discarded).
+#ifndef KINDLE_BLAS_OPENBLAS
+constexpr bool kBatchedLapack = true;
 void getrf_batch(const int* m, const int* n, float* a, const int* l, const int* sa, int* p, const int* sp,
                  const int* b, int* i) { sgetrf_batch_strided(m, n, a, l, sa, p, sp, b, i); }
 void getrf_batch(const int* m, const int* n, double* a, const int* l, const int* sa, int* p, const int* sp,
@@ -111,6 +117,9 @@ void potrf_batch(const char* u, const int* n, float* a, const int* l, const int*
 void potrf_batch(const char* u, const int* n, double* a, const int* l, const int* sa, const int* b, int* i) {
   dpotrf_batch_strided(u, n, a, l, sa, b, i);
 }
+#else
+constexpr bool kBatchedLapack = false;
+#endif
 void getrs(const char* t, const int* n, const int* r, const float* a, const int* l, const int* p, float* b,
            const int* lb, int* i) { sgetrs_(t, n, r, a, l, p, b, lb, i); }
 void getrs(const char* t, const int* n, const int* r, const double* a, const int* l, const int* p, double* b,
@@ -249,7 +258,7 @@ void lu(Lapack op, const LapackArgs& g) {
   const int m = int(g.m), n = int(g.n), k = int(g.k);
   const int lda = std::max(1, m);
   if (op == Lapack::Getrf) {  // a: m x n; ipiv: min(m, n) per matrix
-    if constexpr (!is_complex_v<T>) {
+    if constexpr (kBatchedLapack && !is_complex_v<T>) {
       if (g.batch > 1 && g.stride_a <= INT32_MAX && g.batch <= INT32_MAX) {
         const int sa = int(g.stride_a), sp = std::min(m, n), nb = int(g.batch);
         return getrf_batch(&m, &n, static_cast<T*>(g.a), &lda, &sa, g.ipiv, &sp, &nb, g.info);
@@ -311,9 +320,11 @@ void run(Lapack op, const LapackArgs& g) {
     }
     case Lapack::Potrf: {  // a: n x n, the `upper` or lower triangle read and factored
       const char uplo = g.upper ? 'U' : 'L';
-      if (g.batch > 1 && g.stride_a <= INT32_MAX && g.batch <= INT32_MAX) {
-        const int sa = int(g.stride_a), nb = int(g.batch);
-        return potrf_batch(&uplo, &n, static_cast<T*>(g.a), &lda, &sa, &nb, g.info);
+      if constexpr (kBatchedLapack) {
+        if (g.batch > 1 && g.stride_a <= INT32_MAX && g.batch <= INT32_MAX) {
+          const int sa = int(g.stride_a), nb = int(g.batch);
+          return potrf_batch(&uplo, &n, static_cast<T*>(g.a), &lda, &sa, &nb, g.info);
+        }
       }
       if (g.batch == 1 && n <= 384) return on_one_thread([&] { potrf(&uplo, &n, static_cast<T*>(g.a), &lda, g.info); });
       for_batch(g.batch, [&](int64_t b) { potrf(&uplo, &n, at<T>(g.a, g.stride_a, b), &lda, g.info + b); });

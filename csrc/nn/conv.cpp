@@ -404,8 +404,9 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   KINDLE_CHECK(H > 0 && W > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
                "dimensions, but input has sizes ", self.sizes());
   if (oh == 1 && ow == 1) return self.mean(IntArrayRef{-2, -1}, true);
-  Tensor y = matmul(self, adaptive_matrix(W, ow, self.dtype()).t());            // (..., H, ow)
-  return matmul(adaptive_matrix(H, oh, self.dtype()), y);                        // (..., oh, ow)
+  // (the matrices are built on the host, then moved to the input's device)
+  Tensor y = matmul(self, adaptive_matrix(W, ow, self.dtype())._to_device(self.device()).t());  // (..., H, ow)
+  return matmul(adaptive_matrix(H, oh, self.dtype())._to_device(self.device()), y);            // (..., oh, ow)
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef output_size) {

@@ -109,7 +109,7 @@ Tensor interpolate(const Tensor& self, IntArrayRef output_size, std::string_view
     std::optional<double> sc = scales[3 - spatial + k];
     std::string_view m = mode == "area" ? "area" : mode;
     Tensor w = weights(y.size(d), output_size[size_t(k)], m, align_corners.value_or(false),
-                       mode == "area" ? std::nullopt : sc, antialias);
+                       mode == "area" ? std::nullopt : sc, antialias)._to_device(y.device());  // built on the host
     if (mode == "nearest" || mode == "nearest-exact") {
       // A copy of the chosen sources: a product with the 0/1 weights would turn 0 * inf into NaN.
       y = y.index_select(d, w.argmax(1));

@@ -204,8 +204,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
                    " but got offsets[-1] of ", last);
     }
     // bag id of every index: count how many bag starts lie at or before each position
-    Tensor starts = zeros({n + 1}, kInt64);
-    if (B > 1) starts.index_add_(0, off.narrow(0, 1, B - 1), ones({B - 1}, kInt64));
+    Tensor starts = zeros({n + 1}, kInt64, idx.device());
+    if (B > 1) starts.index_add_(0, off.narrow(0, 1, B - 1), ones({B - 1}, kInt64, idx.device()));
     bag = starts.narrow(0, 0, n).cumsum(0);
   }
   Tensor rows = embedding(idx, weight, padding_idx, max_norm, norm_type, false);  // (n, D)
@@ -217,17 +217,17 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
     Tensor counts = bincount(bag, std::nullopt, B);
     int64_t longest = counts.numel() ? counts.max().item<int64_t>() : 0;
     Tensor first = counts.cumsum(0) - counts;                            // start of each bag
-    Tensor slot = arange(0, idx.numel(), 1, kInt64) - first.index_select(0, bag);
+    Tensor slot = arange(0, idx.numel(), 1, kInt64, idx.device()) - first.index_select(0, bag);
     Tensor grid = full({B, std::max<int64_t>(longest, 1), weight.size(1)}, -std::numeric_limits<double>::infinity(),
-                       weight.dtype());
+                       weight.dtype(), weight.device());
     Tensor masked = where(keep.unsqueeze(1), rows, scalar_tensor_of(-std::numeric_limits<double>::infinity(), rows.dtype()));
     grid = grid.index_put({bag, slot}, masked, false);
     Tensor best = std::get<0>(grid.max(1));
     return where(isinf(best), zeros_like(best), best);  // empty bags give 0
   }
-  Tensor out = zeros({B, weight.size(1)}, weight.dtype()).index_add(0, bag, rows * w.unsqueeze(1));
+  Tensor out = zeros({B, weight.size(1)}, weight.dtype(), weight.device()).index_add(0, bag, rows * w.unsqueeze(1));
   if (mode == "mean") {
-    Tensor counts = zeros({B}, weight.dtype()).index_add(0, bag, keep.to(weight.dtype()));
+    Tensor counts = zeros({B}, weight.dtype(), weight.device()).index_add(0, bag, keep.to(weight.dtype()));
     out = out / clamp_min(counts, 1).unsqueeze(1);
   }
   return out;
@@ -246,7 +246,7 @@ Tensor one_hot(const Tensor& self, int64_t num_classes) {
   }
   DimVector shape(self.sizes());
   shape.push_back(num_classes);
-  Tensor out = zeros(shape, kInt64);
+  Tensor out = zeros(shape, kInt64, self.device());
   return out.scatter_(-1, self.unsqueeze(-1), ones_like(self.unsqueeze(-1)));
 }
 

@@ -1,11 +1,46 @@
 // Copies, fills and dtype conversion.
+#include "kindle/cuda.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
 
+namespace {
+
+// src's values (broadcast to dst's shape, in dst's dtype) copied into dst on another device:
+// the source made dense on its own device, the bytes moved, then written into dst's layout.
+void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  Tensor s = src.expand(dst.sizes()).to(dst.dtype()).contiguous();
+  if (dst.is_contiguous()) {
+    copy_bytes(dst.raw_data_ptr(), dst.device(), s.raw_data_ptr(), s.device(), s.nbytes(), non_blocking);
+    return;
+  }
+  Tensor staged = empty_tensor(dst.sizes(), dst.dtype(), dst.device());
+  copy_bytes(staged.raw_data_ptr(), dst.device(), s.raw_data_ptr(), s.device(), s.nbytes(), non_blocking);
+  dst.copy_(staged);
+}
+
+}  // namespace
+
+Tensor native__to_device(const Tensor& self, std::optional<Device> device, bool non_blocking) {
+  Device d = device.value_or(kCPU);
+  if (d.is_cpu()) d = kCPU;  // cpu:0 is the CPU
+  else if (d.index < 0) d.index = int8_t(cuda::current_device());
+  if (self.device() == d) return self;
+  Tensor out = empty_tensor(self.sizes(), self.dtype(), d);
+  copy_across_devices(out, self, non_blocking);
+  return out;
+}
+
 const Tensor& native_copy_(const Tensor& self, const Tensor& src) {
   if (self.is_same(src)) return self;
+  if (self.device() != src.device() && !(src.dim() == 0 && src.device().is_cpu())) {
+    // (a CPU scalar joins the device's own copy below, as in any elementwise op)
+    KINDLE_CHECK(self.numel() == 0 || src.numel() != 0, "copy_: cannot copy an empty tensor into ", self.sizes());
+    if (self.numel()) copy_across_devices(self, src, false);
+    self.bump_version();
+    return self;
+  }
   TensorIterConfig cfg;
   cfg.add_output(self).add_input(src);
   cfg.promote_inputs = false;

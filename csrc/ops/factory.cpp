@@ -27,6 +27,14 @@ GeneratorImpl& gen_or_default(const std::optional<Generator>& g) {
 // innermost), so the draws go to a contiguous temporary laid out in that order.
 void fill_random(const Tensor& self, RandomArgs args, const std::optional<Generator>& g) {
   if (self.numel() == 0) return;
+  if (!self.device().is_cpu() && !random_stub.fns[int(self.device().type)]) {
+    // A device without its own generator kernels draws on the CPU (the numbers a CPU tensor
+    // gets from the same seed) and copies them over: correct, not fast.
+    Tensor host = empty_tensor(self.sizes(), self.dtype(), kCPU);
+    fill_random(host, args, g);
+    self.copy_(host);
+    return;
+  }
   GeneratorImpl& gen = gen_or_default(g);
   if (self.is_contiguous()) {
     random_stub[self.device()](self, args, gen);
@@ -148,20 +156,21 @@ Tensor randint(int64_t high, IntArrayRef size, const std::optional<Generator>& g
   return randint(0, high, size, generator, dtype, device, requires_grad);
 }
 Tensor rand_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
-  return rand(self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device, requires_grad);
+  return rand(self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
 }
 Tensor randn_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
-  return randn(self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device, requires_grad);
+  return randn(self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
 }
 Tensor randint_like(const Tensor& self, int64_t low, int64_t high, std::optional<DType> dtype,
                     std::optional<Device> device, bool requires_grad) {
-  return randint(low, high, self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device, requires_grad);
+  return randint(low, high, self.sizes(), std::nullopt, dtype.value_or(self.dtype()), device.value_or(self.device()), requires_grad);
 }
 Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optional<DType> dtype,
                 std::optional<Device> device, bool requires_grad) {
   KINDLE_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  Tensor idx = empty_tensor({n}, kInt64, dev(device));
-  randperm_stub[idx.device()](idx, gen_or_default(generator));
+  Tensor idx = empty_tensor({n}, kInt64, kCPU);  // drawn on the host (as for ranges), then moved
+  randperm_stub[kCPU](idx, gen_or_default(generator));
+  idx = idx._to_device(dev(device));
   return finish_factory(dtype && *dtype != kInt64 ? idx.to(*dtype) : idx, requires_grad, "randperm");
 }
 
@@ -287,8 +296,9 @@ Tensor arange(const Scalar& start, const std::optional<Scalar>& end, const Scala
     st = ist;
   }
   int64_t n = int64_t(count);
-  Tensor t = empty_tensor({n}, dt, dev(device));
-  if (n) range_stub[t.device()](t, a, st, b, false);
+  Tensor t = empty_tensor({n}, dt, kCPU);  // on the host, then to the device (ranges are filled once)
+  if (n) range_stub[kCPU](t, a, st, b, false);
+  t = t._to_device(dev(device));
   return finish_factory(t, requires_grad, "arange");
 }
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype,
@@ -303,10 +313,11 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
                        linspace(a.imag(), b.imag(), steps, rt, device, false));
     return finish_factory(t, requires_grad, "linspace");
   }
-  Tensor t = empty_tensor({steps}, want, dev(device));
+  Tensor t = empty_tensor({steps}, want, kCPU);
   double a = start.to_double(), b = end.to_double();
   double st = steps > 1 ? (b - a) / double(steps - 1) : 0.0;
-  if (steps) range_stub[t.device()](t, a, st, b, true);
+  if (steps) range_stub[kCPU](t, a, st, b, true);
+  t = t._to_device(dev(device));
   return finish_factory(t, requires_grad, "linspace");
 }
 Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double base, std::optional<DType> dtype,

@@ -1,6 +1,7 @@
 // The interface between ops/ and the device kernels: one stub per kernel family, filled in by
 // each device's folder (csrc/cpu/ today). Ops never call a device's kernels directly.
 #pragma once
+#include "ops/op_codes.h"
 #include "ops/tensor_iter.h"
 
 namespace kindle {
@@ -17,21 +18,6 @@ struct KernelStub {
 };
 #define KINDLE_REGISTER_KERNEL(stub, device, fn) \
   static const bool stub##_registered_ = (::kindle::stub.fns[int(device)] = (fn), true)
-
-// Elementwise families: the op code selects a functor inside the device kernel.
-enum class UnaryOp : uint8_t {
-  Neg, Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin,
-  Acos, Atan, Sinh, Cosh, Tanh, Sigmoid, Relu, Silu, GeluErf, GeluTanh, Erf, Erfinv, Floor, Ceil,
-  Round, Trunc, Frac, Reciprocal, Square, LogicalNot, BitwiseNot, Isnan, Isinf, Isfinite,
-  Signbit, Sgn, Asinh, Acosh, Atanh, Conj,
-};
-enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, Atan2, Maximum, Minimum, Fmod, Remainder,
-  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor, BitAnd, BitOr, BitXor, Shl, Shr,
-  Hypot, Copysign, Fmax, Fmin, Xlogy,
-  // backward kernels (a = incoming gradient, b = the forward's input or output)
-  ReluGrad, TanhGrad, SigmoidGrad,
-};
 
 inline const char* binary_op_name(BinaryOp op) {
   static const char* names[] = {"add", "sub", "mul", "div", "div", "floor_divide", "pow", "atan2",
@@ -112,7 +98,6 @@ extern KernelStub<void (*)(const Tensor& out, double start, double step, double 
 namespace kindle {
 // Reductions over one (possibly strided) reduced dim of length R for each of M outputs; the
 // outputs' input offsets follow the kept dims (sizes/strides in elements, innermost last).
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, SumSq };
 struct ReducePlan {
   const Tensor* input;       // any strides; its data is read at the offsets below
   DimVector kept_sizes, kept_strides;

@@ -43,9 +43,13 @@ void batched_gemm(const Tensor& a, const Tensor& bm, const Tensor& out, double a
     else out.mul_(scalar_tensor_of(is_floating_point(out.dtype()) ? Scalar(beta) : Scalar(int64_t(beta)), out.dtype()));
     return;
   }
+  // (the device's GEMM reads every operand from that device's memory)
+  KINDLE_CHECK(a.device() == out.device() && bm.device() == out.device(),
+               "matmul: expected all tensors to be on the same device, but found at least two devices, ", a.device(),
+               " and ", a.device() == out.device() ? bm.device() : out.device(), "!");
   MatView va = as_blas(a), vb = as_blas(bm);
   int64_t sa = B > 1 ? va.t.stride(0) : 0, sb = B > 1 ? vb.t.stride(0) : 0;
-  GemmArgs g{va.trans, vb.trans, m, n, k, va.t.data_ptr(), va.ld, vb.t.data_ptr(), vb.ld, out.data_ptr(), n, alpha, beta};
+  GemmArgs g{va.trans, vb.trans, m, n, k, va.t.raw_data_ptr(), va.ld, vb.t.raw_data_ptr(), vb.ld, out.raw_data_ptr(), n, alpha, beta};
   gemm_stub[out.device()](out.dtype(), &g, B, sa, sb, m * n);
 }
 

@@ -466,8 +466,8 @@ Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
 static Tensor tri_mask(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
   KINDLE_CHECK(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions, got ", self.dim());
   int64_t r = self.size(-2), c = self.size(-1);
-  Tensor rows = arange(0, r, 1, kInt64).unsqueeze(1);
-  Tensor cols = arange(0, c, 1, kInt64).unsqueeze(0);
+  Tensor rows = arange(0, r, 1, kInt64, self.device()).unsqueeze(1);
+  Tensor cols = arange(0, c, 1, kInt64, self.device()).unsqueeze(0);
   Tensor diff = sub(cols, rows);
   return lower ? le(diff, scalar_to_tensor(diagonal)) : ge(diff, scalar_to_tensor(diagonal));
 }

@@ -108,11 +108,23 @@ TensorIter TensorIterConfig::build(const char* op) {
     if (int_to_float && !is_floating_point(common) && !is_complex(common)) common = default_dtype();
   }
   it.common_dtype = common;
-  Device device = n_in ? inputs[0].device() : (outputs[0].defined() ? outputs[0].device() : kCPU);
+  // The device: an output's, else the first input's that is not a CPU scalar (a 0-d CPU tensor
+  // joins a computation on another device, as in PyTorch).
+  Device device = outputs[0].defined() ? outputs[0].device() : (n_in ? inputs[0].device() : kCPU);
+  if (!outputs[0].defined())
+    for (int i = 0; i < n_in; ++i)
+      if (!(inputs[i].device().is_cpu() && inputs[i].dim() == 0)) {
+        device = inputs[i].device();
+        break;
+      }
   for (int i = 0; i < n_in; ++i) {
-    KINDLE_CHECK(inputs[i].device() == device || inputs[i].dim() == 0, op,
-                 ": expected all tensors to be on the same device, but found ", device, " and ",
-                 inputs[i].device());
+    if (inputs[i].device() == device) {
+    } else if (inputs[i].dim() == 0 && inputs[i].device().is_cpu()) {
+      inputs[i] = inputs[i]._to_device(device);  // the device's kernels read device memory
+    } else {
+      KINDLE_CHECK(false, op, ": expected all tensors to be on the same device, but found at least two devices, ",
+                   device, " and ", inputs[i].device(), "!");
+    }
     if (promote_inputs && !(keep_input_dtype & (1u << i)) && inputs[i].dtype() != common)
       inputs[i] = inputs[i].to(common);
   }

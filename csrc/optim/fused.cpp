@@ -189,12 +189,57 @@ void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* _
   }
 }
 
+// The same steps written with ops, for devices whose tensors the host loops above cannot read
+// (CUDA): each line is one elementwise kernel on the device.
+// The same steps written with ops, for devices whose tensors the host loops above cannot read
+// (CUDA): each line is one elementwise kernel on the device.
+void sgd_step_ops(TensorList params, TensorList grads, std::vector<Tensor>& bufs, const SGDHyper& h) {
+  autograd::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
+    Tensor g = h.maximize ? grads[i].neg() : grads[i];
+    if (h.weight_decay != 0) g = g.add(p, h.weight_decay);
+    if (h.momentum != 0) {
+      if (!bufs[i].defined()) bufs[i] = g.clone();
+      else bufs[i].mul_(c(h.momentum)).add_(g, 1 - h.dampening);
+      g = h.nesterov ? g.add(bufs[i], h.momentum) : bufs[i];
+    }
+    p.add_(g, -h.lr);
+  }
+}
+
+void adam_step_ops(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
+                   TensorList max_exp_avg_sqs, const std::vector<int64_t>& steps, const AdamHyper& h) {
+  autograd::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
+    Tensor g = h.maximize ? grads[i].neg() : grads[i];
+    if (h.weight_decay != 0) {
+      if (h.decoupled_weight_decay) p.mul_(c(1 - h.lr * h.weight_decay));
+      else g = g.add(p, h.weight_decay);
+    }
+    exp_avgs[i].mul_(c(h.beta1)).add_(g, 1 - h.beta1);
+    exp_avg_sqs[i].mul_(c(h.beta2)).add_(g.mul(g), 1 - h.beta2);
+    const double bc1 = 1 - std::pow(h.beta1, double(steps[i])), bc2 = 1 - std::pow(h.beta2, double(steps[i]));
+    Tensor v = exp_avg_sqs[i];
+    if (h.amsgrad) {
+      max_exp_avg_sqs[i].copy_(max_exp_avg_sqs[i].maximum(v));
+      v = max_exp_avg_sqs[i];
+    }
+    Tensor denom = v.sqrt().div(c(std::sqrt(bc2))).add(c(h.eps));
+    p.add_(exp_avgs[i].div(denom), -h.lr / bc1);
+  }
+}
+
 }  // namespace
 
 void sgd_step(TensorList params, TensorList grads, std::vector<Tensor>& momentum_buffers, const SGDHyper& h) {
   const size_t n = params.size();
   KINDLE_CHECK(momentum_buffers.size() == n, "sgd_step: got ", n, " parameters but ", momentum_buffers.size(),
                " momentum buffers");
+  if (n && !params[0].device().is_cpu()) return sgd_step_ops(params, grads, momentum_buffers, h);
   std::vector<bool> first(n, false);
   if (h.momentum != 0) {
     // A missing buffer starts as the (decayed) gradient: stage it as zeros and flag the element.
@@ -228,6 +273,8 @@ void adam_step(TensorList params, TensorList grads, TensorList exp_avgs, TensorL
                " step counts");
   KINDLE_CHECK(!h.amsgrad || max_exp_avg_sqs.size() == params.size(), "adam_step: amsgrad needs max_exp_avg_sqs");
   for (int64_t s : steps) KINDLE_CHECK(s >= 1, "adam_step: step counts start at 1, got ", s);
+  if (!params.empty() && !params[0].device().is_cpu())
+    return adam_step_ops(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, h);
   Group grp("adam_step", params, grads, {exp_avgs, exp_avg_sqs, h.amsgrad ? max_exp_avg_sqs : TensorList{}});
   dispatch_float(grp.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -71,6 +71,7 @@ Tensor to_channels_last(const Tensor& t, int rank, const char* op);  // a copy w
 Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, const Tensor* like = nullptr);
 void bind_optim(nb::module_& m);
 void bind_distributed(nb::module_& m);
+void bind_cuda(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);
 int tensor_tp_clear(PyObject* self);
 

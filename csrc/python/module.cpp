@@ -195,6 +195,7 @@ using namespace kindle::python;
 
 namespace {
 PyObject* g_linalg_error;  // torch.linalg.LinAlgError, a RuntimeError (immortal, as the dtypes)
+PyObject* g_oom_error;     // torch.OutOfMemoryError (torch.cuda.OutOfMemoryError), a RuntimeError
 }  // namespace
 
 NB_MODULE(_C, m) {
@@ -202,6 +203,8 @@ NB_MODULE(_C, m) {
   nb::set_leak_warnings(false);
   g_linalg_error = PyErr_NewException("kindle.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
   m.attr("LinAlgError") = nb::handle(g_linalg_error);
+  g_oom_error = PyErr_NewException("kindle.OutOfMemoryError", PyExc_RuntimeError, nullptr);
+  m.attr("OutOfMemoryError") = nb::handle(g_oom_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -215,6 +218,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const LinAlgError& e) {
       PyErr_SetString(g_linalg_error, e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(g_oom_error, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
@@ -297,4 +302,5 @@ NB_MODULE(_C, m) {
   bind_generated_ops(m, cls);
   bind_optim(m);
   bind_distributed(m);
+  bind_cuda(m);
 }

@@ -3,6 +3,7 @@
 #include <limits>
 #include <nanobind/ndarray.h>
 
+#include "kindle/cuda.h"
 #include "python/bind_common.h"
 
 namespace kindle::python {
@@ -87,6 +88,11 @@ Tensor wrap_array(const AnyArray& a, const char* op) {
 
 nb::object to_numpy(nb::handle self_obj, bool force) {
   const Tensor& t = *nb::inst_ptr<Tensor>(self_obj);
+  if (!t.device().is_cpu()) {
+    KINDLE_CHECK_TYPE(force, "can't convert ", t.device(), " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
+    nb::object host = nb::cast(t.detach()._to_device(kCPU));
+    return to_numpy(host, force);
+  }
   KINDLE_CHECK(!t.requires_grad() || force, "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
   KINDLE_CHECK_TYPE(t.dtype() != kBFloat16, "numpy(): Got unsupported ScalarType BFloat16 (NumPy has no bfloat16)");
   std::vector<size_t> shape;
@@ -229,8 +235,12 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     return wrap_array(nb::cast<AnyArray>(ext), "from_dlpack");
   }, nb::arg("ext_tensor"));
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
-    if (device) KINDLE_CHECK_NOT_IMPLEMENTED(device->is_cpu(), "tensor: kindle was built without support for device ", *device);
     Tensor t = from_data(data, dtype, true);
+    if (device && !device->is_cpu()) {
+      KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "tensor: no CUDA device: ",
+                                   cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA");
+      t = t._to_device(*device);
+    }
     if (requires_grad) {
       KINDLE_CHECK(t.is_floating_point() || is_complex(t.dtype()), "Only Tensors of floating point and complex dtype can require gradients");
       t.impl()->requires_grad = true;

@@ -3,6 +3,7 @@
 #include <nanobind/stl/string_view.h>
 
 #include "kindle/autocast.h"
+#include "kindle/cuda.h"
 #include "kindle/profiler.h"
 #include "python/bind_common.h"
 #include "kindle/shared_memory.h"
@@ -44,20 +45,57 @@ Tensor cast_warning_if_complex(const Tensor& t, DType to) {
 }
 
 // Tensor.to(...): to(dtype), to(device), to(device, dtype), to(other), with keyword forms.
+nb::object to_dtype_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs);
+
+// Tensor.to: a change of device first (then the rest applies on the target device).
 nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) {
   const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
+  std::optional<Device> device;
+  bool non_blocking = false;
+  auto take = [&](nb::handle h) {
+    Device dev;
+    Tensor other;
+    DType dt;
+    if (nb::try_cast<DType>(h, dt)) return;
+    if (nb::try_cast<Tensor>(h, other, false)) device = other.device();
+    else if (nb::try_cast<Device>(h, dev)) device = dev;
+  };
+  for (nb::handle h : args) take(h);
+  for (auto [k, v] : kwargs) {
+    std::string key = nb::cast<std::string>(k);
+    if (key == "device" || key == "other") take(v);
+    else if (key == "non_blocking") non_blocking = nb::cast<bool>(v);
+  }
+  if (device && !device->is_cpu())
+    KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "to: no CUDA device: ",
+                                 cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
+                                 " (only cpu is available)");
+  if (!device || Device(*device).type == self.device().type &&
+                     (device->index < 0 || device->index == self.device().index))
+    return to_dtype_any(self_obj, args, kwargs);
+  nb::object moved = nb::cast(self._to_device(*device, non_blocking));
+  return to_dtype_any(nb::handle_t<Tensor>(moved), args, kwargs);
+}
+
+// The rest of Tensor.to on the tensor's own device: dtype, copy, memory_format.
+nb::object to_dtype_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) {
+  const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
   std::optional<DType> dtype;
-  bool copy = false;
+  std::optional<Device> device;
+  bool copy = false, non_blocking = false;
   nb::handle memory_format;
   auto take = [&](nb::handle h) {
     DType dt;
     if (nb::try_cast<DType>(h, dt)) { dtype = dt; return; }
     Tensor other;
-    if (nb::try_cast<Tensor>(h, other, false)) { dtype = other.dtype(); return; }
+    if (nb::try_cast<Tensor>(h, other, false)) { dtype = other.dtype(); device = other.device(); return; }
     Device dev;
     if (nb::try_cast<Device>(h, dev)) {
-      KINDLE_CHECK_NOT_IMPLEMENTED(dev.is_cpu(), "to: kindle was built without support for device ", dev,
-                                   " (only cpu is available)");
+      if (!dev.is_cpu())
+        KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "to: no CUDA device: ",
+                                     cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
+                                     " (only cpu is available)");
+      device = dev;
       return;
     }
     if (h.is_none()) return;
@@ -70,7 +108,7 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
     if (key == "dtype" || key == "device" || key == "other") take(v);
     else if (key == "copy") copy = nb::cast<bool>(v);
     else if (key == "memory_format") memory_format = v;
-    else if (key == "non_blocking") continue;
+    else if (key == "non_blocking") non_blocking = nb::cast<bool>(v);
     else throw TypeError("to() got an unexpected keyword argument '" + key + "'");
   }
   int rank = memory_format.is_valid() ? channels_last_rank(memory_format, "to") : -1;
@@ -99,8 +137,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
   cls.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
   cls.def_prop_ro("ndim", [](const Tensor& t) { return t.dim(); });
-  cls.def_prop_ro("is_cuda", [](const Tensor&) { return false; });
-  cls.def_prop_ro("is_cpu", [](const Tensor&) { return true; });
+  cls.def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().type == DeviceType::CUDA; });
+  cls.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
   cls.def_prop_ro("is_sparse", [](const Tensor&) { return false; });
   cls.def_prop_ro("is_quantized", [](const Tensor&) { return false; });
   cls.def_prop_ro("itemsize", [](const Tensor& t) { return t.element_size(); });
@@ -165,7 +203,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("nelement", &Tensor::numel);
   cls.def("element_size", &Tensor::element_size);
   cls.def("storage_offset", &Tensor::storage_offset);
-  cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.data_ptr()); });
+  cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.raw_data_ptr()); });  // the device's address
   cls.def("is_contiguous", [](const Tensor& t, nb::handle memory_format) {
     int rank = channels_last_rank(memory_format, "is_contiguous");
     KINDLE_CHECK(rank != -1, "is_contiguous: preserve memory format is unsupported by the contiguous operator");
@@ -176,7 +214,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("is_complex", [](const Tensor&) { return false; });
   cls.def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); });
   cls.def("item", [](const Tensor& t) { return t.item(); });
-  cls.def("tolist", [](const Tensor& t) { return tolist_rec(t, static_cast<const char*>(t.data_ptr()), 0); });
+  cls.def("tolist", [](const Tensor& t) {
+    Tensor h = t._to_device(kCPU);
+    return tolist_rec(h, static_cast<const char*>(h.data_ptr()), 0);
+  });
   cls.def("to", &to_any);
   cls.def("type", [](const Tensor& t, DType d) { return t.to(d); }, nb::arg("dtype"));
   cls.def("type", [](const Tensor& t) {  // the legacy type name, as torch's Tensor.type()
@@ -193,7 +234,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       default: return "kindle.BoolTensor";
     }
   });
-  cls.def("cpu", [](nb::handle_t<Tensor> h) { return nb::borrow(h); });
+  cls.def("cpu", [](nb::handle_t<Tensor> h, bool non_blocking) -> nb::object {
+    const Tensor& t = *nb::inst_ptr<Tensor>(h);
+    if (t.device().is_cpu()) return nb::borrow(h);
+    return nb::cast(t._to_device(kCPU, non_blocking));
+  }, nb::arg("non_blocking") = false);
   cls.def("float", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat32); });
   cls.def("double", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat64); });
   cls.def("half", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat16); });

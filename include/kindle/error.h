@@ -18,6 +18,9 @@ class TypeError : public Error { public: using Error::Error; };
 class NotImplementedError : public Error { public: using Error::Error; };
 // A matrix the factorisation cannot handle (singular, not positive-definite): torch.linalg.LinAlgError.
 class LinAlgError : public Error { public: using Error::Error; };
+// A device allocation that failed even after the allocator released its cached blocks:
+// torch.OutOfMemoryError (a RuntimeError).
+class OutOfMemoryError : public Error { public: using Error::Error; };
 
 namespace detail {
 template <typename... Args>

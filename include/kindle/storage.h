@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kindle/device.h"
 #include "kindle/intrusive_ptr.h"
@@ -22,8 +23,30 @@ class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual DataPtr allocate(size_t nbytes) = 0;
+  // On a given device of the allocator's type (a device allocator overrides this).
+  virtual DataPtr allocate(size_t nbytes, Device) { return allocate(nbytes); }
 };
 Allocator* get_allocator(Device device);
+
+// Copies bytes between the host and a device or within a device, as the device's backend
+// registered it; a non_blocking copy may return before the bytes arrive (the device's stream
+// orders it before later work there). Host to host is a plain memcpy.
+using CopyBytesFn = void (*)(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                             bool non_blocking);
+// A device backend (csrc/cuda/) makes its device usable: its allocator and its copies.
+void register_device(DeviceType type, Allocator* allocator, CopyBytesFn copy);
+namespace detail {
+void copy_bytes_across(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                       bool non_blocking);
+}
+inline void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                       bool non_blocking = false) {
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    if (nbytes) std::memcpy(dst, src, nbytes);
+  } else {
+    detail::copy_bytes_across(dst, dst_device, src, src_device, nbytes, non_blocking);
+  }
+}
 
 // The CPU allocator: 64-byte aligned blocks; large blocks are cached (bounded) so that a fresh
 // large result does not pay a page fault per 4 KiB page. See csrc/core/allocator.cpp.

@@ -22,6 +22,9 @@ namespace autograd {
 struct Node;
 }
 using TensorList = ArrayRef<Tensor>;
+namespace detail {
+[[noreturn]] void throw_not_host_memory(Device device);
+}
 using OptionalIntArrayRef = std::optional<IntArrayRef>;
 
 // Autograd state is owned by the autograd layer; the core only keeps a pointer to it.
@@ -99,13 +102,21 @@ class Tensor {
   uint32_t version() const { return impl_->storage()->version(); }
   void bump_version() const { impl_->storage()->bump_version(); }
 
-  void* data_ptr() const { return impl_->data(); }
+  // Host code reads and writes a tensor's elements through data_ptr(), which refuses a tensor
+  // whose memory is not the host's (a CUDA tensor: dereferencing it would crash the process).
+  void* data_ptr() const {
+    if (!impl_->device().is_cpu()) [[unlikely]] detail::throw_not_host_memory(impl_->device());
+    return impl_->data();
+  }
   template <typename T>
   T* data_ptr() const {
     KINDLE_CHECK_TYPE(dtype_of_v<T> == dtype(), "data_ptr: tensor has dtype ", dtype(),
                       ", asked for ", dtype_of_v<T>);
-    return reinterpret_cast<T*>(impl_->data());
+    return reinterpret_cast<T*>(data_ptr());
   }
+  // The address on the tensor's own device, for that device's kernels and for stub arguments
+  // that only pass it on (never dereferenced by host code unless the device is the CPU).
+  void* raw_data_ptr() const { return impl_->data(); }
   Scalar item() const;
   template <typename T>
   T item() const { return item().to<T>(); }

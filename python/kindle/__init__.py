@@ -15,9 +15,9 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
 
 try:
     from . import _C
-except ImportError:  # libmkl_rt not on the rpath (a source-tree or --user layout): load it by hand
-    from ._libs import preload_mkl as _preload_mkl
-    _preload_mkl()
+except ImportError:  # the BLAS (MKL or OpenBLAS) not on the rpath (a source-tree or --user layout): load it by hand
+    from ._libs import preload_blas as _preload_blas
+    _preload_blas()
     from . import _C
 from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
 from ._C import Tensor, Generator, dtype  # noqa: F401

@@ -245,7 +245,16 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
 
 
 def _cuda(self, device=None, non_blocking=False, memory_format=None):  # noqa: ARG001
-    raise RuntimeError("cuda(): Kindle was built without support for device cuda (only cpu is available)")
+    if not _C._cuda_is_built():
+        raise RuntimeError("cuda(): Kindle was built without support for device cuda (only cpu is available)")
+    if not _C._cuda_is_available():
+        raise RuntimeError("cuda(): no CUDA device: this machine has no GPU (only cpu is available)")
+    target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+    return self.to(target, non_blocking=non_blocking)
+
+
+def _record_stream(self, stream):
+    _C._cuda_record_stream(self, stream.cuda_stream, stream._device)
 
 
 def _with_memory_format(c_method):
@@ -403,6 +412,7 @@ def install_tensor_methods(Tensor):
     Tensor.new_full = _make_new_full(Tensor.new_full)
     Tensor.new_tensor = _new_tensor
     Tensor.cuda = _cuda
+    Tensor.record_stream = _record_stream
     Tensor.type = tensor_type
     Tensor.contiguous = _with_memory_format(Tensor.contiguous)
     Tensor.clone = _with_memory_format(Tensor.clone)

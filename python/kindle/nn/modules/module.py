@@ -777,7 +777,8 @@ class Module:
         return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None):
-        raise RuntimeError("Module.cuda: Kindle was built without CUDA; only the CPU device has kernels")
+        target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+        return self._apply(lambda t: t.cuda(target))
 
     def type(self, dst_type):
         return self._apply(lambda t: t.type(dst_type))
@@ -787,7 +788,7 @@ class Module:
         parameters and buffers take the dtype; integer ones keep theirs."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
+        non_blocking = bool(kwargs.pop("non_blocking", False))
         fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
@@ -805,11 +806,10 @@ class Module:
                             f"dtype={dtype}")
         if device is not None:
             device = str(device) if not isinstance(device, int) else f"cuda:{device}"
-            if not device.startswith("cpu"):
-                raise RuntimeError(f"Module.to: device '{device}' is not available; Kindle has kernels for the CPU "
-                                   f"only")
 
         def convert(t):
+            if device is not None:
+                t = t.to(device, non_blocking=non_blocking)
             if dtype is not None and t.is_floating_point() and t.dtype != dtype:
                 t = t.to(dtype)
             # torch: memory_format applies to the 4-d (5-d for channels_last_3d) parameters and buffers
