@@ -170,6 +170,14 @@ constexpr int kThreadingGnu = 3, kInterfaceLp64 = 0;           // mkl_service.h
 
 // Must run before any other MKL call: otherwise mkl_rt picks Intel's OpenMP runtime (or whatever
 // MKL_THREADING_LAYER says), a second thread pool in the process.
+const char* blas_library() {
+#ifdef KINDLE_BLAS_OPENBLAS
+  return "openblas";
+#else
+  return "mkl";
+#endif
+}
+
 void init_mkl() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -7,6 +7,8 @@ namespace kindle::cpu {
 
 // Selects MKL's interface and threading layers (GNU OpenMP); call before any other MKL function.
 void init_mkl();
+// The BLAS/LAPACK library this build calls: "mkl" or "openblas" (KINDLE_BLAS).
+const char* blas_library();
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,

@@ -187,7 +187,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
                        "mini-batch of fixed length sequences.");
     B = input.size(0);
     idx = input.reshape({-1});
-    bag = arange(0, B, 1, kInt64).unsqueeze(1).expand(input.sizes()).reshape({-1});
+    bag = arange(0, B, 1, kInt64, input.device()).unsqueeze(1).expand(input.sizes()).reshape({-1});
   } else {
     KINDLE_CHECK_VALUE(input.dim() == 1 && offsets && offsets->dim() == 1, "embedding_bag: input has to be 1D or 2D "
                        "Tensor, but got Tensor of dimension ", input.dim(), " (a 1D input needs 1D offsets)");
@@ -338,7 +338,7 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
       if (mode == "reflect")
         KINDLE_CHECK(lo < n && hi < n, "pad: Padding size should be less than the corresponding input dimension, but "
                      "got: padding (", lo, ", ", hi, ") at dimension ", d, " of input ", self.sizes());
-      Tensor i = arange(-lo, n + hi, 1, kInt64);
+      Tensor i = arange(-lo, n + hi, 1, kInt64, self.device());
       if (mode == "replicate") {
         i = clamp(i, 0, n - 1);
       } else {  // reflect about the edges, without repeating them
@@ -362,7 +362,7 @@ Tensor pad(const Tensor& self, IntArrayRef pad, std::string_view mode, std::opti
     KINDLE_CHECK(lo <= n && hi <= n, "pad: Padding value causes wrapping around more than once.");
     KINDLE_CHECK(n > 0 || (lo <= 0 && hi <= 0), "pad: input dimension ", d, " is empty and cannot be padded in ",
                  "circular mode");
-    Tensor i = remainder(arange(-lo, n + hi, 1, kInt64), scalar_to_tensor(n));
+    Tensor i = remainder(arange(-lo, n + hi, 1, kInt64, self.device()), scalar_to_tensor(n));
     x = x.index_select(d, i);
   }
   return x;

@@ -416,7 +416,7 @@ Tensor multilabel_margin_loss(const Tensor& self, const Tensor& target, std::str
   if (t.numel()) KINDLE_CHECK((t >= Scalar(-1)).all().item().to_bool() && (t < Scalar(C)).all().item().to_bool(),
                               "multilabel_margin_loss: target out of range (classes are 0 to ", C - 1, ", -1 ends the list)");
   Tensor listed = (t >= Scalar(0)).to(kInt64).cumprod(1);            // 1 before the first -1
-  Tensor count = zeros(x.sizes(), kInt64).scatter_add(1, t.clamp_min(0), listed).to(x.dtype());
+  Tensor count = zeros(x.sizes(), kInt64, x.device()).scatter_add(1, t.clamp_min(0), listed).to(x.dtype());
   Tensor pair = count.unsqueeze(2) * (count == Scalar(0)).to(x.dtype()).unsqueeze(1);  // [n, j, k]
   Tensor z = clamp_min(1 - x.unsqueeze(2) + x.unsqueeze(1), 0);
   Tensor losses = (z * pair).sum(IntArrayRef{1, 2}) / double(C);

@@ -43,7 +43,7 @@ IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tens
                            " at index ", d0 + size_t(k));
       if (o->dim() == 0) {  // x[True] adds a dim of size 1 (or 0)
         self = self.unsqueeze(int64_t(d0));
-        idx.push_back(o->item().to_bool() ? zeros({1}, kInt64) : empty_tensor({0}, kInt64));
+        idx.push_back(o->item().to_bool() ? zeros({1}, kInt64, self.device()) : empty_tensor({0}, kInt64, self.device()));
         continue;
       }
       Tensor nz = nonzero(o->to(kBool));

@@ -1,7 +1,8 @@
-// kindle._C's CUDA functions (kindle/cuda/__init__.py builds torch.cuda's API on them). In a
-// build without CUDA they report no devices (csrc/core/cuda_none.cpp).
+// kindle._C's CUDA functions (kindle/cuda/__init__.py builds torch.cuda's API on them; in a
+// build without CUDA they report no devices: csrc/core/cuda_none.cpp), and which BLAS the build uses.
 #include <nanobind/stl/string.h>
 
+#include "cpu/blas.h"
 #include "kindle/cuda.h"
 #include "python/bind_common.h"
 
@@ -10,6 +11,7 @@ namespace kindle::python {
 void bind_cuda(nb::module_& m) {
   namespace c = kindle::cuda;
   m.def("_cuda_is_built", &c::is_built);
+  m.def("_blas_library", &cpu::blas_library);
   m.def("_cuda_is_available", &c::is_available);
   m.def("_cuda_device_count", &c::device_count);
   m.def("_cuda_current_device", &c::current_device);

@@ -1,7 +1,7 @@
 """kindle.backends: the switches PyTorch programs set at start-up.
 
-cudnn and cuda describe a GPU backend Kindle does not have: their flags are settable (scripts
-set torch.backends.cudnn.benchmark = True unconditionally) and change nothing on the CPU.
+cudnn and cuda: their flags are settable (scripts set torch.backends.cudnn.benchmark = True
+unconditionally) and change nothing (Kindle's CUDA backend has no cuDNN path yet).
 mkl and openmp report what Kindle's CPU kernels use."""
 import contextlib as _contextlib
 import types as _types
@@ -46,7 +46,7 @@ class _Matmul:
 
 cuda = _Flags("kindle.backends.cuda")
 cuda.matmul = _Matmul()
-cuda.is_built = lambda: False
+cuda.is_built = _C._cuda_is_built
 cuda.flash_sdp_enabled = lambda: False
 cuda.mem_efficient_sdp_enabled = lambda: False
 cuda.math_sdp_enabled = lambda: True
@@ -60,7 +60,8 @@ mps.is_available = lambda: False
 mps.is_built = lambda: False
 
 mkl = _Flags("kindle.backends.mkl")
-mkl.is_available = lambda: True  # Kindle's matmul and convolution call MKL
+_BLAS = _C._blas_library()  # this build's BLAS (KINDLE_BLAS): "mkl" or "openblas"
+mkl.is_available = lambda: _BLAS == "mkl"
 mkl.verbose = lambda level: _contextlib.nullcontext()  # noqa: ARG005
 
 mkldnn = _Flags("kindle.backends.mkldnn")
