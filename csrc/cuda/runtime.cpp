@@ -51,6 +51,16 @@ struct DeviceGuard {
 
 thread_local std::array<uintptr_t, kMaxDevices> tls_stream{};  // 0: the default stream
 
+// The answer of cudaEventQuery / cudaStreamQuery: done, not yet, or an error (raised).
+bool query_done(cudaError_t r) {
+  if (r == cudaErrorNotReady) {
+    cudaGetLastError();  // not an error: clear it
+    return false;
+  }
+  KINDLE_CUDA_CHECK(r);
+  return true;
+}
+
 struct CudaRuntime final : DeviceRuntime {
   int device;
   explicit CudaRuntime(int d) : device(d) {}
@@ -76,15 +86,7 @@ struct CudaRuntime final : DeviceRuntime {
   void event_record(uintptr_t e, uintptr_t s) override {
     KINDLE_CUDA_CHECK(cudaEventRecord(cudaEvent_t(e), cudaStream_t(s)));
   }
-  bool event_query(uintptr_t e) override {
-    cudaError_t r = cudaEventQuery(cudaEvent_t(e));
-    if (r == cudaErrorNotReady) {
-      cudaGetLastError();
-      return false;
-    }
-    KINDLE_CUDA_CHECK(r);
-    return true;
-  }
+  bool event_query(uintptr_t e) override { return query_done(cudaEventQuery(cudaEvent_t(e))); }
   void synchronize() override { DeviceGuard g(device); KINDLE_CUDA_CHECK(cudaDeviceSynchronize()); }
 };
 
@@ -194,15 +196,7 @@ Stream create_stream(int device, int priority) {
 }
 void destroy_stream(Stream s) { if (s.handle) cudaStreamDestroy(cudaStream_t(s.handle)); }
 void stream_synchronize(Stream s) { KINDLE_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(s.handle))); }
-bool stream_query(Stream s) {
-  cudaError_t r = cudaStreamQuery(cudaStream_t(s.handle));
-  if (r == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  KINDLE_CUDA_CHECK(r);
-  return true;
-}
+bool stream_query(Stream s) { return query_done(cudaStreamQuery(cudaStream_t(s.handle))); }
 
 uintptr_t create_event(bool enable_timing) {
   resolve(-1);
@@ -213,15 +207,7 @@ uintptr_t create_event(bool enable_timing) {
 void destroy_event(uintptr_t e) { if (e) cudaEventDestroy(cudaEvent_t(e)); }
 void record_event(uintptr_t e, Stream s) { KINDLE_CUDA_CHECK(cudaEventRecord(cudaEvent_t(e), cudaStream_t(s.handle))); }
 void event_synchronize(uintptr_t e) { KINDLE_CUDA_CHECK(cudaEventSynchronize(cudaEvent_t(e))); }
-bool event_query(uintptr_t e) {
-  cudaError_t r = cudaEventQuery(cudaEvent_t(e));
-  if (r == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  KINDLE_CUDA_CHECK(r);
-  return true;
-}
+bool event_query(uintptr_t e) { return query_done(cudaEventQuery(cudaEvent_t(e))); }
 void stream_wait_event(Stream s, uintptr_t e) {
   KINDLE_CUDA_CHECK(cudaStreamWaitEvent(cudaStream_t(s.handle), cudaEvent_t(e), 0));
 }

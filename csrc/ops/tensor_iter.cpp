@@ -118,12 +118,11 @@ TensorIter TensorIterConfig::build(const char* op) {
         break;
       }
   for (int i = 0; i < n_in; ++i) {
-    if (inputs[i].device() == device) {
-    } else if (inputs[i].dim() == 0 && inputs[i].device().is_cpu()) {
+    if (inputs[i].device() != device) {
+      KINDLE_CHECK(inputs[i].dim() == 0 && inputs[i].device().is_cpu(), op,
+                   ": expected all tensors to be on the same device, but found at least two devices, ", device,
+                   " and ", inputs[i].device(), "!");
       inputs[i] = inputs[i]._to_device(device);  // the device's kernels read device memory
-    } else {
-      KINDLE_CHECK(false, op, ": expected all tensors to be on the same device, but found at least two devices, ",
-                   device, " and ", inputs[i].device(), "!");
     }
     if (promote_inputs && !(keep_input_dtype & (1u << i)) && inputs[i].dtype() != common)
       inputs[i] = inputs[i].to(common);

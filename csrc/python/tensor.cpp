@@ -44,42 +44,9 @@ Tensor cast_warning_if_complex(const Tensor& t, DType to) {
   return t.to(to);
 }
 
-// Tensor.to(...): to(dtype), to(device), to(device, dtype), to(other), with keyword forms.
-nb::object to_dtype_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs);
-
-// Tensor.to: a change of device first (then the rest applies on the target device).
+// Tensor.to(...): to(dtype), to(device), to(device, dtype), to(other), with keyword forms. A
+// change of device comes first; the rest applies on the target device.
 nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) {
-  const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
-  std::optional<Device> device;
-  bool non_blocking = false;
-  auto take = [&](nb::handle h) {
-    Device dev;
-    Tensor other;
-    DType dt;
-    if (nb::try_cast<DType>(h, dt)) return;
-    if (nb::try_cast<Tensor>(h, other, false)) device = other.device();
-    else if (nb::try_cast<Device>(h, dev)) device = dev;
-  };
-  for (nb::handle h : args) take(h);
-  for (auto [k, v] : kwargs) {
-    std::string key = nb::cast<std::string>(k);
-    if (key == "device" || key == "other") take(v);
-    else if (key == "non_blocking") non_blocking = nb::cast<bool>(v);
-  }
-  if (device && !device->is_cpu())
-    KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "to: no CUDA device: ",
-                                 cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
-                                 " (only cpu is available)");
-  if (!device || Device(*device).type == self.device().type &&
-                     (device->index < 0 || device->index == self.device().index))
-    return to_dtype_any(self_obj, args, kwargs);
-  nb::object moved = nb::cast(self._to_device(*device, non_blocking));
-  return to_dtype_any(nb::handle_t<Tensor>(moved), args, kwargs);
-}
-
-// The rest of Tensor.to on the tensor's own device: dtype, copy, memory_format.
-nb::object to_dtype_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) {
-  const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);
   std::optional<DType> dtype;
   std::optional<Device> device;
   bool copy = false, non_blocking = false;
@@ -111,6 +78,13 @@ nb::object to_dtype_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs
     else if (key == "non_blocking") non_blocking = nb::cast<bool>(v);
     else throw TypeError("to() got an unexpected keyword argument '" + key + "'");
   }
+  nb::object self_ref = nb::borrow(self_obj);
+  const Tensor& input = *nb::inst_ptr<Tensor>(self_obj);
+  if (device && (device->type != input.device().type || (device->index >= 0 && device->index != input.device().index))) {
+    self_ref = nb::cast(input._to_device(*device, non_blocking));
+    copy = false;  // the move made the copy
+  }
+  const Tensor& self = *nb::inst_ptr<Tensor>(self_ref);
   int rank = memory_format.is_valid() ? channels_last_rank(memory_format, "to") : -1;
   if (rank >= 0 && rank != 0) {
     // channels_last: the format's own strides, even where size-1 dimensions allow others
@@ -123,7 +97,7 @@ nb::object to_dtype_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs
     if (!copy && src.is_contiguous()) return nb::cast(src);
     return nb::cast(src.is_contiguous() ? src.clone() : src.contiguous());
   }
-  if ((!dtype || *dtype == self.dtype()) && !copy) return nb::borrow(self_obj);  // nothing changes: self
+  if ((!dtype || *dtype == self.dtype()) && !copy) return self_ref;  // nothing (more) changes
   if (!dtype) return nb::cast(self.clone());
   if (self.is_complex() && !is_complex(*dtype)) return nb::cast(cast_warning_if_complex(self, *dtype));
   return nb::cast(self.to(*dtype, copy));
