@@ -14,6 +14,12 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return omp_get_max_threads(); }
 
+// omp_set_num_threads sets the calling thread's own setting: other threads are not affected.
+ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(omp_get_max_threads()) {
+  if (n < previous_) omp_set_num_threads(n);
+}
+ThreadLimitGuard::~ThreadLimitGuard() { omp_set_num_threads(previous_); }
+
 namespace {
 // A child made by fork() after the parent ran a parallel region inherits an OpenMP pool whose
 // threads do not exist in it: its next parallel region would wait for them forever. As PyTorch

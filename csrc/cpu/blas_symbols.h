@@ -36,6 +36,8 @@
 #define zgetrs_ scipy_zgetrs_
 #define ssyevd_ scipy_ssyevd_
 #define dsyevd_ scipy_dsyevd_
+#define ssyevd_2stage_ scipy_ssyevd_2stage_
+#define dsyevd_2stage_ scipy_dsyevd_2stage_
 #define cheevd_ scipy_cheevd_
 #define zheevd_ scipy_zheevd_
 #define sgesdd_ scipy_sgesdd_

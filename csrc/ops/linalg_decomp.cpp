@@ -4,10 +4,12 @@
 // layer (python/kindle/linalg.py) broadcasts batch dims before calling these.
 #include <cmath>
 #include <complex>
+#include <optional>
 #include <type_traits>
 #include <string>
 
 #include "kindle/operators.h"
+#include "kindle/parallel.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
 
@@ -78,16 +80,17 @@ LapackArgs args_for(const Tensor& a, int64_t m, int64_t n) {
   return g;
 }
 
-// LU factors of a square batch (column-major) with pivots and info; empty matrices factor trivially.
+// LU factors of a batch of m x n matrices (column-major) with pivots and info; empty matrices factor trivially.
 // of_transpose: factor A^T instead (a plain row-major copy, cheaper than transposing), for what
 // A^T shares with A: its determinant.
 std::tuple<Tensor, Tensor, Tensor> lu_factor(const Tensor& a, bool of_transpose = false) {
-  int64_t n = a.size(-1);
-  Tensor lu = of_transpose ? contiguous(a).clone() : colmajor(a, n, n);
-  Tensor piv = empty(batch_shape(a, {n}), kInt32);
+  int64_t m = a.size(-2), n = a.size(-1);
+  KINDLE_INTERNAL_ASSERT(!of_transpose || m == n, "lu_factor: the transpose's factors only for square matrices");
+  Tensor lu = of_transpose ? contiguous(a).clone() : colmajor(a, m, n);
+  Tensor piv = empty(batch_shape(a, {std::min(m, n)}), kInt32);
   Tensor info = zeros(batch_shape(a), kInt32);
   if (lu.numel()) {
-    LapackArgs g = args_for(lu, n, n);
+    LapackArgs g = args_for(lu, m, n);
     g.ipiv = static_cast<int32_t*>(piv.data_ptr());
     g.info = static_cast<int32_t*>(info.data_ptr());
     lapack_stub[a.device()](Lapack::Getrf, g);
@@ -109,6 +112,10 @@ void check_invertible(const Tensor& info, const char* op) {
 std::tuple<Tensor, Tensor> native_linalg_cholesky_ex(const Tensor& self, bool upper, bool check_errors) {
   check_matrix(self, "linalg.cholesky", true, /*complex_ok=*/true);
   int64_t n = self.size(-1);
+  // One small matrix: the copy, the factorisation (already one MKL thread, lapack.cpp) and the
+  // triangle on this thread (at 2 threads a 256x256 took 2x its 1-thread time, all in wake-ups).
+  std::optional<ThreadLimitGuard> one_thread;
+  if (batch_of(self) == 1 && n <= 384) one_thread.emplace(1);
   Tensor l = colmajor(self, n, n);
   Tensor info = zeros(batch_shape(self), kInt32);
   if (l.numel()) {
@@ -132,8 +139,6 @@ std::tuple<Tensor, Tensor> native_linalg_cholesky_ex(const Tensor& self, bool up
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   check_matrix(A, "linalg.lu_factor", false, /*complex_ok=*/true);
   KINDLE_CHECK_NOT_IMPLEMENTED(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
-  KINDLE_CHECK(A.size(-1) == A.size(-2), "linalg.lu_factor: only square matrices are supported, got ", A.size(-2),
-               " by ", A.size(-1));
   auto [lu, piv, info] = lu_factor(A);
   if (check_errors) check_invertible(info, "linalg.lu_factor");
   return {lu, piv, info};

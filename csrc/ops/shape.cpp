@@ -4,6 +4,7 @@
 
 #include "native_ops.h"
 #include "ops/kernels.h"
+#include "ops/triangle_kernels.h"
 #include "kindle/autograd.h"
 
 namespace kindle {
@@ -463,22 +464,38 @@ Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
   return out.is_same(self) ? self.clone() : out;
 }
 
-static Tensor tri_mask(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
+static void check_triangle(const Tensor& self, const char* op) {
   KINDLE_CHECK(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions, got ", self.dim());
+}
+// The mask and a where: for devices without a triangle kernel.
+static Tensor triangle_by_mask(const Tensor& self, int64_t diagonal, bool lower) {
   int64_t r = self.size(-2), c = self.size(-1);
   Tensor rows = arange(0, r, 1, kInt64, self.device()).unsqueeze(1);
   Tensor cols = arange(0, c, 1, kInt64, self.device()).unsqueeze(0);
   Tensor diff = sub(cols, rows);
-  return lower ? le(diff, scalar_to_tensor(diagonal)) : ge(diff, scalar_to_tensor(diagonal));
+  Tensor mask = lower ? le(diff, scalar_to_tensor(diagonal)) : ge(diff, scalar_to_tensor(diagonal));
+  return where(mask, self, scalar_tensor_of(0, self.dtype()));
 }
-Tensor tril(const Tensor& self, int64_t diagonal) {
-  return where(tri_mask(self, diagonal, true, "tril"), self, scalar_tensor_of(0, self.dtype()));
+static Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
+  check_triangle(self, op);
+  if (!triangle_stub.fns[int(self.device().type)]) return triangle_by_mask(self, diagonal, lower);
+  Tensor src = self.contiguous();
+  Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
+  if (out.numel()) triangle_stub[self.device()](src, out, diagonal, lower);
+  return out;
 }
-Tensor triu(const Tensor& self, int64_t diagonal) {
-  return where(tri_mask(self, diagonal, false, "triu"), self, scalar_tensor_of(0, self.dtype()));
+static const Tensor& triangle_(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
+  check_triangle(self, op);
+  if (self.is_contiguous() && triangle_stub.fns[int(self.device().type)]) {
+    if (self.numel()) triangle_stub[self.device()](self, self, diagonal, lower);
+    return self;
+  }
+  return self.copy_(triangle(self, diagonal, lower, op));
 }
-const Tensor& tril_(const Tensor& self, int64_t diagonal) { return self.copy_(tril(self, diagonal)); }
-const Tensor& triu_(const Tensor& self, int64_t diagonal) { return self.copy_(triu(self, diagonal)); }
+Tensor native_tril(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, true, "tril"); }
+Tensor native_triu(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, false, "triu"); }
+const Tensor& native_tril_(const Tensor& self, int64_t diagonal) { return triangle_(self, diagonal, true, "tril_"); }
+const Tensor& native_triu_(const Tensor& self, int64_t diagonal) { return triangle_(self, diagonal, false, "triu_"); }
 
 Tensor native_diagonal(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
   int64_t a = wrap_dim(dim1, self.dim(), "diagonal"), b = wrap_dim(dim2, self.dim(), "diagonal");

@@ -164,12 +164,11 @@ def _one_hot(idx, n):
 def lu(A, *, pivot=True, out=None):
     _float_input(A, "linalg.lu", complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
-    if m != n:
-        raise NotImplementedError("linalg.lu: only square matrices are supported")
+    k = min(m, n)
     LU, piv, _ = _C.linalg_lu_factor_ex(A, pivot=pivot, check_errors=False)
-    L = LU.tril(-1) + _C.eye(n, dtype=A.dtype)
-    U = LU.triu()
-    P = _pivots_to_permutation(piv, n).to(A.dtype)
+    L = LU[..., :, :k].tril(-1) + _C.eye(m, k, dtype=A.dtype)
+    U = LU[..., :k, :].triu()
+    P = _pivots_to_permutation(piv, m).to(A.dtype)
     return _write(out, _lu_t(P, L, U))
 
 

@@ -135,6 +135,65 @@ def test_lu_factor_lu_and_lu_solve():
     _close(KL.lu_solve(LU, piv, b, adjoint=True), torch.linalg.lu_solve(tLU, tpiv, tb, adjoint=True), 1e-9, 1e-9)
 
 
+# Kindle factors matrices up to 128 on a side with its own blocked LU (csrc/cpu/small_lu.cpp) and
+# larger ones with LAPACK: both sides of the threshold, square and rectangular, tails of the
+# register tile, batched, singular (info and the factoring past a zero pivot) and non-finite.
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), (3, 7), (7, 3), (17, 33), (33, 17), (64, 64), (8, 64, 64),
+                                   (3, 100, 100), (127, 129), (128, 128), (129, 129), (2, 200, 200)])
+def test_lu_factor_matches_lapack_on_both_sides_of_the_small_kernel(shape, dtype):
+    a = _rand(shape, seed=sum(shape))
+    k, t = _pair(a, dtype)
+    LU, piv, info = KL.lu_factor_ex(k)
+    tLU, tpiv, tinfo = torch.linalg.lu_factor_ex(t)
+    assert info.tolist() == tinfo.tolist()
+    P, L, U = KL.lu(k)
+    _close(P @ L @ U, a, 1e-5 * shape[-1] if dtype == "float32" else 1e-12, 1e-5 if dtype == "float32" else 1e-12,
+           "P L U")
+    if dtype == "float64":  # float32 pivots may differ from torch's on near-ties between LU orderings
+        assert piv.tolist() == tpiv.tolist()
+        _close(LU, tLU, 1e-10, 1e-10, "LU")
+        for x, y, what in zip((P, L, U), torch.linalg.lu(t), "PLU"):
+            _close(x, y, 1e-10, 1e-10, what)
+    if shape[-1] == shape[-2]:
+        tol = 1e-4 if dtype == "float32" else 1e-10
+        _close(KL.det(k), torch.linalg.det(t), tol * 10, tol, "det")
+
+
+def test_batched_lu_after_a_batched_matmul_is_right():
+    # MKL's getrf_batch_strided returned wrong factors after a batched GEMM on two threads
+    a = _rand((2, 200, 200), seed=402)
+    k = kindle.tensor(a)
+    with_threads = kindle.get_num_threads()
+    kindle.set_num_threads(2)
+    try:
+        k @ k
+        got = KL.det(k)
+    finally:
+        kindle.set_num_threads(with_threads)
+    _close(got, np.linalg.det(a), 1e-9, 0, "det")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lu_factor_of_singular_and_nonfinite_matrices_matches_torch(dtype):
+    cases = [
+        [[1.0, 2, 3], [2, 4, 6], [1, 1, 1]],  # rank 2: a zero pivot in the last step
+        [[0.0, 0, 0], [0, 0, 0], [0, 0, 0]],  # every pivot zero: info is the first
+        [[0.0, 1, 2], [0, 3, 4], [0, 5, 7]],  # a zero first column: info 1, factoring goes on
+        [[1.0, 2, 3], [4, 5, 6], [7, 8, 9]],  # singular only up to rounding
+        [[1.0, math.inf, 3], [4, 5, 6], [7, 8, 10]],
+        [[1.0, 2, 3], [4, math.nan, 6], [7, 8, 10]],
+    ]
+    k, t = _pair(np.array(cases), dtype)
+    LU, piv, info = KL.lu_factor_ex(k)
+    tLU, tpiv, tinfo = torch.linalg.lu_factor_ex(t)
+    assert piv.tolist() == tpiv.tolist()
+    assert info.tolist() == tinfo.tolist()
+    _close(LU, tLU, 1e-6, 1e-6, "LU")
+    with pytest.raises(kindle.linalg.LinAlgError, match=r"Batch element 0.*diagonal element 3 is zero"):
+        KL.inv(k[:1])
+
+
 NORM_CASES = [
     ("vector_norm", (5,), dict()), ("vector_norm", (3, 4), dict(ord=1)), ("vector_norm", (3, 4), dict(ord=math.inf)),
     ("vector_norm", (3, 4), dict(ord=-math.inf, dim=1)), ("vector_norm", (3, 4), dict(ord=0)),
