@@ -25,8 +25,9 @@ import gen_autograd  # noqa: E402
 TYPES = {
     "Tensor": ("const Tensor&", "const Tensor&", "{}"),
     "Tensor?": ("const std::optional<Tensor>&", "const std::optional<Tensor>&", "{}"),
-    "Tensor[]": ("TensorList", "const std::vector<Tensor>&", "{}"),
-    "Tensor?[]": ("const std::vector<std::optional<Tensor>>&", "const std::vector<std::optional<Tensor>>&", "{}"),
+    "Tensor[]": ("TensorList", "const ListArg<std::vector<Tensor>>&", "{}.items"),
+    "Tensor?[]": ("const std::vector<std::optional<Tensor>>&", "const ListArg<std::vector<std::optional<Tensor>>>&",
+                  "{}.items"),
     "Scalar": ("const Scalar&", "const Scalar&", "{}"),
     "Scalar?": ("const std::optional<Scalar>&", "const std::optional<Scalar>&", "{}"),
     "int": ("int64_t", "int64_t", "{}"),
@@ -231,8 +232,9 @@ def gen_binding(op, variant, varargs=None):
             arg_specs.append(f'nb::arg("{pyname}")')
             kw_emitted = True  # what follows *args is keyword-only already
             continue
-        numbers_ok = a.type in ("Tensor", "Tensor?") and (op.numbers is None or a.name in op.numbers)
-        if numbers_ok:  # a Python number or NumPy array converts (TensorArg, bind_common.h)
+        # TensorArg (bind_common.h): a Python number or NumPy array converts where numbers are
+        # allowed (elsewhere the spec below says noconvert); it keeps its Python object
+        if a.type in ("Tensor", "Tensor?"):
             btype, how = {"Tensor": ("const TensorArg&", "{}.get()"),
                           "Tensor?": ("const std::optional<TensorArg>&", "opt_tensor({})")}[a.type]
         params.append(f"{btype} {a.name}")
@@ -303,7 +305,69 @@ def gen_binding(op, variant, varargs=None):
         body = f"{pre}return {call};"
     target = "cls" if is_method else ("nn" if variant == "nn" else "m")
     specs = "".join(", " + s for s in arg_specs)
-    return (f'  {target}.def("{op.name}", []({", ".join(params)}) {{ {body} }}{specs});')
+    # __torch_function__ (python/torch_function.h): with an overriding argument (or in a
+    # TorchFunctionMode: every binding, factories too) the call is rebuilt from the arguments as
+    # func(*positional, **keywords) and handed to kindle.overrides
+    sources, rebuild = [], []
+    for i, a in enumerate(args):
+        pyname = "input" if (a.name == "self" and not is_method) else a.name
+        if i == 0 and takes_handle:
+            value = "self_obj"
+            sources.append("self_obj.ptr()")
+        elif a.name == varargs:
+            rebuild.append(f"c_.spread({a.name});")
+            sources.append(f"{a.name}.ptr()")
+            continue
+        elif a.type == "Tensor":
+            value = f"nb::handle({a.name}.src)"
+            sources.append(f"{a.name}.src")
+        elif a.type == "Tensor?":
+            value = f"py_source({a.name})"
+            sources.append(f"py_source({a.name}).ptr()")
+        elif a.type in ("Tensor[]", "Tensor?[]"):
+            value = f"nb::handle({a.name}.src)"
+            sources.append(f"{a.name}.src")
+        elif a.type in ("int[]", "int[]?"):  # as given: an int stays an int
+            value = f"py_source({a.name})"
+        else:
+            value = f"nb::cast({a.name})"
+        positional = not a.kw_only and not (varargs and any(b.name == varargs for b in args[:i]))
+        rebuild.append(f"c_.arg({value});" if positional else f'c_.kwarg("{pyname}", {value});')
+    if has_out:
+        rebuild.append("c_.out(out);")
+    if factory:
+        rebuild += ['c_.kwarg("layout", layout);', 'c_.kwarg("pin_memory", nb::cast(pin_memory));',
+                    'c_.kwarg("memory_format", memory_format);']
+    where = "t" if is_method else ("n" if variant == "nn" else "m")
+    tf = (f"if (torch_function_hint()) [[unlikely]] {{ if (override_in({{{', '.join(sources)}}})) {{ "
+          f"TorchFunctionCall c_; {' '.join(rebuild)} "
+          f"return c_.dispatch(torch_function_target('{where}', \"{op.name}\")); }} }} ")
+    return (f'  {target}.def("{op.name}", []({", ".join(params)}) -> nb::object {{ {tf}{wrap_return(body)} }}'
+            f'{specs});')
+
+
+def wrap_return(body):
+    """The body with each of its own `return X;` (not those of lambdas inside it) as
+    `return nb::cast(X);`: the binding returns nb::object, so that its __torch_function__ branch
+    can return whatever the override returned."""
+    out, depth, i = [], 0, 0
+    while i < len(body):
+        c = body[i]
+        if c in "{(":
+            depth += 1
+        elif c in "})":
+            depth -= 1
+        if depth == 0 and body.startswith("return ", i):
+            j, d = i + len("return "), 0
+            while not (body[j] == ";" and d == 0):
+                d += body[j] in "{(" or -(body[j] in "})")
+                j += 1
+            out.append("return nb::cast(" + body[i + len("return "):j] + ");")
+            i = j + 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def write(path, text):
@@ -332,6 +396,7 @@ BIND_CPP = """// Generated by tools/gen_ops.py from csrc/ops/ops.yaml. Do not ed
 #include "kindle/autocast.h"
 #include "kindle/profiler.h"
 #include "python/bind_common.h"
+#include "python/torch_function.h"
 
 namespace kindle::python {{
 

@@ -19,9 +19,12 @@ extern PyObject* g_dtype_objects[kNumDTypes];
 
 struct DimList {
   DimVector dims;
+  PyObject* src = nullptr;  // the Python object it came from (for __torch_function__), when it did
   DimList() = default;
   DimList(std::initializer_list<int64_t> il) : dims(il) {}
 };
+inline nb::object py_source(const DimList& d) { return d.src ? nb::borrow(d.src) : nb::cast(d); }
+inline nb::object py_source(const std::optional<DimList>& d) { return d ? py_source(*d) : nb::none(); }
 inline OptionalIntArrayRef opt_dims(const std::optional<DimList>& d) {
   return d ? OptionalIntArrayRef(IntArrayRef(d->dims)) : std::nullopt;
 }
@@ -39,14 +42,25 @@ std::vector<Tensor> args_to_tensors(const nb::args& args);
 struct TensorArg {
   const Tensor* ptr = nullptr;  // the argument's own tensor (the caller keeps it alive)
   Tensor owned;                 // a converted number or array
+  PyObject* src = nullptr;      // the Python object it came from (for __torch_function__)
   const Tensor& get() const { return ptr ? *ptr : owned; }
   operator const Tensor&() const { return get(); }
 };
 inline std::optional<Tensor> opt_tensor(const std::optional<TensorArg>& t) {
   return t ? std::optional<Tensor>(t->get()) : std::nullopt;
 }
+inline nb::handle py_source(const std::optional<TensorArg>& t) { return t ? nb::handle(t->src) : nb::none(); }
+// A list of tensors (or of optional tensors) with the Python object it came from.
+template <typename V>
+struct ListArg {
+  V items;
+  PyObject* src = nullptr;
+};
 // A number or a NumPy array as a tensor (numpy.cpp); false for anything else.
 bool tensor_from_number_or_array(nb::handle h, Tensor& out);
+// True for an object (not a Tensor) whose type defines __torch_function__, while overriding is
+// enabled; it turns on the bindings' scan (torch_function.cpp).
+bool accept_torch_function_object(PyObject* o);
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor>&& t);
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t);
 bool int_from_py(PyObject* o, int64_t& out);
@@ -170,8 +184,17 @@ template <> struct type_caster<kindle::Scalar> {
 template <> struct type_caster<kindle::python::TensorArg> {
   NB_TYPE_CASTER(kindle::python::TensorArg, const_name("Tensor"))
   bool from_python(handle src, uint8_t flags, cleanup_list*) noexcept {
+    value.src = src.ptr();
     if (nanobind::isinstance<kindle::Tensor>(src)) {
       value.ptr = nanobind::inst_ptr<kindle::Tensor>(src);
+      return true;
+    }
+    // An object with __torch_function__ (a duck-typed tensor): accepted as an undefined tensor
+    // that the binding never reads, since it hands the call to __torch_function__ first
+    // (python/torch_function.h; every binding taking a TensorArg does).
+    if (kindle::python::accept_torch_function_object(src.ptr())) {
+      value.ptr = nullptr;
+      value.owned = kindle::Tensor();
       return true;
     }
     if (!(flags & uint8_t(cast_flags::convert))) return false;
@@ -187,12 +210,27 @@ template <> struct type_caster<kindle::python::TensorArg> {
   }
 };
 
+template <typename V> struct type_caster<kindle::python::ListArg<V>> {
+  NB_TYPE_CASTER(kindle::python::ListArg<V>, make_caster<V>::Name)
+  bool from_python(handle src, uint8_t flags, cleanup_list* cleanup) noexcept {
+    make_caster<V> items;
+    if (!items.from_python(src, flags, cleanup)) return false;
+    value.items = std::move(items.value);
+    value.src = src.ptr();
+    return true;
+  }
+  static handle from_cpp(const kindle::python::ListArg<V>& l, rv_policy p, cleanup_list* c) noexcept {
+    return make_caster<V>::from_cpp(l.items, p, c);
+  }
+};
+
 template <> struct type_caster<kindle::python::DimList> {
   NB_TYPE_CASTER(kindle::python::DimList, const_name("Sequence[int]"))
   bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
     PyObject* o = src.ptr();
     int64_t v;
     value.dims.clear();
+    value.src = o;
     if (!PyBool_Check(o) && kindle::python::int_from_py(o, v)) { value.dims.push_back(v); return true; }
     if (!PyTuple_Check(o) && !PyList_Check(o)) return false;
     PyObject* seq = PySequence_Fast(o, "");

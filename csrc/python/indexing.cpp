@@ -2,6 +2,7 @@
 // integer tensors and lists, exactly like PyTorch. Basic indices make views; tensor indices go
 // through kindle::index / index_put_.
 #include "python/bind_common.h"
+#include "python/torch_function.h"
 
 namespace kindle::python {
 namespace {
@@ -147,8 +148,15 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
 }  // namespace
 
 void bind_indexing(nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", &getitem, nb::arg("idx").none());
-  cls.def("__setitem__", &setitem, nb::arg("idx").none(), nb::arg("value").none());
+  cls.def("__getitem__", [](nb::handle_t<Tensor> self, nb::handle idx) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "__getitem__", self.ptr(), idx.ptr());
+    return nb::cast(getitem(*nb::inst_ptr<Tensor>(self), idx));
+  }, nb::arg("idx").none());
+  cls.def("__setitem__", [](nb::handle_t<Tensor> self, nb::handle idx, nb::handle value) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "__setitem__", self.ptr(), idx.ptr(), value.ptr());
+    setitem(*nb::inst_ptr<Tensor>(self), idx, value);
+    return nb::none();
+  }, nb::arg("idx").none(), nb::arg("value").none());
 }
 
 }  // namespace kindle::python

@@ -7,6 +7,7 @@
 #include "ops/tensor_iter.h"
 
 #include "python/bind_common.h"
+#include "python/torch_function.h"
 
 namespace kindle::python {
 
@@ -273,7 +274,10 @@ NB_MODULE(_C, m) {
   m.def("set_default_dtype", &set_default_dtype, nb::arg("d"));
   m.def("promote_types", &promote_types, nb::arg("type1"), nb::arg("type2"));
   m.def("can_cast", &can_cast, nb::arg("from_"), nb::arg("to"));
-  m.def("result_type", [](const TensorArg& a, const TensorArg& b) { return result_type({a.get(), b.get()}); },
+  m.def("result_type", [](const TensorArg& a, const TensorArg& b) -> nb::object {
+    KINDLE_TORCH_FUNCTION('m', "result_type", a.src, b.src);
+    return nb::cast(result_type({a.get(), b.get()}));
+  },
         nb::arg("tensor1"), nb::arg("tensor2"));
   m.def("empty_cache", &empty_cache);
   m.def("cpu_cache_stats", []() { auto s = cpu_cache_stats(); return std::make_tuple(s.cached_bytes, s.cache_hits, s.cache_misses); });
@@ -294,6 +298,7 @@ NB_MODULE(_C, m) {
                                        {Py_tp_clear, (void*)tensor_tp_clear},
                                        {0, nullptr}};
   nb::class_<Tensor> cls(m, "Tensor", nb::dynamic_attr(), nb::type_slots(tensor_slots));
+  bind_torch_function(m);
   bind_tensor(m, cls);
   bind_indexing(cls);
   bind_numpy(m, cls);

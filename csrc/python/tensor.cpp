@@ -6,6 +6,7 @@
 #include "kindle/cuda.h"
 #include "kindle/profiler.h"
 #include "python/bind_common.h"
+#include "python/torch_function.h"
 #include "kindle/shared_memory.h"
 
 namespace kindle::python {
@@ -192,7 +193,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     Tensor h = t._to_device(kCPU);
     return tolist_rec(h, static_cast<const char*>(h.data_ptr()), 0);
   });
-  cls.def("to", &to_any);
+  cls.def("to", [](nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwargs) -> nb::object {
+    if (torch_function_hint() && override_in({self_obj.ptr(), args.ptr()})) [[unlikely]] {  // as given
+      TorchFunctionCall call;
+      call.arg(self_obj);
+      call.spread(args);
+      for (auto [k, v] : kwargs) call.keywords[k] = v;
+      return call.dispatch(torch_function_target('t', "to"));
+    }
+    return to_any(self_obj, args, kwargs);
+  });
   cls.def("type", [](const Tensor& t, DType d) { return t.to(d); }, nb::arg("dtype"));
   cls.def("type", [](const Tensor& t) {  // the legacy type name, as torch's Tensor.type()
     switch (t.dtype()) {
@@ -213,10 +223,26 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     if (t.device().is_cpu()) return nb::borrow(h);
     return nb::cast(t._to_device(kCPU, non_blocking));
   }, nb::arg("non_blocking") = false);
-  cls.def("float", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat32); });
-  cls.def("double", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat64); });
-  cls.def("half", [](const Tensor& t) { return cast_warning_if_complex(t, kFloat16); });
-  cls.def("bfloat16", [](const Tensor& t) { return cast_warning_if_complex(t, kBFloat16); });
+  cls.def("float", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "float", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(cast_warning_if_complex(t, kFloat32));
+  });
+  cls.def("double", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "double", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(cast_warning_if_complex(t, kFloat64));
+  });
+  cls.def("half", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "half", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(cast_warning_if_complex(t, kFloat16));
+  });
+  cls.def("bfloat16", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "bfloat16", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(cast_warning_if_complex(t, kBFloat16));
+  });
   cls.def("long", [](const Tensor& t) { return t.to(kInt64); });
   cls.def("int", [](const Tensor& t) { return t.to(kInt32); });
   cls.def("short", [](const Tensor& t) { return t.to(kInt16); });
@@ -257,47 +283,67 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_CHECK(t.dtype() != kBool, "The `+` operator, on a bool tensor is not supported.");
     return t.view(t.sizes());
   });
-  cls.def("__neg__", [](const Tensor& t) { return profiler::call("aten::neg", [&] { return neg(t); }, t); });
-  cls.def("__abs__", [](const Tensor& t) { return profiler::call("aten::abs", [&] { return abs(t); }, t); });
+  cls.def("__neg__", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "neg", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(profiler::call("aten::neg", [&] { return neg(t); }, t));
+  });
+  cls.def("__abs__", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "abs", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(profiler::call("aten::abs", [&] { return abs(t); }, t));
+  });
   cls.def("__invert__", [](const Tensor& t) {
     KINDLE_CHECK_TYPE(!t.is_floating_point(), "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     return t.dtype() == kBool ? logical_not(t) : bitwise_not(t);
   });
 
 // (each is a profiler event under PyTorch's name for it)
-#define KINDLE_BINOP(py, expr, aten)                                                     \
-  cls.def("__" py "__", [](const Tensor& a, const TensorArg& b_) {                       \
-    const Tensor& b = b_.get();                                                          \
-    return profiler::call("aten::" aten, [&] { return expr(a, b); }, a, b); }, nb::is_operator()); \
-  cls.def("__r" py "__", [](const Tensor& a, const TensorArg& b_) {                      \
-    const Tensor& b = b_.get();                                                          \
-    return profiler::call("aten::" aten, [&] { return expr(b, a); }, b, a); }, nb::is_operator());
-  KINDLE_BINOP("mul", mul, "mul")
-  KINDLE_BINOP("mod", remainder, "remainder")
-  KINDLE_BINOP("pow", pow, "pow")
+// (each hands a call with an overriding operand to __torch_function__, python/torch_function.h)
+#define KINDLE_BINOP(py, expr, aten, tf, rtf)                                                            \
+  cls.def("__" py "__", [](nb::handle_t<Tensor> a_obj, const TensorArg& b_) -> nb::object {                   \
+    KINDLE_TORCH_FUNCTION('t', tf, a_obj.ptr(), b_.src);                                                       \
+    const Tensor& a = *nb::inst_ptr<Tensor>(a_obj);                                                            \
+    const Tensor& b = b_.get();                                                                                \
+    return nb::cast(profiler::call("aten::" aten, [&] { return expr(a, b); }, a, b)); }, nb::is_operator());  \
+  cls.def("__r" py "__", [](nb::handle_t<Tensor> a_obj, const TensorArg& b_) -> nb::object {                  \
+    KINDLE_TORCH_FUNCTION('t', rtf, a_obj.ptr(), b_.src);                                                      \
+    const Tensor& a = *nb::inst_ptr<Tensor>(a_obj);                                                            \
+    const Tensor& b = b_.get();                                                                                \
+    return nb::cast(profiler::call("aten::" aten, [&] { return expr(b, a); }, b, a)); }, nb::is_operator());
+  KINDLE_BINOP("mul", mul, "mul", "mul", "mul")
+  KINDLE_BINOP("mod", remainder, "remainder", "__mod__", "__rmod__")
+  KINDLE_BINOP("pow", pow, "pow", "pow", "__rpow__")
   // matmul is on the autocast lists (kindle/autocast.h); the bindings of the other operators are not
   auto autocast_matmul = [](const Tensor& x, const Tensor& y) {
     return profiler::call("aten::matmul", [&] {
       return autocast::call(autocast::Policy::Lower, [](const Tensor& p, const Tensor& q) { return matmul(p, q); }, x, y);
     }, x, y);
   };
-  cls.def("__matmul__", [autocast_matmul](const Tensor& a, const TensorArg& b) { return autocast_matmul(a, b.get()); },
-          nb::is_operator());
-  cls.def("__rmatmul__", [autocast_matmul](const Tensor& a, const TensorArg& b) { return autocast_matmul(b.get(), a); },
-          nb::is_operator());
-  KINDLE_BINOP("lshift", bitwise_left_shift, "bitwise_left_shift")
-  KINDLE_BINOP("rshift", bitwise_right_shift, "bitwise_right_shift")
-  KINDLE_BINOP("add", add2, "add")
-  KINDLE_BINOP("sub", sub2, "sub")
-  KINDLE_BINOP("truediv", div2, "div")
-  KINDLE_BINOP("floordiv", floor_divide, "floor_divide")
-  KINDLE_BINOP("and", bitwise_and, "bitwise_and")
-  KINDLE_BINOP("or", bitwise_or, "bitwise_or")
-  KINDLE_BINOP("xor", bitwise_xor, "bitwise_xor")
+  cls.def("__matmul__", [autocast_matmul](nb::handle_t<Tensor> a_obj, const TensorArg& b) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "matmul", a_obj.ptr(), b.src);
+    const Tensor& a = *nb::inst_ptr<Tensor>(a_obj);
+    return nb::cast(autocast_matmul(a, b.get()));
+  }, nb::is_operator());
+  cls.def("__rmatmul__", [autocast_matmul](nb::handle_t<Tensor> a_obj, const TensorArg& b) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "__rmatmul__", a_obj.ptr(), b.src);
+    const Tensor& a = *nb::inst_ptr<Tensor>(a_obj);
+    return nb::cast(autocast_matmul(b.get(), a));
+  }, nb::is_operator());
+  KINDLE_BINOP("lshift", bitwise_left_shift, "bitwise_left_shift", "__lshift__", "__rlshift__")
+  KINDLE_BINOP("rshift", bitwise_right_shift, "bitwise_right_shift", "__rshift__", "__rrshift__")
+  KINDLE_BINOP("add", add2, "add", "add", "add")
+  KINDLE_BINOP("sub", sub2, "sub", "sub", "__rsub__")
+  KINDLE_BINOP("truediv", div2, "div", "div", "__rtruediv__")
+  KINDLE_BINOP("floordiv", floor_divide, "floor_divide", "__floordiv__", "__rfloordiv__")
+  KINDLE_BINOP("and", bitwise_and, "bitwise_and", "__and__", "__rand__")
+  KINDLE_BINOP("or", bitwise_or, "bitwise_or", "__or__", "__ror__")
+  KINDLE_BINOP("xor", bitwise_xor, "bitwise_xor", "__xor__", "__rxor__")
 #undef KINDLE_BINOP
   // In-place operators write into the tensor itself; the *_ ops check the result dtype.
 #define KINDLE_IOP(py, op, aten)                                                                  \
-  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const TensorArg& b_) {                       \
+  cls.def("__i" py "__", [](nb::handle_t<Tensor> h, const TensorArg& b_) -> nb::object {         \
+    KINDLE_TORCH_FUNCTION('t', aten, h.ptr(), b_.src);                                 \
     const Tensor& a = *nb::inst_ptr<Tensor>(h);                                                   \
     const Tensor& b = b_.get();                                                                   \
     profiler::call("aten::" aten, [&]() -> const Tensor& { return op(a, b); }, a, b);             \
@@ -315,16 +361,18 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   KINDLE_IOP("lshift", bitwise_left_shift_, "bitwise_left_shift_")
   KINDLE_IOP("rshift", bitwise_right_shift_, "bitwise_right_shift_")
 #undef KINDLE_IOP
-#define KINDLE_CMP(op)                                                                               \
-  cls.def("__" #op "__", [](const Tensor& a, const TensorArg& b_) {                                  \
+#define KINDLE_CMP(op, tf)                                                                           \
+  cls.def("__" #op "__", [](nb::handle_t<Tensor> a_obj, const TensorArg& b_) -> nb::object {         \
+    KINDLE_TORCH_FUNCTION('t', tf, a_obj.ptr(), b_.src);                                             \
+    const Tensor& a = *nb::inst_ptr<Tensor>(a_obj);                                                  \
     const Tensor& b = b_.get();                                                                      \
-    return profiler::call("aten::" #op, [&] { return op(a, b); }, a, b); }, nb::is_operator());
-  KINDLE_CMP(eq)
-  KINDLE_CMP(ne)
-  KINDLE_CMP(lt)
-  KINDLE_CMP(le)
-  KINDLE_CMP(gt)
-  KINDLE_CMP(ge)
+    return nb::cast(profiler::call("aten::" #op, [&] { return op(a, b); }, a, b)); }, nb::is_operator());
+  KINDLE_CMP(eq, "__eq__")
+  KINDLE_CMP(ne, "__ne__")
+  KINDLE_CMP(lt, "lt")
+  KINDLE_CMP(le, "le")
+  KINDLE_CMP(gt, "gt")
+  KINDLE_CMP(ge, "ge")
 #undef KINDLE_CMP
   m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"));
 }

@@ -23,6 +23,7 @@ from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
 from ._C import Tensor, Generator, dtype  # noqa: F401
 from ._C import _fft_c2c, _fft_c2r, _fft_r2c  # noqa: F401  (torch._fft_*: the primitives of kindle.fft)
 
+from . import overrides  # noqa: E402,F401  (__torch_function__: Tensor's default, the switches)
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)

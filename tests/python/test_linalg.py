@@ -150,14 +150,16 @@ def test_lu_factor_matches_lapack_on_both_sides_of_the_small_kernel(shape, dtype
     P, L, U = KL.lu(k)
     _close(P @ L @ U, a, 1e-5 * shape[-1] if dtype == "float32" else 1e-12, 1e-5 if dtype == "float32" else 1e-12,
            "P L U")
-    if dtype == "float64":  # float32 pivots may differ from torch's on near-ties between LU orderings
+    # pivots may differ from torch's on near-ties between LU orderings: float32, and LAPACK's
+    # blocked LU above 128 (its blocking follows MKL's thread count)
+    if dtype == "float64" and max(shape[-2:]) <= 128:
         assert piv.tolist() == tpiv.tolist()
         _close(LU, tLU, 1e-10, 1e-10, "LU")
         for x, y, what in zip((P, L, U), torch.linalg.lu(t), "PLU"):
             _close(x, y, 1e-10, 1e-10, what)
-    if shape[-1] == shape[-2]:
+    if shape[-1] == shape[-2]:  # against NumPy: torch's batched LU (MKL's getrf_batch_strided) can be wrong here
         tol = 1e-4 if dtype == "float32" else 1e-10
-        _close(KL.det(k), torch.linalg.det(t), tol * 10, tol, "det")
+        _close(KL.det(k), np.linalg.det(a.astype(dtype)), tol * 10, tol, "det")
 
 
 def test_batched_lu_after_a_batched_matmul_is_right():

@@ -835,8 +835,7 @@ def test_legacy_constructor_with_one_size_and_numbers_as_arguments(torch):
 
 def test_as_subclass_shares_data_and_history(torch):
     """Tensor.as_subclass(cls): the same tensor (data and autograd history) as a cls instance,
-    without calling cls.__init__. (Ops on it return plain tensors in Kindle: without
-    __torch_function__, torch's propagation of the subclass is not there yet.)"""
+    without calling cls.__init__ (ops on it keep the subclass: test_overrides.py)."""
     for L in (kindle, torch):
         class Tagged(L.Tensor):
             def __init__(self, *args, **kwargs):

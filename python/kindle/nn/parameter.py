@@ -1,5 +1,6 @@
 """nn.Parameter and nn.Buffer: tensor subclasses that a Module registers on attribute assignment."""
 from .. import _C
+from ..overrides import _disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer"]
 
@@ -21,6 +22,8 @@ class Parameter(_C.Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
+    __torch_function__ = _disabled_torch_function_impl  # ops on a Parameter return plain tensors
+
 
 class Buffer(_C.Tensor):
     """Marks a tensor to be registered as a buffer when assigned as a Module attribute:
@@ -35,3 +38,5 @@ class Buffer(_C.Tensor):
 
     def __init__(self, *args, **kwargs):
         pass
+
+    __torch_function__ = _disabled_torch_function_impl
