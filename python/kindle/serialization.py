@@ -1,13 +1,14 @@
 """kindle.save / kindle.load: safe checkpoints.
 
-Kindle writes safetensors files: an 8-byte little-endian header length, a JSON header
-{name: {dtype, shape, data_offsets}, "__metadata__": {str: str}}, then the raw tensor bytes.
-A flat dict of str -> tensor becomes a plain safetensors file any safetensors reader opens;
-nesting and non-tensor values (optimizer state dicts) are described in the "kindle" metadata
-entry as JSON that names the tensors it holds. Nothing in a file is ever executed.
-
-Objects the format cannot describe (a whole nn.Module, an optimizer, NumPy arrays, any other
-picklable object) are written in PyTorch's zip+pickle layout instead (see _pickle_save.py).
+kindle.save writes PyTorch's zip+pickle checkpoint layout by default (see _pickle_save.py), so
+torch.load reads Kindle's checkpoints as they are, weights_only=True included, and whole objects
+(a Module, an optimizer, NumPy arrays, any picklable object) round-trip. On request (a file name
+ending in .safetensors, or format="safetensors") it writes safetensors instead: an 8-byte
+little-endian header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__":
+{str: str}}, then the raw tensor bytes. A flat dict of str -> tensor becomes a plain safetensors
+file any safetensors reader opens; nesting and non-tensor values (optimizer state dicts) are
+described in the "kindle" metadata entry as JSON that names the tensors it holds; anything else
+is refused with ValueError. Nothing in either kind of file is executed on load (below).
 
 kindle.load also reads PyTorch's zip checkpoints (torch.save's default format). As in torch
 2.6 and later, weights_only defaults to True: a restricted unpickler (see _torch_pickle.py)
@@ -363,20 +364,21 @@ def _write_plan(out, plan):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+         _disable_byteorder_record=False, *, format=None):
     """Save a tensor, a structure holding tensors, or any picklable object.
 
-    A tensor or nested dicts (str or int keys), lists, tuples and sets of tensors, ints,
-    floats, bools, strings, None and dtypes -- model and optimizer state dicts -- go to a
-    safetensors file. Anything else (a whole nn.Module, an optimizer, NumPy arrays, other
-    Python objects) is pickled in PyTorch's zip checkpoint layout, which kindle.load reads
-    back with weights_only=False (or with the classes allowlisted by add_safe_globals).
+    By default (format="torch") the file is PyTorch's zip checkpoint, which torch.load reads
+    (with weights_only=True for tensors, state dicts and plain containers) and kindle.load reads
+    back safely (whole objects need weights_only=False or add_safe_globals, as in torch).
+    format="safetensors", the default for a path ending in .safetensors, writes a safetensors
+    file instead: a tensor or nested dicts (str or int keys), lists, tuples and sets of tensors,
+    ints, floats, bools, strings, None and dtypes -- model and optimizer state dicts; a dict of
+    str -> tensor is a plain safetensors file that any safetensors reader opens, other structures
+    are described in the header's metadata; anything else raises ValueError.
     f is a path or a writable binary file object.
 
-    A dict of str -> tensor is written as a plain safetensors file that any safetensors
-    reader opens; other structures are described in the header's metadata. Tensors are
-    written contiguous. Tensors that share storage (views of one another) are saved once
-    per tensor and come back as independent tensors. Writing to a path is atomic: the data
+    Tensors are written contiguous. Tensors that share storage (views of one another) are saved
+    once per tensor and come back as independent tensors. Writing to a path is atomic: the data
     goes to a temporary file in the same folder, which is flushed, fsync'ed and renamed
     over the target, so a failed save leaves any previous file intact. A path that is a
     symlink is written through (its target is replaced, the link kept), and the temporary
@@ -387,10 +389,18 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """
     if sys.byteorder != "little":
         raise NotImplementedError("kindle.save: big-endian machines are not supported")
-    try:
-        plan = _Plan(obj)
-    except _NeedsPickle:
-        plan = None
+    if format is None:
+        is_path = isinstance(f, (str, bytes, os.PathLike))
+        format = "safetensors" if is_path and os.fsdecode(f).endswith(".safetensors") else "torch"
+    if format not in ("torch", "safetensors"):
+        raise ValueError(f"kindle.save: format must be 'torch' or 'safetensors', got {format!r}")
+    plan = None
+    if format == "safetensors":
+        try:
+            plan = _Plan(obj)
+        except _NeedsPickle as e:
+            raise ValueError(f"kindle.save: {e}; save it in torch's format (format='torch', or a file name "
+                             "not ending in .safetensors)") from None
     if plan is None:
         from ._pickle_save import PicklePlan
         plan = PicklePlan(obj, pickle_protocol)
@@ -613,7 +623,9 @@ def _load_from(src, name, map_location, how):
     src.seek(base)
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         if weights_only:
-            return _torch_pickle.load_zip(src, name, end, map_location, pickle_load_args.get("encoding", "ASCII"))
+            obj = _torch_pickle.load_zip(src, name, end, map_location, pickle_load_args.get("encoding", "ASCII"))
+            src.seek(end)  # past the archive, as after reading a safetensors file
+            return obj
         return _torch_pickle.load_zip(src, name, end, map_location, weights_only=False, pickle_module=pickle_module,
                                       pickle_load_args=pickle_load_args)
     if len(head) == 9 and head[8:9] != b"{" and head[0] == 0x80 and 2 <= head[1] <= 5:

@@ -196,19 +196,23 @@ def test_non_seekable_file_object():
 
 
 def test_save_rejects_bad_objects():
-    # What safetensors cannot describe is pickled (test_serialization_objects.py); what pickle
-    # cannot save fails as in torch.save, before the file is touched.
+    # torch's format pickles (test_serialization_objects.py); what pickle cannot save fails as in
+    # torch.save, before the file is touched. The safetensors format refuses what it cannot describe.
     with pytest.raises(pickle.PicklingError, match="lambda"):
         kindle.save({"a": [1, lambda: 0]}, io.BytesIO())
+    with pytest.raises(ValueError, match="cannot save an object of type function at 'a.1' in a safetensors file"):
+        kindle.save({"a": [1, lambda: 0]}, io.BytesIO(), format="safetensors")
     loop = []
     loop.append(loop)
     with pytest.raises(ValueError, match="contains itself"):
-        kindle.save(loop, io.BytesIO())
+        kindle.save(loop, io.BytesIO(), format="safetensors")
     deep = []
     for _ in range(150):
         deep = [deep]
     with pytest.raises(ValueError, match="nested deeper"):
-        kindle.save(deep, io.BytesIO())
+        kindle.save(deep, io.BytesIO(), format="safetensors")
+    with pytest.raises(ValueError, match="format must be 'torch' or 'safetensors'"):
+        kindle.save({}, io.BytesIO(), format="pt")
     with pytest.raises(TypeError, match="binary file"):
         kindle.save({}, io.StringIO())
 
@@ -389,8 +393,10 @@ def test_atomic_save_failure_leaves_old_file(tmp_path, monkeypatch):
     before = path.read_bytes()
 
     # An object that cannot be saved, deep in the structure: nothing is written at all.
-    with pytest.raises(pickle.PicklingError, match="lambda"):
+    with pytest.raises(ValueError, match="function at 'model.layers.1.w' in a safetensors file"):
         kindle.save({"model": {"layers": [{"w": kindle.zeros(2)}, {"w": lambda: 0}]}}, path)
+    with pytest.raises(pickle.PicklingError, match="lambda"):
+        kindle.save({"model": {"layers": [{"w": kindle.zeros(2)}, {"w": lambda: 0}]}}, path, format="torch")
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["ckpt.safetensors"]
 
     # The writer failing halfway through the tensors: the temp file goes, the old file stays.

@@ -558,7 +558,7 @@ def _seeds():
     buf = io.BytesIO()
     kindle.save({"model": {"w": kindle.arange(6.0).reshape(2, 3), "b": kindle.zeros(3, dtype=kindle.int64)},
                  "opt": {0: {"step": 3, "m": kindle.ones(2, dtype=kindle.bfloat16)}}, "tags": {1, 2},
-                 "pair": (1.5, None), "inf": float("inf")}, buf)
+                 "pair": (1.5, None), "inf": float("inf")}, buf, format="safetensors")
     st["kindle_nested"] = buf.getvalue()
     pt = {}
     for name in ("seed_state.pt", "seed_optim.pt"):

@@ -61,8 +61,8 @@ def test_numpy_and_plain_objects_round_trip():
     got, _ = round_trip(obj, weights_only=False)
     np.testing.assert_array_equal(got["arr"], obj["arr"])
     assert (got["point"].x, got["point"].y) == (1, [2]) and kindle.equal(got["t"], obj["t"])
-    plain, raw = round_trip({"a": [1, 2.5, None], "b": (kindle.zeros(2),)})  # still a safetensors file
-    assert raw[:4] != b"PK\x03\x04" and plain["a"] == [1, 2.5, None]
+    plain, raw = round_trip({"a": [1, 2.5, None], "b": (kindle.zeros(2),)})  # torch's zip layout by default
+    assert raw[:4] == b"PK\x03\x04" and plain["a"] == [1, 2.5, None]
 
 
 def test_default_refuses_whole_objects_with_torchs_advice():
@@ -188,3 +188,39 @@ def test_disabled_warning_free_by_default():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         round_trip({"w": kindle.ones(2)})
+
+
+def test_default_format_is_torchs_and_torch_load_reads_it_with_weights_only(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = kindle.nn.Sequential(kindle.nn.Linear(3, 2), kindle.nn.BatchNorm1d(2))
+    opt = kindle.optim.Adam(model.parameters(), lr=0.1)
+    model(kindle.ones(4, 3)).sum().backward()
+    opt.step()
+    for name, obj in (("state.pt", model.state_dict()), ("opt.pt", opt.state_dict()), ("t.pt", kindle.arange(6.0)),
+                      ("nested.pt", {"model": model.state_dict(), "epoch": 3, "names": ["a", "b"]})):
+        kindle.save(obj, tmp_path / name)
+        assert (tmp_path / name).read_bytes()[:4] == b"PK\x03\x04"
+        got = torch.load(tmp_path / name)  # torch's default: weights_only=True
+        back = kindle.load(tmp_path / name)
+        flat_k = _leaves(back)
+        flat_t = _leaves(got)
+        assert len(flat_k) == len(flat_t) > 0
+        for a, b in zip(flat_k, flat_t):
+            if isinstance(a, kindle.Tensor):
+                np.testing.assert_array_equal(a.numpy(), b.numpy())
+            else:
+                assert a == b
+    # safetensors on request: by the file name or format=
+    kindle.save(model.state_dict(), tmp_path / "w.safetensors")
+    kindle.save(model.state_dict(), tmp_path / "w.bin", format="safetensors")
+    from safetensors.numpy import load_file
+    for name in ("w.safetensors", "w.bin"):
+        assert sorted(load_file(str(tmp_path / name))) == sorted(model.state_dict())
+
+
+def _leaves(obj):
+    if isinstance(obj, dict):
+        return [x for k in sorted(obj, key=str) for x in _leaves(obj[k])]
+    if isinstance(obj, (list, tuple)):
+        return [x for v in obj for x in _leaves(v)]
+    return [obj]
