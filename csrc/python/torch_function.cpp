@@ -38,10 +38,10 @@ bool is_plain_value(PyObject* o) {
 bool scan_object(PyObject* o, int depth) {
   PyTypeObject* t = Py_TYPE(o);
   if (t == tensor_type() || is_plain_value(o)) return false;
-  if ((PyList_CheckExact(o) || PyTuple_CheckExact(o)) && depth == 0) {
+  if ((PyList_CheckExact(o) || PyTuple_CheckExact(o)) && depth < 2) {  // a list, or a list in *args
     PyObject** items = PySequence_Fast_ITEMS(o);
     for (Py_ssize_t i = 0, n = PySequence_Fast_GET_SIZE(o); i < n; ++i)
-      if (scan_object(items[i], 1)) return true;
+      if (scan_object(items[i], depth + 1)) return true;
     return false;
   }
   return has_torch_function_type(t);
@@ -91,13 +91,13 @@ nb::handle torch_function_target(char where, const char* name) {
   std::string key = std::string(1, where) + name;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
+  // The binding itself (kindle.add is kindle._C.add): a Python wrapper of the same name
+  // (kindle.nn.functional.cross_entropy over _C._nn.cross_entropy) may take other arguments.
   nb::object target;
-  if (where == 'm') {  // kindle.<name>, else kindle._C.<name>
-    nb::object kindle = nb::module_::import_("kindle");
-    target = nb::hasattr(kindle, name) ? kindle.attr(name) : nb::module_::import_("kindle._C").attr(name);
-  } else if (where == 'n') {  // kindle.nn.functional.<name>, else kindle._C._nn.<name>
-    nb::object f = nb::module_::import_("kindle.nn.functional");
-    target = nb::hasattr(f, name) ? f.attr(name) : nb::module_::import_("kindle._C").attr("_nn").attr(name);
+  if (where == 'm') {
+    target = nb::module_::import_("kindle._C").attr(name);
+  } else if (where == 'n') {
+    target = nb::module_::import_("kindle._C").attr("_nn").attr(name);
   } else {
     target = nb::borrow(nb::handle(reinterpret_cast<PyObject*>(tensor_type()))).attr(name);
   }
@@ -129,6 +129,14 @@ void bind_torch_function(nb::module_& m) {
     return g_torch_function.disabled_all == 0 && g_torch_function.mode_depth > 0;
   });
   m.def("_has_torch_function_object", [](nb::handle o) { return has_torch_function_object(o.ptr()); });
+  // For Python-level functions (kindle.nn.functional): must this call go to __torch_function__?
+  m.def("_has_torch_function", [](nb::args args, nb::kwargs kwargs) {
+    if (!g_torch_function.hint) return false;
+    if (override_in({args.ptr()})) return true;
+    for (auto [k, v] : kwargs)
+      if (override_in({v.ptr()})) return true;
+    return false;
+  });
 }
 
 }  // namespace kindle::python

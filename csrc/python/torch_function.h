@@ -45,8 +45,8 @@ struct TorchFunctionCall {
   nb::object dispatch(nb::handle func);  // kindle.overrides._dispatch(func, args, kwargs)
 };
 
-// The public function objects handed to __torch_function__, looked up once by name: kindle.<name>
-// (falling back to kindle._C.<name>), kindle.Tensor.<name>, kindle.nn.functional.<name>.
+// The function objects handed to __torch_function__, looked up once by name: the bindings
+// kindle._C.<name> (which kindle.<name> is), kindle._C._nn.<name>, kindle.Tensor.<name>.
 nb::handle torch_function_target(char where, const char* name);
 nb::handle torch_function_dispatcher();  // kindle.overrides._dispatch
 

@@ -64,10 +64,13 @@ def test_an_override_sees_the_public_function_and_its_arguments():
         L.add(x, 2, alpha=3)
         x.mul(4)
         x + 1
+        L.nn.functional.relu(x)
+        L.nn.functional.conv_transpose3d(L.ones(1, 1, 2, 2, 2).as_subclass(Logged), L.ones(1, 1, 1, 1, 1))
         func, types, args, kwargs = seen[0]
         assert func is L.add and types == (Logged,) and args[0] is x and args[1] == 2 and kwargs["alpha"] == 3
         assert seen[1][0] is L.Tensor.mul and seen[1][2][0] is x
-        assert [getattr(s[0], "__name__", None) for s in seen] == ["add", "mul", "add"]
+        assert seen[3][0] is L.nn.functional.relu and seen[4][0] is L.nn.functional.conv_transpose3d
+        assert [getattr(s[0], "__name__", None) for s in seen[:3]] == ["add", "mul", "add"]
 
 
 def test_results_of_overrides_and_autograd_through_a_subclass():
@@ -194,3 +197,72 @@ def test_public_helpers_match_torch():
             return "plain"
 
         assert my_api(Duck(0))[:2] == ("duck", "my_api") and my_api(x) == "plain"
+
+
+# ---- every op of the op database, with its tensor inputs as a subclass
+from opdb import OPS, materialize  # noqa: E402
+
+
+class _Sub(kindle.Tensor):
+    pass
+
+
+def _as_sub(x):
+    if isinstance(x, kindle.Tensor):
+        return x.as_subclass(_Sub)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_as_sub(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _as_sub(v) for k, v in x.items()}
+    return x
+
+
+def _plain(x):
+    if isinstance(x, kindle.Tensor):
+        return x.as_subclass(kindle.Tensor)
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _tensors(x):
+    if isinstance(x, kindle.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    return []
+
+
+@pytest.mark.parametrize("op", [o for o in OPS if "float32" in o.dtypes], ids=lambda o: o.qualname)
+def test_every_op_keeps_a_subclass_and_its_values(op):
+    """The op database's float32 samples with their tensors as a Tensor subclass: the same values
+    (or the same exception type) as with plain tensors, every tensor result an instance of the
+    subclass (Tensor's default __torch_function__, as torch)."""
+    failures = []
+    for s in op.get_samples("float32")[:6]:
+        inp, args, kwargs = (materialize(x, kindle) for x in (s.input, s.args, s.kwargs))
+        try:
+            want, err = op.invoke(kindle, "function", inp, args, kwargs), None
+        except Exception as e:  # noqa: BLE001
+            want, err = None, e
+        inp, args, kwargs = (materialize(x, kindle) for x in (s.input, s.args, s.kwargs))
+        try:
+            got = op.invoke(kindle, "function", _as_sub(inp), _as_sub(args), _as_sub(kwargs))
+        except Exception as e:  # noqa: BLE001
+            if err is None or type(e) is not type(err):
+                failures.append(f"{s}: raised {type(e).__name__}: {e} (plain: {err!r})")
+            continue
+        if err is not None:
+            failures.append(f"{s}: returned a result, plain raised {err!r}")
+            continue
+        if _tensors([inp, list(args), list(kwargs.values())]):  # factories from sizes return plain tensors
+            for t in _tensors(got):
+                if type(t) is not _Sub:
+                    failures.append(f"{s}: a result of type {type(t).__name__}")
+        if not op.compare_values:
+            continue
+        for a, b in zip(_tensors(_plain(got)), _tensors(want)):
+            if not kindle.equal(a, b) and not (a.is_floating_point() and
+                                               kindle.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True)):
+                failures.append(f"{s}: values differ")
+    assert not failures, "\n".join(failures[:10])

@@ -593,6 +593,10 @@ def _name_errors(fn):
 
     @__import__("functools").wraps(fn)
     def wrapper(*args, **kwargs):
+        # __torch_function__ at the level torch has it (kindle.overrides): one C call otherwise
+        if _C._has_torch_function(*args, **kwargs):
+            from ..overrides import handle_torch_function
+            return handle_torch_function(wrapper, list(args) + list(kwargs.values()), *args, **kwargs)
         try:
             return fn(*args, **kwargs)
         except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError) as e:
@@ -614,3 +618,20 @@ from .functional3d import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d,
                            conv_transpose3d, dropout3d, lp_pool3d, max_pool3d)
 from .ctc import ctc_loss  # noqa: E402,F401
 from .fractional import fractional_max_pool2d, fractional_max_pool3d  # noqa: E402,F401
+
+
+def _dispatching(fn):
+    """__torch_function__ for the functions composed in other files (their errors name themselves)."""
+    @__import__("functools").wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _C._has_torch_function(*args, **kwargs):
+            from ..overrides import handle_torch_function
+            return handle_torch_function(wrapper, list(args) + list(kwargs.values()), *args, **kwargs)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+for _n in ("adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "dropout3d",
+           "lp_pool3d", "max_pool3d", "ctc_loss", "fractional_max_pool2d", "fractional_max_pool3d"):
+    globals()[_n] = _dispatching(globals()[_n])
+del _n
