@@ -34,16 +34,23 @@ _C._set_disabled_torch_function_impl(_disabled_torch_function_impl)
 _C._disabled_torch_function_impl = _disabled_torch_function_impl
 
 
+# Mirrors of the bindings' switches (kindle._C keeps the ones its bindings read; only these
+# context managers change them).
+_subclass_disabled = [0]
+
+
 class DisableTorchFunctionSubclass:
     """Within it, subclasses and objects with __torch_function__ run as the plain tensors they
     wrap (modes still run)."""
 
     def __enter__(self):
         _C._torch_function_disable(True, 1)
+        _subclass_disabled[0] += 1
         return self
 
     def __exit__(self, *exc):
         _C._torch_function_disable(True, -1)
+        _subclass_disabled[0] -= 1
         return False
 
 
@@ -72,7 +79,10 @@ def _tf_of(obj):
 
 def _overloaded_args(values):
     """The overriding arguments among values (and in the lists and tuples among them), one per type,
-    subclasses before their parents, otherwise in order of appearance (PyTorch's order)."""
+    subclasses before their parents, otherwise in order of appearance (PyTorch's order); none
+    while subclass dispatch is off (inside Tensor's default __torch_function__)."""
+    if _subclass_disabled[0] or not _C._is_torch_function_enabled():
+        return []
     found, seen = [], set()
 
     def visit(v, depth):
@@ -105,6 +115,7 @@ def _dispatch(func, args, kwargs):
     """Called by the bindings for a call that must go to __torch_function__."""
     overloaded = _overloaded_args(list(args) + list(kwargs.values()))
     types = tuple(type(a) for a in overloaded)
+    mode = None
     if _mode_stack and _C._is_torch_function_enabled():
         mode = _mode_stack[-1]
         with _pop_mode_temporarily():
@@ -115,17 +126,14 @@ def _dispatch(func, args, kwargs):
         ret = _call_tf(a, func, types, args, kwargs)
         if ret is not NotImplemented:
             return ret
-    if not overloaded:  # modes all declined: the plain call
-        with DisableTorchFunction():
-            return func(*args, **kwargs)
-    raise _all_declined(func, overloaded)
+    raise _all_declined(func, overloaded, mode)
 
 
 def has_torch_function(relevant_args):
     """Whether any of relevant_args overrides __torch_function__ (or a mode is active)."""
     if not _C._is_torch_function_enabled():
         return False
-    return bool(_mode_stack) or any(_tf_of(a) is not None for a in relevant_args)
+    return bool(_mode_stack) or bool(_overloaded_args(relevant_args))
 
 
 def has_torch_function_unary(obj):
@@ -141,6 +149,7 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     (and the active mode), as torch.overrides.handle_torch_function."""
     overloaded = _overloaded_args(relevant_args)
     types = tuple(type(a) for a in overloaded)
+    mode = None
     if _mode_stack and _C._is_torch_function_enabled():
         mode = _mode_stack[-1]
         with _pop_mode_temporarily():
@@ -151,12 +160,13 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
         ret = _call_tf(a, public_api, types, args, kwargs)
         if ret is not NotImplemented:
             return ret
-    raise _all_declined(public_api, overloaded)
+    raise _all_declined(public_api, overloaded, mode)
 
 
-def _all_declined(func, overloaded):
-    lines = "".join(f"  - tensor subclass {type(a)}\n" if isinstance(a, _C.Tensor) else f"  - {type(a)}\n"
-                    for a in overloaded)
+def _all_declined(func, overloaded, mode=None):
+    lines = f"  - mode object {mode!r}\n" if mode is not None else ""
+    lines += "".join(f"  - tensor subclass {type(a)}\n" if isinstance(a, _C.Tensor) else f"  - {type(a)}\n"
+                     for a in overloaded)
     return TypeError(f"Multiple dispatch failed for '{resolve_name(func) or func}'; all __torch_function__ handlers "
                      f"returned NotImplemented:\n\n{lines}")
 

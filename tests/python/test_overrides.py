@@ -266,3 +266,35 @@ def test_every_op_keeps_a_subclass_and_its_values(op):
                                                kindle.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True)):
                 failures.append(f"{s}: values differ")
     assert not failures, "\n".join(failures[:10])
+
+
+def test_python_level_dispatch_of_a_plain_subclass_ends_as_torch_does():
+    """has_torch_function is False inside Tensor's default __torch_function__ (subclass dispatch
+    off), so the usual handle_torch_function pattern returns rather than recursing."""
+    for L, O in ((kindle, KO), (torch, TO)):
+        class Sub(L.Tensor):
+            pass
+
+        def api(a):
+            if O.has_torch_function_unary(a):
+                return O.handle_torch_function(api, (a,), a)
+            return a * 2
+
+        r = api(L.ones(2).as_subclass(Sub))
+        assert type(r) is Sub and r.tolist() == [2.0, 2.0]
+
+
+def test_when_every_handler_declines_the_call_fails_as_in_torch():
+    for L, O in ((kindle, KO), (torch, TO)):
+        class Sub(L.Tensor):
+            pass
+
+        class Declines(O.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return NotImplemented
+
+        x = L.ones(2).as_subclass(Sub)
+        with Declines():
+            with pytest.raises(TypeError, match=r"(?s)Multiple dispatch failed for 'torch.add'.*mode object"):
+                L.add(x, 1)
+        assert type(L.add(x, 1)) is Sub
