@@ -243,21 +243,63 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
     return nb::cast(cast_warning_if_complex(t, kBFloat16));
   });
-  cls.def("long", [](const Tensor& t) { return t.to(kInt64); });
-  cls.def("int", [](const Tensor& t) { return t.to(kInt32); });
-  cls.def("short", [](const Tensor& t) { return t.to(kInt16); });
-  cls.def("char", [](const Tensor& t) { return t.to(kInt8); });
-  cls.def("byte", [](const Tensor& t) { return t.to(kUInt8); });
-  cls.def("bool", [](const Tensor& t) { return t.to(kBool); });
-  cls.def("type_as", [](const Tensor& t, const Tensor& o) { return t.to(o.dtype()); });
-  cls.def("new_zeros", [](const Tensor& t, const DimList& s, std::optional<DType> dt) { return zeros(s.dims, dt.value_or(t.dtype())); },
-          nb::arg("size"), nb::arg("dtype").none() = nb::none());
-  cls.def("new_ones", [](const Tensor& t, const DimList& s, std::optional<DType> dt) { return ones(s.dims, dt.value_or(t.dtype())); },
-          nb::arg("size"), nb::arg("dtype").none() = nb::none());
-  cls.def("new_empty", [](const Tensor& t, const DimList& s, std::optional<DType> dt) { return empty(s.dims, dt.value_or(t.dtype())); },
-          nb::arg("size"), nb::arg("dtype").none() = nb::none());
-  cls.def("new_full", [](const Tensor& t, const DimList& s, const Scalar& v, std::optional<DType> dt) {
-    return full(s.dims, v, dt.value_or(t.dtype()));
+#define KINDLE_DTYPE_METHOD(name, dtype)                                 \
+  cls.def(name, [](nb::handle_t<Tensor> t_obj) -> nb::object {           \
+    KINDLE_TORCH_FUNCTION('t', name, t_obj.ptr());                        \
+    return nb::cast(nb::inst_ptr<Tensor>(t_obj)->to(dtype));              \
+  });
+  KINDLE_DTYPE_METHOD("long", kInt64)
+  KINDLE_DTYPE_METHOD("int", kInt32)
+  KINDLE_DTYPE_METHOD("short", kInt16)
+  KINDLE_DTYPE_METHOD("char", kInt8)
+  KINDLE_DTYPE_METHOD("byte", kUInt8)
+  KINDLE_DTYPE_METHOD("bool", kBool)
+#undef KINDLE_DTYPE_METHOD
+  cls.def("type_as", [](nb::handle_t<Tensor> t_obj, nb::handle_t<Tensor> o) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "type_as", t_obj.ptr(), o.ptr());
+    return nb::cast(nb::inst_ptr<Tensor>(t_obj)->to(nb::inst_ptr<Tensor>(o)->dtype()));
+  });
+  cls.def("new_zeros", [](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object {
+    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
+      TorchFunctionCall call;
+      call.arg(t_obj);
+      call.arg(py_source(s));
+      call.kwarg("dtype", nb::cast(dt));
+      return call.dispatch(torch_function_target('t', "new_zeros"));
+    }
+    return nb::cast(zeros(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
+  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
+  cls.def("new_ones", [](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object {
+    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
+      TorchFunctionCall call;
+      call.arg(t_obj);
+      call.arg(py_source(s));
+      call.kwarg("dtype", nb::cast(dt));
+      return call.dispatch(torch_function_target('t', "new_ones"));
+    }
+    return nb::cast(ones(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
+  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
+  cls.def("new_empty", [](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object {
+    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
+      TorchFunctionCall call;
+      call.arg(t_obj);
+      call.arg(py_source(s));
+      call.kwarg("dtype", nb::cast(dt));
+      return call.dispatch(torch_function_target('t', "new_empty"));
+    }
+    return nb::cast(empty(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
+  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
+  cls.def("new_full", [](nb::handle_t<Tensor> t_obj, const DimList& s, const Scalar& v, std::optional<DType> dt)
+                          -> nb::object {
+    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
+      TorchFunctionCall call;
+      call.arg(t_obj);
+      call.arg(py_source(s));
+      call.arg(nb::cast(v));
+      call.kwarg("dtype", nb::cast(dt));
+      return call.dispatch(torch_function_target('t', "new_full"));
+    }
+    return nb::cast(full(s.dims, v, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none());
   cls.def("__repr__", [](const Tensor& t) { return t.to_string(); });
   cls.def("__len__", [](const Tensor& t) {
@@ -279,9 +321,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     return t.item().to_int();
   });
   cls.def("__hash__", [](nb::handle h) { return std::hash<PyObject*>()(h.ptr()); });
-  cls.def("__pos__", [](const Tensor& t) {
+  cls.def("__pos__", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "__pos__", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
     KINDLE_CHECK(t.dtype() != kBool, "The `+` operator, on a bool tensor is not supported.");
-    return t.view(t.sizes());
+    return nb::cast(t.view(t.sizes()));
   });
   cls.def("__neg__", [](nb::handle_t<Tensor> t_obj) -> nb::object {
     KINDLE_TORCH_FUNCTION('t', "neg", t_obj.ptr());
@@ -293,9 +337,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
     return nb::cast(profiler::call("aten::abs", [&] { return abs(t); }, t));
   });
-  cls.def("__invert__", [](const Tensor& t) {
+  cls.def("__invert__", [](nb::handle_t<Tensor> t_obj) -> nb::object {
+    KINDLE_TORCH_FUNCTION('t', "__invert__", t_obj.ptr());
+    const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
     KINDLE_CHECK_TYPE(!t.is_floating_point(), "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
-    return t.dtype() == kBool ? logical_not(t) : bitwise_not(t);
+    return nb::cast(t.dtype() == kBool ? logical_not(t) : bitwise_not(t));
   });
 
 // (each is a profiler event under PyTorch's name for it)
