@@ -259,46 +259,31 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_TORCH_FUNCTION('t', "type_as", t_obj.ptr(), o.ptr());
     return nb::cast(nb::inst_ptr<Tensor>(t_obj)->to(nb::inst_ptr<Tensor>(o)->dtype()));
   });
-  cls.def("new_zeros", [](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object {
-    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
-      TorchFunctionCall call;
-      call.arg(t_obj);
-      call.arg(py_source(s));
-      call.kwarg("dtype", nb::cast(dt));
-      return call.dispatch(torch_function_target('t', "new_zeros"));
-    }
-    return nb::cast(zeros(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
+  // new_zeros / new_ones / new_empty / new_full: the tensor's dtype unless given. An override
+  // gets the call as Tensor.new_*(self, size, [fill_value,] dtype=...).
+  auto new_override = [](const char* name, nb::handle self, const DimList& size, const Scalar* fill,
+                         std::optional<DType> dtype) {
+    TorchFunctionCall call;
+    call.arg(self);
+    call.arg(py_source(size));
+    if (fill) call.arg(nb::cast(*fill));
+    call.kwarg("dtype", nb::cast(dtype));
+    return call.dispatch(torch_function_target('t', name));
+  };
+#define KINDLE_NEW_FACTORY(name, make)                                                                     \
+  cls.def(name, [new_override](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object { \
+    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]]                                \
+      return new_override(name, t_obj, s, nullptr, dt);                                                    \
+    return nb::cast(make(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));                     \
   }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
-  cls.def("new_ones", [](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object {
-    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
-      TorchFunctionCall call;
-      call.arg(t_obj);
-      call.arg(py_source(s));
-      call.kwarg("dtype", nb::cast(dt));
-      return call.dispatch(torch_function_target('t', "new_ones"));
-    }
-    return nb::cast(ones(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
-  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
-  cls.def("new_empty", [](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object {
-    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
-      TorchFunctionCall call;
-      call.arg(t_obj);
-      call.arg(py_source(s));
-      call.kwarg("dtype", nb::cast(dt));
-      return call.dispatch(torch_function_target('t', "new_empty"));
-    }
-    return nb::cast(empty(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
-  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
-  cls.def("new_full", [](nb::handle_t<Tensor> t_obj, const DimList& s, const Scalar& v, std::optional<DType> dt)
-                          -> nb::object {
-    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]] {
-      TorchFunctionCall call;
-      call.arg(t_obj);
-      call.arg(py_source(s));
-      call.arg(nb::cast(v));
-      call.kwarg("dtype", nb::cast(dt));
-      return call.dispatch(torch_function_target('t', "new_full"));
-    }
+  KINDLE_NEW_FACTORY("new_zeros", zeros)
+  KINDLE_NEW_FACTORY("new_ones", ones)
+  KINDLE_NEW_FACTORY("new_empty", empty)
+#undef KINDLE_NEW_FACTORY
+  cls.def("new_full", [new_override](nb::handle_t<Tensor> t_obj, const DimList& s, const Scalar& v,
+                                     std::optional<DType> dt) -> nb::object {
+    if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]]
+      return new_override("new_full", t_obj, s, &v, dt);
     return nb::cast(full(s.dims, v, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none());
   cls.def("__repr__", [](const Tensor& t) { return t.to_string(); });

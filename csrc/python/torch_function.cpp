@@ -49,11 +49,6 @@ bool scan_object(PyObject* o, int depth) {
 
 }  // namespace
 
-bool has_torch_function_object(PyObject* o) {
-  PyTypeObject* t = Py_TYPE(o);
-  return t != tensor_type() && !is_plain_value(o) && has_torch_function_type(t);
-}
-
 bool accept_torch_function_object(PyObject* o) {
   if (g_torch_function.disabled_subclass || g_torch_function.disabled_all || !g_name) return false;
   if (is_plain_value(o) || PyType_IsSubtype(Py_TYPE(o), tensor_type()) || !has_torch_function_type(Py_TYPE(o)))
@@ -128,7 +123,6 @@ void bind_torch_function(nb::module_& m) {
   m.def("_is_torch_function_mode_enabled", [] {
     return g_torch_function.disabled_all == 0 && g_torch_function.mode_depth > 0;
   });
-  m.def("_has_torch_function_object", [](nb::handle o) { return has_torch_function_object(o.ptr()); });
   // For Python-level functions (kindle.nn.functional): must this call go to __torch_function__?
   m.def("_has_torch_function", [](nb::args args, nb::kwargs kwargs) {
     if (!g_torch_function.hint) return false;

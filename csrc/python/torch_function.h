@@ -30,10 +30,6 @@ inline bool torch_function_hint() { return g_torch_function.hint; }
 // overriding object among them or in a list among them), overriding being enabled?
 bool override_in(std::initializer_list<PyObject*> objs);
 
-// Is `o` an object whose type overrides __torch_function__ (a Tensor subclass whose
-// __torch_function__ is not the disabled one, or any other object that defines it)?
-bool has_torch_function_object(PyObject* o);
-
 // A call rebuilt for __torch_function__ as func(*positional, **keywords).
 struct TorchFunctionCall {
   nb::list positional;

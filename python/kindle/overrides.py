@@ -66,15 +66,13 @@ class DisableTorchFunction:
         return False
 
 
-def _tf_of(obj):
-    """The __torch_function__ that overrides for obj, or None (plain tensors, opted-out subclasses
-    and objects without one)."""
-    if type(obj) is _C.Tensor:
+def _tf_of_type(t):
+    """The __torch_function__ that overrides for instances of t, or None (plain tensors,
+    opted-out subclasses and types without one)."""
+    if t is _C.Tensor:
         return None
-    impl = getattr(type(obj), "__torch_function__", None)
-    if impl is None or impl is _disabled_torch_function_impl:
-        return None
-    return impl
+    impl = getattr(t, "__torch_function__", None)
+    return None if impl is None or impl is _disabled_torch_function_impl else impl
 
 
 def _overloaded_args(values):
@@ -91,7 +89,7 @@ def _overloaded_args(values):
                 visit(item, 1)
             return
         t = type(v)
-        if t in seen or _tf_of(v) is None:
+        if t in seen or _tf_of_type(t) is None:
             return
         seen.add(t)
         at = len(found)
@@ -113,20 +111,7 @@ def _call_tf(obj, func, types, args, kwargs):
 
 def _dispatch(func, args, kwargs):
     """Called by the bindings for a call that must go to __torch_function__."""
-    overloaded = _overloaded_args(list(args) + list(kwargs.values()))
-    types = tuple(type(a) for a in overloaded)
-    mode = None
-    if _mode_stack and _C._is_torch_function_enabled():
-        mode = _mode_stack[-1]
-        with _pop_mode_temporarily():
-            ret = mode.__torch_function__(func, types, args, kwargs)
-        if ret is not NotImplemented:
-            return ret
-    for a in overloaded:
-        ret = _call_tf(a, func, types, args, kwargs)
-        if ret is not NotImplemented:
-            return ret
-    raise _all_declined(func, overloaded, mode)
+    return handle_torch_function(func, list(args) + list(kwargs.values()), *args, **kwargs)
 
 
 def has_torch_function(relevant_args):
@@ -258,7 +243,7 @@ class TorchFunctionMode:
         pass
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        raise NotImplementedError
+        raise NotImplementedError  # abstract, as torch's: a mode defines its own
 
     def __enter__(self):
         _push_mode(self)
@@ -340,11 +325,6 @@ def _tensor_init_subclass(cls, **kwargs):
     # a subclass that overrides (its own __torch_function__ or the default) makes the bindings scan
     if _tf_of_type(cls) is not None:
         _C._torch_function_hint(True)
-
-
-def _tf_of_type(t):
-    impl = getattr(t, "__torch_function__", None)
-    return None if impl is None or impl is _disabled_torch_function_impl else impl
 
 
 _C.Tensor.__torch_function__ = classmethod(_tensor_torch_function)
