@@ -179,8 +179,21 @@ class Op:
 
 def gen(ops, entries, outdir):
     decls, method_decls, method_defs, binds = [], [], [], []
+    # C++ only: a binary op whose second operand is a tensor also takes a number there (x.pow(2),
+    # x.add_(1)), as libtorch has it, unless ops.yaml declares such an overload itself.
+    number_second = {op.name for op in ops if len(op.args) > 1 and op.args[1].type.startswith("Scalar")}
+
+    def scalar_overload(op):
+        return (len(op.args) > 1 and op.args[0].type == "Tensor" and op.args[1].type == "Tensor"
+                and op.args[1].name in ("other", "exponent") and op.name not in number_second)
     for op in ops:
         decls.append(f"{op.cpp_ret} {op.name}({op.params(op.args, True)});")
+        if scalar_overload(op):
+            rest = op.args[2:]
+            sig = ", ".join([f"const Tensor& {op.args[0].name}", f"const Scalar& {op.args[1].name}"]
+                            + ([op.params(rest, True)] if rest else []))
+            call = ", ".join([op.args[0].name, f"scalar_to_tensor({op.args[1].name})"] + [a.name for a in rest])
+            method_defs.append(f"inline {op.cpp_ret} {op.name}({sig}) {{ return {op.name}({call}); }}")
         if "method" in op.variants:
             rest = op.args[1:]
             method_decls.append(f"{op.cpp_ret} {op.name}({op.params(rest, True)}) const;")
@@ -188,6 +201,14 @@ def gen(ops, entries, outdir):
             method_defs.append(
                 f"inline {op.cpp_ret} Tensor::{op.name}({op.params(rest, False)}) const "
                 f"{{ return kindle::{op.name}({call}); }}")
+            if scalar_overload(op):
+                tail = op.args[2:]
+                sig = ", ".join([f"const Scalar& {op.args[1].name}"] + ([op.params(tail, True)] if tail else []))
+                method_decls.append(f"{op.cpp_ret} {op.name}({sig}) const;")
+                sig = ", ".join([f"const Scalar& {op.args[1].name}"] + ([op.params(tail, False)] if tail else []))
+                call = ", ".join(["*this", f"scalar_to_tensor({op.args[1].name})"] + [a.name for a in tail])
+                method_defs.append(f"inline {op.cpp_ret} Tensor::{op.name}({sig}) const "
+                                   f"{{ return kindle::{op.name}({call}); }}")
         if not op.python:
             continue
         for variant in ("function", "method", "nn"):

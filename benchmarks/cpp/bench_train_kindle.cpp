@@ -19,11 +19,11 @@ namespace {
 
 constexpr int kBatches = 16;  // distinct batches the steps cycle through (as bench_e2e.py)
 
-nn::Ptr<nn::Sequential> make_model(const std::string& w) {
+nn::Sequential make_model(const std::string& w) {
   if (w == "mlp")
-    return nn::make<nn::Sequential>(
+    return nn::Sequential(
         nn::Sequential{nn::Linear(784, 512), nn::ReLU(), nn::Linear(512, 512), nn::ReLU(), nn::Linear(512, 10)});
-  return nn::make<nn::Sequential>(nn::Sequential{nn::Conv2d(1, 6, 5), nn::ReLU(), nn::MaxPool2d(2),
+  return nn::Sequential(nn::Sequential{nn::Conv2d(1, 6, 5), nn::ReLU(), nn::MaxPool2d(2),
                                                  nn::Conv2d(6, 16, 5), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
                                                  nn::Linear(16 * 4 * 4, 120), nn::ReLU(), nn::Linear(120, 84),
                                                  nn::ReLU(), nn::Linear(84, 10)});

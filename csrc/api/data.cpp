@@ -7,7 +7,7 @@
 
 namespace kindle::data {
 
-Example collate(const std::vector<Example>& examples) {
+Example<> collate(const std::vector<Example<>>& examples) {
   KINDLE_CHECK_VALUE(!examples.empty(), "collate: no examples to batch");
   std::vector<Tensor> d, t;
   d.reserve(examples.size());
@@ -24,6 +24,8 @@ Tensor collate(const std::vector<Tensor>& examples) {
   return stack(examples);
 }
 
+namespace datasets {
+
 TensorDataset::TensorDataset(Tensor data, Tensor target) : data_(std::move(data)), target_(std::move(target)) {
   KINDLE_CHECK_VALUE(data_.defined() && target_.defined() && data_.dim() > 0 && target_.dim() > 0,
                      "TensorDataset: expected two defined tensors of at least one dimension");
@@ -31,50 +33,95 @@ TensorDataset::TensorDataset(Tensor data, Tensor target) : data_(std::move(data)
                      " rows, target has ", target_.size(0));
 }
 
-Example TensorDataset::get(size_t index) {
-  KINDLE_CHECK_INDEX(index < size(), "TensorDataset: index ", index, " is out of range for a dataset of ", size(),
-                     " examples");
+Example<> TensorDataset::get(size_t index) {
+  size_t n = size_t(data_.size(0));
+  KINDLE_CHECK_INDEX(index < n, "TensorDataset: index ", index, " is out of range for a dataset of ", n, " examples");
   return {data_.select(0, int64_t(index)), target_.select(0, int64_t(index))};
 }
 
-Example TensorDataset::get_batch(const std::vector<size_t>& indices) {
+Example<> TensorDataset::get_batch(ArrayRef<size_t> indices) {
+  size_t n = size_t(data_.size(0));
   std::vector<int64_t> idx(indices.begin(), indices.end());
   for (int64_t i : idx)
-    KINDLE_CHECK_INDEX(size_t(i) < size(), "TensorDataset: index ", i, " is out of range for a dataset of ", size(),
-                       " examples");
-  Tensor it = empty_tensor({int64_t(idx.size())}, kInt64);
-  if (!idx.empty()) std::memcpy(it.data_ptr(), idx.data(), idx.size() * sizeof(int64_t));
+    KINDLE_CHECK_INDEX(size_t(i) < n, "TensorDataset: index ", i, " is out of range for a dataset of ", n, " examples");
+  Tensor it = kindle::tensor(idx);
   return {data_.index_select(0, it), target_.index_select(0, it)};
 }
+
+}  // namespace datasets
+
+// ---- samplers
+
+namespace samplers {
+
+void SequentialSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  index_ = 0;
+}
+
+std::optional<std::vector<size_t>> SequentialSampler::next(size_t batch_size) {
+  size_t n = std::min(batch_size, size_ - index_);
+  if (n == 0) return std::nullopt;
+  std::vector<size_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = index_ + i;
+  index_ += n;
+  return out;
+}
+
+RandomSampler::RandomSampler(int64_t size, DType index_dtype) {
+  KINDLE_CHECK_VALUE(size >= 0, "RandomSampler: size must be non-negative, got ", size);
+  KINDLE_CHECK_TYPE(index_dtype == kInt64 || index_dtype == kInt32 || index_dtype == kInt16,
+                    "RandomSampler: index_dtype must be an integer type, got ", index_dtype);
+  indices_ = randperm(size, std::nullopt, kInt64);
+}
+
+RandomSampler::RandomSampler(int64_t size, Generator generator) : generator_(std::move(generator)) {
+  KINDLE_CHECK_VALUE(size >= 0, "RandomSampler: size must be non-negative, got ", size);
+  indices_ = randperm(size, generator_, kInt64);
+}
+
+void RandomSampler::reset(std::optional<size_t> new_size) {
+  int64_t n = new_size ? int64_t(*new_size) : indices_.numel();
+  indices_ = randperm(n, generator_, kInt64);
+  index_ = 0;
+}
+
+std::optional<std::vector<size_t>> RandomSampler::next(size_t batch_size) {
+  int64_t n = std::min<int64_t>(int64_t(batch_size), indices_.numel() - index_);
+  if (n <= 0) return std::nullopt;
+  Tensor slice = indices_.narrow(0, index_, n);
+  std::vector<size_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = size_t(slice[i].item<int64_t>());
+  index_ += n;
+  return out;
+}
+
+OptionsSampler::OptionsSampler(size_t size, const DataLoaderOptions& o) {
+  if (o.shuffle()) {
+    uint64_t s = o.seed() ? *o.seed() : uint64_t(randint(0, INT64_MAX, {}).item<int64_t>());
+    random_.emplace(int64_t(size), Generator(s));
+  } else {
+    sequential_.emplace(size);
+  }
+}
+
+void OptionsSampler::reset(std::optional<size_t> new_size) {
+  if (random_) random_->reset(new_size);
+  else sequential_->reset(new_size);
+}
+
+std::optional<std::vector<size_t>> OptionsSampler::next(size_t batch_size) {
+  return random_ ? random_->next(batch_size) : sequential_->next(batch_size);
+}
+
+}  // namespace samplers
 
 // ---- loader helpers
 
 void detail::check_loader_options(const DataLoaderOptions& o) {
   KINDLE_CHECK_VALUE(o.batch_size() > 0, "batch_size should be a positive integer value, but got batch_size=",
                      o.batch_size());
-  KINDLE_CHECK_VALUE(o.num_workers() >= 0,
-                     "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.");
-  KINDLE_CHECK_VALUE(o.prefetch_factor() > 0, "prefetch_factor option must be a positive integer, got ",
-                     o.prefetch_factor());
-}
-
-std::vector<std::vector<size_t>> detail::epoch_batches(size_t n, const DataLoaderOptions& o, Generator& gen) {
-  std::vector<size_t> order(n);
-  if (o.shuffle() && n > 0) {
-    Tensor perm = randperm(int64_t(n), gen, kInt64);
-    const int64_t* p = perm.data_ptr<int64_t>();
-    for (size_t i = 0; i < n; ++i) order[i] = size_t(p[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) order[i] = i;
-  }
-  size_t b = size_t(o.batch_size());
-  std::vector<std::vector<size_t>> batches;
-  for (size_t start = 0; start < n; start += b) {
-    size_t stop = std::min(n, start + b);
-    if (o.drop_last() && stop - start < b) break;
-    batches.emplace_back(order.begin() + long(start), order.begin() + long(stop));
-  }
-  return batches;
+  KINDLE_CHECK_VALUE(!o.max_jobs() || *o.max_jobs() > 0, "max_jobs must be positive, got ", o.max_jobs().value_or(0));
 }
 
 // ---- IDX
@@ -158,7 +205,9 @@ void write_idx(const Tensor& t0, const std::string& path) {
 
 // ---- MNIST
 
-Example MNIST::read(const std::string& images_path, const std::string& labels_path) {
+namespace datasets {
+
+Example<> MNIST::read(const std::string& images_path, const std::string& labels_path) {
   Tensor images = read_idx(images_path), labels = read_idx(labels_path);
   KINDLE_CHECK_VALUE(images.dim() == 3 && images.dtype() == kUInt8, "MNIST: ", images_path,
                      " must hold uint8 images of shape (N, H, W), got ", images.dtype(), " of shape ", images.sizes());
@@ -174,8 +223,19 @@ static std::string join(const std::string& root, const std::string& name) {
   return root.empty() || root.back() == '/' ? root + name : root + "/" + name;
 }
 
-MNIST::MNIST(const std::string& root, Mode mode)
-    : MNIST(read(join(root, mode == Mode::kTrain ? "train-images-idx3-ubyte" : "t10k-images-idx3-ubyte"),
-                 join(root, mode == Mode::kTrain ? "train-labels-idx1-ubyte" : "t10k-labels-idx1-ubyte"))) {}
+MNIST::MNIST(const std::string& root, Mode mode) : train_(mode == Mode::kTrain) {
+  Example<> e = read(join(root, train_ ? "train-images-idx3-ubyte" : "t10k-images-idx3-ubyte"),
+                     join(root, train_ ? "train-labels-idx1-ubyte" : "t10k-labels-idx1-ubyte"));
+  images_ = std::move(e.data);
+  targets_ = std::move(e.target);
+}
+
+Example<> MNIST::get(size_t index) {
+  size_t n = size_t(images_.size(0));
+  KINDLE_CHECK_INDEX(index < n, "MNIST: index ", index, " is out of range for a dataset of ", n, " examples");
+  return {images_[int64_t(index)], targets_[int64_t(index)]};
+}
+
+}  // namespace datasets
 
 }  // namespace kindle::data

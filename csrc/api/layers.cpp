@@ -27,32 +27,32 @@ static void init_fan_in_bias(const Tensor& weight, const Tensor& bias) {
 
 // ---- Linear, Flatten
 
-Linear::Linear(const LinearOptions& o) : options(o) {
+LinearImpl::LinearImpl(const LinearOptions& o) : options(o) {
   weight = register_parameter("weight", new_weight({o.out_features(), o.in_features()}, o.dtype()));
   bias = register_parameter("bias", o.bias() ? new_weight({o.out_features()}, o.dtype()) : Tensor());
   reset_parameters();
 }
 
-void Linear::reset_parameters() {
+void LinearImpl::reset_parameters() {
   init::kaiming_uniform_(weight, std::sqrt(5.0));
   init_fan_in_bias(weight, bias);
 }
 
-Tensor Linear::forward(const Tensor& input) { return linear(input, weight, opt(bias)); }
+Tensor LinearImpl::forward(const Tensor& input) { return linear(input, weight, opt(bias)); }
 
-std::string Linear::extra_repr() const {
+std::string LinearImpl::extra_repr() const {
   return "in_features=" + std::to_string(options.in_features()) +
          ", out_features=" + std::to_string(options.out_features()) + ", bias=" + py_bool(bias.defined());
 }
 
-std::string Flatten::extra_repr() const {
+std::string FlattenImpl::extra_repr() const {
   return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
 }
 
 // ---- convolutions
 
 template <size_t D>
-ConvNd<D>::ConvNd(const ConvOptions<D>& o) : options(o) {
+ConvNdImpl<D>::ConvNdImpl(const ConvOptions<D>& o) : options(o) {
   KINDLE_CHECK_VALUE(o.groups() > 0, "groups must be a positive integer");
   KINDLE_CHECK_VALUE(o.in_channels() % o.groups() == 0, "in_channels must be divisible by groups");
   KINDLE_CHECK_VALUE(o.out_channels() % o.groups() == 0, "out_channels must be divisible by groups");
@@ -73,13 +73,13 @@ ConvNd<D>::ConvNd(const ConvOptions<D>& o) : options(o) {
 }
 
 template <size_t D>
-void ConvNd<D>::reset_parameters() {
+void ConvNdImpl<D>::reset_parameters() {
   init::kaiming_uniform_(weight, std::sqrt(5.0));
   init_fan_in_bias(weight, bias);
 }
 
 template <size_t D>
-Tensor ConvNd<D>::forward(const Tensor& input) {
+Tensor ConvNdImpl<D>::forward(const Tensor& input) {
   const auto& o = options;
   std::vector<int64_t> padding(D, 0);
   // F.pad's order: last spatial dimension first, left then right.
@@ -113,7 +113,7 @@ Tensor ConvNd<D>::forward(const Tensor& input) {
 }
 
 template <size_t D>
-std::string ConvNd<D>::extra_repr() const {
+std::string ConvNdImpl<D>::extra_repr() const {
   const auto& o = options;
   std::string s = std::to_string(o.in_channels()) + ", " + std::to_string(o.out_channels()) +
                   ", kernel_size=" + o.kernel_size().str() + ", stride=" + o.stride().str();
@@ -126,8 +126,72 @@ std::string ConvNd<D>::extra_repr() const {
   return s;
 }
 
-template class ConvNd<1>;
-template class ConvNd<2>;
+template class ConvNdImpl<1>;
+template class ConvNdImpl<2>;
+
+template <size_t D>
+ConvTransposeNdImpl<D>::ConvTransposeNdImpl(const ConvTransposeOptions<D>& o) : options(o) {
+  KINDLE_CHECK_VALUE(o.groups() > 0, "groups must be a positive integer");
+  KINDLE_CHECK_VALUE(o.in_channels() % o.groups() == 0, "in_channels must be divisible by groups");
+  KINDLE_CHECK_VALUE(o.out_channels() % o.groups() == 0, "out_channels must be divisible by groups");
+  KINDLE_CHECK_VALUE(o.padding_mode() == "zeros", "Only \"zeros\" padding mode is supported for ConvTranspose",
+                     D, "d, got '", o.padding_mode(), "'");
+  std::vector<int64_t> shape = {o.in_channels(), o.out_channels() / o.groups()};
+  for (size_t i = 0; i < D; ++i) shape.push_back(o.kernel_size()[i]);
+  weight = register_parameter("weight", new_weight(shape, o.dtype()));
+  bias = register_parameter("bias", o.bias() ? new_weight({o.out_channels()}, o.dtype()) : Tensor());
+  reset_parameters();
+}
+
+template <size_t D>
+void ConvTransposeNdImpl<D>::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  init_fan_in_bias(weight, bias);
+}
+
+template <size_t D>
+Tensor ConvTransposeNdImpl<D>::forward(const Tensor& input, const std::optional<std::vector<int64_t>>& output_size) {
+  const auto& o = options;
+  std::vector<int64_t> output_padding(o.output_padding().ref().begin(), o.output_padding().ref().end());
+  if (output_size) {
+    // The sizes reachable with output_padding in [0, max(stride, dilation)), as Python.
+    std::vector<int64_t> want = *output_size;
+    KINDLE_CHECK_VALUE(want.size() == D || want.size() == D + 2 || want.size() == D + 1, name(),
+                       ": output_size must have ", D, " or ", D + 2, " elements (got ", want.size(), ")");
+    want.erase(want.begin(), want.end() - long(D));
+    for (size_t i = 0; i < D; ++i) {
+      int64_t in = input.size(input.dim() - int64_t(D) + int64_t(i));
+      int64_t min_size = (in - 1) * o.stride()[i] - 2 * o.padding()[i] + o.dilation()[i] * (o.kernel_size()[i] - 1) + 1;
+      int64_t extra = want[i] - min_size;
+      KINDLE_CHECK_VALUE(extra >= 0 && extra < std::max(o.stride()[i], o.dilation()[i]), name(),
+                         ": requested an output size of ", want[i], ", but valid sizes range from ", min_size, " to ",
+                         min_size + std::max(o.stride()[i], o.dilation()[i]) - 1);
+      output_padding[i] = extra;
+    }
+  }
+  std::optional<Tensor> b = bias.defined() ? std::optional<Tensor>(bias) : std::nullopt;
+  if constexpr (D == 1) {
+    return conv_transpose1d(input, weight, b, o.stride(), o.padding(), output_padding, o.groups(), o.dilation());
+  } else {
+    return conv_transpose2d(input, weight, b, o.stride(), o.padding(), output_padding, o.groups(), o.dilation());
+  }
+}
+
+template <size_t D>
+std::string ConvTransposeNdImpl<D>::extra_repr() const {
+  const auto& o = options;
+  std::string s = std::to_string(o.in_channels()) + ", " + std::to_string(o.out_channels()) +
+                  ", kernel_size=" + o.kernel_size().str() + ", stride=" + o.stride().str();
+  if (!o.padding().all_equal(0)) s += ", padding=" + o.padding().str();
+  if (!o.output_padding().all_equal(0)) s += ", output_padding=" + o.output_padding().str();
+  if (!o.dilation().all_equal(1)) s += ", dilation=" + o.dilation().str();
+  if (o.groups() != 1) s += ", groups=" + std::to_string(o.groups());
+  if (!bias.defined()) s += ", bias=False";
+  return s;
+}
+
+template class ConvTransposeNdImpl<1>;
+template class ConvTransposeNdImpl<2>;
 
 // ---- pooling (1-D runs as 2-D over a unit height, as the Python front end does)
 
@@ -138,7 +202,7 @@ static std::string pool_arg(const ExpandingArray<D>& a) {
 }
 
 template <size_t D>
-Tensor MaxPoolNd<D>::forward(const Tensor& input) {
+Tensor MaxPoolNdImpl<D>::forward(const Tensor& input) {
   const auto& o = options;
   if constexpr (D == 1) {
     auto out = max_pool2d_with_indices(input.unsqueeze(-2), {1, o.kernel_size()[0]}, {1, o.stride()[0]},
@@ -151,7 +215,7 @@ Tensor MaxPoolNd<D>::forward(const Tensor& input) {
 }
 
 template <size_t D>
-std::string MaxPoolNd<D>::extra_repr() const {
+std::string MaxPoolNdImpl<D>::extra_repr() const {
   const auto& o = options;
   return "kernel_size=" + pool_arg(o.kernel_size()) + ", stride=" + pool_arg(o.stride()) +
          ", padding=" + pool_arg(o.padding()) + ", dilation=" + pool_arg(o.dilation()) +
@@ -159,7 +223,7 @@ std::string MaxPoolNd<D>::extra_repr() const {
 }
 
 template <size_t D>
-Tensor AvgPoolNd<D>::forward(const Tensor& input) {
+Tensor AvgPoolNdImpl<D>::forward(const Tensor& input) {
   const auto& o = options;
   if constexpr (D == 1) {
     return avg_pool2d(input.unsqueeze(-2), {1, o.kernel_size()[0]}, {1, o.stride()[0]}, {0, o.padding()[0]},
@@ -172,23 +236,23 @@ Tensor AvgPoolNd<D>::forward(const Tensor& input) {
 }
 
 template <size_t D>
-std::string AvgPoolNd<D>::extra_repr() const {
+std::string AvgPoolNdImpl<D>::extra_repr() const {
   const auto& o = options;
   return "kernel_size=" + pool_arg(o.kernel_size()) + ", stride=" + pool_arg(o.stride()) +
          ", padding=" + pool_arg(o.padding());
 }
 
-template class MaxPoolNd<1>;
-template class MaxPoolNd<2>;
-template class AvgPoolNd<1>;
-template class AvgPoolNd<2>;
+template class MaxPoolNdImpl<1>;
+template class MaxPoolNdImpl<2>;
+template class AvgPoolNdImpl<1>;
+template class AvgPoolNdImpl<2>;
 
-Tensor AdaptiveAvgPool2d::forward(const Tensor& input) { return adaptive_avg_pool2d(input, output_size); }
+Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) { return adaptive_avg_pool2d(input, output_size); }
 
 // ---- normalisation
 
 template <size_t D>
-BatchNormNd<D>::BatchNormNd(const BatchNormOptions& o) : options(o) {
+BatchNormNdImpl<D>::BatchNormNdImpl(const BatchNormOptions& o) : options(o) {
   int64_t c = o.num_features();
   weight = register_parameter("weight", o.affine() ? new_weight({c}, o.dtype()) : Tensor());
   bias = register_parameter("bias", o.affine() ? new_weight({c}, o.dtype()) : Tensor());
@@ -206,7 +270,7 @@ BatchNormNd<D>::BatchNormNd(const BatchNormOptions& o) : options(o) {
 }
 
 template <size_t D>
-void BatchNormNd<D>::reset_running_stats() {
+void BatchNormNdImpl<D>::reset_running_stats() {
   if (!options.track_running_stats()) return;
   autograd::NoGradGuard g;
   running_mean.zero_();
@@ -215,7 +279,7 @@ void BatchNormNd<D>::reset_running_stats() {
 }
 
 template <size_t D>
-void BatchNormNd<D>::reset_parameters() {
+void BatchNormNdImpl<D>::reset_parameters() {
   reset_running_stats();
   if (options.affine()) {
     init::ones_(weight);
@@ -224,7 +288,7 @@ void BatchNormNd<D>::reset_parameters() {
 }
 
 template <size_t D>
-Tensor BatchNormNd<D>::forward(const Tensor& input) {
+Tensor BatchNormNdImpl<D>::forward(const Tensor& input) {
   if constexpr (D == 1)
     KINDLE_CHECK_VALUE(input.dim() == 2 || input.dim() == 3, "expected 2D or 3D input (got ", input.dim(), "D input)");
   else
@@ -242,38 +306,38 @@ Tensor BatchNormNd<D>::forward(const Tensor& input) {
 }
 
 template <size_t D>
-std::string BatchNormNd<D>::extra_repr() const {
+std::string BatchNormNdImpl<D>::extra_repr() const {
   const auto& o = options;
   return std::to_string(o.num_features()) + ", eps=" + py_float(o.eps()) +
          ", momentum=" + (o.momentum() ? py_float(*o.momentum()) : "None") + ", affine=" + py_bool(o.affine()) +
          ", bias=" + py_bool(bias.defined()) + ", track_running_stats=" + py_bool(o.track_running_stats());
 }
 
-template class BatchNormNd<1>;
-template class BatchNormNd<2>;
+template class BatchNormNdImpl<1>;
+template class BatchNormNdImpl<2>;
 
-LayerNorm::LayerNorm(const LayerNormOptions& o) : options(o) {
+LayerNormImpl::LayerNormImpl(const LayerNormOptions& o) : options(o) {
   bool affine = o.elementwise_affine();
   weight = register_parameter("weight", affine ? new_weight(o.normalized_shape(), o.dtype()) : Tensor());
   bias = register_parameter("bias", affine && o.bias() ? new_weight(o.normalized_shape(), o.dtype()) : Tensor());
   reset_parameters();
 }
 
-void LayerNorm::reset_parameters() {
+void LayerNormImpl::reset_parameters() {
   if (weight.defined()) init::ones_(weight);
   if (bias.defined()) init::zeros_(bias);
 }
 
-Tensor LayerNorm::forward(const Tensor& input) {
+Tensor LayerNormImpl::forward(const Tensor& input) {
   return layer_norm(input, options.normalized_shape(), opt(weight), opt(bias), options.eps());
 }
 
-std::string LayerNorm::extra_repr() const {
+std::string LayerNormImpl::extra_repr() const {
   return py_tuple(options.normalized_shape()) + ", eps=" + py_float(options.eps()) +
          ", elementwise_affine=" + py_bool(options.elementwise_affine()) + ", bias=" + py_bool(bias.defined());
 }
 
-GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
+GroupNormImpl::GroupNormImpl(const GroupNormOptions& o) : options(o) {
   KINDLE_CHECK_VALUE(o.num_groups() > 0 && o.num_channels() % o.num_groups() == 0, "num_channels (", o.num_channels(),
                      ") must be divisible by num_groups (", o.num_groups(), ")");
   weight = register_parameter("weight", o.affine() ? new_weight({o.num_channels()}, o.dtype()) : Tensor());
@@ -284,11 +348,11 @@ GroupNorm::GroupNorm(const GroupNormOptions& o) : options(o) {
   }
 }
 
-Tensor GroupNorm::forward(const Tensor& input) {
+Tensor GroupNormImpl::forward(const Tensor& input) {
   return group_norm(input, options.num_groups(), opt(weight), opt(bias), options.eps());
 }
 
-std::string GroupNorm::extra_repr() const {
+std::string GroupNormImpl::extra_repr() const {
   return std::to_string(options.num_groups()) + ", " + std::to_string(options.num_channels()) +
          ", eps=" + py_float(options.eps()) + ", affine=" + py_bool(options.affine()) +
          ", bias=" + py_bool(bias.defined());
@@ -300,13 +364,13 @@ static void check_p(double p) {
   KINDLE_CHECK_VALUE(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", py_float(p));
 }
 
-Dropout::Dropout(double p) : p(p) { check_p(p); }
-Tensor Dropout::forward(const Tensor& input) { return dropout(input, p, is_training()); }
-std::string Dropout::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+DropoutImpl::DropoutImpl(double p) : p(p) { check_p(p); }
+Tensor DropoutImpl::forward(const Tensor& input) { return dropout(input, p, is_training()); }
+std::string DropoutImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
 
-Dropout2d::Dropout2d(double p) : p(p) { check_p(p); }
-Tensor Dropout2d::forward(const Tensor& input) { return dropout2d(input, p, is_training()); }
-std::string Dropout2d::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+Dropout2dImpl::Dropout2dImpl(double p) : p(p) { check_p(p); }
+Tensor Dropout2dImpl::forward(const Tensor& input) { return dropout2d(input, p, is_training()); }
+std::string Dropout2dImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
 
 // ---- embedding
 
@@ -316,24 +380,24 @@ static std::optional<int64_t> check_padding_idx(std::optional<int64_t> idx, int6
   return *idx < 0 ? *idx + n : *idx;
 }
 
-Embedding::Embedding(const EmbeddingOptions& o) : options(o) {
+EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& o) : options(o) {
   options.padding_idx(check_padding_idx(o.padding_idx(), o.num_embeddings()));
   weight = register_parameter("weight", new_weight({o.num_embeddings(), o.embedding_dim()}, o.dtype()));
   reset_parameters();
 }
 
-Embedding::Embedding(Pretrained, const EmbeddingOptions& o, const Tensor& w, bool freeze) : options(o) {
+EmbeddingImpl::EmbeddingImpl(Pretrained, const EmbeddingOptions& o, const Tensor& w, bool freeze) : options(o) {
   options.padding_idx(check_padding_idx(o.padding_idx(), o.num_embeddings()));
   weight = register_parameter("weight", w.detach(), !freeze);
 }
 
 Embedding Embedding::from_pretrained(const Tensor& embeddings, bool freeze, std::optional<int64_t> padding_idx) {
   KINDLE_CHECK_VALUE(embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional");
-  return Embedding(Pretrained{}, EmbeddingOptions(embeddings.size(0), embeddings.size(1)).padding_idx(padding_idx),
+  return Embedding(EmbeddingImpl::Pretrained{}, EmbeddingOptions(embeddings.size(0), embeddings.size(1)).padding_idx(padding_idx),
                    embeddings, freeze);
 }
 
-void Embedding::reset_parameters() {
+void EmbeddingImpl::reset_parameters() {
   init::normal_(weight);
   if (options.padding_idx()) {
     autograd::NoGradGuard g;
@@ -341,12 +405,12 @@ void Embedding::reset_parameters() {
   }
 }
 
-Tensor Embedding::forward(const Tensor& input) {
+Tensor EmbeddingImpl::forward(const Tensor& input) {
   return embedding(input, weight, options.padding_idx(), options.max_norm(), options.norm_type(),
                    options.scale_grad_by_freq());
 }
 
-std::string Embedding::extra_repr() const {
+std::string EmbeddingImpl::extra_repr() const {
   std::string s = std::to_string(options.num_embeddings()) + ", " + std::to_string(options.embedding_dim());
   if (options.padding_idx()) s += ", padding_idx=" + std::to_string(*options.padding_idx());
   if (options.max_norm()) s += ", max_norm=" + py_float(*options.max_norm());
@@ -357,42 +421,44 @@ std::string Embedding::extra_repr() const {
 
 // ---- activations
 
-Tensor ReLU::forward(const Tensor& x) { return relu(x); }
-Tensor ReLU6::forward(const Tensor& x) { return relu6(x); }
-Tensor SELU::forward(const Tensor& x) { return selu(x); }
-Tensor SiLU::forward(const Tensor& x) { return silu(x); }
-Tensor Mish::forward(const Tensor& x) { return mish(x); }
-Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
-Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
-Tensor Softsign::forward(const Tensor& x) { return softsign(x); }
-Tensor Tanhshrink::forward(const Tensor& x) { return tanhshrink(x); }
-Tensor Hardswish::forward(const Tensor& x) { return hardswish(x); }
-Tensor Hardsigmoid::forward(const Tensor& x) { return hardsigmoid(x); }
-Tensor LogSigmoid::forward(const Tensor& x) { return logsigmoid(x); }
+Tensor ReLUImpl::forward(const Tensor& x) { return inplace ? relu_(x) : relu(x); }
+Tensor ReLU6Impl::forward(const Tensor& x) { return inplace ? x.copy_(relu6(x)) : relu6(x); }
+Tensor SELUImpl::forward(const Tensor& x) { return inplace ? x.copy_(selu(x)) : selu(x); }
+Tensor SiLUImpl::forward(const Tensor& x) { return silu(x); }
+Tensor MishImpl::forward(const Tensor& x) { return mish(x); }
+Tensor SigmoidImpl::forward(const Tensor& x) { return sigmoid(x); }
+Tensor TanhImpl::forward(const Tensor& x) { return tanh(x); }
+Tensor SoftsignImpl::forward(const Tensor& x) { return softsign(x); }
+Tensor TanhshrinkImpl::forward(const Tensor& x) { return tanhshrink(x); }
+Tensor HardswishImpl::forward(const Tensor& x) { return hardswish(x); }
+Tensor HardsigmoidImpl::forward(const Tensor& x) { return hardsigmoid(x); }
+Tensor LogSigmoidImpl::forward(const Tensor& x) { return logsigmoid(x); }
 
-Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, negative_slope); }
-std::string LeakyReLU::extra_repr() const { return "negative_slope=" + py_float(negative_slope); }
-Tensor ELU::forward(const Tensor& x) { return elu(x, alpha); }
-std::string ELU::extra_repr() const { return "alpha=" + py_float(alpha); }
-Tensor CELU::forward(const Tensor& x) { return celu(x, alpha); }
-std::string CELU::extra_repr() const { return "alpha=" + py_float(alpha); }
-Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate); }
-std::string GELU::extra_repr() const { return "approximate='" + approximate + "'"; }
-Tensor Softplus::forward(const Tensor& x) { return softplus(x, beta, threshold); }
-std::string Softplus::extra_repr() const { return "beta=" + py_float(beta) + ", threshold=" + py_float(threshold); }
+Tensor LeakyReLUImpl::forward(const Tensor& x) {
+  return inplace ? x.copy_(leaky_relu(x, negative_slope)) : leaky_relu(x, negative_slope);
+}
+std::string LeakyReLUImpl::extra_repr() const { return "negative_slope=" + py_float(negative_slope); }
+Tensor ELUImpl::forward(const Tensor& x) { return elu(x, alpha); }
+std::string ELUImpl::extra_repr() const { return "alpha=" + py_float(alpha); }
+Tensor CELUImpl::forward(const Tensor& x) { return celu(x, alpha); }
+std::string CELUImpl::extra_repr() const { return "alpha=" + py_float(alpha); }
+Tensor GELUImpl::forward(const Tensor& x) { return gelu(x, approximate); }
+std::string GELUImpl::extra_repr() const { return "approximate='" + approximate + "'"; }
+Tensor SoftplusImpl::forward(const Tensor& x) { return softplus(x, beta, threshold); }
+std::string SoftplusImpl::extra_repr() const { return "beta=" + py_float(beta) + ", threshold=" + py_float(threshold); }
 
-Hardtanh::Hardtanh(double min_val, double max_val) : min_val(min_val), max_val(max_val) {
+HardtanhImpl::HardtanhImpl(double min_val, double max_val) : min_val(min_val), max_val(max_val) {
   KINDLE_CHECK_VALUE(max_val > min_val, "max_val (", py_float(max_val), ") must be greater than min_val (",
                      py_float(min_val), ")");
 }
-Tensor Hardtanh::forward(const Tensor& x) { return hardtanh(x, min_val, max_val); }
-std::string Hardtanh::extra_repr() const { return "min_val=" + py_float(min_val) + ", max_val=" + py_float(max_val); }
+Tensor HardtanhImpl::forward(const Tensor& x) { return hardtanh(x, min_val, max_val); }
+std::string HardtanhImpl::extra_repr() const { return "min_val=" + py_float(min_val) + ", max_val=" + py_float(max_val); }
 
-PReLU::PReLU(int64_t num_parameters, double init_value) : num_parameters(num_parameters) {
+PReLUImpl::PReLUImpl(int64_t num_parameters, double init_value) : num_parameters(num_parameters) {
   Tensor w = empty_tensor({num_parameters}, default_dtype());
   w.fill_(Scalar(init_value));
   weight = register_parameter("weight", w);
 }
-Tensor PReLU::forward(const Tensor& x) { return prelu(x, weight); }
+Tensor PReLUImpl::forward(const Tensor& x) { return prelu(x, weight); }
 
 }  // namespace kindle::nn

@@ -12,44 +12,44 @@ Loss::Loss(std::string r) : reduction(std::move(r)) {
                      " is not a valid value for reduction");
 }
 
-CrossEntropyLoss::CrossEntropyLoss(const CrossEntropyLossOptions& o) : Loss(o.reduction()), options(o) {
+CrossEntropyLossImpl::CrossEntropyLossImpl(const CrossEntropyLossOptions& o) : Loss(o.reduction()), options(o) {
   weight = register_buffer("weight", o.weight());
 }
-Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
   return cross_entropy(input, target, opt(weight), options.ignore_index(), reduction, options.label_smoothing());
 }
 
-NLLLoss::NLLLoss(const NLLLossOptions& o) : Loss(o.reduction()), options(o) {
+NLLLossImpl::NLLLossImpl(const NLLLossOptions& o) : Loss(o.reduction()), options(o) {
   weight = register_buffer("weight", o.weight());
 }
-Tensor NLLLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
   return nll_loss(input, target, opt(weight), options.ignore_index(), reduction);
 }
 
-BCELoss::BCELoss(const BCELossOptions& o) : Loss(o.reduction()), options(o) {
+BCELossImpl::BCELossImpl(const BCELossOptions& o) : Loss(o.reduction()), options(o) {
   weight = register_buffer("weight", o.weight());
 }
-Tensor BCELoss::forward(const Tensor& input, const Tensor& target) {
+Tensor BCELossImpl::forward(const Tensor& input, const Tensor& target) {
   return binary_cross_entropy(input, target, opt(weight), reduction);
 }
 
-BCEWithLogitsLoss::BCEWithLogitsLoss(const BCEWithLogitsLossOptions& o) : Loss(o.reduction()), options(o) {
+BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o) : Loss(o.reduction()), options(o) {
   weight = register_buffer("weight", o.weight());
   pos_weight = register_buffer("pos_weight", o.pos_weight());
 }
-Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
   return binary_cross_entropy_with_logits(input, target, opt(weight), opt(pos_weight), reduction);
 }
 
-Tensor MSELoss::forward(const Tensor& input, const Tensor& target) { return mse_loss(input, target, reduction); }
-Tensor L1Loss::forward(const Tensor& input, const Tensor& target) { return l1_loss(input, target, reduction); }
-Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+Tensor MSELossImpl::forward(const Tensor& input, const Tensor& target) { return mse_loss(input, target, reduction); }
+Tensor L1LossImpl::forward(const Tensor& input, const Tensor& target) { return l1_loss(input, target, reduction); }
+Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
   return smooth_l1_loss(input, target, reduction, beta);
 }
-Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
   return huber_loss(input, target, reduction, delta);
 }
-Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
   return kl_div(input, target, reduction, log_target);
 }
 

@@ -82,6 +82,14 @@ void Module::add_child(const std::string& name, Ptr<Module> module) {
   children_.insert(name, std::move(module));
 }
 
+void Module::replace_or_add_child(const std::string& name, Ptr<Module> module) {
+  if (children_.contains(name)) {
+    children_.insert(name, std::move(module));
+  } else {
+    add_child(name, std::move(module));
+  }
+}
+
 void Module::replace_parameter(const std::string& name, Tensor t) {
   Tensor* p = parameters_.find(name);
   KINDLE_CHECK_AS(KeyError, p != nullptr, this->name(), " has no parameter '", name, "'");
@@ -209,7 +217,7 @@ void Module::to(DType dtype) {
   }
 }
 
-void Module::to(Device device) {
+void Module::to(Device device, bool /*non_blocking*/) {
   KINDLE_CHECK(device.is_cpu(), "Module.to: device '", device,
                "' is not available; Kindle has kernels for the CPU only");
 }
@@ -343,7 +351,20 @@ std::string Module::name() const {
   // Drop namespaces (but not those inside template arguments).
   size_t angle = full.find('<');
   size_t colon = full.rfind("::", angle == std::string::npos ? std::string::npos : angle);
-  return colon == std::string::npos ? full : full.substr(colon + 2);
+  std::string name = colon == std::string::npos ? full : full.substr(colon + 2);
+  if (name.size() > 4 && name.ends_with("Impl")) name.resize(name.size() - 4);  // a holder's module
+  return name;
+}
+
+void Module::pretty_print(std::ostream& stream) const { stream << repr(); }
+
+void detail::throw_empty_holder(const char* contained) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(contained, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : contained;
+  std::free(demangled);
+  KINDLE_ERROR("Accessing empty ModuleHolder of ", name,
+              ": construct it (nn::Linear(3, 4)) or assign it (fc = register_module(\"fc\", ...)) first");
 }
 
 std::string Module::repr() const {

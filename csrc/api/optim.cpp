@@ -98,9 +98,9 @@ Loaded match(const Value& sd, const std::vector<G>& groups) {
   std::map<int64_t, Tensor> id_map;
   for (size_t g = 0; g < sg.size(); ++g) {
     const auto& ids = sg[g].at("params", "param_groups").items("params");
-    KINDLE_CHECK_VALUE(ids.size() == groups[g].params.size(),
+    KINDLE_CHECK_VALUE(ids.size() == groups[g].params().size(),
                        "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
-    for (size_t i = 0; i < ids.size(); ++i) id_map[ids[i].to_int("params")] = groups[g].params[i];
+    for (size_t i = 0; i < ids.size(); ++i) id_map[ids[i].to_int("params")] = groups[g].params()[i];
     out.groups.push_back(&sg[g]);
   }
   for (auto& [k, v] : saved_state.entries("state")) {
@@ -169,15 +169,15 @@ Value make_state_dict(const Groups& groups, StateFn&& state_of, HyperFn&& hyper)
   std::map<const TensorImpl*, int64_t> index;
   Value::Items packed;
   for (auto& g : groups) {
-    Value::Entries params = group_entries(g.params, index);
-    Value::Entries e = hyper(g.options);
+    Value::Entries params = group_entries(g.params(), index);
+    Value::Entries e = hyper(g.options());
     e.push_back(std::move(params[0]));
     packed.push_back(Value::dict(std::move(e)));
   }
   // State in parameter order.
   std::vector<std::pair<int64_t, Value>> states;
   for (auto& g : groups)
-    for (auto& p : g.params) {
+    for (auto& p : g.params()) {
       Value s = state_of(p);
       if (!s.is_none()) states.emplace_back(index.at(p.impl()), std::move(s));
     }
@@ -226,9 +226,9 @@ template <typename O, typename S>
 OptimizerBase<O, S>::OptimizerBase(std::vector<Group> groups, const O& defaults) : defaults_(defaults) {
   validate(defaults);
   size_t total = 0;
-  for (auto& g : groups) total += g.params.size();
+  for (auto& g : groups) total += g.params().size();
   KINDLE_CHECK_VALUE(total > 0, "optimizer got an empty parameter list");
-  for (auto& g : groups) add_param_group(std::move(g.params), g.options);
+  for (auto& g : groups) add_param_group(std::move(g.params()), g.options());
 }
 
 template <typename O, typename S>
@@ -239,7 +239,7 @@ void OptimizerBase<O, S>::add_param_group(std::vector<Tensor> params, const O& o
     KINDLE_CHECK_VALUE(p.is_leaf() || p.retains_grad(), "can't optimize a non-leaf Tensor");
   }
   for (auto& g : groups_)
-    for (auto& q : g.params)
+    for (auto& q : g.params())
       for (auto& p : params)
         KINDLE_CHECK_VALUE(!q.is_same(p), "some parameters appear in more than one parameter group");
   groups_.push_back({std::move(params), options});
@@ -258,9 +258,9 @@ SGD::SGD(std::vector<ParamGroup<SGDOptions>> groups, const SGDOptions& d) : Opti
 void SGD::step() {
   autograd::NoGradGuard no_grad;
   for (auto& g : groups_) {
-    const auto& o = g.options;
+    const auto& o = g.options();
     std::vector<Tensor> params, grads, bufs;
-    for (auto& p : g.params) {
+    for (auto& p : g.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
       params.push_back(p);
@@ -309,7 +309,7 @@ void SGD::load_state_dict(const Value& sd) {
   std::vector<SGDOptions> opts;
   for (size_t i = 0; i < groups_.size(); ++i) {
     const Value& s = *l.groups[i];
-    SGDOptions o = groups_[i].options;
+    SGDOptions o = groups_[i].options();
     o.lr(num(s, "lr", o.lr())).momentum(num(s, "momentum", o.momentum())).dampening(num(s, "dampening", o.dampening()));
     o.weight_decay(num(s, "weight_decay", o.weight_decay())).nesterov(flag(s, "nesterov", o.nesterov()));
     o.maximize(flag(s, "maximize", o.maximize()));
@@ -318,7 +318,7 @@ void SGD::load_state_dict(const Value& sd) {
   }
   std::unordered_map<const TensorImpl*, SGDState> state;
   for (auto& [p, s] : l.state) state[p.impl()].momentum_buffer = state_tensor(*s, "momentum_buffer", p, false);
-  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options = opts[i];
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options() = opts[i];
   state_ = std::move(state);
 }
 
@@ -331,10 +331,10 @@ void adam_like_step(std::vector<ParamGroup<O>>& groups, std::unordered_map<const
                     bool decoupled) {
   autograd::NoGradGuard no_grad;
   for (auto& g : groups) {
-    const auto& o = g.options;
+    const auto& o = g.options();
     std::vector<Tensor> params, grads, m, v, vmax;
     std::vector<int64_t> steps;
-    for (auto& p : g.params) {
+    for (auto& p : g.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
       AdamState& s = state[p.impl()];
@@ -402,7 +402,7 @@ void adam_like_load(std::vector<ParamGroup<O>>& groups, std::unordered_map<const
     KINDLE_CHECK_VALUE(dec == decoupled, "Optimizer.load_state_dict: the state dict was saved by ",
                        dec ? "AdamW" : "Adam", " (decoupled_weight_decay=", dec ? "True" : "False",
                        "); load it into optim::", dec ? "AdamW" : "Adam");
-    O o = groups[i].options;
+    O o = groups[i].options();
     o.lr(num(s, "lr", o.lr())).betas(betas(s, o.betas())).eps(num(s, "eps", o.eps()));
     o.weight_decay(num(s, "weight_decay", o.weight_decay())).amsgrad(flag(s, "amsgrad", o.amsgrad()));
     o.maximize(flag(s, "maximize", o.maximize()));
@@ -417,7 +417,7 @@ void adam_like_load(std::vector<ParamGroup<O>>& groups, std::unordered_map<const
     a.exp_avg_sq = state_tensor(*s, "exp_avg_sq", p);
     a.max_exp_avg_sq = state_tensor(*s, "max_exp_avg_sq", p, false);
   }
-  for (size_t i = 0; i < groups.size(); ++i) groups[i].options = opts[i];
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options() = opts[i];
   state_ = std::move(state);
 }
 
@@ -445,9 +445,9 @@ RMSprop::RMSprop(std::vector<ParamGroup<RMSpropOptions>> groups, const RMSpropOp
 void RMSprop::step() {
   autograd::NoGradGuard no_grad;
   for (auto& g : groups_) {
-    const auto& o = g.options;
+    const auto& o = g.options();
     std::vector<Tensor> params, grads, sq, gavg, bufs;
-    for (auto& p : g.params) {
+    for (auto& p : g.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
       RMSpropState& s = state_[p.impl()];
@@ -498,7 +498,7 @@ void RMSprop::load_state_dict(const Value& sd) {
   std::vector<RMSpropOptions> opts;
   for (size_t i = 0; i < groups_.size(); ++i) {
     const Value& s = *l.groups[i];
-    RMSpropOptions o = groups_[i].options;
+    RMSpropOptions o = groups_[i].options();
     o.lr(num(s, "lr", o.lr())).momentum(num(s, "momentum", o.momentum())).alpha(num(s, "alpha", o.alpha()));
     o.eps(num(s, "eps", o.eps())).centered(flag(s, "centered", o.centered()));
     o.weight_decay(num(s, "weight_decay", o.weight_decay())).maximize(flag(s, "maximize", o.maximize()));
@@ -513,7 +513,7 @@ void RMSprop::load_state_dict(const Value& sd) {
     r.momentum_buffer = state_tensor(*s, "momentum_buffer", p, false);
     r.grad_avg = state_tensor(*s, "grad_avg", p, false);
   }
-  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options = opts[i];
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options() = opts[i];
   state_ = std::move(state);
 }
 
@@ -583,7 +583,10 @@ void LRScheduler::load_state_dict(const Value& sd) {
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
   KINDLE_CHECK_VALUE(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
-  initialize();
+  // libtorch's StepLR does not step when built (Python's does): the first step() is epoch 0, so
+  // the rate decays on the calls after each step_size calls (call 3, 5, ... for step_size 2).
+  base_lrs_ = group_lrs();
+  last_lr_ = base_lrs_;
 }
 
 std::vector<double> StepLR::get_lr() {

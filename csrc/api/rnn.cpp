@@ -151,7 +151,7 @@ static std::string rnn_mode(const RNNOptions& o) {
   throw ValueError("Unknown nonlinearity '" + o.nonlinearity() + "'. Select from 'tanh' or 'relu'.");
 }
 
-RNN::RNN(const RNNOptions& o) : RNNBase(rnn_mode(o), o) {}
+RNNImpl::RNNImpl(const RNNOptions& o) : RNNBase(rnn_mode(o), o) {}
 
 // ---- cells
 
@@ -188,12 +188,12 @@ std::tuple<bool, Tensor, Tensor> RNNCellBase::batch(const char* name, const Tens
   return {batched, x, h};
 }
 
-RNNCell::RNNCell(const RNNCellOptions& o) : RNNCellBase(o, 1) {
+RNNCellImpl::RNNCellImpl(const RNNCellOptions& o) : RNNCellBase(o, 1) {
   KINDLE_CHECK_VALUE(o.nonlinearity() == "tanh" || o.nonlinearity() == "relu",
                      "Unknown nonlinearity: ", o.nonlinearity());
 }
 
-Tensor RNNCell::forward(const Tensor& input, const Tensor& hx) {
+Tensor RNNCellImpl::forward(const Tensor& input, const Tensor& hx) {
   auto [batched, x, h] = batch("RNNCell", input, hx, "hidden");
   Tensor r = options.nonlinearity() == "tanh"
                  ? rnn_tanh_cell(x, h, weight_ih, weight_hh, opt(bias_ih), opt(bias_hh))
@@ -201,13 +201,13 @@ Tensor RNNCell::forward(const Tensor& input, const Tensor& hx) {
   return batched ? r : r.squeeze(std::vector<int64_t>{0});
 }
 
-Tensor GRUCell::forward(const Tensor& input, const Tensor& hx) {
+Tensor GRUCellImpl::forward(const Tensor& input, const Tensor& hx) {
   auto [batched, x, h] = batch("GRUCell", input, hx, "hidden");
   Tensor r = gru_cell(x, h, weight_ih, weight_hh, opt(bias_ih), opt(bias_hh));
   return batched ? r : r.squeeze(std::vector<int64_t>{0});
 }
 
-std::tuple<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
+std::tuple<Tensor, Tensor> LSTMCellImpl::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
   auto [batched, x, h] = batch("LSTMCell", input, h0, "hx[0]");
   auto [batched2, x2, c] = batch("LSTMCell", input, c0, "hx[1]");
   auto [hn, cn] = lstm_cell(x, h, c, weight_ih, weight_hh, opt(bias_ih), opt(bias_hh));

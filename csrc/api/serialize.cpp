@@ -1,6 +1,7 @@
 // kindle::save / kindle::load in the safetensors layout Python's kindle.save writes (see
 // serialize.h and python/kindle/serialization.py, whose checks and messages this mirrors).
 #include "kindle/serialize.h"
+#include "kindle/save_load.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -649,6 +650,34 @@ StateDict load(const std::string& path) {
   KINDLE_CHECK_TYPE(v.is_dict(), "kindle::load: ", path, " holds a ", value_kind_name(v.kind()),
                     ", not a dict of tensors; use kindle::load_value");
   return v.to_state_dict(("kindle::load: " + path).c_str());
+}
+
+// ---- torch::save / torch::load of tensors (include/kindle/save_load.h)
+
+void save(const std::vector<Tensor>& tensors, const std::string& path) {
+  StateDict sd;
+  for (size_t i = 0; i < tensors.size(); ++i) sd.insert(std::to_string(i), tensors[i]);
+  save(sd, path);
+}
+
+void save(const Tensor& tensor, const std::string& path) { save(std::vector<Tensor>{tensor}, path); }
+
+void load(std::vector<Tensor>& tensors, const std::string& path) {
+  StateDict sd = load(path);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < sd.size(); ++i) {
+    const Tensor* t = sd.find(std::to_string(i));
+    KINDLE_CHECK_VALUE(t != nullptr, "kindle::load: ", path, " is not a list of tensors (no key '", i, "')");
+    out.push_back(*t);
+  }
+  tensors = std::move(out);
+}
+
+void load(Tensor& tensor, const std::string& path) {
+  std::vector<Tensor> v;
+  load(v, path);
+  KINDLE_CHECK_VALUE(v.size() == 1, "kindle::load: ", path, " holds ", v.size(), " tensors, expected one");
+  tensor = v[0];
 }
 
 }  // namespace kindle

@@ -71,7 +71,7 @@ Tensor generate_square_subsequent_mask(int64_t sz, DType dtype) {
 
 // ---- MultiheadAttention
 
-MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o) : options(o) {
+MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& o) : options(o) {
   int64_t E = o.embed_dim();
   KINDLE_CHECK_VALUE(E > 0 && o.num_heads() > 0, "embed_dim and num_heads must be greater than 0, got embed_dim=", E,
                      " and num_heads=", o.num_heads(), " instead");
@@ -98,7 +98,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o) : opt
   reset_parameters();
 }
 
-void MultiheadAttention::reset_parameters() {
+void MultiheadAttentionImpl::reset_parameters() {
   if (in_proj_weight.defined()) {
     init::xavier_uniform_(in_proj_weight);
   } else {
@@ -114,9 +114,9 @@ void MultiheadAttention::reset_parameters() {
   if (bias_v.defined()) init::xavier_normal_(bias_v);
 }
 
-Tensor MultiheadAttention::forward(const Tensor& x) { return std::get<0>(forward(x, x, x, {}, false)); }
+Tensor MultiheadAttentionImpl::forward(const Tensor& x) { return std::get<0>(forward(x, x, x, {}, false)); }
 
-std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_, const Tensor& key_, const Tensor& value_,
+std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_, const Tensor& key_, const Tensor& value_,
                                                        const Tensor& key_padding_mask, bool need_weights,
                                                        const Tensor& attn_mask_, bool average_attn_weights,
                                                        bool is_causal) {
@@ -249,7 +249,7 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_, con
 
 // ---- encoder layer
 
-TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOptions& o) : options(o) {
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& o) : options(o) {
   KINDLE_CHECK(o.activation() == "relu" || o.activation() == "gelu", "activation should be relu/gelu, not ",
                o.activation());
   // Construction order is Python's: the same seed draws the same weights.
@@ -268,18 +268,18 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOp
   dropout2 = register_module("dropout2", Dropout(o.dropout()));
 }
 
-Tensor TransformerEncoderLayer::activation(const Tensor& x) const {
+Tensor TransformerEncoderLayerImpl::activation(const Tensor& x) const {
   return options.activation() == "relu" ? relu(x) : gelu(x);
 }
 
-Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask_, const Tensor& kpm_, bool is_causal) {
+Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask_, const Tensor& kpm_, bool is_causal) {
   Tensor kpm = canonical_mask(kpm_, "src_key_padding_mask", src.dtype());
   Tensor src_mask = canonical_mask(src_mask_, "src_mask", src.dtype());
   auto sa = [&](const Tensor& x) {
-    return (*dropout1)(std::get<0>(self_attn->forward(x, x, x, kpm, false, src_mask, true, is_causal)));
+    return dropout1(std::get<0>(self_attn->forward(x, x, x, kpm, false, src_mask, true, is_causal)));
   };
   auto ff = [&](const Tensor& x) {
-    return (*dropout2)(linear2->forward((*dropout)(activation(linear1->forward(x)))));
+    return dropout2(linear2->forward(dropout(activation(linear1->forward(x)))));
   };
   Tensor x = src;
   if (options.norm_first()) {
@@ -294,12 +294,12 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
 
 // ---- encoder
 
-TransformerEncoder::TransformerEncoder(const TransformerEncoderLayerOptions& layer, int64_t n, bool final_norm)
+TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderLayerOptions& layer, int64_t n, bool final_norm)
     : num_layers(n) {
   KINDLE_CHECK_VALUE(n > 0, "TransformerEncoder: num_layers must be positive, got ", n);
   layers = register_module("layers", ModuleList());
   TransformerEncoderLayer first(layer);
-  StateDict weights = first.state_dict();
+  StateDict weights = first->state_dict();
   // Python deep-copies one layer: the random stream advances once, and every copy starts from
   // the same weights. The copies here are built with the stream rewound, then given the weights.
   Generator& gen = default_generator();
@@ -308,7 +308,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderLayerOptions& lay
   layers->push_back(std::move(first));
   for (int64_t i = 1; i < n; ++i) {
     TransformerEncoderLayer copy(layer);
-    copy.load_state_dict(weights);
+    copy->load_state_dict(weights);
     gen->set_state(state.data(), state.size());
     layers->push_back(std::move(copy));
   }
@@ -318,11 +318,11 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderLayerOptions& lay
                                                  .dtype(layer.dtype())));
 }
 
-Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask_, const Tensor& kpm_,
+Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& mask_, const Tensor& kpm_,
                                    std::optional<bool> is_causal) {
   Tensor kpm = canonical_mask(kpm_, "src_key_padding_mask", src.dtype());
   Tensor mask = canonical_mask(mask_, "mask", src.dtype());
-  auto first = layers->at<TransformerEncoderLayer>(0);
+  auto first = layers->ptr<TransformerEncoderLayerImpl>(0);
   bool causal = is_causal.value_or(false);
   if (!is_causal && mask.defined()) {
     int64_t seq = src.dim() == 2 ? src.size(0) : src.size(first->options.batch_first() ? 1 : 0);
@@ -330,7 +330,7 @@ Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask_, const
     causal = mask.sizes() == c.sizes() && equal(mask, c);
   }
   Tensor out = src;
-  for (auto& m : *layers) out = std::static_pointer_cast<TransformerEncoderLayer>(m)->forward(out, mask, kpm, causal);
+  for (auto& m : *layers) out = std::static_pointer_cast<TransformerEncoderLayerImpl>(m)->forward(out, mask, kpm, causal);
   if (norm) out = norm->forward(out);
   return out;
 }

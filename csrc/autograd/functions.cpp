@@ -1,3 +1,5 @@
+#include <cxxabi.h>
+
 #include "autograd/functions.h"
 
 #include "kindle/operators.h"
@@ -120,6 +122,34 @@ void CustomFunctionNode::release_variables() {
 }
 
 // ---- FunctionCtx ----
+
+std::string custom_function_name(const char* mangled) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  return name;
+}
+
+tensor_list custom_function_gradients(const std::string& name, tensor_list grads,
+                                             const std::vector<bool>& tensor_arg) {
+  // Extra trailing gradients are accepted when undefined (libtorch: a forward parameter with a
+  // default value that apply did not pass).
+  while (grads.size() > tensor_arg.size() && !grads.back().defined()) grads.pop_back();
+  KINDLE_CHECK(grads.size() == tensor_arg.size(), name, ": function backward returned an incorrect number of ",
+               "gradients (expected ", tensor_arg.size(), ", got ", grads.size(), "): one per forward argument, an ",
+               "undefined Tensor for each argument that is not a tensor");
+  tensor_list out;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (tensor_arg[i]) {
+      out.push_back(std::move(grads[i]));
+    } else {
+      KINDLE_CHECK(!grads[i].defined(), name, ": function backward returned a gradient different than an undefined ",
+                   "Tensor at position ", i + 1, ", but the corresponding forward input was not a Tensor");
+    }
+  }
+  return out;
+}
 
 void FunctionCtx::save_for_backward(tensor_list tensors) { to_save_ = std::move(tensors); }
 void FunctionCtx::mark_non_differentiable(const tensor_list& outputs) {

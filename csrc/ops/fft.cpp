@@ -21,12 +21,12 @@ double norm_scale(int64_t normalization, IntArrayRef signal, const char* op) {
   return normalization == 1 ? 1.0 / std::sqrt(n) : 1.0 / n;
 }
 
-struct Layout {
+struct FftLayout {
   DimVector dims, perm, inverse;  // dims wrapped; perm: batch dims then dims
 };
 
-Layout layout(const Tensor& self, IntArrayRef dim, const char* op) {
-  Layout l;
+FftLayout fft_layout(const Tensor& self, IntArrayRef dim, const char* op) {
+  FftLayout l;
   std::vector<bool> seen(size_t(self.dim()), false);
   for (int64_t d : dim) {
     int64_t w = wrap_dim(d, self.dim(), op);
@@ -52,7 +52,7 @@ DimVector signal_of(const Tensor& t, size_t n) {  // the last n sizes
 Tensor native__fft_c2c(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward) {
   KINDLE_CHECK(self.is_complex(), "_fft_c2c: expects a complex input tensor, but got ", self.dtype());
   if (dim.empty()) return self.clone();
-  Layout l = layout(self, dim, "_fft_c2c");
+  FftLayout l = fft_layout(self, dim, "_fft_c2c");
   Tensor x = contiguous(permute(self, l.perm));
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
   DimVector signal = signal_of(x, l.dims.size());
@@ -64,7 +64,7 @@ Tensor native__fft_r2c(const Tensor& self, IntArrayRef dim, int64_t normalizatio
   KINDLE_CHECK(self.dtype() == kFloat32 || self.dtype() == kFloat64, "_fft_r2c: expects a float or double input "
                "tensor, but got ", self.dtype());
   KINDLE_CHECK(!dim.empty(), "_fft_r2c: expects at least one dim to transform");
-  Layout l = layout(self, dim, "_fft_r2c");
+  FftLayout l = fft_layout(self, dim, "_fft_r2c");
   Tensor x = contiguous(permute(self, l.perm));
   DimVector signal = signal_of(x, l.dims.size());
   DimVector osz(x.sizes());
@@ -104,7 +104,7 @@ Tensor native__fft_c2r(const Tensor& self, IntArrayRef dim, int64_t normalizatio
     double sc = normalization == 0 || n == 0 ? 1.0 : normalization == 1 ? 1.0 / std::sqrt(n) : 1.0 / n;
     return sc == 1.0 ? y : y.mul_(scalar_tensor_of(sc, y.dtype()));
   }
-  Layout l = layout(self, dim, "_fft_c2r");
+  FftLayout l = fft_layout(self, dim, "_fft_c2r");
   // a copy the kernel may overwrite, and the onesided length the real size needs
   Tensor x = permute(self, l.perm);
   int64_t need = last_dim_size / 2 + 1;

@@ -18,8 +18,8 @@ using namespace kindle;
 namespace dist = kindle::distributed;
 
 struct MLP : nn::Module {
-  nn::Ptr<nn::Linear> fc1 = register_module("fc1", nn::Linear(16, 64));
-  nn::Ptr<nn::Linear> fc2 = register_module("fc2", nn::Linear(64, 4));
+  nn::Linear fc1 = register_module("fc1", nn::Linear(16, 64));
+  nn::Linear fc2 = register_module("fc2", nn::Linear(64, 4));
   Tensor forward(const Tensor& x) override { return fc2(relu(fc1(x))); }
 };
 
@@ -57,7 +57,7 @@ int main() {
       return 1;
     }
   }
-  if (rank == 0) std::cout << "world " << world << ": loss " << first << " -> " << last << "\n";
+  if (rank == 0) std::cout << "world " << world << ": loss " << first << " . " << last << "\n";
   group->shutdown();
   return last < 0.5 * first ? 0 : 1;
 }

@@ -19,9 +19,9 @@ using namespace kindle;
 namespace {
 
 struct MLP : nn::Module {
-  nn::Ptr<nn::Flatten> flatten = register_module("flatten", nn::Flatten());
-  nn::Ptr<nn::Linear> fc1, fc2;
-  nn::Ptr<nn::Dropout> drop = register_module("drop", nn::Dropout(0.1));
+  nn::Flatten flatten = register_module("flatten", nn::Flatten());
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+  nn::Dropout drop = register_module("drop", nn::Dropout(0.1));
   MLP(int64_t pixels, int64_t hidden, int64_t classes) {
     fc1 = register_module("fc1", nn::Linear(pixels, hidden));
     fc2 = register_module("fc2", nn::Linear(hidden, classes));
@@ -31,18 +31,21 @@ struct MLP : nn::Module {
 
 struct CNN : nn::Module {
   // A braced list: the layers are built, and draw their weights, in the order written.
-  nn::Ptr<nn::Sequential> features = register_module(
+  nn::Sequential features = register_module(
       "features", nn::Sequential{nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::BatchNorm2d(16), nn::ReLU(),
                                  nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(),
                                  nn::MaxPool2d(2), nn::Flatten()});
-  nn::Ptr<nn::Linear> head;
+  nn::Linear head{nullptr};
   CNN(int64_t height, int64_t width, int64_t classes) {
     head = register_module("head", nn::Linear(32 * (height / 4) * (width / 4), classes));
   }
   Tensor forward(const Tensor& x) override { return head(features(x)); }
 };
 
-double accuracy(nn::Module& model, data::DataLoader<>& loader) {
+// MNIST files, stacked into batches.
+using Loader = data::DataLoader<data::datasets::MapDataset<data::MNIST, data::transforms::Stack<>>>;
+
+double accuracy(nn::Module& model, Loader& loader) {
   autograd::NoGradGuard no_grad;
   model.eval();
   int64_t correct = 0, total = 0;
@@ -55,8 +58,7 @@ double accuracy(nn::Module& model, data::DataLoader<>& loader) {
   return double(correct) / double(total);
 }
 
-double train(const std::string& name, nn::Module& model, data::DataLoader<>& train_loader,
-             data::DataLoader<>& test_loader, int epochs) {
+double train(const std::string& name, nn::Module& model, Loader& train_loader, Loader& test_loader, int epochs) {
   optim::Adam opt(model.parameters(), optim::AdamOptions(3e-3));
   optim::CosineAnnealingLR schedule(opt, epochs);
   nn::CrossEntropyLoss criterion;
@@ -117,11 +119,12 @@ int main(int argc, char** argv) {
   try {
     manual_seed(0);
     data::MNIST train_set(dir, data::MNIST::Mode::kTrain), test_set(dir, data::MNIST::Mode::kTest);
-    int64_t h = train_set.data().size(2), w = train_set.data().size(3);
-    std::cout << "data: " << train_set.size() << " training and " << test_set.size() << " test images of " << h << "x"
-              << w << " pixels\n";
-    data::DataLoader train_loader(train_set, data::DataLoaderOptions(32).shuffle(true).seed(0).num_workers(workers));
-    data::DataLoader test_loader(test_set, data::DataLoaderOptions(256));
+    int64_t h = train_set.images().size(2), w = train_set.images().size(3);
+    std::cout << "data: " << *train_set.size() << " training and " << *test_set.size() << " test images of " << h
+              << "x" << w << " pixels\n";
+    Loader train_loader(train_set.map(data::transforms::Stack<>()),
+                        data::DataLoaderOptions(32).shuffle(true).seed(0).num_workers(workers));
+    Loader test_loader(test_set.map(data::transforms::Stack<>()), data::DataLoaderOptions(256));
 
     MLP mlp(h * w, 128, 10);
     CNN cnn(h, w, 10);

@@ -17,6 +17,9 @@ class ArrayRef {
  public:
   constexpr ArrayRef() = default;
   constexpr ArrayRef(const T* data, size_t size) : data_(data), size_(size) {}
+  // One element (libtorch's IntArrayRef(3)): the view points at the argument, which lives until
+  // the end of the caller's full expression.
+  constexpr ArrayRef(const T& one) : data_(&one), size_(1) {}
   constexpr ArrayRef(std::initializer_list<T> il) : data_(il.begin()), size_(il.size()) {}
   ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}
   template <typename C, typename = decltype(std::declval<const C&>().data()),

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include <unordered_map>
+
+#include "kindle/ivalue.h"
 #include "kindle/tensor.h"
 
 namespace kindle::autograd {
@@ -160,22 +163,36 @@ void remove_post_accumulate_grad_hook(const Tensor& t, uint64_t id);
 void queue_callback(std::function<void()> callback);
 
 // ---- C++ custom functions (the equivalent of Python's autograd.Function) ----
+
+// Which inputs need a gradient: ctx.needs_input_grad[i] (Kindle) or ctx->needs_input_grad(i)
+// (libtorch), over the tensor inputs in order.
+struct NeedsInputGrad : std::vector<bool> {
+  using std::vector<bool>::vector;
+  using std::vector<bool>::operator=;
+  bool operator()(size_t i) const { return i < size() && (*this)[i]; }
+};
+
 struct FunctionCtx {
   void save_for_backward(tensor_list tensors);
   tensor_list saved_tensors() const;  // checks that none was modified in place since
+  tensor_list get_saved_variables() const { return saved_tensors(); }
   void mark_non_differentiable(const tensor_list& outputs);
   void mark_dirty(const tensor_list& inputs);
-  std::vector<bool> needs_input_grad;
+  void set_materialize_grads(bool value) { materialize_grads = value; }
+  NeedsInputGrad needs_input_grad;
   bool materialize_grads = true;  // missing output gradients arrive as zeros (else undefined)
-  // free-form state for backward, as in libtorch's ctx->saved_data
+  // free-form state for backward, as libtorch's ctx->saved_data["k"] = 2.0; ....toDouble()
+  std::unordered_map<std::string, IValue> saved_data;
   std::vector<Scalar> saved_scalars;
   std::vector<DimVector> saved_sizes;
-
   // internals
   tensor_list to_save_, non_differentiable_, dirty_;
   std::vector<SavedVariable> saved_;
   std::weak_ptr<Node> node_;  // weak: the node owns the ctx
 };
+using AutogradContext = FunctionCtx;
+using Variable = Tensor;
+using variable_list = tensor_list;
 
 // Wires outputs computed (without grad) from inputs to a node that calls `backward_fn`.
 // Used by Function<T>::apply and by the Python front end's autograd.Function.
@@ -183,34 +200,78 @@ tensor_list wrap_outputs(const std::string& name, const tensor_list& inputs, ten
                          std::shared_ptr<FunctionCtx> ctx,
                          std::function<tensor_list(FunctionCtx&, tensor_list)> backward_fn);
 
-// A user-defined differentiable function:
-//   struct MyExp : Function<MyExp> {
-//     static Tensor forward(FunctionCtx& ctx, const Tensor& x) { ... ctx.save_for_backward({y}); }
-//     static tensor_list backward(FunctionCtx& ctx, tensor_list grads) { ... }
+// The demangled name of a custom function's class.
+std::string custom_function_name(const char* mangled);
+// libtorch's backward returns one gradient per forward argument; `tensor_arg` marks the
+// arguments that were tensors. Returns the gradients of the tensor arguments, in order.
+tensor_list custom_function_gradients(const std::string& name, tensor_list grads, const std::vector<bool>& tensor_arg);
+
+// A user-defined differentiable function, written as libtorch writes one:
+//   struct MulConstant : Function<MulConstant> {
+//     static Tensor forward(AutogradContext* ctx, Tensor x, double c) {
+//       ctx->saved_data["c"] = c;
+//       return x * c;
+//     }
+//     static variable_list backward(AutogradContext* ctx, variable_list grads) {
+//       return {grads[0] * ctx->saved_data["c"].toDouble(), Tensor()};  // one per forward argument
+//     }
 //   };
-//   Tensor y = MyExp::apply(x);
+//   Tensor y = MulConstant::apply(x, 2.0);
+// or in Kindle's older form, forward(FunctionCtx&, ...) and backward(FunctionCtx&, grads) with one
+// gradient per tensor argument. forward may return a Tensor or a variable_list; apply returns
+// the same.
 template <typename Derived>
 struct Function {
   template <typename... Args>
-  static Tensor apply(Args&&... args) {
+  static auto apply(Args&&... args) {
     auto ctx = std::make_shared<FunctionCtx>();
     tensor_list inputs;
-    (collect(inputs, args), ...);
+    std::vector<bool> tensor_arg;
+    (collect(inputs, tensor_arg, args), ...);
     for (auto& t : inputs) ctx->needs_input_grad.push_back(t.defined() && t.requires_grad());
-    Tensor out;
-    {
+    constexpr bool libtorch_style = requires { Derived::forward(ctx.get(), std::forward<Args>(args)...); };
+    auto run_forward = [&] {
       NoGradGuard g;
-      out = Derived::forward(*ctx, std::forward<Args>(args)...);
+      if constexpr (libtorch_style) {
+        return Derived::forward(ctx.get(), std::forward<Args>(args)...);
+      } else {
+        return Derived::forward(*ctx, std::forward<Args>(args)...);
+      }
+    };
+    auto out = run_forward();
+    constexpr bool single = std::is_convertible_v<decltype(out), Tensor>;
+    tensor_list outs;
+    if constexpr (single) {
+      outs.push_back(out);
+    } else {
+      outs = tensor_list(out.begin(), out.end());
     }
-    auto outs = wrap_outputs(typeid(Derived).name(), inputs, {out}, ctx,
-                             [](FunctionCtx& c, tensor_list g) { return Derived::backward(c, std::move(g)); });
-    return outs[0];
+    std::string name = custom_function_name(typeid(Derived).name());
+    std::function<tensor_list(FunctionCtx&, tensor_list)> bw;
+    if constexpr (libtorch_style) {
+      bw = [name, tensor_arg](FunctionCtx& c, tensor_list g) {
+        return custom_function_gradients(name, Derived::backward(&c, std::move(g)), tensor_arg);
+      };
+    } else {
+      bw = [](FunctionCtx& c, tensor_list g) { return Derived::backward(c, std::move(g)); };
+    }
+    outs = wrap_outputs(name, inputs, std::move(outs), ctx, std::move(bw));
+    if constexpr (single) {
+      return outs[0];
+    } else {
+      return outs;
+    }
   }
 
  private:
-  static void collect(tensor_list& v, const Tensor& t) { v.push_back(t); }
+  static void collect(tensor_list& v, std::vector<bool>& is_tensor, const Tensor& t) {
+    v.push_back(t);
+    is_tensor.push_back(true);
+  }
   template <typename T>
-  static void collect(tensor_list&, const T&) {}
+  static void collect(tensor_list&, std::vector<bool>& is_tensor, const T&) {
+    is_tensor.push_back(false);
+  }
 };
 
 // ---- Forward-mode AD (dual tensors), as torch.autograd.forward_ad ----
@@ -245,3 +306,10 @@ class DualLevel {
 }  // namespace forward_ad
 
 }  // namespace kindle::autograd
+
+namespace kindle {
+// libtorch's names at the top level: kindle::NoGradGuard.
+using autograd::AutoGradMode;
+using autograd::EnableGradGuard;
+using autograd::NoGradGuard;
+}  // namespace kindle

@@ -18,9 +18,12 @@ struct Device {
   // Parses "cpu", "cuda", "cuda:1"; raises for anything else.
   static Device parse(std::string_view s);
   bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool has_index() const { return index >= 0; }
   friend bool operator==(Device a, Device b) { return a.type == b.type && a.index == b.index; }
 };
 constexpr Device kCPU{DeviceType::CPU};
+constexpr Device kCUDA{DeviceType::CUDA};
 
 std::ostream& operator<<(std::ostream& os, Device d);
 

@@ -19,6 +19,12 @@ constexpr DType kBool = DType::Bool, kUInt8 = DType::UInt8, kInt8 = DType::Int8,
                 kFloat16 = DType::Float16, kBFloat16 = DType::BFloat16,
                 kFloat32 = DType::Float32, kFloat64 = DType::Float64,
                 kComplex64 = DType::Complex64, kComplex128 = DType::Complex128;
+// libtorch's names for the same dtypes.
+using ScalarType = DType;
+using Dtype = DType;
+constexpr DType kFloat = kFloat32, kDouble = kFloat64, kHalf = kFloat16, kLong = kInt64, kInt = kInt32,
+                kShort = kInt16, kChar = kInt8, kByte = kUInt8, kComplexFloat = kComplex64,
+                kComplexDouble = kComplex128;
 
 // Complex elements are std::complex (two floats, real first: the layout of C99, NumPy and PyTorch).
 using c64 = std::complex<float>;

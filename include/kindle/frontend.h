@@ -2,8 +2,10 @@
 // data loading and checkpoints. Link with kindle_frontend (or the kindle library that
 // includes it).
 #pragma once
+#include "kindle/cuda.h"
 #include "kindle/data.h"
 #include "kindle/kindle.h"
 #include "kindle/nn.h"
 #include "kindle/optimizers.h"
 #include "kindle/serialize.h"
+#include "kindle/save_load.h"

@@ -4,6 +4,7 @@
 #include "kindle/random.h"
 #include "kindle/parallel.h"
 #include "kindle/operators.h"
+#include "kindle/factories.h"
 #include "kindle/autograd.h"
 #include "kindle/optim.h"
 #include "kindle/shared_memory.h"

@@ -2,6 +2,7 @@
 // holder style).
 #pragma once
 #include "kindle/nn/container.h"
+#include "kindle/nn/functional.h"
 #include "kindle/nn/init.h"
 #include "kindle/nn/layers.h"
 #include "kindle/nn/loss.h"

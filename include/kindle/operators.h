@@ -25,4 +25,14 @@ KINDLE_CPP_OPERATOR(>=, ge)
 #undef KINDLE_CPP_OPERATOR
 inline Tensor operator-(const Tensor& a) { return neg(a); }
 
+// In place, as libtorch: t += u is t.add_(u).
+#define KINDLE_CPP_COMPOUND(op, fn)                                                                      \
+  inline const Tensor& operator op(const Tensor& a, const Tensor& b) { return a.fn(b); }                \
+  inline const Tensor& operator op(const Tensor& a, const Scalar& b) { return a.fn(scalar_to_tensor(b)); }
+KINDLE_CPP_COMPOUND(+=, add_)
+KINDLE_CPP_COMPOUND(-=, sub_)
+KINDLE_CPP_COMPOUND(*=, mul_)
+KINDLE_CPP_COMPOUND(/=, div_)
+#undef KINDLE_CPP_COMPOUND
+
 }  // namespace kindle

@@ -11,6 +11,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,9 +22,29 @@
 
 namespace kindle::optim {
 
-using Betas = std::pair<double, double>;
+// Betas: (beta1, beta2); std::make_tuple(0.5, 0.999) converts, as libtorch writes it.
+struct Betas : std::pair<double, double> {
+  using std::pair<double, double>::pair;
+  Betas(const std::pair<double, double>& p) : std::pair<double, double>(p) {}
+  Betas(const std::tuple<double, double>& t) : std::pair<double, double>(std::get<0>(t), std::get<1>(t)) {}
+};
 
-struct SGDOptions {
+// The options every optimizer has (libtorch's OptimizerOptions): its learning rate.
+class OptimizerOptions {
+ public:
+  virtual ~OptimizerOptions() = default;
+  virtual double get_lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+  virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
+};
+
+#define KINDLE_OPTIMIZER_OPTIONS(Name)                                                             \
+  double get_lr() const override { return lr(); }                                                  \
+  void set_lr(double v) override { lr(v); }                                                        \
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<Name>(*this); }
+
+struct SGDOptions : OptimizerOptions {
+  KINDLE_OPTIMIZER_OPTIONS(SGDOptions)
   SGDOptions(double lr = 1e-3) : lr_(lr) {}
   KINDLE_ARG(double, lr);
   KINDLE_ARG(double, momentum) = 0;
@@ -33,7 +54,8 @@ struct SGDOptions {
   KINDLE_ARG(bool, maximize) = false;
 };
 
-struct AdamOptions {
+struct AdamOptions : OptimizerOptions {
+  KINDLE_OPTIMIZER_OPTIONS(AdamOptions)
   AdamOptions(double lr = 1e-3) : lr_(lr) {}
   KINDLE_ARG(double, lr);
   KINDLE_ARG(Betas, betas) = {0.9, 0.999};
@@ -44,7 +66,8 @@ struct AdamOptions {
 };
 
 // Adam with decoupled weight decay; weight_decay defaults to 1e-2, as in PyTorch.
-struct AdamWOptions {
+struct AdamWOptions : OptimizerOptions {
+  KINDLE_OPTIMIZER_OPTIONS(AdamWOptions)
   AdamWOptions(double lr = 1e-3) : lr_(lr) {}
   KINDLE_ARG(double, lr);
   KINDLE_ARG(Betas, betas) = {0.9, 0.999};
@@ -54,7 +77,8 @@ struct AdamWOptions {
   KINDLE_ARG(bool, maximize) = false;
 };
 
-struct RMSpropOptions {
+struct RMSpropOptions : OptimizerOptions {
+  KINDLE_OPTIMIZER_OPTIONS(RMSpropOptions)
   RMSpropOptions(double lr = 1e-2) : lr_(lr) {}
   KINDLE_ARG(double, lr);
   KINDLE_ARG(double, alpha) = 0.99;
@@ -92,11 +116,63 @@ class Optimizer {
   void load(const std::string& path) { load_state_dict(load_value(path)); }
 };
 
-template <typename Options>
-struct ParamGroup {
-  std::vector<Tensor> params;
-  Options options;
+// A group of parameters whose options are not fixed yet (libtorch's OptimizerParamGroup): the
+// optimizer fills missing options from its defaults; given options must be the optimizer's own
+// kind (AdamOptions for Adam), else TypeError.
+class OptimizerParamGroup {
+ public:
+  OptimizerParamGroup(std::vector<Tensor> params) : params_(std::move(params)) {}
+  OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options)
+      : params_(std::move(params)), options_(std::move(options)) {}
+  OptimizerParamGroup(const OptimizerParamGroup& o)
+      : params_(o.params_), options_(o.options_ ? o.options_->clone() : nullptr) {}
+  OptimizerParamGroup(OptimizerParamGroup&&) = default;
+  bool has_options() const { return options_ != nullptr; }
+  OptimizerOptions& options() {
+    KINDLE_CHECK(options_ != nullptr, "OptimizerParamGroup: this group has no options");
+    return *options_;
+  }
+  std::vector<Tensor>& params() { return params_; }
+  const std::vector<Tensor>& params() const { return params_; }
+
+ private:
+  std::vector<Tensor> params_;
+  std::unique_ptr<OptimizerOptions> options_;
 };
+
+// A group of parameters with the optimizer's options.
+template <typename Options>
+class ParamGroup {
+ public:
+  ParamGroup(std::vector<Tensor> params, Options options) : params_(std::move(params)), options_(std::move(options)) {}
+  std::vector<Tensor>& params() { return params_; }
+  const std::vector<Tensor>& params() const { return params_; }
+  Options& options() { return options_; }
+  const Options& options() const { return options_; }
+  bool has_options() const { return true; }
+
+ private:
+  std::vector<Tensor> params_;
+  Options options_;
+};
+
+namespace detail {
+template <typename Options>
+std::vector<ParamGroup<Options>> typed_groups(std::vector<OptimizerParamGroup> groups, const Options& defaults,
+                                              const char* optimizer) {
+  std::vector<ParamGroup<Options>> out;
+  for (auto& g : groups) {
+    if (!g.has_options()) {
+      out.emplace_back(g.params(), defaults);
+      continue;
+    }
+    auto* o = dynamic_cast<Options*>(&g.options());
+    KINDLE_CHECK_TYPE(o != nullptr, optimizer, ": a parameter group's options are not ", optimizer, "'s options");
+    out.emplace_back(g.params(), *o);
+  }
+  return out;
+}
+}  // namespace detail
 
 // Groups, options and per-parameter state; the subclasses add the update rule.
 template <typename Options, typename State>
@@ -112,9 +188,9 @@ class OptimizerBase : public Optimizer {
   void add_param_group(std::vector<Tensor> params) { add_param_group(std::move(params), defaults_); }
 
   size_t num_param_groups() const override { return groups_.size(); }
-  const std::vector<Tensor>& params(size_t g) const override { return groups_.at(g).params; }
-  double lr(size_t g) const override { return groups_.at(g).options.lr(); }
-  void set_lr(size_t g, double lr) override { groups_.at(g).options.lr(lr); }
+  const std::vector<Tensor>& params(size_t g) const override { return groups_.at(g).params(); }
+  double lr(size_t g) const override { return groups_.at(g).options().lr(); }
+  void set_lr(size_t g, double lr) override { groups_.at(g).options().lr(lr); }
   // The state of one parameter (nullptr before its first step).
   const State* state(const Tensor& param) const {
     auto it = state_.find(param.impl());
@@ -138,6 +214,8 @@ class SGD : public OptimizerBase<SGDOptions, SGDState> {
  public:
   SGD(std::vector<Tensor> params, const SGDOptions& options);
   SGD(std::vector<ParamGroup<SGDOptions>> groups, const SGDOptions& defaults = {});
+  SGD(std::vector<OptimizerParamGroup> groups, const SGDOptions& defaults = {})
+      : SGD(detail::typed_groups(std::move(groups), defaults, "SGD"), defaults) {}
   using Optimizer::step;
   void step() override;
   Value state_dict() const override;
@@ -155,6 +233,8 @@ class Adam : public OptimizerBase<AdamOptions, AdamState> {
  public:
   Adam(std::vector<Tensor> params, const AdamOptions& options = {});
   Adam(std::vector<ParamGroup<AdamOptions>> groups, const AdamOptions& defaults = {});
+  Adam(std::vector<OptimizerParamGroup> groups, const AdamOptions& defaults = {})
+      : Adam(detail::typed_groups(std::move(groups), defaults, "Adam"), defaults) {}
   using Optimizer::step;
   void step() override;
   Value state_dict() const override;
@@ -168,6 +248,8 @@ class AdamW : public OptimizerBase<AdamWOptions, AdamState> {
  public:
   AdamW(std::vector<Tensor> params, const AdamWOptions& options = {});
   AdamW(std::vector<ParamGroup<AdamWOptions>> groups, const AdamWOptions& defaults = {});
+  AdamW(std::vector<OptimizerParamGroup> groups, const AdamWOptions& defaults = {})
+      : AdamW(detail::typed_groups(std::move(groups), defaults, "AdamW"), defaults) {}
   using Optimizer::step;
   void step() override;
   Value state_dict() const override;
@@ -185,6 +267,8 @@ class RMSprop : public OptimizerBase<RMSpropOptions, RMSpropState> {
  public:
   RMSprop(std::vector<Tensor> params, const RMSpropOptions& options = {});
   RMSprop(std::vector<ParamGroup<RMSpropOptions>> groups, const RMSpropOptions& defaults = {});
+  RMSprop(std::vector<OptimizerParamGroup> groups, const RMSpropOptions& defaults = {})
+      : RMSprop(detail::typed_groups(std::move(groups), defaults, "RMSprop"), defaults) {}
   using Optimizer::step;
   void step() override;
   Value state_dict() const override;

@@ -19,7 +19,13 @@ class KeyError : public IndexError {
 template <typename V>
 class OrderedDict {
  public:
-  using Item = std::pair<std::string, V>;
+  // A (key, value) pair; also item.key() / item.value(), as libtorch's OrderedDict items.
+  struct Item : std::pair<std::string, V> {
+    using std::pair<std::string, V>::pair;
+    const std::string& key() const noexcept { return this->first; }
+    V& value() noexcept { return this->second; }
+    const V& value() const noexcept { return this->second; }
+  };
 
   OrderedDict() = default;
   OrderedDict(std::initializer_list<Item> items) {

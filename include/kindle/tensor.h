@@ -13,6 +13,7 @@
 #include "kindle/scalar.h"
 #include "kindle/random.h"
 #include "kindle/storage.h"
+#include "kindle/tensor_options.h"
 
 namespace kindle {
 
@@ -25,7 +26,24 @@ using TensorList = ArrayRef<Tensor>;
 namespace detail {
 [[noreturn]] void throw_not_host_memory(Device device);
 }
-using OptionalIntArrayRef = std::optional<IntArrayRef>;
+// An optional list of dims: nothing, a list, or one dim (t.sum(0), as libtorch). Only these
+// constructors exist, so that no implicit conversion makes a view of a temporary that dies
+// before the call it is passed to.
+class OptionalIntArrayRef : public std::optional<IntArrayRef> {
+  using Base = std::optional<IntArrayRef>;
+
+ public:
+  constexpr OptionalIntArrayRef() = default;
+  constexpr OptionalIntArrayRef(std::nullopt_t) {}
+  OptionalIntArrayRef(const Base& b) : Base(b) {}
+  OptionalIntArrayRef(IntArrayRef a) : Base(a) {}
+  // The list's array lives until the end of the caller's full expression, as the view does.
+  OptionalIntArrayRef(std::initializer_list<int64_t> il) : Base(IntArrayRef(il.begin(), il.size())) {}
+  OptionalIntArrayRef(const std::vector<int64_t>& v) : Base(IntArrayRef(v)) {}
+  template <size_t N>
+  OptionalIntArrayRef(const SmallVector<int64_t, N>& v) : Base(IntArrayRef(v)) {}
+  OptionalIntArrayRef(const int64_t& one) : Base(IntArrayRef(one)) {}
+};
 
 // Autograd state is owned by the autograd layer; the core only keeps a pointer to it.
 struct AutogradMetaInterface {
@@ -122,6 +140,29 @@ class Tensor {
   T item() const { return item().to<T>(); }
 
   std::string to_string() const;  // the same text as Python's repr
+
+  // ---- libtorch's conveniences
+  TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()).requires_grad(requires_grad()); }
+  Tensor operator[](int64_t index) const;       // select(0, index)
+  Tensor operator[](const Tensor& index) const;  // advanced indexing along dim 0
+  // The same data on `device` (as `dtype`); `this` when nothing changes and copy is false.
+  Tensor to(Device device, std::optional<DType> dtype = std::nullopt, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;
+  Tensor cpu() const;
+  Tensor cuda() const;
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  template <typename T>
+  T* mutable_data_ptr() const { return data_ptr<T>(); }
+  template <typename T>
+  const T* const_data_ptr() const { return data_ptr<T>(); }
+  Tensor toType(DType dtype) const;
+  // Elements start..end (step apart) along dim: a view, as x[start:end:step] in Python.
+  Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
+  // The same data without autograd history (libtorch's Tensor::data()).
+  Tensor data() const;
 
   // Autograd (csrc/autograd/variable.cpp).
   Tensor grad() const;

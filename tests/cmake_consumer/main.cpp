@@ -10,7 +10,7 @@ int main() {
 
   kindle::manual_seed(0);
   kindle::nn::Linear fc(4, 1);
-  kindle::optim::SGD opt(fc.parameters(), kindle::optim::SGDOptions(0.1));
+  kindle::optim::SGD opt(fc->parameters(), kindle::optim::SGDOptions(0.1));
   kindle::Tensor in = kindle::randn({16, 4}), target = in.sum(kindle::IntArrayRef{1}, true);
   double first = 0, last = 0;
   for (int i = 0; i < 50; ++i) {
@@ -20,6 +20,6 @@ int main() {
     opt.step();
     (i == 0 ? first : last) = loss.item().to_double();
   }
-  std::printf("linear regression loss %.4g -> %.4g\n", first, last);
+  std::printf("linear regression loss %.4g . %.4g\n", first, last);
   return last < first / 100 ? 0 : 1;
 }

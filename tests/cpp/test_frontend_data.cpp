@@ -19,35 +19,36 @@ data::TensorDataset counting(int64_t n) {
   return data::TensorDataset(arange(0, n, 1, kFloat32).reshape({n, 1}), arange(0, n, 1, kInt64));
 }
 
-std::vector<int64_t> targets_of(data::DataLoader<>& loader) {
+template <typename Loader>
+std::vector<int64_t> targets_of(Loader& loader) {
   std::vector<int64_t> out;
   for (auto& batch : loader) {
     EXPECT_TRUE(equal(batch.data.flatten(), batch.target.to(kFloat32)));  // rows stay paired
-    for (int64_t i = 0; i < batch.target.size(0); ++i) out.push_back(batch.target.select(0, i).item<int64_t>());
+    for (int64_t i = 0; i < batch.target.size(0); ++i) out.push_back(batch.target.select(0, i).template item<int64_t>());
   }
   return out;
 }
 
 // A dataset that computes its examples (and may fail), to exercise the generic path.
-struct Squares : data::Dataset<data::Example> {
+struct Squares : data::Dataset<Squares> {
   int64_t n;
   int64_t fail_at;
   explicit Squares(int64_t n, int64_t fail_at = -1) : n(n), fail_at(fail_at) {}
-  data::Example get(size_t i) override {
+  data::Example<> get(size_t i) override {
     KINDLE_CHECK_INDEX(int64_t(i) != fail_at, "Squares: example ", i, " is broken");
     return {full({2}, Scalar(double(i))), full({}, Scalar(int64_t(i * i)), kInt64)};
   }
-  size_t size() const override { return size_t(n); }
+  std::optional<size_t> size() const override { return size_t(n); }
 };
 
 }  // namespace
 
 TEST(FrontendData, TensorDataset) {
   data::TensorDataset ds = counting(5);
-  EXPECT_EQ(ds.size(), 5u);
+  EXPECT_EQ(ds.size(), std::optional<size_t>(5));
   EXPECT_EQ(ds.get(3).target.item<int64_t>(), 3);
   EXPECT_THROW(ds.get(5), IndexError);
-  data::Example b = ds.get_batch({4, 0});
+  data::Example<> b = ds.get_batch({4, 0});
   EXPECT_EQ(b.target.select(0, 0).item<int64_t>(), 4);
   EXPECT_THROW(data::TensorDataset(zeros({3, 2}), zeros({4})), ValueError);
 }
@@ -88,8 +89,8 @@ TEST(FrontendData, SeededShuffleIsAPermutationAndReproducible) {
 
 TEST(FrontendData, WorkersDeliverInOrder) {
   auto opts = data::DataLoaderOptions(3).shuffle(true).seed(1);
-  data::DataLoader single(std::make_shared<Squares>(40), opts);
-  data::DataLoader threaded(std::make_shared<Squares>(40), data::DataLoaderOptions(opts).num_workers(3));
+  data::DataLoader single(Squares(40).map(data::transforms::Stack<>()), opts);
+  data::DataLoader threaded(Squares(40).map(data::transforms::Stack<>()), data::DataLoaderOptions(opts).num_workers(3));
   std::vector<Tensor> s, t;
   for (auto& b : single) s.push_back(b.target);
   for (auto& b : threaded) t.push_back(b.target);
@@ -101,7 +102,7 @@ TEST(FrontendData, WorkersDeliverInOrder) {
 }
 
 TEST(FrontendData, WorkerErrorsSurfaceAtTheirBatch) {
-  data::DataLoader loader(std::make_shared<Squares>(20, 13), data::DataLoaderOptions(4).num_workers(2));
+  data::DataLoader loader(Squares(20, 13).map(data::transforms::Stack<>()), data::DataLoaderOptions(4).num_workers(2));
   int seen = 0;
   try {
     for (auto& b : loader) {
@@ -116,7 +117,7 @@ TEST(FrontendData, WorkerErrorsSurfaceAtTheirBatch) {
 }
 
 TEST(FrontendData, EarlyExitJoinsWorkers) {
-  data::DataLoader loader(std::make_shared<Squares>(1000), data::DataLoaderOptions(2).num_workers(4));
+  data::DataLoader loader(Squares(1000).map(data::transforms::Stack<>()), data::DataLoaderOptions(2).num_workers(4));
   for (int epoch = 0; epoch < 3; ++epoch) {
     int n = 0;
     for (auto& b : loader) {
@@ -145,11 +146,12 @@ TEST(FrontendData, IdxReaderAndMNIST) {
   data::write_idx(labels, dir + "/train-labels-idx1-ubyte");
   EXPECT_TRUE(equal(data::read_idx(dir + "/train-images-idx3-ubyte"), images));
   data::MNIST mnist(dir, data::MNIST::Mode::kTrain);
-  EXPECT_EQ(mnist.size(), 5u);
-  EXPECT_EQ(mnist.data().sizes(), IntArrayRef({5, 1, 4, 3}));
-  EXPECT_EQ(mnist.data().dtype(), kFloat32);
-  EXPECT_EQ(mnist.target().dtype(), kInt64);
-  EXPECT_TRUE(allclose(mnist.data().squeeze(std::vector<int64_t>{1}) * 255.0, images.to(kFloat32), 1e-4, 1e-4));
+  EXPECT_EQ(mnist.size(), std::optional<size_t>(5));
+  EXPECT_TRUE(mnist.is_train());
+  EXPECT_EQ(mnist.images().sizes(), IntArrayRef({5, 1, 4, 3}));
+  EXPECT_EQ(mnist.images().dtype(), kFloat32);
+  EXPECT_EQ(mnist.targets().dtype(), kInt64);
+  EXPECT_TRUE(allclose(mnist.images().squeeze(std::vector<int64_t>{1}) * 255.0, images.to(kFloat32), 1e-4, 1e-4));
   EXPECT_THROW(data::MNIST(dir, data::MNIST::Mode::kTest), Error);  // no t10k files
 
   // Big-endian multi-byte payloads.

@@ -15,15 +15,15 @@ std::vector<std::string> keys(const StateDict& d) { return d.keys(); }
 TEST(FrontendRNN, LSTMParametersAndShapes) {
   manual_seed(0);
   nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true));
-  EXPECT_EQ(keys(lstm.state_dict()),
+  EXPECT_EQ(keys(lstm->state_dict()),
             (std::vector<std::string>{
                 "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l0_reverse",
                 "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse", "weight_ih_l1", "weight_hh_l1",
                 "bias_ih_l1", "bias_hh_l1", "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse",
                 "bias_hh_l1_reverse"}));
-  EXPECT_EQ(lstm.named_parameters()["weight_ih_l1"].sizes(), IntArrayRef({20, 10}));
+  EXPECT_EQ(lstm->named_parameters()["weight_ih_l1"].sizes(), IntArrayRef({20, 10}));
   double stdv = 1 / std::sqrt(5.0);
-  for (auto& p : lstm.parameters()) EXPECT_LE(p.abs().max().item<double>(), stdv);
+  for (auto& p : lstm->parameters()) EXPECT_LE(p.abs().max().item<double>(), stdv);
   Tensor x = randn({7, 2, 3});
   auto [out, h, c] = lstm(x, Tensor(), Tensor());
   EXPECT_EQ(out.sizes(), IntArrayRef({7, 2, 10}));
@@ -44,16 +44,16 @@ TEST(FrontendRNN, SingleLayerLSTMMatchesCell) {
   manual_seed(1);
   nn::LSTM lstm(nn::LSTMOptions(4, 6).batch_first(true));
   Tensor x = randn({2, 5, 4});
-  auto r = lstm.forward_with_state(x);
+  auto r = lstm->forward_with_state(x);
   Tensor h = zeros({2, 6}), c = zeros({2, 6});
   for (int64_t t = 0; t < 5; ++t)
-    std::tie(h, c) = lstm_cell(x.select(1, t), h, c, lstm.named_parameters()["weight_ih_l0"],
-                               lstm.named_parameters()["weight_hh_l0"], lstm.named_parameters()["bias_ih_l0"],
-                               lstm.named_parameters()["bias_hh_l0"]);
+    std::tie(h, c) = lstm_cell(x.select(1, t), h, c, lstm->named_parameters()["weight_ih_l0"],
+                               lstm->named_parameters()["weight_hh_l0"], lstm->named_parameters()["bias_ih_l0"],
+                               lstm->named_parameters()["bias_hh_l0"]);
   EXPECT_TRUE(allclose(r.h_n.select(0, 0), h, 1e-5, 1e-6));
   EXPECT_TRUE(allclose(r.c_n.select(0, 0), c, 1e-5, 1e-6));
   // Unbatched input.
-  auto u = lstm.forward_with_state(x.select(0, 0));
+  auto u = lstm->forward_with_state(x.select(0, 0));
   EXPECT_EQ(u.output.sizes(), IntArrayRef({5, 6}));
   EXPECT_EQ(u.h_n.sizes(), IntArrayRef({1, 6}));
   EXPECT_TRUE(allclose(u.output, r.output.select(0, 0), 1e-6, 1e-6));
@@ -66,47 +66,47 @@ TEST(FrontendRNN, GRUAndRNN) {
   EXPECT_EQ(o.sizes(), IntArrayRef({6, 2, 4}));
   EXPECT_EQ(h.sizes(), IntArrayRef({2, 2, 4}));
   EXPECT_FALSE(c.defined());
-  EXPECT_EQ(gru.named_parameters()["weight_ih_l0"].sizes(), IntArrayRef({12, 3}));
+  EXPECT_EQ(gru->named_parameters()["weight_ih_l0"].sizes(), IntArrayRef({12, 3}));
   nn::RNN rnn_relu(nn::RNNOptions(3, 4).nonlinearity("relu"));
-  EXPECT_EQ(rnn_relu.mode, "RNN_RELU");
+  EXPECT_EQ(rnn_relu->mode, "RNN_RELU");
   EXPECT_GE(rnn_relu(x).min().item<double>(), 0.0);
   EXPECT_THROW(nn::RNN(nn::RNNOptions(3, 4).nonlinearity("sigmoid")), ValueError);
   EXPECT_THROW(nn::GRU(nn::GRUOptions(3, 4).dropout(2.0)), ValueError);
   // dropout between layers only while training
   nn::GRU drop(nn::GRUOptions(3, 4).num_layers(2).dropout(0.5));
-  drop.eval();
+  drop->eval();
   EXPECT_TRUE(equal(drop(x), drop(x)));
 }
 
 TEST(FrontendRNN, Cells) {
   nn::LSTMCell cell(3, 5);
-  EXPECT_EQ(keys(cell.state_dict()), (std::vector<std::string>{"weight_ih", "weight_hh", "bias_ih", "bias_hh"}));
+  EXPECT_EQ(keys(cell->state_dict()), (std::vector<std::string>{"weight_ih", "weight_hh", "bias_ih", "bias_hh"}));
   Tensor x = randn({2, 3});
   auto [h, c] = cell(x, Tensor(), Tensor());
-  auto [h2, c2] = lstm_cell(x, zeros({2, 5}), zeros({2, 5}), cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh);
+  auto [h2, c2] = lstm_cell(x, zeros({2, 5}), zeros({2, 5}), cell->weight_ih, cell->weight_hh, cell->bias_ih, cell->bias_hh);
   EXPECT_TRUE(equal(h, h2));
   EXPECT_TRUE(equal(c, c2));
   nn::GRUCell gcell(3, 5);
   EXPECT_EQ(gcell(x.select(0, 0)).sizes(), IntArrayRef({5}));
   nn::RNNCell rcell(nn::RNNCellOptions(3, 5).bias(false));
-  EXPECT_EQ(keys(rcell.state_dict()), (std::vector<std::string>{"weight_ih", "weight_hh"}));
-  EXPECT_TRUE(equal(rcell(x), tanh(matmul(x, rcell.weight_ih.t()))));
+  EXPECT_EQ(keys(rcell->state_dict()), (std::vector<std::string>{"weight_ih", "weight_hh"}));
+  EXPECT_TRUE(equal(rcell(x), tanh(matmul(x, rcell->weight_ih.t()))));
   EXPECT_THROW(gcell(randn({1, 2, 3})), ValueError);
 }
 
 TEST(FrontendAttention, MultiheadAttentionMatchesManualComputation) {
   manual_seed(0);
   nn::MultiheadAttention mha(8, 2);
-  EXPECT_EQ(keys(mha.state_dict()),
+  EXPECT_EQ(keys(mha->state_dict()),
             (std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"}));
-  EXPECT_EQ(mha.in_proj_bias.abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(mha->in_proj_bias.abs().sum().item<double>(), 0.0);
   Tensor q = randn({4, 3, 8});  // (L, N, E)
   auto [out, w] = mha(q, q, q);
   EXPECT_EQ(out.sizes(), IntArrayRef({4, 3, 8}));
   EXPECT_EQ(w.sizes(), IntArrayRef({3, 4, 4}));
   EXPECT_TRUE(allclose(w.sum(std::vector<int64_t>{-1}), ones({3, 4}), 1e-5, 1e-6));
   // Head by head, by hand.
-  Tensor proj = linear(q, mha.in_proj_weight, mha.in_proj_bias);  // (L, N, 3E)
+  Tensor proj = linear(q, mha->in_proj_weight, mha->in_proj_bias);  // (L, N, 3E)
   auto qkv = proj.chunk(3, -1);
   std::vector<Tensor> heads;
   for (int64_t h = 0; h < 2; ++h) {
@@ -116,7 +116,7 @@ TEST(FrontendAttention, MultiheadAttentionMatchesManualComputation) {
     Tensor att = softmax(bmm(qh, kh.transpose(1, 2)) / 2.0, -1);
     heads.push_back(bmm(att, vh));
   }
-  Tensor manual = linear(cat(heads, 2).transpose(0, 1), mha.out_proj->weight, mha.out_proj->bias);
+  Tensor manual = linear(cat(heads, 2).transpose(0, 1), mha->out_proj->weight, mha->out_proj->bias);
   EXPECT_TRUE(allclose(out, manual, 1e-5, 1e-6));
   // The fused path (no weights) gives the same output.
   auto [out2, none] = mha(q, q, q, Tensor(), /*need_weights=*/false);
@@ -146,7 +146,7 @@ TEST(FrontendAttention, MasksBatchFirstAndKdim) {
   EXPECT_TRUE(allclose(o3, o4, 1e-5, 1e-6));
 
   nn::MultiheadAttention cross(nn::MultiheadAttentionOptions(4, 2).kdim(3).vdim(5).add_bias_kv(true).add_zero_attn(true));
-  EXPECT_EQ(keys(cross.state_dict()),
+  EXPECT_EQ(keys(cross->state_dict()),
             (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k",
                                       "bias_v", "out_proj.weight", "out_proj.bias"}));
   auto [co, cw] = cross(randn({2, 1, 4}), randn({3, 1, 3}), randn({3, 1, 5}));
@@ -165,11 +165,11 @@ TEST(FrontendAttention, TransformerEncoderLayerAndEncoder) {
   // Post-norm: each position is layer-normalised.
   EXPECT_LT(y.mean(std::vector<int64_t>{-1}).abs().max().item<double>(), 1e-5);
   // By hand.
-  Tensor sa = std::get<0>(layer.self_attn->forward(x, x, x, Tensor(), false));
-  Tensor h = layer_norm(x + sa, {8}, layer.norm1->weight, layer.norm1->bias);
-  Tensor ff = linear(relu(linear(h, layer.linear1->weight, layer.linear1->bias)), layer.linear2->weight,
-                     layer.linear2->bias);
-  EXPECT_TRUE(allclose(y, layer_norm(h + ff, {8}, layer.norm2->weight, layer.norm2->bias), 1e-5, 1e-5));
+  Tensor sa = std::get<0>(layer->self_attn->forward(x, x, x, Tensor(), false));
+  Tensor h = layer_norm(x + sa, {8}, layer->norm1->weight, layer->norm1->bias);
+  Tensor ff = linear(relu(linear(h, layer->linear1->weight, layer->linear1->bias)), layer->linear2->weight,
+                     layer->linear2->bias);
+  EXPECT_TRUE(allclose(y, layer_norm(h + ff, {8}, layer->norm2->weight, layer->norm2->bias), 1e-5, 1e-5));
   EXPECT_THROW(nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).activation("tanh")), Error);
 
   // The encoder's copies start equal and consume the random stream once, as Python's deepcopy.
@@ -180,11 +180,11 @@ TEST(FrontendAttention, TransformerEncoderLayerAndEncoder) {
   nn::TransformerEncoderLayer single(opts);
   Tensor after_layer = rand({1});
   EXPECT_TRUE(equal(after_enc, after_layer));
-  StateDict sd = enc.state_dict();
+  StateDict sd = enc->state_dict();
   EXPECT_TRUE(sd.contains("layers.2.linear2.bias"));
   EXPECT_TRUE(sd.contains("norm.weight"));
   EXPECT_TRUE(equal(sd["layers.0.self_attn.in_proj_weight"], sd["layers.2.self_attn.in_proj_weight"]));
-  EXPECT_TRUE(equal(sd["layers.1.linear1.weight"], single.linear1->weight));
+  EXPECT_TRUE(equal(sd["layers.1.linear1.weight"], single->linear1->weight));
   EXPECT_FALSE(sd["layers.0.linear1.weight"].is_same(sd["layers.1.linear1.weight"]));
   Tensor mask = nn::generate_square_subsequent_mask(5);
   Tensor e1 = enc(x, mask);

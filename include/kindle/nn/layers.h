@@ -12,17 +12,18 @@
 namespace kindle::nn {
 
 // Returns its input.
-class Identity : public Module {
+class IdentityImpl : public Module {
  public:
   Tensor forward(const Tensor& input) override { return input; }
 };
+KINDLE_MODULE(Identity);
 
 // y = x W^T + b; W ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform_ with a = sqrt(5)), b likewise.
-class Linear : public Module {
+class LinearImpl : public Module {
  public:
-  explicit Linear(const LinearOptions& options);
-  Linear(int64_t in_features, int64_t out_features, bool bias = true)
-      : Linear(LinearOptions(in_features, out_features).bias(bias)) {}
+  explicit LinearImpl(const LinearOptions& options);
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true)
+      : LinearImpl(LinearOptions(in_features, out_features).bias(bias)) {}
   Tensor forward(const Tensor& input) override;
   void reset_parameters();
   std::string extra_repr() const override;
@@ -30,27 +31,29 @@ class Linear : public Module {
   LinearOptions options;
   Tensor weight, bias;  // bias undefined when options.bias() is false
 };
+KINDLE_MODULE(Linear);
 
 // Flattens dimensions start_dim..end_dim.
-class Flatten : public Module {
+class FlattenImpl : public Module {
  public:
-  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& input) override { return input.flatten(start_dim, end_dim); }
   std::string extra_repr() const override;
   int64_t start_dim, end_dim;
 };
+KINDLE_MODULE(Flatten);
 
 // Convolutions over D spatial dimensions (D = 1, 2); weight (out, in / groups, *kernel_size).
 template <size_t D>
-class ConvNd : public Module {
+class ConvNdImpl : public Module {
  public:
-  explicit ConvNd(const ConvOptions<D>& options);
-  ConvNd(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
-      : ConvNd(ConvOptions<D>(in_channels, out_channels, kernel_size)) {}
+  explicit ConvNdImpl(const ConvOptions<D>& options);
+  ConvNdImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
+      : ConvNdImpl(ConvOptions<D>(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& input) override;
   // "Conv1d" / "Conv2d" (a subclass keeps its own name).
   std::string name() const override {
-    return typeid(*this) == typeid(ConvNd) ? "Conv" + std::to_string(D) + "d" : Module::name();
+    return typeid(*this) == typeid(ConvNdImpl) ? "Conv" + std::to_string(D) + "d" : Module::name();
   }
   void reset_parameters();
   std::string extra_repr() const override;
@@ -58,67 +61,102 @@ class ConvNd : public Module {
   ConvOptions<D> options;
   Tensor weight, bias;
 };
-using Conv1d = ConvNd<1>;
-using Conv2d = ConvNd<2>;
-extern template class ConvNd<1>;
-extern template class ConvNd<2>;
+using Conv1dImpl = ConvNdImpl<1>;
+KINDLE_MODULE(Conv1d);
+using Conv2dImpl = ConvNdImpl<2>;
+KINDLE_MODULE(Conv2d);
+extern template class ConvNdImpl<1>;
+extern template class ConvNdImpl<2>;
+
+// Transposed convolutions (the gradient of a convolution with respect to its input); weight
+// (in, out / groups, *kernel_size).
+template <size_t D>
+class ConvTransposeNdImpl : public Module {
+ public:
+  explicit ConvTransposeNdImpl(const ConvTransposeOptions<D>& options);
+  ConvTransposeNdImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
+      : ConvTransposeNdImpl(ConvTransposeOptions<D>(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& input) override { return forward(input, std::nullopt); }
+  // output_size picks the output_padding that gives that size (as Python's output_size=).
+  Tensor forward(const Tensor& input, const std::optional<std::vector<int64_t>>& output_size);
+  KINDLE_MODULE_CALL
+  std::string name() const override {
+    return typeid(*this) == typeid(ConvTransposeNdImpl) ? "ConvTranspose" + std::to_string(D) + "d" : Module::name();
+  }
+  void reset_parameters();
+  std::string extra_repr() const override;
+
+  ConvTransposeOptions<D> options;
+  Tensor weight, bias;
+};
+using ConvTranspose1dImpl = ConvTransposeNdImpl<1>;
+KINDLE_MODULE(ConvTranspose1d);
+using ConvTranspose2dImpl = ConvTransposeNdImpl<2>;
+KINDLE_MODULE(ConvTranspose2d);
+extern template class ConvTransposeNdImpl<1>;
+extern template class ConvTransposeNdImpl<2>;
 
 template <size_t D>
-class MaxPoolNd : public Module {
+class MaxPoolNdImpl : public Module {
  public:
-  explicit MaxPoolNd(const MaxPoolOptions<D>& options) : options(options) {}
-  MaxPoolNd(ExpandingArray<D> kernel_size) : options(kernel_size) {}
+  explicit MaxPoolNdImpl(const MaxPoolOptions<D>& options) : options(options) {}
+  MaxPoolNdImpl(ExpandingArray<D> kernel_size) : options(kernel_size) {}
   Tensor forward(const Tensor& input) override;
   // "MaxPool1d" / "MaxPool2d" (a subclass keeps its own name).
   std::string name() const override {
-    return typeid(*this) == typeid(MaxPoolNd) ? "MaxPool" + std::to_string(D) + "d" : Module::name();
+    return typeid(*this) == typeid(MaxPoolNdImpl) ? "MaxPool" + std::to_string(D) + "d" : Module::name();
   }
   std::string extra_repr() const override;
   MaxPoolOptions<D> options;
 };
-using MaxPool1d = MaxPoolNd<1>;
-using MaxPool2d = MaxPoolNd<2>;
-extern template class MaxPoolNd<1>;
-extern template class MaxPoolNd<2>;
+using MaxPool1dImpl = MaxPoolNdImpl<1>;
+KINDLE_MODULE(MaxPool1d);
+using MaxPool2dImpl = MaxPoolNdImpl<2>;
+KINDLE_MODULE(MaxPool2d);
+extern template class MaxPoolNdImpl<1>;
+extern template class MaxPoolNdImpl<2>;
 
 template <size_t D>
-class AvgPoolNd : public Module {
+class AvgPoolNdImpl : public Module {
  public:
-  explicit AvgPoolNd(const AvgPoolOptions<D>& options) : options(options) {}
-  AvgPoolNd(ExpandingArray<D> kernel_size) : options(kernel_size) {}
+  explicit AvgPoolNdImpl(const AvgPoolOptions<D>& options) : options(options) {}
+  AvgPoolNdImpl(ExpandingArray<D> kernel_size) : options(kernel_size) {}
   Tensor forward(const Tensor& input) override;
   // "AvgPool1d" / "AvgPool2d" (a subclass keeps its own name).
   std::string name() const override {
-    return typeid(*this) == typeid(AvgPoolNd) ? "AvgPool" + std::to_string(D) + "d" : Module::name();
+    return typeid(*this) == typeid(AvgPoolNdImpl) ? "AvgPool" + std::to_string(D) + "d" : Module::name();
   }
   std::string extra_repr() const override;
   AvgPoolOptions<D> options;
 };
-using AvgPool1d = AvgPoolNd<1>;
-using AvgPool2d = AvgPoolNd<2>;
-extern template class AvgPoolNd<1>;
-extern template class AvgPoolNd<2>;
+using AvgPool1dImpl = AvgPoolNdImpl<1>;
+KINDLE_MODULE(AvgPool1d);
+using AvgPool2dImpl = AvgPoolNdImpl<2>;
+KINDLE_MODULE(AvgPool2d);
+extern template class AvgPoolNdImpl<1>;
+extern template class AvgPoolNdImpl<2>;
 
-class AdaptiveAvgPool2d : public Module {
+class AdaptiveAvgPool2dImpl : public Module {
  public:
-  explicit AdaptiveAvgPool2d(ExpandingArray<2> output_size) : output_size(output_size) {}
+  explicit AdaptiveAvgPool2dImpl(ExpandingArray<2> output_size) : output_size(output_size) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override { return "output_size=" + output_size.str(); }
   ExpandingArray<2> output_size;
 };
+KINDLE_MODULE(AdaptiveAvgPool2d);
 
 // Batch normalisation with running statistics (buffers running_mean, running_var,
 // num_batches_tracked); D is the expected input rank family: BatchNorm1d takes (N, C) or
 // (N, C, L), BatchNorm2d (N, C, H, W).
 template <size_t D>
-class BatchNormNd : public Module {
+class BatchNormNdImpl : public Module {
  public:
-  explicit BatchNormNd(const BatchNormOptions& options);
-  explicit BatchNormNd(int64_t num_features) : BatchNormNd(BatchNormOptions(num_features)) {}
+  explicit BatchNormNdImpl(const BatchNormOptions& options);
+  explicit BatchNormNdImpl(int64_t num_features) : BatchNormNdImpl(BatchNormOptions(num_features)) {}
   Tensor forward(const Tensor& input) override;
   // "BatchNorm1d" / "BatchNorm2d" (a subclass keeps its own name).
   std::string name() const override {
-    return typeid(*this) == typeid(BatchNormNd) ? "BatchNorm" + std::to_string(D) + "d" : Module::name();
+    return typeid(*this) == typeid(BatchNormNdImpl) ? "BatchNorm" + std::to_string(D) + "d" : Module::name();
   }
   void reset_running_stats();
   void reset_parameters();
@@ -127,15 +165,17 @@ class BatchNormNd : public Module {
   BatchNormOptions options;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 };
-using BatchNorm1d = BatchNormNd<1>;
-using BatchNorm2d = BatchNormNd<2>;
-extern template class BatchNormNd<1>;
-extern template class BatchNormNd<2>;
+using BatchNorm1dImpl = BatchNormNdImpl<1>;
+KINDLE_MODULE(BatchNorm1d);
+using BatchNorm2dImpl = BatchNormNdImpl<2>;
+KINDLE_MODULE(BatchNorm2d);
+extern template class BatchNormNdImpl<1>;
+extern template class BatchNormNdImpl<2>;
 
-class LayerNorm : public Module {
+class LayerNormImpl : public Module {
  public:
-  explicit LayerNorm(const LayerNormOptions& options);
-  explicit LayerNorm(int64_t normalized_shape) : LayerNorm(LayerNormOptions(normalized_shape)) {}
+  explicit LayerNormImpl(const LayerNormOptions& options);
+  explicit LayerNormImpl(int64_t normalized_shape) : LayerNormImpl(LayerNormOptions(normalized_shape)) {}
   Tensor forward(const Tensor& input) override;
   void reset_parameters();
   std::string extra_repr() const override;
@@ -143,47 +183,47 @@ class LayerNorm : public Module {
   LayerNormOptions options;
   Tensor weight, bias;
 };
+KINDLE_MODULE(LayerNorm);
 
-class GroupNorm : public Module {
+class GroupNormImpl : public Module {
  public:
-  explicit GroupNorm(const GroupNormOptions& options);
-  GroupNorm(int64_t num_groups, int64_t num_channels) : GroupNorm(GroupNormOptions(num_groups, num_channels)) {}
+  explicit GroupNormImpl(const GroupNormOptions& options);
+  GroupNormImpl(int64_t num_groups, int64_t num_channels) : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
   GroupNormOptions options;
   Tensor weight, bias;
 };
+KINDLE_MODULE(GroupNorm);
 
 // Zeroes elements with probability p while training and scales the rest by 1 / (1 - p).
-class Dropout : public Module {
+class DropoutImpl : public Module {
  public:
-  explicit Dropout(double p = 0.5);
-  explicit Dropout(const DropoutOptions& options) : Dropout(options.p()) {}
+  explicit DropoutImpl(double p = 0.5);
+  explicit DropoutImpl(const DropoutOptions& options) : DropoutImpl(options.p()) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double p;
 };
+KINDLE_MODULE(Dropout);
 
 // Zeroes whole channels of (N, C, H, W) inputs.
-class Dropout2d : public Module {
+class Dropout2dImpl : public Module {
  public:
-  explicit Dropout2d(double p = 0.5);
+  explicit Dropout2dImpl(double p = 0.5);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double p;
 };
+KINDLE_MODULE(Dropout2d);
 
 // A lookup table: weight ~ N(0, 1) with the padding row zeroed.
-class Embedding : public Module {
+class EmbeddingImpl : public Module {
  public:
-  explicit Embedding(const EmbeddingOptions& options);
-  Embedding(int64_t num_embeddings, int64_t embedding_dim)
-      : Embedding(EmbeddingOptions(num_embeddings, embedding_dim)) {}
-  // A table that uses `embeddings` as its weight (shared, not copied, as in Python), frozen
-  // (requires_grad false) unless freeze is false.
-  static Embedding from_pretrained(const Tensor& embeddings, bool freeze = true,
-                                   std::optional<int64_t> padding_idx = std::nullopt);
+  explicit EmbeddingImpl(const EmbeddingOptions& options);
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
   Tensor forward(const Tensor& input) override;
   void reset_parameters();
   std::string extra_repr() const override;
@@ -191,16 +231,28 @@ class Embedding : public Module {
   EmbeddingOptions options;
   Tensor weight;
 
- private:
-  struct Pretrained {};
-  Embedding(Pretrained, const EmbeddingOptions& options, const Tensor& weight, bool freeze);
+  struct Pretrained {};  // tag of the constructor Embedding::from_pretrained uses
+  EmbeddingImpl(Pretrained, const EmbeddingOptions& options, const Tensor& weight, bool freeze);
+};
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder<EmbeddingImpl>::ModuleHolder;
+  // A table that uses `embeddings` as its weight (shared, not copied, as in Python), frozen
+  // (requires_grad false) unless freeze is false.
+  static Embedding from_pretrained(const Tensor& embeddings, bool freeze = true,
+                                   std::optional<int64_t> padding_idx = std::nullopt);
 };
 
-// Wraps a function as a module (for Sequential): nn::Functional([](const Tensor& x) { ... }).
-class Functional : public Module {
+// Wraps a function as a module (for Sequential): nn::Functional([](const Tensor& x) { ... }), or
+// with arguments bound after the input, as libtorch: nn::Functional(kindle::max_pool2d, 2, 2, 0, 1, false).
+class FunctionalImpl : public Module {
  public:
-  explicit Functional(std::function<Tensor(const Tensor&)> fn, std::string name = "Functional")
+  explicit FunctionalImpl(std::function<Tensor(const Tensor&)> fn, std::string name = "Functional")
       : fn_(std::move(fn)), name_(std::move(name)) {}
+  template <typename F, typename A, typename... Rest,
+            typename = std::enable_if_t<std::is_invocable_r_v<Tensor, F, const Tensor&, const A&, const Rest&...>>>
+  FunctionalImpl(F fn, A arg, Rest... rest)
+      : fn_([fn, arg, rest...](const Tensor& x) -> Tensor { return fn(x, arg, rest...); }), name_("Functional") {}
   Tensor forward(const Tensor& input) override { return fn_(input); }
   std::string name() const override { return name_; }
 
@@ -208,17 +260,30 @@ class Functional : public Module {
   std::function<Tensor(const Tensor&)> fn_;
   std::string name_;
 };
+KINDLE_MODULE(Functional);
 
 // ---- activations (Python's class names and defaults)
 
 #define KINDLE_SIMPLE_ACTIVATION(Name)                 \
-  class Name : public Module {                         \
+  class Name##Impl : public Module {                   \
    public:                                             \
     Tensor forward(const Tensor& input) override;      \
-  };
-KINDLE_SIMPLE_ACTIVATION(ReLU)
-KINDLE_SIMPLE_ACTIVATION(ReLU6)
-KINDLE_SIMPLE_ACTIVATION(SELU)
+  };                                                   \
+  KINDLE_MODULE(Name);
+// ReLU(true) works in place, as libtorch's ReLU(ReLUOptions().inplace(true)).
+#define KINDLE_INPLACE_ACTIVATION(Name)                              \
+  class Name##Impl : public Module {                                 \
+   public:                                                           \
+    explicit Name##Impl(bool inplace = false) : inplace(inplace) {}  \
+    Tensor forward(const Tensor& input) override;                    \
+    std::string extra_repr() const override { return inplace ? "inplace=True" : ""; } \
+    bool inplace;                                                    \
+  };                                                                 \
+  KINDLE_MODULE(Name);
+KINDLE_INPLACE_ACTIVATION(ReLU)
+KINDLE_INPLACE_ACTIVATION(ReLU6)
+KINDLE_INPLACE_ACTIVATION(SELU)
+#undef KINDLE_INPLACE_ACTIVATION
 KINDLE_SIMPLE_ACTIVATION(SiLU)
 KINDLE_SIMPLE_ACTIVATION(Mish)
 KINDLE_SIMPLE_ACTIVATION(Sigmoid)
@@ -230,78 +295,89 @@ KINDLE_SIMPLE_ACTIVATION(Hardsigmoid)
 KINDLE_SIMPLE_ACTIVATION(LogSigmoid)
 #undef KINDLE_SIMPLE_ACTIVATION
 
-class LeakyReLU : public Module {
+class LeakyReLUImpl : public Module {
  public:
-  explicit LeakyReLU(double negative_slope = 0.01) : negative_slope(negative_slope) {}
+  explicit LeakyReLUImpl(double negative_slope = 0.01) : negative_slope(negative_slope) {}
+  explicit LeakyReLUImpl(const LeakyReLUOptions& o) : negative_slope(o.negative_slope()), inplace(o.inplace()) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double negative_slope;
+  bool inplace = false;
 };
+KINDLE_MODULE(LeakyReLU);
 
-class ELU : public Module {
+class ELUImpl : public Module {
  public:
-  explicit ELU(double alpha = 1.0) : alpha(alpha) {}
+  explicit ELUImpl(double alpha = 1.0) : alpha(alpha) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double alpha;
 };
+KINDLE_MODULE(ELU);
 
-class CELU : public Module {
+class CELUImpl : public Module {
  public:
-  explicit CELU(double alpha = 1.0) : alpha(alpha) {}
+  explicit CELUImpl(double alpha = 1.0) : alpha(alpha) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double alpha;
 };
+KINDLE_MODULE(CELU);
 
-class GELU : public Module {
+class GELUImpl : public Module {
  public:
-  explicit GELU(std::string approximate = "none") : approximate(std::move(approximate)) {}
+  explicit GELUImpl(std::string approximate = "none") : approximate(std::move(approximate)) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   std::string approximate;  // "none" or "tanh"
 };
+KINDLE_MODULE(GELU);
 
-class Softplus : public Module {
+class SoftplusImpl : public Module {
  public:
-  explicit Softplus(double beta = 1.0, double threshold = 20.0) : beta(beta), threshold(threshold) {}
+  explicit SoftplusImpl(double beta = 1.0, double threshold = 20.0) : beta(beta), threshold(threshold) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double beta, threshold;
 };
+KINDLE_MODULE(Softplus);
 
-class Hardtanh : public Module {
+class HardtanhImpl : public Module {
  public:
-  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0);
+  explicit HardtanhImpl(double min_val = -1.0, double max_val = 1.0);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double min_val, max_val;
 };
+KINDLE_MODULE(Hardtanh);
 
-class Softmax : public Module {
+class SoftmaxImpl : public Module {
  public:
-  explicit Softmax(int64_t dim) : dim(dim) {}
+  explicit SoftmaxImpl(int64_t dim) : dim(dim) {}
   Tensor forward(const Tensor& input) override { return input.softmax(dim); }
   std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
   int64_t dim;
 };
+KINDLE_MODULE(Softmax);
 
-class LogSoftmax : public Module {
+class LogSoftmaxImpl : public Module {
  public:
-  explicit LogSoftmax(int64_t dim) : dim(dim) {}
+  explicit LogSoftmaxImpl(int64_t dim) : dim(dim) {}
   Tensor forward(const Tensor& input) override { return input.log_softmax(dim); }
   std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
   int64_t dim;
 };
+KINDLE_MODULE(LogSoftmax);
 
 // A learned negative slope per channel (num_parameters = 1 or C), initialised to `init`.
-class PReLU : public Module {
+class PReLUImpl : public Module {
  public:
-  explicit PReLU(int64_t num_parameters = 1, double init = 0.25);
+  explicit PReLUImpl(int64_t num_parameters = 1, double init = 0.25);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override { return "num_parameters=" + std::to_string(num_parameters); }
   int64_t num_parameters;
   Tensor weight;
 };
+KINDLE_MODULE(PReLU);
 
 }  // namespace kindle::nn

@@ -20,70 +20,79 @@ class Loss : public Module {
   using Module::operator();
 };
 
-class CrossEntropyLoss : public Loss {
+class CrossEntropyLossImpl : public Loss {
  public:
-  explicit CrossEntropyLoss(const CrossEntropyLossOptions& options = {});
+  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target) override;
   CrossEntropyLossOptions options;
   Tensor weight;
 };
+KINDLE_MODULE(CrossEntropyLoss);
 
-class NLLLoss : public Loss {
+class NLLLossImpl : public Loss {
  public:
-  explicit NLLLoss(const NLLLossOptions& options = {});
+  explicit NLLLossImpl(const NLLLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target) override;
   NLLLossOptions options;
   Tensor weight;
 };
+KINDLE_MODULE(NLLLoss);
 
-class BCELoss : public Loss {
+class BCELossImpl : public Loss {
  public:
-  explicit BCELoss(const BCELossOptions& options = {});
+  explicit BCELossImpl(const BCELossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target) override;
   BCELossOptions options;
   Tensor weight;
 };
+KINDLE_MODULE(BCELoss);
 
-class BCEWithLogitsLoss : public Loss {
+class BCEWithLogitsLossImpl : public Loss {
  public:
-  explicit BCEWithLogitsLoss(const BCEWithLogitsLossOptions& options = {});
+  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target) override;
   BCEWithLogitsLossOptions options;
   Tensor weight, pos_weight;
 };
+KINDLE_MODULE(BCEWithLogitsLoss);
 
-class MSELoss : public Loss {
+class MSELossImpl : public Loss {
  public:
-  explicit MSELoss(const MSELossOptions& options = {}) : Loss(options.reduction()) {}
+  explicit MSELossImpl(const MSELossOptions& options = {}) : Loss(options.reduction()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
 };
+KINDLE_MODULE(MSELoss);
 
-class L1Loss : public Loss {
+class L1LossImpl : public Loss {
  public:
-  explicit L1Loss(const L1LossOptions& options = {}) : Loss(options.reduction()) {}
+  explicit L1LossImpl(const L1LossOptions& options = {}) : Loss(options.reduction()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
 };
+KINDLE_MODULE(L1Loss);
 
-class SmoothL1Loss : public Loss {
+class SmoothL1LossImpl : public Loss {
  public:
-  explicit SmoothL1Loss(const SmoothL1LossOptions& options = {}) : Loss(options.reduction()), beta(options.beta()) {}
+  explicit SmoothL1LossImpl(const SmoothL1LossOptions& options = {}) : Loss(options.reduction()), beta(options.beta()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
   double beta;
 };
+KINDLE_MODULE(SmoothL1Loss);
 
-class HuberLoss : public Loss {
+class HuberLossImpl : public Loss {
  public:
-  explicit HuberLoss(const HuberLossOptions& options = {}) : Loss(options.reduction()), delta(options.delta()) {}
+  explicit HuberLossImpl(const HuberLossOptions& options = {}) : Loss(options.reduction()), delta(options.delta()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
   double delta;
 };
+KINDLE_MODULE(HuberLoss);
 
-class KLDivLoss : public Loss {
+class KLDivLossImpl : public Loss {
  public:
-  explicit KLDivLoss(const KLDivLossOptions& options = {})
+  explicit KLDivLossImpl(const KLDivLossOptions& options = {})
       : Loss(options.reduction()), log_target(options.log_target()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
   bool log_target;
 };
+KINDLE_MODULE(KLDivLoss);
 
 }  // namespace kindle::nn

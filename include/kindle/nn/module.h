@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kindle/nn/holder.h"
 #include "kindle/ops.h"
 #include "kindle/ordered_dict.h"
 
@@ -109,6 +110,12 @@ class Module {
   Ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     return register_module(name, Ptr<M>(std::move(module)));
   }
+  // A holder (nn::Linear(3, 4)): registers the module it shares and returns it, so that
+  // `fc = register_module("fc", nn::Linear(3, 4));` fills a `nn::Linear fc{nullptr};` member.
+  template <typename M>
+  Ptr<M> register_module(const std::string& name, const ModuleHolder<M>& holder) {
+    return register_module(name, Ptr<M>(holder.ptr()));
+  }
   // Moves a temporary module into a new shared one: register_module("fc", nn::Linear(3, 4)).
   template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>>>>
   Ptr<std::decay_t<M>> register_module(const std::string& name, M&& module) {
@@ -137,6 +144,15 @@ class Module {
   const OrderedDict<Ptr<Module>>& own_children() const { return children_; }
   // A descendant by dotted path ("encoder.layers.0"); AttributeError-like Error otherwise.
   Ptr<Module> get_submodule(const std::string& target) const;
+  // This module as a `M` (nullptr when it is not one), as libtorch's Module::as.
+  template <typename M>
+  M* as() {
+    if constexpr (std::is_base_of_v<Module, M>) {
+      return dynamic_cast<M*>(this);
+    } else {
+      return dynamic_cast<typename M::ContainedType*>(this);
+    }
+  }
 
   // ---- modes and conversion
   virtual void train(bool on = true);  // this module and every descendant
@@ -146,7 +162,11 @@ class Module {
   // tensors keep their identity, so optimizers built before keep working. TypeError for a
   // non-floating dtype, as Python.
   void to(DType dtype);
-  void to(Device device);  // only the CPU has kernels: RuntimeError for anything else
+  void to(Device device, bool non_blocking = false);  // only the CPU has kernels: RuntimeError otherwise
+  void to(Device device, DType dtype, bool non_blocking = false) {
+    to(device, non_blocking);
+    to(dtype);
+  }
   void zero_grad(bool set_to_none = true);
   void requires_grad_(bool requires_grad = true);
   // fn(module) for every descendant, children first, then this module (Python's apply).
@@ -165,15 +185,19 @@ class Module {
   void load(const std::string& path, bool strict = true);
 
   // ---- printing
-  // The class name without namespaces ("Linear"); used in messages and repr.
+  // The class name without namespaces and without a trailing "Impl" ("Linear"); used in messages
+  // and repr.
   virtual std::string name() const;
   // Python's extra_repr: the constructor arguments shown inside the parentheses.
   virtual std::string extra_repr() const { return ""; }
   // Python's repr: "Net(\n  (fc1): Linear(in_features=784, out_features=128, bias=True)\n)".
   std::string repr() const;
+  // libtorch's spelling of repr: writes it to `stream`.
+  virtual void pretty_print(std::ostream& stream) const;
 
  protected:
   void add_child(const std::string& name, Ptr<Module> module);
+  void replace_or_add_child(const std::string& name, Ptr<Module> module);
   Tensor& own_parameter(const std::string& name) { return parameters_.at(name); }
 
  private:

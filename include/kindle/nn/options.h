@@ -95,6 +95,30 @@ struct ConvOptions {
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
 
+struct LeakyReLUOptions {
+  KINDLE_ARG(double, negative_slope) = 0.01;
+  KINDLE_ARG(bool, inplace) = false;
+};
+
+template <size_t D>
+struct ConvTransposeOptions {
+  ConvTransposeOptions(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  KINDLE_ARG(int64_t, in_channels);
+  KINDLE_ARG(int64_t, out_channels);
+  KINDLE_ARG(ExpandingArray<D>, kernel_size);
+  KINDLE_ARG(ExpandingArray<D>, stride) = 1;
+  KINDLE_ARG(ExpandingArray<D>, padding) = 0;
+  KINDLE_ARG(ExpandingArray<D>, output_padding) = 0;
+  KINDLE_ARG(int64_t, groups) = 1;
+  KINDLE_ARG(bool, bias) = true;
+  KINDLE_ARG(ExpandingArray<D>, dilation) = 1;
+  KINDLE_ARG(std::string, padding_mode) = "zeros";  // only zeros, as in Python
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+using ConvTranspose1dOptions = ConvTransposeOptions<1>;
+using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+
 template <size_t D>
 struct MaxPoolOptions {
   MaxPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}

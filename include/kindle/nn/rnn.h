@@ -37,34 +37,37 @@ class RNNBase : public Module {
   std::vector<std::string> flat_names_;
 };
 
-class RNN : public RNNBase {
+class RNNImpl : public RNNBase {
  public:
-  explicit RNN(const RNNOptions& options);
-  RNN(int64_t input_size, int64_t hidden_size) : RNN(RNNOptions(input_size, hidden_size)) {}
+  explicit RNNImpl(const RNNOptions& options);
+  RNNImpl(int64_t input_size, int64_t hidden_size) : RNNImpl(RNNOptions(input_size, hidden_size)) {}
   using RNNBase::forward;
   RNNOutput forward(const Tensor& input, const Tensor& h0) { return forward_with_state(input, h0); }
   KINDLE_MODULE_CALL
 };
+KINDLE_MODULE(RNN);
 
-class LSTM : public RNNBase {
+class LSTMImpl : public RNNBase {
  public:
-  explicit LSTM(const LSTMOptions& options) : RNNBase("LSTM", options) {}
-  LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions(input_size, hidden_size)) {}
+  explicit LSTMImpl(const LSTMOptions& options) : RNNBase("LSTM", options) {}
+  LSTMImpl(int64_t input_size, int64_t hidden_size) : LSTMImpl(LSTMOptions(input_size, hidden_size)) {}
   using RNNBase::forward;
   RNNOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
     return forward_with_state(input, h0, c0);
   }
   KINDLE_MODULE_CALL
 };
+KINDLE_MODULE(LSTM);
 
-class GRU : public RNNBase {
+class GRUImpl : public RNNBase {
  public:
-  explicit GRU(const GRUOptions& options) : RNNBase("GRU", options) {}
-  GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions(input_size, hidden_size)) {}
+  explicit GRUImpl(const GRUOptions& options) : RNNBase("GRU", options) {}
+  GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(GRUOptions(input_size, hidden_size)) {}
   using RNNBase::forward;
   RNNOutput forward(const Tensor& input, const Tensor& h0) { return forward_with_state(input, h0); }
   KINDLE_MODULE_CALL
 };
+KINDLE_MODULE(GRU);
 
 // Cells: one step. Inputs (N, input_size) or unbatched (input_size); states likewise.
 class RNNCellBase : public Module {
@@ -81,33 +84,36 @@ class RNNCellBase : public Module {
                                          const char* state_name) const;
 };
 
-class RNNCell : public RNNCellBase {
+class RNNCellImpl : public RNNCellBase {
  public:
-  explicit RNNCell(const RNNCellOptions& options);
-  RNNCell(int64_t input_size, int64_t hidden_size) : RNNCell(RNNCellOptions(input_size, hidden_size)) {}
+  explicit RNNCellImpl(const RNNCellOptions& options);
+  RNNCellImpl(int64_t input_size, int64_t hidden_size) : RNNCellImpl(RNNCellOptions(input_size, hidden_size)) {}
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
   Tensor forward(const Tensor& input, const Tensor& hx);
   KINDLE_MODULE_CALL
 };
+KINDLE_MODULE(RNNCell);
 
-class GRUCell : public RNNCellBase {
+class GRUCellImpl : public RNNCellBase {
  public:
-  explicit GRUCell(const GRUCellOptions& options) : RNNCellBase(options, 3) {}
-  GRUCell(int64_t input_size, int64_t hidden_size) : GRUCell(GRUCellOptions(input_size, hidden_size)) {}
+  explicit GRUCellImpl(const GRUCellOptions& options) : RNNCellBase(options, 3) {}
+  GRUCellImpl(int64_t input_size, int64_t hidden_size) : GRUCellImpl(GRUCellOptions(input_size, hidden_size)) {}
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
   Tensor forward(const Tensor& input, const Tensor& hx);
   KINDLE_MODULE_CALL
 };
+KINDLE_MODULE(GRUCell);
 
-class LSTMCell : public RNNCellBase {
+class LSTMCellImpl : public RNNCellBase {
  public:
-  explicit LSTMCell(const LSTMCellOptions& options) : RNNCellBase(options, 4) {}
-  LSTMCell(int64_t input_size, int64_t hidden_size) : LSTMCell(LSTMCellOptions(input_size, hidden_size)) {}
+  explicit LSTMCellImpl(const LSTMCellOptions& options) : RNNCellBase(options, 4) {}
+  LSTMCellImpl(int64_t input_size, int64_t hidden_size) : LSTMCellImpl(LSTMCellOptions(input_size, hidden_size)) {}
   // The new hidden state h' (from zero states).
   Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, Tensor(), Tensor())); }
   // (h', c'); undefined h / c start from zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h, const Tensor& c);
   KINDLE_MODULE_CALL
 };
+KINDLE_MODULE(LSTMCell);
 
 }  // namespace kindle::nn

@@ -10,11 +10,11 @@
 
 namespace kindle::nn {
 
-class MultiheadAttention : public Module {
+class MultiheadAttentionImpl : public Module {
  public:
-  explicit MultiheadAttention(const MultiheadAttentionOptions& options);
-  MultiheadAttention(int64_t embed_dim, int64_t num_heads)
-      : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)) {}
+  explicit MultiheadAttentionImpl(const MultiheadAttentionOptions& options);
+  MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads)
+      : MultiheadAttentionImpl(MultiheadAttentionOptions(embed_dim, num_heads)) {}
   // Self-attention of x (query = key = value), output only.
   Tensor forward(const Tensor& x) override;
   // query (L, N, E) ((N, L, E) with batch_first) or unbatched (L, E); returns (output, attention
@@ -30,44 +30,47 @@ class MultiheadAttention : public Module {
   int64_t head_dim;
   // in_proj_weight (3E, E) when kdim == vdim == E, else q/k/v_proj_weight; bias_k/v with add_bias_kv.
   Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
-  Ptr<Linear> out_proj;
+  Linear out_proj{nullptr};
 };
+KINDLE_MODULE(MultiheadAttention);
 
-class TransformerEncoderLayer : public Module {
+class TransformerEncoderLayerImpl : public Module {
  public:
-  explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& options);
-  TransformerEncoderLayer(int64_t d_model, int64_t nhead)
-      : TransformerEncoderLayer(TransformerEncoderLayerOptions(d_model, nhead)) {}
+  explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options);
+  TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
+      : TransformerEncoderLayerImpl(TransformerEncoderLayerOptions(d_model, nhead)) {}
   Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
   Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
                  bool is_causal = false);
   KINDLE_MODULE_CALL
 
   TransformerEncoderLayerOptions options;
-  Ptr<MultiheadAttention> self_attn;
-  Ptr<Linear> linear1, linear2;
-  Ptr<Dropout> dropout, dropout1, dropout2;
-  Ptr<LayerNorm> norm1, norm2;
+  MultiheadAttention self_attn{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr};
+  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr};
 
  private:
   Tensor activation(const Tensor& x) const;
 };
+KINDLE_MODULE(TransformerEncoderLayer);
 
 // num_layers copies of one encoder layer (equal initial weights, as Python's deep copies), then
 // an optional final LayerNorm(d_model) named "norm".
-class TransformerEncoder : public Module {
+class TransformerEncoderImpl : public Module {
  public:
-  TransformerEncoder(const TransformerEncoderLayerOptions& layer, int64_t num_layers, bool final_norm = false);
+  TransformerEncoderImpl(const TransformerEncoderLayerOptions& layer, int64_t num_layers, bool final_norm = false);
   Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
   // is_causal: nullopt detects whether mask is exactly the causal mask.
   Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
                  std::optional<bool> is_causal = std::nullopt);
   KINDLE_MODULE_CALL
 
-  Ptr<ModuleList> layers;
-  Ptr<LayerNorm> norm;  // null without final_norm
+  ModuleList layers{nullptr};
+  LayerNorm norm{nullptr};  // null without final_norm
   int64_t num_layers;
 };
+KINDLE_MODULE(TransformerEncoder);
 
 // (sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere.
 Tensor generate_square_subsequent_mask(int64_t sz, DType dtype = kFloat32);

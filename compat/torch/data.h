@@ -1,0 +1,3 @@
+// <torch/data.h> for libtorch programs built against Kindle: all of it is in <torch/torch.h>.
+#pragma once
+#include <torch/torch.h>

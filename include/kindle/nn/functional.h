@@ -1,0 +1,219 @@
+// libtorch's functional spellings over the op table:
+//  - ATen's names at the top level that the op table spells otherwise: max_pool2d (values only),
+//    the losses with a Reduction::Mean/Sum/None argument in ATen's order
+//    (nll_loss(x, t, weight, Reduction::Sum)), cross_entropy_loss;
+//  - kindle::nn::functional (F): each function with its *FuncOptions, as torch::nn::functional:
+//    F::dropout(x, F::DropoutFuncOptions().p(0.2).training(is_training())).
+#pragma once
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "kindle/nn/options.h"
+#include "kindle/ops.h"
+
+namespace kindle {
+
+// ATen's reduction codes. A scoped enum, so that no overload taking an int (ignore_index) can
+// take a reduction by accident.
+namespace Reduction {
+enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+inline constexpr Reduction None = Reduction::None;
+inline constexpr Reduction Mean = Reduction::Mean;
+inline constexpr Reduction Sum = Reduction::Sum;
+}  // namespace Reduction
+std::string_view reduction_name(Reduction::Reduction r);
+
+Tensor nll_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                Reduction::Reduction reduction, int64_t ignore_index = -100);
+Tensor cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight = std::nullopt,
+                          Reduction::Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
+                          double label_smoothing = 0.0);
+Tensor mse_loss(const Tensor& self, const Tensor& target, Reduction::Reduction reduction);
+Tensor l1_loss(const Tensor& self, const Tensor& target, Reduction::Reduction reduction);
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, Reduction::Reduction reduction, double beta = 1.0);
+Tensor huber_loss(const Tensor& self, const Tensor& target, Reduction::Reduction reduction, double delta = 1.0);
+Tensor kl_div(const Tensor& self, const Tensor& target, Reduction::Reduction reduction, bool log_target = false);
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                            Reduction::Reduction reduction);
+Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                                        const std::optional<Tensor>& pos_weight, Reduction::Reduction reduction);
+
+// Max pooling, the values only (max_pool2d_with_indices gives the indices too).
+Tensor max_pool1d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
+
+namespace enumtype {
+struct kNone {};
+struct kMean {};
+struct kSum {};
+}  // namespace enumtype
+inline constexpr enumtype::kNone kNone{};
+inline constexpr enumtype::kMean kMean{};
+inline constexpr enumtype::kSum kSum{};
+
+namespace nn::functional {
+
+// A loss reduction given as libtorch does (kindle::kSum) or as Python does ("sum").
+class LossReduction {
+ public:
+  LossReduction(enumtype::kNone) : name_("none") {}
+  LossReduction(enumtype::kMean) : name_("mean") {}
+  LossReduction(enumtype::kSum) : name_("sum") {}
+  LossReduction(const char* name) : name_(name) {}
+  LossReduction(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+struct DropoutFuncOptions {
+  KINDLE_ARG(double, p) = 0.5;
+  KINDLE_ARG(bool, training) = true;
+  KINDLE_ARG(bool, inplace) = false;
+};
+Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
+Tensor dropout2d(const Tensor& input, const DropoutFuncOptions& options = {});
+
+struct SoftmaxFuncOptions {
+  SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}
+  KINDLE_ARG(int64_t, dim);
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+using LogSoftmaxFuncOptions = SoftmaxFuncOptions;
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options);
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options);
+
+struct LeakyReLUFuncOptions {
+  KINDLE_ARG(double, negative_slope) = 0.01;
+  KINDLE_ARG(bool, inplace) = false;
+};
+Tensor leaky_relu(const Tensor& input, const LeakyReLUFuncOptions& options = {});
+struct GELUFuncOptions {
+  KINDLE_ARG(std::string, approximate) = "none";
+};
+Tensor gelu(const Tensor& input, const GELUFuncOptions& options = {});
+Tensor relu(const Tensor& input, bool inplace = false);
+Tensor silu(const Tensor& input, bool inplace = false);
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+
+template <size_t D>
+struct MaxPoolFuncOptions {
+  MaxPoolFuncOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
+  KINDLE_ARG(ExpandingArray<D>, kernel_size);
+  KINDLE_ARG(ExpandingArray<D>, stride);
+  KINDLE_ARG(ExpandingArray<D>, padding) = 0;
+  KINDLE_ARG(ExpandingArray<D>, dilation) = 1;
+  KINDLE_ARG(bool, ceil_mode) = false;
+};
+using MaxPool1dFuncOptions = MaxPoolFuncOptions<1>;
+using MaxPool2dFuncOptions = MaxPoolFuncOptions<2>;
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options);
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
+template <size_t D>
+struct AvgPoolFuncOptions {
+  AvgPoolFuncOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
+  KINDLE_ARG(ExpandingArray<D>, kernel_size);
+  KINDLE_ARG(ExpandingArray<D>, stride);
+  KINDLE_ARG(ExpandingArray<D>, padding) = 0;
+  KINDLE_ARG(bool, ceil_mode) = false;
+  KINDLE_ARG(bool, count_include_pad) = true;
+  KINDLE_ARG(std::optional<int64_t>, divisor_override);
+};
+using AvgPool2dFuncOptions = AvgPoolFuncOptions<2>;
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
+struct AdaptiveAvgPool2dFuncOptions {
+  AdaptiveAvgPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}
+  KINDLE_ARG(ExpandingArray<2>, output_size);
+};
+Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options);
+
+struct Conv2dFuncOptions {
+  KINDLE_ARG(Tensor, bias);
+  KINDLE_ARG(ExpandingArray<2>, stride) = 1;
+  KINDLE_ARG(ExpandingArray<2>, padding) = 0;
+  KINDLE_ARG(ExpandingArray<2>, dilation) = 1;
+  KINDLE_ARG(int64_t, groups) = 1;
+};
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
+
+struct BatchNormFuncOptions {
+  KINDLE_ARG(Tensor, weight);
+  KINDLE_ARG(Tensor, bias);
+  KINDLE_ARG(bool, training) = false;
+  KINDLE_ARG(std::optional<double>, momentum) = 0.1;
+  KINDLE_ARG(double, eps) = 1e-5;
+};
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options = {});
+struct LayerNormFuncOptions {
+  LayerNormFuncOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  KINDLE_ARG(std::vector<int64_t>, normalized_shape);
+  KINDLE_ARG(Tensor, weight);
+  KINDLE_ARG(Tensor, bias);
+  KINDLE_ARG(double, eps) = 1e-5;
+};
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
+struct NormalizeFuncOptions {
+  KINDLE_ARG(double, p) = 2.0;
+  KINDLE_ARG(int64_t, dim) = 1;
+  KINDLE_ARG(double, eps) = 1e-12;
+};
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options = {});
+struct PadFuncOptions {
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}
+  KINDLE_ARG(std::vector<int64_t>, pad);
+  KINDLE_ARG(std::string, mode) = "constant";
+  KINDLE_ARG(double, value) = 0;
+};
+Tensor pad(const Tensor& input, const PadFuncOptions& options);
+
+struct CrossEntropyFuncOptions {
+  KINDLE_ARG(Tensor, weight);
+  KINDLE_ARG(int64_t, ignore_index) = -100;
+  KINDLE_ARG(LossReduction, reduction) = kMean;
+  KINDLE_ARG(double, label_smoothing) = 0.0;
+};
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {});
+struct NLLLossFuncOptions {
+  KINDLE_ARG(Tensor, weight);
+  KINDLE_ARG(int64_t, ignore_index) = -100;
+  KINDLE_ARG(LossReduction, reduction) = kMean;
+};
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
+struct BinaryCrossEntropyFuncOptions {
+  KINDLE_ARG(Tensor, weight);
+  KINDLE_ARG(LossReduction, reduction) = kMean;
+};
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            const BinaryCrossEntropyFuncOptions& options = {});
+struct BinaryCrossEntropyWithLogitsFuncOptions {
+  KINDLE_ARG(Tensor, weight);
+  KINDLE_ARG(Tensor, pos_weight);
+  KINDLE_ARG(LossReduction, reduction) = kMean;
+};
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
+struct ReductionFuncOptions {
+  ReductionFuncOptions() = default;
+  ReductionFuncOptions(LossReduction r) : reduction_(std::move(r)) {}
+  KINDLE_ARG(LossReduction, reduction) = kMean;
+};
+using MSELossFuncOptions = ReductionFuncOptions;
+using L1LossFuncOptions = ReductionFuncOptions;
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
+struct SmoothL1LossFuncOptions {
+  KINDLE_ARG(LossReduction, reduction) = kMean;
+  KINDLE_ARG(double, beta) = 1.0;
+};
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {});
+
+struct OneHotFuncOptions {};
+inline Tensor one_hot(const Tensor& input, int64_t num_classes = -1) { return kindle::one_hot(input, num_classes); }
+
+}  // namespace nn::functional
+}  // namespace kindle
