@@ -47,6 +47,9 @@ inline Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
   return arange(start, end, step, TensorOptions(d));
 }
 inline Tensor scalar_tensor(const Scalar& s, DType d) { return scalar_tensor(s, TensorOptions(d)); }
+inline Tensor empty_strided(IntArrayRef size, IntArrayRef stride, DType d) {
+  return empty_strided(size, stride, TensorOptions(d));
+}
 inline Tensor empty_like(const Tensor& t, DType d) { return empty_like(t, TensorOptions(d)); }
 inline Tensor zeros_like(const Tensor& t, DType d) { return zeros_like(t, TensorOptions(d)); }
 inline Tensor ones_like(const Tensor& t, DType d) { return ones_like(t, TensorOptions(d)); }

@@ -10,4 +10,5 @@ cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$src" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/build" >/dev/null
 "$tmp/build/consumer"
+"$tmp/build/consumer_torch"
 echo "find_package(Kindle) from an install prefix: ok"

@@ -34,3 +34,7 @@ def test_find_package_from_the_python_install(tmp_path):
     out = run(str(build / "consumer"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "linear regression loss" in out.stdout
+    # The opt-in libtorch compatibility target (find_package(Kindle COMPONENTS torch_compat)).
+    out = run(str(build / "consumer_torch"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "torch_compat consumer" in out.stdout

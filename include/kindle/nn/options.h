@@ -154,6 +154,10 @@ struct BatchNormOptions {
   KINDLE_ARG(std::optional<DType>, dtype);
 };
 
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+using AdaptiveAvgPool2dOptions = ExpandingArray<2>;
+
 struct LayerNormOptions {
   LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
   LayerNormOptions(int64_t normalized_shape) : normalized_shape_({normalized_shape}) {}

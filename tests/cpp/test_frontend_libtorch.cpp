@@ -1,0 +1,259 @@
+// libtorch's spellings in Kindle's C++ API (issue 19): holders, TensorOptions, kindle::tensor,
+// from_blob, one-dim arguments, number operands, the libtorch form of custom functions, the
+// functional options, Reduction, the data pipeline and save/load. tests/cpp_clients/ has whole
+// libtorch programs; these are the edge cases and the errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <kindle/frontend.h>
+
+using namespace kindle;
+
+namespace {
+
+struct TwoLayerImpl : nn::Module {
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+  TwoLayerImpl(int64_t in, int64_t out) {
+    fc1 = register_module("fc1", nn::Linear(in, 8));
+    fc2 = register_module("fc2", nn::Linear(8, out));
+  }
+  // by value, not Module's virtual forward: Sequential must call this one
+  Tensor forward(Tensor x) { return fc2(relu(fc1(x))); }
+};
+KINDLE_MODULE(TwoLayer);
+
+struct Scale : autograd::Function<Scale> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor x, double c) {
+    ctx->saved_data["c"] = c;
+    return x * c;
+  }
+  static autograd::variable_list backward(autograd::AutogradContext* ctx, autograd::variable_list g) {
+    return {g[0] * ctx->saved_data["c"].toDouble(), Tensor()};
+  }
+};
+struct TooFew : autograd::Function<TooFew> {
+  static Tensor forward(autograd::AutogradContext*, Tensor x, Tensor y) { return x * y; }
+  static autograd::variable_list backward(autograd::AutogradContext*, autograd::variable_list g) { return {g[0]}; }
+};
+struct GradForNumber : autograd::Function<GradForNumber> {
+  static Tensor forward(autograd::AutogradContext*, Tensor x, double) { return x * 2; }
+  static autograd::variable_list backward(autograd::AutogradContext*, autograd::variable_list g) {
+    return {g[0] * 2, g[0]};
+  }
+};
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "kindle_libtorch_" + std::to_string(::getpid()) + "_" + name;
+}
+
+}  // namespace
+
+TEST(FrontendLibtorch, HoldersShareAndStartEmpty) {
+  nn::Linear empty{nullptr};
+  EXPECT_TRUE(empty.is_empty());
+  EXPECT_FALSE(bool(empty));
+  EXPECT_THROW(empty->forward(zeros({1, 2})), Error);  // "Accessing empty ModuleHolder"
+  nn::Linear a(2, 3);
+  nn::Linear b = a;  // shares, as a std::shared_ptr copy
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_TRUE(b->weight.is_same(a->weight));
+  TwoLayer net(4, 2);
+  EXPECT_EQ(net->name(), "TwoLayer");
+  EXPECT_EQ(net->named_parameters().size(), 4u);
+  // Sequential calls the module's own forward (by value here), not Module's virtual one.
+  nn::Sequential seq(net, nn::ReLU());
+  Tensor x = randn({3, 4});
+  EXPECT_TRUE(equal(seq->forward(x), relu(net(x))));
+  EXPECT_EQ(seq->ptr<TwoLayer>(0).get(), net.get());
+}
+
+TEST(FrontendLibtorch, TensorOptionsAndFactories) {
+  Tensor w = full({3}, 2.0, TensorOptions().dtype(kFloat64).requires_grad(true));
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_EQ(w.dtype(), kFloat64);
+  Tensor z = zeros({2}, w.options());
+  EXPECT_EQ(z.dtype(), kFloat64);
+  EXPECT_TRUE(z.requires_grad());
+  EXPECT_EQ(ones({2, 2}, kLong).dtype(), kInt64);
+  EXPECT_TRUE(ones({2}, requires_grad()).requires_grad());
+  EXPECT_EQ(randn(3).sizes(), IntArrayRef({3}));  // one integer where a shape is expected
+  EXPECT_EQ(arange(5, kFloat).dtype(), kFloat32);
+  EXPECT_EQ(randint(4, {6}, kLong).dtype(), kInt64);
+  EXPECT_EQ(empty(4, kCPU).device(), kCPU);
+  EXPECT_THROW(zeros({2}, TensorOptions(kCUDA)), Error);  // no CUDA device
+  // kindle::tensor: braced doubles take the default dtype, integers int64, a vector keeps its type.
+  EXPECT_EQ(tensor({1.5, 2.5}).dtype(), kFloat32);
+  EXPECT_EQ(tensor({1, 2}).dtype(), kInt64);
+  EXPECT_EQ(tensor({true, false}).dtype(), kBool);
+  EXPECT_EQ(tensor(std::vector<double>{1, 2}).dtype(), kFloat64);
+  EXPECT_EQ(tensor({{1, 2, 3}, {4, 5, 6}}).sizes(), IntArrayRef({2, 3}));
+  EXPECT_EQ(tensor(3.5).dim(), 0);
+  EXPECT_EQ(tensor({1, 2}, kFloat64).dtype(), kFloat64);
+  EXPECT_THROW(tensor({{1, 2}, {3}}), ValueError);  // ragged
+}
+
+TEST(FrontendLibtorch, FromBlobViewsCallerMemory) {
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  Tensor t = from_blob(v.data(), {2, 3});
+  EXPECT_EQ(t[1][2].item<float>(), 6.0f);
+  t[0][0].fill_(9.0);
+  EXPECT_EQ(v[0], 9.0f);  // no copy
+  Tensor strided = from_blob(v.data(), {3}, {2});
+  EXPECT_TRUE(equal(strided, tensor({9.0f, 3.0f, 5.0f})));
+  int freed = 0;
+  {
+    Tensor owned = from_blob(v.data(), {6}, [&](void*) { ++freed; });
+    EXPECT_EQ(freed, 0);
+  }
+  EXPECT_EQ(freed, 1);
+  EXPECT_THROW(from_blob(v.data(), {-1}), Error);
+}
+
+TEST(FrontendLibtorch, NumberOperandsIndexingAndCompoundAssignment) {
+  Tensor t = tensor({1.0f, 2.0f, 3.0f});
+  EXPECT_TRUE(equal(t.pow(2), tensor({1.0f, 4.0f, 9.0f})));
+  EXPECT_TRUE(equal(pow(t, 2), t.pow(2)));
+  EXPECT_TRUE(equal(t.mul(2).add(1), tensor({3.0f, 5.0f, 7.0f})));
+  EXPECT_TRUE(equal(t.eq(2), tensor({false, true, false})));
+  EXPECT_EQ(t.add(1).dtype(), kFloat32);  // a number is a wrapped scalar for promotion
+  Tensor m = tensor({{1, 2}, {3, 4}});
+  EXPECT_TRUE(equal(m.sum(0), tensor({4, 6})));
+  EXPECT_EQ(m[1][0].item<int64_t>(), 3);
+  EXPECT_TRUE(equal(m[tensor({1, 0})], tensor({{3, 4}, {1, 2}})));
+  Tensor u = t.clone();
+  u += t;
+  u *= 2;
+  u -= 1.0;
+  EXPECT_TRUE(equal(u, tensor({3.0f, 7.0f, 11.0f})));
+  EXPECT_TRUE(equal(m.slice(1, 1, 2), tensor({{2}, {4}})));
+  Tensor g = ones({2}).requires_grad_();
+  EXPECT_FALSE((g * 2).data().requires_grad());
+}
+
+TEST(FrontendLibtorch, CustomFunctionsAsLibtorchWritesThem) {
+  Tensor x = randn({3}, kFloat64).requires_grad_();
+  Tensor y = Scale::apply(x, 2.5);
+  y.sum().backward();
+  EXPECT_TRUE(allclose(x.grad(), full({3}, 2.5, kFloat64)));
+  Tensor a = randn({2}).requires_grad_(), b = randn({2}).requires_grad_();
+  EXPECT_THROW(TooFew::apply(a, b).sum().backward(), Error);        // one gradient per argument
+  EXPECT_THROW(GradForNumber::apply(a, 1.0).sum().backward(), Error);  // a number gets no gradient
+}
+
+TEST(FrontendLibtorch, IValueKinds) {
+  IValue d(2.5), i(3), s("name"), t(ones({1}));
+  EXPECT_EQ(d.toDouble(), 2.5);
+  EXPECT_EQ(i.toInt(), 3);
+  EXPECT_EQ(s.toStringRef(), "name");
+  EXPECT_TRUE(t.isTensor());
+  EXPECT_THROW(d.toInt(), TypeError);
+  EXPECT_TRUE(IValue().isNone());
+}
+
+TEST(FrontendLibtorch, FunctionalAndReduction) {
+  namespace F = nn::functional;
+  Tensor logits = randn({4, 3}), target = tensor({0, 2, 1, 2});
+  EXPECT_TRUE(allclose(nll_loss(logits.log_softmax(1), target, {}, Reduction::Sum),
+                       nll_loss(logits.log_softmax(1), target, std::nullopt, -100, "sum")));
+  EXPECT_TRUE(allclose(F::cross_entropy(logits, target, F::CrossEntropyFuncOptions().reduction(kSum)),
+                       cross_entropy(logits, target, std::nullopt, -100, "sum")));
+  EXPECT_TRUE(allclose(mse_loss(logits, zeros({4, 3}), Reduction::None), logits.pow(2)));
+  Tensor img = randn({1, 2, 6, 6});
+  EXPECT_EQ(max_pool2d(img, 2).sizes(), IntArrayRef({1, 2, 3, 3}));
+  EXPECT_TRUE(equal(F::max_pool2d(img, F::MaxPool2dFuncOptions(2)), max_pool2d(img, 2)));
+  EXPECT_EQ(max_pool1d(randn({1, 2, 8}), 2).sizes(), IntArrayRef({1, 2, 4}));
+  Tensor eval_out = F::dropout(img, F::DropoutFuncOptions().p(0.5).training(false));
+  EXPECT_TRUE(equal(eval_out, img));
+  nn::Functional pool(max_pool2d, 2, 2, 0, 1, false);
+  EXPECT_TRUE(equal(pool(img), max_pool2d(img, 2)));
+  nn::ConvTranspose2d up(nn::ConvTranspose2dOptions(2, 3, 4).stride(2).padding(1).bias(false));
+  EXPECT_EQ(up->weight.sizes(), IntArrayRef({2, 3, 4, 4}));
+  EXPECT_EQ(up(img).sizes(), IntArrayRef({1, 3, 12, 12}));
+  EXPECT_TRUE(equal(up(img), conv_transpose2d(img, up->weight, std::nullopt, {2, 2}, {1, 1})));
+  EXPECT_EQ(up->forward(img, std::vector<int64_t>{13, 13}).sizes(), IntArrayRef({1, 3, 13, 13}));
+  EXPECT_THROW(up->forward(img, std::vector<int64_t>{20, 20}), ValueError);
+  nn::LeakyReLU leaky(nn::LeakyReLUOptions().negative_slope(0.2));
+  EXPECT_TRUE(allclose(leaky(tensor({-1.0f})), tensor({-0.2f})));
+  Tensor r = tensor({-1.0f, 2.0f});
+  nn::ReLU(true)(r);  // in place
+  EXPECT_TRUE(equal(r, tensor({0.0f, 2.0f})));
+}
+
+TEST(FrontendLibtorch, DataPipeline) {
+  data::TensorDataset ds(arange(0, 10, 1, kFloat32).reshape({10, 1}), arange(0, 10, 1, kInt64));
+  struct Rows : data::Dataset<Rows> {
+    data::Example<> get(size_t i) override { return {full({1, 1, 2}, double(i)), tensor(int64_t(i))}; }  // (C, H, W)
+    std::optional<size_t> size() const override { return 7; }
+  };
+  auto mapped = Rows().map(data::transforms::Normalize<>(1.0, 2.0)).map(data::transforms::Stack<>());
+  auto loader = data::make_data_loader<data::samplers::SequentialSampler>(std::move(mapped), 3);
+  std::vector<int64_t> sizes;
+  for (auto& batch : *loader) {
+    sizes.push_back(batch.data.size(0));
+    EXPECT_TRUE(allclose(batch.data.flatten(1).select(1, 0), (batch.target.to(kFloat32) - 1.0) / 2.0));
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{3, 3, 1}));
+  auto dropped = data::make_data_loader<data::samplers::SequentialSampler>(
+      Rows().map(data::transforms::Stack<>()), data::DataLoaderOptions(3).drop_last(true).workers(2));
+  int n = 0;
+  for (auto& batch : *dropped) n += int(batch.data.size(0));
+  EXPECT_EQ(n, 6);
+  // The default sampler is random: manual_seed fixes its permutation.
+  auto order = [&] {
+    manual_seed(5);
+    auto l = data::make_data_loader(Rows().map(data::transforms::Stack<>()), 7);
+    return (*l->begin()).target.clone();
+  };
+  Tensor o1 = order(), o2 = order();
+  EXPECT_TRUE(equal(o1, o2));
+  EXPECT_TRUE(equal(std::get<0>(o1.sort()), arange(0, 7, 1, kInt64)));
+  EXPECT_THROW(data::make_data_loader(Rows().map(data::transforms::Stack<>()), data::DataLoaderOptions(0)),
+               ValueError);
+  auto lambda = Rows().map(data::transforms::Lambda<data::Example<>>([](data::Example<> e) {
+                         e.target = e.target + 100;
+                         return e;
+                       }))
+                    .map(data::transforms::Stack<>());
+  EXPECT_EQ(lambda.get_batch({0, 1}).target[1].item<int64_t>(), 101);
+}
+
+TEST(FrontendLibtorch, SaveAndLoadModulesOptimizersTensors) {
+  manual_seed(0);
+  TwoLayer a(3, 2), b(3, 2);
+  optim::Adam opt(a->parameters(), optim::AdamOptions(1e-2).betas(std::make_tuple(0.5, 0.9)));
+  EXPECT_EQ(opt.defaults().betas().first, 0.5);
+  a(randn({4, 3})).sum().backward();
+  opt.step();
+  std::string mp = temp_path("model.pt"), op = temp_path("opt.pt"), tp = temp_path("tensors.pt");
+  save(a, mp);
+  save(opt, op);
+  load(b, mp);
+  for (auto& p : a->named_parameters()) EXPECT_TRUE(equal(p.value(), b->named_parameters()[p.key()]));
+  optim::Adam opt_b(b->parameters(), optim::AdamOptions(1e-2));
+  load(opt_b, op);
+  EXPECT_EQ(opt_b.state(b->parameters()[0])->step, 1);
+  std::vector<Tensor> ts = {ones({2}), arange(0, 3, 1, kInt64)};
+  save(ts, tp);
+  std::vector<Tensor> back;
+  load(back, tp);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(equal(back[1], ts[1]));
+  Tensor one;
+  EXPECT_THROW(load(one, tp), ValueError);  // two tensors, not one
+  for (auto& f : {mp, op, tp}) std::filesystem::remove(f);
+}
+
+TEST(FrontendLibtorch, ParamGroupsWithLibtorchOptions) {
+  Tensor p = ones({1}).requires_grad_(), q = ones({1}).requires_grad_();
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{p});
+  groups.emplace_back(std::vector<Tensor>{q}, std::make_unique<optim::AdamOptions>(0.5));
+  optim::Adam opt(groups, optim::AdamOptions(0.1));
+  EXPECT_EQ(opt.param_groups()[0].options().lr(), 0.1);
+  EXPECT_EQ(static_cast<optim::AdamOptions&>(opt.param_groups()[1].options()).lr(), 0.5);
+  std::vector<optim::OptimizerParamGroup> wrong;
+  wrong.emplace_back(std::vector<Tensor>{p}, std::make_unique<optim::SGDOptions>(0.5));
+  EXPECT_THROW(optim::Adam(wrong, optim::AdamOptions()), TypeError);
+}
