@@ -30,6 +30,7 @@ def newer(exe, srcs):
 
 
 def build_kindle(name, out_dir, kindle_build):
+    kindle_build = os.path.abspath(kindle_build)
     exe = os.path.join(out_dir, f"{name}_kindle")
     src = os.path.join(CLIENTS, f"{name}.cpp")
     lib = os.path.join(kindle_build, "libkindle.so")
@@ -83,7 +84,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     os.makedirs(args.build_dir, exist_ok=True)
 
-    lines = ["| program | threads | kindle s/epoch | libtorch s/epoch | kindle/libtorch | kindle result | libtorch result |",
+    lines = ["| program | threads | kindle ms/epoch | libtorch ms/epoch | kindle/libtorch | kindle result | libtorch result |",
              "|---|---:|---:|---:|---:|---|---|"]
     for name in args.programs:
         k_exe, t_exe = build_kindle(name, args.build_dir, args.kindle_build), build_libtorch(name, args.build_dir)
@@ -94,7 +95,7 @@ def main(argv=None):
                 k.append(sample(k_exe, nt, extra))
                 t.append(sample(t_exe, nt, extra))
             mk, mt = statistics.median(s for s, _ in k), statistics.median(s for s, _ in t)
-            lines.append(f"| {name} | {nt} | {mk:.3f} | {mt:.3f} | {mk / mt:.2f} | {k[-1][1]} | {t[-1][1]} |")
+            lines.append(f"| {name} | {nt} | {1e3 * mk:.2f} | {1e3 * mt:.2f} | {mk / mt:.2f} | {k[-1][1]} | {t[-1][1]} |")
             print(lines[-1], flush=True)
     table = "\n".join(lines)
     print("\n" + table)

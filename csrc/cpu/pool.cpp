@@ -18,14 +18,47 @@ bool is_nan(T v) {
   else return std::isnan(float(v));
 }
 
+// Scan-order maximum: the first NaN wins and stops the scan, else the first largest value.
+template <typename T>
+inline void take_max(T v, int64_t i, T& bv, int64_t& bi) {
+  if (!is_nan(bv) && (is_nan(v) || v > bv)) bv = v, bi = i;
+}
+
+// 2x2 windows, stride 2, no padding or dilation (most networks' pooling): two input rows per
+// output row, no bounds checks.
+template <typename T>
+void max_pool_2x2_plane(const T* xp, T* vp, int64_t* ip, const WindowGeom& g) {
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const int64_t r = 2 * oy * g.W;
+    const T* r0 = xp + r;
+    const T* r1 = r0 + g.W;
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t c = 2 * ox;
+      T bv = r0[c];
+      int64_t bi = r + c;
+      take_max(r0[c + 1], r + c + 1, bv, bi);
+      take_max(r1[c], r + g.W + c, bv, bi);
+      take_max(r1[c + 1], r + g.W + c + 1, bv, bi);
+      vp[oy * g.ow + ox] = bv;
+      ip[oy * g.ow + ox] = bi;
+    }
+  }
+}
+
 template <typename T>
 void max_pool_planes(const T* x, T* vals, int64_t* idx, const WindowGeom& g) {
   const int64_t planes = g.N * g.C, HW = g.H * g.W, L = g.oh * g.ow;
+  const bool two_by_two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
+                          g.dh == 1 && g.dw == 1 && 2 * g.oh <= g.H && 2 * g.ow <= g.W;
   parallel_for(0, planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(L, 1)), [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const T* xp = x + p * HW;
       T* vp = vals + p * L;
       int64_t* ip = idx + p * L;
+      if (two_by_two) {
+        max_pool_2x2_plane(xp, vp, ip, g);
+        continue;
+      }
       for (int64_t oy = 0; oy < g.oh; ++oy)
         for (int64_t ox = 0; ox < g.ow; ++ox) {
           int64_t best = -1;

@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double mean = sum / static_cast<double>(n / batch);
-    std::printf("epoch %d seconds %.3f loss %.4f\n", epoch, seconds, mean);
+    std::printf("epoch %d seconds %.6f loss %.4f\n", epoch, seconds, mean);
     if (epoch == 1) first_loss = mean;
     last_loss = mean;
   }

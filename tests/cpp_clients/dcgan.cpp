@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double d_mean = d_sum / batches_per_epoch, g_mean = g_sum / batches_per_epoch;
-    std::printf("epoch %d seconds %.3f loss %.4f\n", epoch, seconds, d_mean + g_mean);
+    std::printf("epoch %d seconds %.6f loss %.4f\n", epoch, seconds, d_mean + g_mean);
     if (!quiet) std::printf("  d_loss %.4f g_loss %.4f\n", d_mean, g_mean);
     finite = finite && std::isfinite(d_mean) && std::isfinite(g_mean);
   }

@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const float loss = train(model, device, *train_loader, optimizer, train_examples);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("epoch %d seconds %.3f loss %.4f\n", epoch, seconds, loss);
+    std::printf("epoch %d seconds %.6f loss %.4f\n", epoch, seconds, loss);
     finite = finite && std::isfinite(loss);
   }
   const double accuracy = test(model, device, *test_loader, test_dataset_size, quiet);

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     }
     scheduler.step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("epoch %d seconds %.3f loss %.4f\n", epoch, seconds, sum / static_cast<double>(batches));
+    std::printf("epoch %d seconds %.6f loss %.4f\n", epoch, seconds, sum / static_cast<double>(batches));
     finite = finite && std::isfinite(sum);
   }
   const double accuracy = evaluate(model, *test_loader);

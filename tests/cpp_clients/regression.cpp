@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       if (loss < 1e-3f) { converged = true; break; }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("epoch %d seconds %.3f loss %.6f\n", epoch, seconds, loss);
+    std::printf("epoch %d seconds %.6f loss %.6f\n", epoch, seconds, loss);
   }
 
   const double error = (fc->weight.view({-1}) - w_target.view({-1})).abs().max().item<double>() +

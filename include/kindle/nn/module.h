@@ -1,27 +1,33 @@
 // kindle::nn::Module: the base of every layer and model in the C++ front end (Python's
 // kindle.nn.Module, with the same names, state-dict keys and error messages).
 //
-// Holder style. A module is an ordinary class; composite modules own their children through
-// nn::Ptr<T>, a std::shared_ptr<T> that can also be called (fc(x) runs fc->forward(x)):
+// Holder style, as libtorch. Every layer is a class XImpl (the module) and a holder X, a shared
+// pointer to an XImpl that is built like the module and called like it (nn/holder.h):
 //
-//   struct Net : nn::Module {
-//     nn::Ptr<nn::Linear> fc1 = register_module("fc1", nn::Linear(784, 128));
-//     nn::Ptr<nn::Linear> fc2 = register_module("fc2", nn::Linear(128, 10));
+//   struct NetImpl : nn::Module {
+//     nn::Linear fc1{nullptr}, fc2{nullptr};
+//     NetImpl() {
+//       fc1 = register_module("fc1", nn::Linear(784, 128));
+//       fc2 = register_module("fc2", nn::Linear(128, 10));
+//     }
 //     Tensor forward(const Tensor& x) override { return fc2(relu(fc1(x))); }
 //   };
-//   Net net;                                  // or nn::make<Net>() when it must be shared
-//   optim::SGD opt(net.parameters(), optim::SGDOptions(0.1));
+//   KINDLE_MODULE(Net);                       // TORCH_MODULE in <torch/torch.h>
+//   Net net;                                  // a new NetImpl, shared
+//   optim::SGD opt(net->parameters(), optim::SGDOptions(0.1));
 //
-// There is no Impl class and no macro per module (libtorch needs both): register_module takes a
-// temporary module by value and moves it into a new shared object, or takes an existing Ptr.
-// Modules are movable, never copied: copying would silently share parameter tensors. Members
-// are registered in declaration order, so the layers draw their initial weights in that order;
-// lists of layers are braced (nn::Sequential{...}) for the same reason: C++ evaluates function
-// arguments in an unspecified order, braced lists left to right.
+// register_module takes a holder, a std::shared_ptr to a module, or a temporary module object
+// (moved into a new shared one). A module object itself is movable, never copied: copying would
+// silently share parameter tensors (copying a holder shares the module, as it says). Members are
+// registered in the order the constructor runs, so the layers draw their initial weights in that
+// order; lists of layers in braces (nn::Sequential{...}) are built left to right, while C++
+// evaluates function arguments in an order the compiler chooses.
 //
-// forward(const Tensor&) is the virtual entry point that Sequential and operator() use. A module
-// whose forward takes other arguments declares those overloads and adds KINDLE_MODULE_CALL, so
-// that m(a, b) calls m.forward(a, b) (nn::Ptr forwards any arguments anyway).
+// forward(const Tensor&) is the virtual entry point of Module::operator(). A holder calls the
+// module's own forward with any arguments, and Sequential calls each child's own one-tensor
+// forward (a user module may declare `Tensor forward(Tensor x)` without overriding). A module
+// whose forward takes other arguments and is called directly adds KINDLE_MODULE_CALL, so that
+// m(a, b) calls m.forward(a, b).
 //
 // Tensor members alias the registry: `weight` above and parameters()["weight"] are handles to the
 // same tensor, and every operation that changes a parameter (load_state_dict, to(dtype)) changes
