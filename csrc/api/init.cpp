@@ -10,7 +10,8 @@
 
 namespace kindle::nn::init {
 
-double calculate_gain(const std::string& nonlinearity, std::optional<double> param) {
+double calculate_gain(const EnumName& name, std::optional<double> param) {
+  const std::string& nonlinearity = name.name();
   static const char* linear_fns[] = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
                                      "conv_transpose2d", "conv_transpose3d", "sigmoid"};
   for (const char* n : linear_fns)
@@ -92,15 +93,15 @@ const Tensor& xavier_normal_(const Tensor& tensor, double gain) {
   return init::normal_(tensor, 0.0, gain * std::sqrt(2.0 / double(fan_in + fan_out)));
 }
 
-const Tensor& kaiming_uniform_(const Tensor& tensor, double a, const std::string& mode,
-                               const std::string& nonlinearity) {
+const Tensor& kaiming_uniform_(const Tensor& tensor, double a, const EnumName& mode,
+                               const EnumName& nonlinearity) {
   if (tensor.numel() == 0) return tensor;  // Python warns "Initializing zero-element tensors is a no-op"
   int64_t fan = correct_fan(tensor, mode);
   double bound = std::sqrt(3.0) * calculate_gain(nonlinearity, a) / std::sqrt(double(fan));
   return init::uniform_(tensor, -bound, bound);
 }
 
-const Tensor& kaiming_normal_(const Tensor& tensor, double a, const std::string& mode, const std::string& nonlinearity) {
+const Tensor& kaiming_normal_(const Tensor& tensor, double a, const EnumName& mode, const EnumName& nonlinearity) {
   if (tensor.numel() == 0) return tensor;
   int64_t fan = correct_fan(tensor, mode);
   return init::normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(double(fan)));

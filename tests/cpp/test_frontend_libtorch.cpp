@@ -257,3 +257,16 @@ TEST(FrontendLibtorch, ParamGroupsWithLibtorchOptions) {
   wrong.emplace_back(std::vector<Tensor>{p}, std::make_unique<optim::SGDOptions>(0.5));
   EXPECT_THROW(optim::Adam(wrong, optim::AdamOptions()), TypeError);
 }
+
+TEST(FrontendLibtorch, TagConstantsForNames) {
+  Tensor w = empty({64, 32});
+  nn::init::kaiming_normal_(w, 0, kFanOut, kReLU);
+  EXPECT_NEAR(w.std().item<double>(), std::sqrt(2.0 / 64), 0.02);
+  EXPECT_EQ(nn::init::calculate_gain(kTanh), 5.0 / 3);
+  EXPECT_THROW(nn::init::kaiming_uniform_(w, 0, "fan_sideways"), ValueError);
+  nn::CrossEntropyLoss sum_loss(nn::CrossEntropyLossOptions().reduction(kSum));
+  Tensor logits = randn({4, 3}), target = tensor({0, 1, 2, 0});
+  EXPECT_TRUE(allclose(sum_loss(logits, target), cross_entropy(logits, target, std::nullopt, -100, "sum")));
+  nn::MSELoss none_loss{nn::MSELossOptions(kNone)};
+  EXPECT_EQ(none_loss(logits, logits).sizes(), IntArrayRef({4, 3}));
+}

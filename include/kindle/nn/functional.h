@@ -9,6 +9,7 @@
 #include <string>
 #include <variant>
 
+#include "kindle/nn/enum.h"
 #include "kindle/nn/options.h"
 #include "kindle/ops.h"
 
@@ -45,30 +46,10 @@ Tensor max_pool1d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
 Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
                   IntArrayRef dilation = 1, bool ceil_mode = false);
 
-namespace enumtype {
-struct kNone {};
-struct kMean {};
-struct kSum {};
-}  // namespace enumtype
-inline constexpr enumtype::kNone kNone{};
-inline constexpr enumtype::kMean kMean{};
-inline constexpr enumtype::kSum kSum{};
-
 namespace nn::functional {
 
 // A loss reduction given as libtorch does (kindle::kSum) or as Python does ("sum").
-class LossReduction {
- public:
-  LossReduction(enumtype::kNone) : name_("none") {}
-  LossReduction(enumtype::kMean) : name_("mean") {}
-  LossReduction(enumtype::kSum) : name_("sum") {}
-  LossReduction(const char* name) : name_(name) {}
-  LossReduction(std::string name) : name_(std::move(name)) {}
-  const std::string& name() const { return name_; }
-
- private:
-  std::string name_;
-};
+using LossReduction = EnumName;
 
 struct DropoutFuncOptions {
   KINDLE_ARG(double, p) = 0.5;

@@ -5,13 +5,14 @@
 #include <optional>
 #include <string>
 
+#include "kindle/nn/enum.h"
 #include "kindle/tensor.h"
 
 namespace kindle::nn::init {
 
 // The recommended gain for a nonlinearity: linear/conv*/sigmoid 1, tanh 5/3, relu sqrt(2),
 // leaky_relu sqrt(2 / (1 + slope^2)) (param: the slope, default 0.01), selu 3/4.
-double calculate_gain(const std::string& nonlinearity, std::optional<double> param = std::nullopt);
+double calculate_gain(const EnumName& nonlinearity, std::optional<double> param = std::nullopt);
 // (fan_in, fan_out) of a weight of 2 or more dimensions.
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor);
 
@@ -25,9 +26,10 @@ const Tensor& eye_(const Tensor& tensor);
 const Tensor& xavier_uniform_(const Tensor& tensor, double gain = 1.0);
 const Tensor& xavier_normal_(const Tensor& tensor, double gain = 1.0);
 // mode: "fan_in" or "fan_out"; a: the leaky_relu slope.
-const Tensor& kaiming_uniform_(const Tensor& tensor, double a = 0, const std::string& mode = "fan_in",
-                               const std::string& nonlinearity = "leaky_relu");
-const Tensor& kaiming_normal_(const Tensor& tensor, double a = 0, const std::string& mode = "fan_in",
-                              const std::string& nonlinearity = "leaky_relu");
+// mode "fan_in"/"fan_out" (or kindle::kFanIn/kFanOut), nonlinearity "relu" (or kindle::kReLU), ...
+const Tensor& kaiming_uniform_(const Tensor& tensor, double a = 0, const EnumName& mode = "fan_in",
+                               const EnumName& nonlinearity = "leaky_relu");
+const Tensor& kaiming_normal_(const Tensor& tensor, double a = 0, const EnumName& mode = "fan_in",
+                              const EnumName& nonlinearity = "leaky_relu");
 
 }  // namespace kindle::nn::init

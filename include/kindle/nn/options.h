@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kindle/nn/enum.h"
 #include "kindle/tensor.h"
 
 // Declares an option: a chainable setter `name(value)`, a getter `name()` and the member name_.
@@ -248,43 +249,43 @@ struct TransformerEncoderLayerOptions {
   KINDLE_ARG(std::optional<DType>, dtype);
 };
 
-// Losses: reduction is "none", "mean" or "sum".
+// Losses: reduction is "none", "mean" or "sum" (or kindle::kNone, kMean, kSum).
 struct CrossEntropyLossOptions {
   KINDLE_ARG(Tensor, weight);  // undefined: no class weights
   KINDLE_ARG(int64_t, ignore_index) = -100;
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
   KINDLE_ARG(double, label_smoothing) = 0.0;
 };
 struct NLLLossOptions {
   KINDLE_ARG(Tensor, weight);
   KINDLE_ARG(int64_t, ignore_index) = -100;
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
 };
 struct BCELossOptions {
   KINDLE_ARG(Tensor, weight);
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
 };
 struct BCEWithLogitsLossOptions {
   KINDLE_ARG(Tensor, weight);
   KINDLE_ARG(Tensor, pos_weight);
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
 };
 struct ReductionOptions {
-  ReductionOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}
-  KINDLE_ARG(std::string, reduction);
+  ReductionOptions(EnumName reduction = "mean") : reduction_(std::move(reduction)) {}
+  KINDLE_ARG(EnumName, reduction);
 };
 using MSELossOptions = ReductionOptions;
 using L1LossOptions = ReductionOptions;
 struct SmoothL1LossOptions {
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
   KINDLE_ARG(double, beta) = 1.0;
 };
 struct HuberLossOptions {
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
   KINDLE_ARG(double, delta) = 1.0;
 };
 struct KLDivLossOptions {
-  KINDLE_ARG(std::string, reduction) = "mean";
+  KINDLE_ARG(EnumName, reduction) = "mean";
   KINDLE_ARG(bool, log_target) = false;
 };
 
