@@ -1,6 +1,8 @@
 // libtorch's functional spellings (include/kindle/nn/functional.h): thin wrappers over the op table.
 #include "kindle/nn/functional.h"
 
+#include <cmath>
+
 namespace kindle {
 
 std::string_view reduction_name(Reduction::Reduction r) {
@@ -161,6 +163,33 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
 }
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
   return kindle::smooth_l1_loss(input, target, o.reduction().name(), o.beta());
+}
+
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
+  KINDLE_CHECK_VALUE(input.dim() >= 3, "interpolate: expected a 3-D, 4-D or 5-D input (N, C, *spatial), got ",
+                     input.sizes());
+  const int64_t d = input.dim() - 2;
+  KINDLE_CHECK_VALUE(o.size().has_value() != o.scale_factor().has_value(),
+                     "interpolate: give exactly one of size and scale_factor");
+  std::vector<int64_t> out(static_cast<size_t>(d));
+  std::vector<std::optional<double>> scales(3);
+  if (o.size()) {
+    const auto& sz = *o.size();
+    KINDLE_CHECK_VALUE(sz.size() == 1 || int64_t(sz.size()) == d, "interpolate: size must have 1 or ", d,
+                       " elements, got ", sz.size());
+    for (int64_t i = 0; i < d; ++i) out[size_t(i)] = sz[sz.size() == 1 ? 0 : size_t(i)];
+  } else {
+    const auto& sf = *o.scale_factor();
+    KINDLE_CHECK_VALUE(sf.size() == 1 || int64_t(sf.size()) == d, "interpolate: scale_factor must have 1 or ", d,
+                       " elements, got ", sf.size());
+    for (int64_t i = 0; i < d; ++i) {
+      double f = sf[sf.size() == 1 ? 0 : size_t(i)];
+      out[size_t(i)] = int64_t(std::floor(double(input.size(2 + i)) * f));
+      scales[size_t(3 - d + i)] = f;
+    }
+  }
+  return kindle::interpolate(input, out, o.mode().name(), o.align_corners(), scales[0], scales[1], scales[2],
+                             o.antialias());
 }
 
 }  // namespace nn::functional

@@ -10,3 +10,4 @@
 #include "kindle/nn/options.h"
 #include "kindle/nn/rnn.h"
 #include "kindle/nn/transformer.h"
+#include "kindle/nn/utils.h"

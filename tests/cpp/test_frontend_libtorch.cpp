@@ -270,3 +270,27 @@ TEST(FrontendLibtorch, TagConstantsForNames) {
   nn::MSELoss none_loss{nn::MSELossOptions(kNone)};
   EXPECT_EQ(none_loss(logits, logits).sizes(), IntArrayRef({4, 3}));
 }
+
+TEST(FrontendLibtorch, ClipGradAndInterpolate) {
+  Tensor a = ones({3}).requires_grad_(), b = ones({4}).requires_grad_(), c = ones({2}).requires_grad_();
+  a.set_grad(full({3}, 3.0));
+  b.set_grad(full({4}, 4.0));  // c has no gradient
+  double total = nn::utils::clip_grad_norm_({a, b, c}, 1.0);
+  EXPECT_NEAR(total, std::sqrt(27.0 + 64.0), 1e-5);  // float32 norms
+  double after = std::sqrt(a.grad().pow(2).sum().item<double>() + b.grad().pow(2).sum().item<double>());
+  EXPECT_NEAR(after, 1.0, 1e-5);
+  EXPECT_NEAR(nn::utils::clip_grad_norm_({a, b}, 10.0, INFINITY), 4.0 / (std::sqrt(91.0) + 1e-6), 1e-6);
+  b.set_grad(full({4}, NAN));
+  EXPECT_THROW(nn::utils::clip_grad_norm_({a, b}, 1.0, 2.0, /*error_if_nonfinite=*/true), Error);
+  nn::utils::clip_grad_value_({a}, 0.01);
+  EXPECT_LE(a.grad().max().item<double>(), 0.01);
+
+  namespace F = nn::functional;
+  Tensor img = randn({1, 2, 4, 4});
+  Tensor up = F::interpolate(img, F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 8}).mode(kBilinear)
+                                      .align_corners(false));
+  EXPECT_TRUE(allclose(up, interpolate(img, {8, 8}, "bilinear", false)));
+  Tensor twice = F::interpolate(img, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2}));
+  EXPECT_EQ(twice.sizes(), IntArrayRef({1, 2, 8, 8}));
+  EXPECT_THROW(F::interpolate(img, F::InterpolateFuncOptions()), ValueError);
+}

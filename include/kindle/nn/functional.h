@@ -193,7 +193,16 @@ struct SmoothL1LossFuncOptions {
 };
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {});
 
-struct OneHotFuncOptions {};
+// size or scale_factor (one value for every spatial dim, or one per dim); mode "nearest",
+// "bilinear", ... (or kindle::kBilinear).
+struct InterpolateFuncOptions {
+  KINDLE_ARG(std::optional<std::vector<int64_t>>, size);
+  KINDLE_ARG(std::optional<std::vector<double>>, scale_factor);
+  KINDLE_ARG(EnumName, mode) = "nearest";
+  KINDLE_ARG(std::optional<bool>, align_corners);
+  KINDLE_ARG(bool, antialias) = false;
+};
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
 inline Tensor one_hot(const Tensor& input, int64_t num_classes = -1) { return kindle::one_hot(input, num_classes); }
 
 }  // namespace nn::functional
