@@ -20,7 +20,12 @@ class ArrayRef {
   // One element (libtorch's IntArrayRef(3)): the view points at the argument, which lives until
   // the end of the caller's full expression.
   constexpr ArrayRef(const T& one) : data_(&one), size_(1) {}
+  // A braced list passed as an argument lives until the end of the caller's full expression, as
+  // the view does (GCC warns about the constructor itself, whatever the call site).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
   constexpr ArrayRef(std::initializer_list<T> il) : data_(il.begin()), size_(il.size()) {}
+#pragma GCC diagnostic pop
   ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}
   template <typename C, typename = decltype(std::declval<const C&>().data()),
             typename = std::enable_if_t<!std::is_same_v<C, std::vector<T>>>>

@@ -15,6 +15,8 @@ struct Device {
   int8_t index = -1;
   constexpr Device() = default;
   constexpr Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}
+  // Device(kCUDA, 1): libtorch's kCUDA is a DeviceType, Kindle's a Device.
+  constexpr Device(Device d, int8_t i) : type(d.type), index(i) {}
   // Parses "cpu", "cuda", "cuda:1"; raises for anything else.
   static Device parse(std::string_view s);
   bool is_cpu() const { return type == DeviceType::CPU; }

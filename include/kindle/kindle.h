@@ -5,6 +5,7 @@
 #include "kindle/parallel.h"
 #include "kindle/operators.h"
 #include "kindle/factories.h"
+#include "kindle/indexing.h"
 #include "kindle/autograd.h"
 #include "kindle/optim.h"
 #include "kindle/shared_memory.h"

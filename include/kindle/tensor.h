@@ -22,6 +22,9 @@ class Generator;
 namespace autograd {
 struct Node;
 }
+namespace indexing {
+class TensorIndex;
+}
 using TensorList = ArrayRef<Tensor>;
 namespace detail {
 [[noreturn]] void throw_not_host_memory(Device device);
@@ -163,6 +166,13 @@ class Tensor {
                int64_t step = 1) const;
   // The same data without autograd history (libtorch's Tensor::data()).
   Tensor data() const;
+  // t.index({Slice(), 0}) is Python's t[:, 0]; index_put_ is t[...] = value (kindle/indexing.h).
+  Tensor index(ArrayRef<indexing::TensorIndex> indices) const;
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  const Tensor& index_put_(ArrayRef<indexing::TensorIndex> indices, const Tensor& value) const;
+  const Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value) const;
+  const Tensor& index_put_(ArrayRef<indexing::TensorIndex> indices, const Scalar& value) const;
+  const Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) const;
 
   // Autograd (csrc/autograd/variable.cpp).
   Tensor grad() const;

@@ -294,3 +294,30 @@ TEST(FrontendLibtorch, ClipGradAndInterpolate) {
   EXPECT_EQ(twice.sizes(), IntArrayRef({1, 2, 8, 8}));
   EXPECT_THROW(F::interpolate(img, F::InterpolateFuncOptions()), ValueError);
 }
+
+TEST(FrontendLibtorch, IndexingWithTensorIndex) {
+  using namespace indexing;
+  Tensor t = arange(0, 24, 1, kInt64).reshape({2, 3, 4});
+  EXPECT_TRUE(equal(t.index({Slice(), 0}), t.select(1, 0)));
+  EXPECT_TRUE(equal(t.index({1, Slice(None, 2), Slice(1, None, 2)}), tensor({{13, 15}, {17, 19}})));
+  EXPECT_TRUE(equal(t.index({Ellipsis, -1}), t.select(2, 3)));
+  EXPECT_TRUE(equal(t.index({"...", 0}), t.select(2, 0)));
+  EXPECT_EQ(t.index({None, 0}).sizes(), IntArrayRef({1, 3, 4}));
+  EXPECT_TRUE(equal(t.index({t > 20}), tensor({21, 22, 23})));
+  EXPECT_TRUE(equal(t.index({tensor({1, 0}), 2, 3}), tensor({23, 11})));
+  Tensor v = t.index({0});  // basic indices make views
+  v.index_put_({0, 0}, 100);
+  EXPECT_EQ(t[0][0][0].item<int64_t>(), 100);
+  t.index_put_({t > 20}, 0);
+  EXPECT_EQ(t.sum().item<int64_t>(), 20 * 21 / 2);  // 100 and 21..23 are now 0
+  t.index_put_({Slice(), 1}, zeros({4}, kInt64));
+  EXPECT_EQ(t.index({Slice(), 1}).abs().sum().item<int64_t>(), 0);
+  EXPECT_THROW(t.index({0, 0, 0, 0}), IndexError);
+  EXPECT_THROW(t.index({Ellipsis, Ellipsis}), IndexError);
+  EXPECT_THROW(t.index({5}), IndexError);
+  EXPECT_THROW(t.index({"..x"}), IndexError);
+  EXPECT_THROW(t.index_put_({t > 5}, ones({1})), Error);  // a float tensor into int64 (advanced index)
+  t.index_put_({0}, ones({3, 4}));                        // basic indices copy (and cast)
+  EXPECT_EQ(t[0].sum().item<int64_t>(), 12);
+  EXPECT_EQ(Device(kCUDA, 1).index, 1);
+}
