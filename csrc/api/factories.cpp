@@ -91,9 +91,19 @@ Tensor TensorData::to_tensor(const TensorOptions& options) const {
                   : kind_ == Kind::Int   ? kInt64
                                          : kBool;
   DType d = options.has_dtype() ? options.dtype() : natural;
-  Tensor out = empty(sizes_, d, kCPU);
-  Tensor flat = out.view({-1});
-  for (size_t i = 0; i < values_.size(); ++i) flat.select(0, int64_t(i)).fill_(values_[i]);
+  // One buffer of the natural kind, then one cast: not one fill per element.
+  Tensor out;
+  if (is_floating_point(natural)) {
+    std::vector<double> buf;
+    buf.reserve(values_.size());
+    for (const Scalar& v : values_) buf.push_back(v.to<double>());
+    out = from_blob(buf.data(), sizes_, kFloat64).to(d, /*copy=*/true);
+  } else {
+    std::vector<int64_t> buf;
+    buf.reserve(values_.size());
+    for (const Scalar& v : values_) buf.push_back(v.to<int64_t>());
+    out = from_blob(buf.data(), sizes_, kInt64).to(d, /*copy=*/true);
+  }
   if (options.has_device() && !options.device().is_cpu()) out = out._to_device(options.device());
   if (options.requires_grad()) out.requires_grad_(true);
   return out;
