@@ -1,5 +1,7 @@
 // GEMM: Intel MKL (from PyPI, through its single dynamic library mkl_rt) for float32 and
-// float64; a plain loop for the other dtypes (no BLAS has them).
+// float64; a plain loop for the other dtypes (no BLAS has them). On CPUs with AVX-512, float32
+// products of at least a few rows and columns run on Kindle's own kernel (sgemm.h): MKL runs
+// its AVX2 code on AMD's AVX-512 cores, at half their speed.
 //
 // Why MKL and not OpenBLAS: measured side by side with torch (which uses MKL), OpenBLAS reached
 // 84-89% of torch's GFLOP/s at 256-1024 on this machine, MKL 98-104%. MKL runs on the GNU
@@ -14,6 +16,7 @@
 #include "cpu/blas.h"
 #include "cpu/blas_symbols.h"
 #include "cpu/parallel.h"
+#include "cpu/sgemm.h"
 #include "ops/kernels.h"
 
 // The few MKL entry points used, declared here so that building needs only the runtime library.
@@ -259,6 +262,62 @@ void few_rows_gemm(const GemmArgs& g) {
   });
 }
 
+// Kindle's SGEMM takes products with at least this many rows and columns; thinner ones (a
+// matrix-vector product, a batch-1 linear layer) are bound by memory, where MKL's paths do well.
+constexpr int64_t kOwnMin = 8;
+bool own_sgemm(int64_t m, int64_t n) { return m >= kOwnMin && n >= kOwnMin && sgemm::available(); }
+
+// One float32 product on `threads` threads: C split into bands of whole micro-tiles of columns
+// (or of rows, for a tall C). Every element of C is the same sum in the same order however C is
+// split, so the result does not depend on the thread count.
+void own_gemm(const GemmArgs& g, int threads) {
+  auto a = static_cast<const float*>(g.a);
+  auto b = static_cast<const float*>(g.b);
+  auto c = static_cast<float*>(g.c);
+  const float alpha = float(g.alpha), beta = float(g.beta);
+  if (threads <= 1 || omp_in_parallel()) {
+    sgemm::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, alpha, a, g.lda, b, g.ldb, beta, c, g.ldc);
+    return;
+  }
+  const bool by_cols = g.n >= g.m;
+  const int64_t extent = by_cols ? g.n : g.m, unit = by_cols ? 32 : 12;
+  const int64_t parts = std::min<int64_t>(threads, (extent + unit - 1) / unit);
+  const int64_t step = (extent + unit * parts - 1) / (unit * parts) * unit;
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t lo = p * step, len = std::min(extent, lo + step) - lo;
+      if (len <= 0) continue;
+      if (by_cols)
+        sgemm::gemm(g.trans_a, g.trans_b, g.m, len, g.k, alpha, a, g.lda, b + (g.trans_b ? lo * g.ldb : lo), g.ldb,
+                    beta, c + lo, g.ldc);
+      else
+        sgemm::gemm(g.trans_a, g.trans_b, len, g.n, g.k, alpha, a + (g.trans_a ? lo : lo * g.lda), g.lda, b, g.ldb,
+                    beta, c + lo * g.ldc, g.ldc);
+    }
+  });
+}
+
+// A batch of float32 products: the matrices in parallel when there are enough of them, else one
+// after another, each on every thread.
+void own_gemm_batch(const GemmArgs& g0, int64_t batch, int64_t sa, int64_t sb, int64_t sc, int threads) {
+  auto item = [&](int64_t i, int t) {
+    GemmArgs g = g0;
+    g.a = static_cast<const float*>(g.a) + i * sa;
+    g.b = static_cast<const float*>(g.b) + i * sb;
+    g.c = static_cast<float*>(g.c) + i * sc;
+    own_gemm(g, t);
+  };
+  if (threads <= 1) {
+    for (int64_t i = 0; i < batch; ++i) item(i, 1);
+  } else if (batch >= 2 * threads) {
+    parallel_for(0, batch, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) item(i, 1);
+    });
+  } else {
+    for (int64_t i = 0; i < batch; ++i) item(i, threads);
+  }
+}
+
 // complex64/complex128 through MKL's cgemm/zgemm (a batch of one is a batch too).
 void complex_gemm(DType dt, const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   KINDLE_CHECK(fits_int({g.m, g.n, g.k, g.lda, g.ldb, g.ldc, sa, sb, sc, batch}), "matmul: a complex product of ",
@@ -330,6 +389,12 @@ void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_
           few_rows_gemm<T>(*g0);
           return;
         }
+        if constexpr (std::is_same_v<T, float>) {
+          if (own_sgemm(g0->m, g0->n)) {
+            own_gemm_batch(*g0, batch, sa, sb, sc, flops < double(1 << 23) ? 1 : get_num_threads());
+            return;
+          }
+        }
         MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
         blas_gemm<T>(*g0, batch, sa, sb, sc);
         return;
@@ -352,9 +417,12 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
   if (m == 0 || n == 0) return;
+  GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, double(alpha), double(beta)};
+  if constexpr (std::is_same_v<T, float>) {
+    if (own_sgemm(m, n)) return own_gemm(g, threads);
+  }
   init_mkl();
   MKL_Set_Num_Threads_Local(threads);
-  GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, double(alpha), double(beta)};
   blas_gemm<T>(g, 1, 0, 0, 0);
 }
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,

@@ -15,12 +15,15 @@
 // blocks in order.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 #include <immintrin.h>
 
 #include "cpu/blas.h"
 #include "cpu/parallel.h"
+#include "cpu/sgemm.h"
 #include "cpu/winograd.h"
 #include "ops/kernels.h"
 
@@ -48,14 +51,34 @@ struct Conv {
     nb = L >= kTileCols / 2 || L == 0 ? 1 : std::max<int64_t>(1, std::min((g.N + 1) / 2, kImageTileCols / L));
     band = std::max<int64_t>(1, std::min(g.oh, kTileCols / std::max<int64_t>(1, g.ow)));
     direct = nb == 1 && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    // Strided or narrow output rows (DCGAN's 4x4 stride-2 layers on 8-16 pixel maps, a ResNet's
+    // 4x4 stage): the row-by-row copies of im2col move a few elements each and cost more than the
+    // GEMM. There every tap's source in the plane is tabulated once per call, and im2col and
+    // col2im become one gather (scatter-add) loop per channel and tap.
+    const int64_t taps = g.kh * g.kw;
+    if (!direct && !(Cg == 1 && G > 1) && (g.sw > 1 || g.ow < 16) && L * taps <= (int64_t(1) << 18)) {
+      table.resize(size_t(taps * L));
+      for (int64_t ki = 0; ki < g.kh; ++ki)
+        for (int64_t kj = 0; kj < g.kw; ++kj)
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              const int64_t ih = oy * g.sh - g.ph + ki * g.dh, iw = ox * g.sw - g.pw + kj * g.dw;
+              table[size_t((ki * g.kw + kj) * L + oy * g.ow + ox)] =
+                  ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? int32_t(ih * g.W + iw) : -1;
+            }
+    }
   }
+
+  std::vector<int32_t> table;  // (tap, output position): offset in the input plane, -1 in the padding
 
   int64_t units() const { return (g.N + nb - 1) / nb; }
   // 3x3, stride 1, undilated, ungrouped, float32, with channels enough for the transforms to pay:
   // Winograd F(2x2, 3x3) (csrc/cpu/winograd.cpp) for the forward pass and the input gradient.
+  // Not on maps under 10x10 (a ResNet's 7x7 and 4x4 stages): their few tiles make 16 thin GEMMs,
+  // and the per-call filter transform outweighs the saving (im2col ran in half the time at 7x7).
   bool winograd() const {
     return std::is_same_v<T, float> && G == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
-           g.dw == 1 && std::min(g.C, O) >= 16 && g.oh >= 2 && g.ow >= 2;
+           g.dw == 1 && std::min(g.C, O) >= 16 && g.oh * g.ow >= 100;
   }
   // Columns of the widest tile.
   int64_t tile_cols() const { return nb == 1 ? band * g.ow : nb * L; }
@@ -72,6 +95,18 @@ struct Conv {
 
   // Unfolds output rows [oy0, oy1) of image x: row r of the column matrix starts at col + r * ld.
   void im2col(const T* x, T* col, int64_t ld, int64_t oy0, int64_t oy1) const {
+    if (!table.empty()) {
+      const int64_t taps = g.kh * g.kw, l0 = oy0 * g.ow, l1 = oy1 * g.ow;
+      for (int64_t c = 0; c < g.C; ++c) {
+        const T* xc = x + c * HW;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int32_t* src = table.data() + t * L;
+          T* row = col + (c * taps + t) * ld - l0;
+          for (int64_t l = l0; l < l1; ++l) row[l] = src[l] >= 0 ? xc[src[l]] : T(0);
+        }
+      }
+      return;
+    }
     // Stride 1 with output rows as wide as input rows ("same" padding): a tap's window rows are
     // one contiguous run of the input plane (whose reads stay inside the plane while pw <= W).
     const bool rows_contiguous = g.sh == 1 && g.sw == 1 && g.ow == g.W && g.pw <= g.W;
@@ -109,6 +144,7 @@ struct Conv {
             const T* src = x + (c * g.H + ih) * g.W + off;
             std::fill(r, r + lo, T(0));
             if (g.sw == 1) std::memcpy(r + lo, src + lo, size_t(hi - lo) * sizeof(T));
+            else if (g.sw == 2) for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[2 * ox];  // a constant stride vectorises
             else for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[ox * g.sw];
             std::fill(r + hi, r + g.ow, T(0));
           }
@@ -117,6 +153,19 @@ struct Conv {
 
   // dx += the adjoint of im2col(., ., ld, oy0, oy1) applied to col.
   void col2im(const T* col, int64_t ld, int64_t oy0, int64_t oy1, T* dx) const {
+    if (!table.empty()) {
+      const int64_t taps = g.kh * g.kw, l0 = oy0 * g.ow, l1 = oy1 * g.ow;
+      for (int64_t c = 0; c < g.C; ++c) {
+        T* dc = dx + c * HW;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int32_t* dst = table.data() + t * L;
+          const T* row = col + (c * taps + t) * ld - l0;
+          for (int64_t l = l0; l < l1; ++l)
+            if (dst[l] >= 0) dc[dst[l]] += row[l];
+        }
+      }
+      return;
+    }
     for (int64_t c = 0; c < g.C; ++c)
       for (int64_t ki = 0; ki < g.kh; ++ki)
         for (int64_t kj = 0; kj < g.kw; ++kj) {
@@ -157,6 +206,33 @@ struct Conv {
   }
 };
 
+// Each group's filters as the left operand of the GEMMs: W_g (Og x CgK), or its transpose for the
+// input gradient. Packed once per call where Kindle's SGEMM runs (sgemm.h), so that the units
+// and bands of one call share one packing (a 512-channel 3x3 layer's filters are 9 MB).
+template <typename T>
+struct Filters {
+  const T* w;
+  int64_t Og, CgK;
+  bool trans;
+  std::vector<std::unique_ptr<sgemm::PackedA>> packed;
+
+  Filters(const T* w_, const Conv<T>& cv, bool trans_) : w(w_), Og(cv.Og), CgK(cv.CgK), trans(trans_) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (sgemm::available() && (trans ? CgK : Og) >= 8)
+        for (int64_t gi = 0; gi < cv.G; ++gi)
+          packed.push_back(trans ? std::make_unique<sgemm::PackedA>(true, CgK, Og, w + gi * Og * CgK, CgK)
+                                 : std::make_unique<sgemm::PackedA>(false, Og, CgK, w + gi * Og * CgK, CgK));
+    }
+  }
+  // c (rows of op(W_g), n columns) = op(W_g) b + beta c, on the calling thread.
+  void mul(int64_t gi, int64_t n, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (!packed.empty()) return sgemm::multiply(*packed[size_t(gi)], false, n, 1.f, b, ldb, beta, c, ldc);
+    }
+    if (trans) gemm<T>(true, false, CgK, n, Og, T(1), w + gi * Og * CgK, CgK, b, ldb, beta, c, ldc, 1);
+    else gemm<T>(false, false, Og, n, CgK, T(1), w + gi * Og * CgK, CgK, b, ldb, beta, c, ldc, 1);
+  }
+};
 
 // Depthwise convolution (one input channel per group): a direct stencil per output plane. GEMMs
 // with one input channel would be (1 x k*k) by (k*k x L) products, all overhead.
@@ -296,6 +372,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
       return;
     }
   }
+  const Filters<T> filters(w, cv, false);
   cv.over_units(input.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
     for (int64_t u = first; u < last; ++u) {
       const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
@@ -306,8 +383,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         T* tile = buf + cv.K * cols;
         for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
         for (int64_t gi = 0; gi < cv.G; ++gi)
-          gemm<T>(false, false, cv.Og, cols, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, buf + gi * cv.CgK * cols,
-                  cols, T(0), tile + gi * cv.Og * cols, cols, 1);
+          filters.mul(gi, cols, buf + gi * cv.CgK * cols, cols, T(0), tile + gi * cv.Og * cols, cols);
         for (int64_t i = 0; i < m; ++i)
           for (int64_t o = 0; o < cv.O; ++o) {
             const T* src = tile + o * cols + i * cv.L;
@@ -333,8 +409,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         if (b)
           for (int64_t o = 0; o < cv.O; ++o) std::fill(yb + o * cv.L, yb + o * cv.L + cw, b[o]);
         for (int64_t gi = 0; gi < cv.G; ++gi)
-          gemm<T>(false, false, cv.Og, cw, cv.CgK, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, cols + gi * cv.CgK * ld, ld,
-                  b ? T(1) : T(0), yb + gi * cv.Og * cv.L, cv.L, 1);
+          filters.mul(gi, cw, cols + gi * cv.CgK * ld, ld, b ? T(1) : T(0), yb + gi * cv.Og * cv.L, cv.L);
       };
       const int64_t bands = (g.oh + cv.band - 1) / cv.band;
       // Small convolutions (LeNet at batch 1) are not worth waking a thread for.
@@ -379,6 +454,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
       return;
     }
   }
+  const Filters<T> filters(w, cv, true);
   cv.over_units(grad_out.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
     for (int64_t u = first; u < last; ++u) {
       const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
@@ -386,8 +462,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
       T* dxn = dx + n0 * g.C * cv.HW;
       if (cv.direct) {
         for (int64_t gi = 0; gi < cv.G; ++gi)
-          gemm<T>(true, false, cv.CgK, cv.L, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, gyn + gi * cv.Og * cv.L,
-                  cv.L, T(0), dxn + gi * cv.CgK * cv.L, cv.L, 1);
+          filters.mul(gi, cv.L, gyn + gi * cv.Og * cv.L, cv.L, T(0), dxn + gi * cv.CgK * cv.L, cv.L);
         continue;
       }
       if (cv.nb > 1) {
@@ -396,8 +471,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
         T* tile = buf + cv.K * cols;
         for (int64_t i = 0; i < m; ++i) cv.gather(gyn, tile, i, m);
         for (int64_t gi = 0; gi < cv.G; ++gi)
-          gemm<T>(true, false, cv.CgK, cols, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK, tile + gi * cv.Og * cols,
-                  cols, T(0), buf + gi * cv.CgK * cols, cols, 1);
+          filters.mul(gi, cols, tile + gi * cv.Og * cols, cols, T(0), buf + gi * cv.CgK * cols, cols);
         for (int64_t i = 0; i < m; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
         continue;
       }
@@ -405,8 +479,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
       for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
         const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
         for (int64_t gi = 0; gi < cv.G; ++gi)
-          gemm<T>(true, false, cv.CgK, cw, cv.Og, T(1), w + gi * cv.Og * cv.CgK, cv.CgK,
-                  gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw, 1);
+          filters.mul(gi, cw, gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw);
         cv.col2im(buf, cw, oy0, oy1, dxn);
       }
     }

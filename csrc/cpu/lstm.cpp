@@ -1,10 +1,14 @@
 // LSTM pointwise kernels (see ops/rnn_kernels.h): one pass over the gates instead of a dozen
 // elementwise ops (and their autograd nodes) per time step.
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/blas.h"
 #include "cpu/parallel.h"
+#include "cpu/sgemm.h"
 #include "cpu/vec_math.h"
 #include "ops/rnn_kernels.h"
 
@@ -73,13 +77,58 @@ void backward(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const T
   });
 }
 
+// One step's product with the recurrent weight, y (B x m) = x (B x k) op(W)^T + beta y, op(W) of
+// m x k, packed once for every step. Where Kindle's SGEMM runs (sgemm.h) and the batch has at least
+// 8 rows, op(W) is its left operand and the product is computed transposed (m x B: the batch is
+// the kernel's columns), then added into y; otherwise MKL's packed GEMM with op(W)^T packed.
+template <typename T>
+class StepProduct {
+ public:
+  // op(W) = W (stored m x k) or W^T (W stored k x m), rows ld apart.
+  StepProduct(bool trans_w, int64_t B, int64_t m, int64_t k, const T* w, int64_t ld) : B_(B), m_(m) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (B >= 8 && sgemm::available()) {
+        own_ = std::make_unique<sgemm::PackedA>(trans_w, m, k, w, ld);
+        tmp_.resize(size_t(m * B));
+        return;
+      }
+    }
+    mkl_ = std::make_unique<PackedGemm<T>>(!trans_w, B, m, k, w, ld);
+  }
+  void multiply(const T* x, int64_t ldx, T beta, T* y, int64_t ldy) {
+    if (mkl_) return mkl_->multiply(x, ldx, beta, y, ldy);
+    if constexpr (std::is_same_v<T, float>) {
+      sgemm::multiply(*own_, true, B_, 1.f, x, ldx, 0.f, tmp_.data(), B_);
+      // y += tmp^T in blocks of 64 columns of y, whose 64 rows of tmp stay in L1 across the batch.
+      constexpr int64_t kBlock = 64;
+      for (int64_t j0 = 0; j0 < m_; j0 += kBlock) {
+        const int64_t j1 = std::min(m_, j0 + kBlock);
+        for (int64_t b = 0; b < B_; ++b) {
+          T* yr = y + b * ldy;
+          const T* t = tmp_.data() + b;
+          if (beta == T(0))
+            for (int64_t j = j0; j < j1; ++j) yr[j] = t[j * B_];
+          else
+            for (int64_t j = j0; j < j1; ++j) yr[j] = beta * yr[j] + t[j * B_];
+        }
+      }
+    }
+  }
+
+ private:
+  int64_t B_, m_;
+  std::unique_ptr<PackedGemm<T>> mkl_;
+  std::unique_ptr<sgemm::PackedA> own_;
+  std::vector<T> tmp_;
+};
+
 // The whole recurrence of one layer and direction: G holds the input projections on entry and
-// the gates on exit; w_hh^T is packed once for all steps.
+// the gates on exit; w_hh is packed once for all steps.
 template <typename T>
 void recurrence(const Tensor& G, const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& out,
                 const Tensor& cells, bool reverse) {
   const int64_t steps = G.size(0), B = G.size(1), H4 = G.size(2), H = H4 / 4;
-  const PackedGemm<T> wt(true, B, H4, H, static_cast<const T*>(w_hh.data_ptr()), H);
+  StepProduct<T> wt(false, B, H4, H, static_cast<const T*>(w_hh.data_ptr()), H);
   Tensor h = h0, c = c0;
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t t = reverse ? steps - 1 - s : s;
@@ -97,7 +146,7 @@ template <typename T>
 void recurrence_backward(const Tensor* dout, const Tensor& G, const Tensor& c0, const Tensor& cells,
                          const Tensor& w_hh, const Tensor& dG, const Tensor& dh, const Tensor& dc, bool reverse) {
   const int64_t steps = G.size(0), B = G.size(1), H4 = G.size(2), H = H4 / 4;
-  const PackedGemm<T> w(false, B, H, H4, static_cast<const T*>(w_hh.data_ptr()), H);
+  StepProduct<T> w(true, B, H, H4, static_cast<const T*>(w_hh.data_ptr()), H);
   Tensor gh = empty_tensor({B, H}, dh.dtype(), dh.device()), dcp = empty_tensor({B, H}, dc.dtype(), dc.device());
   T* ghp = static_cast<T*>(gh.data_ptr());
   T* dhp = static_cast<T*>(dh.data_ptr());

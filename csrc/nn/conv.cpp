@@ -238,6 +238,19 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
   int64_t OH = (H - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1;
   int64_t OW = (W - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + output_padding[1] + 1;
   KINDLE_CHECK(OH > 0 && OW > 0, "conv_transpose2d: the output size (", OH, " x ", OW, ") would not be positive");
+  // A transposed convolution is the input gradient of the convolution it transposes: the same
+  // kernel (filters packed once, col2im per image, Winograd for 3x3 stride 1) and the same
+  // derivatives (ops.yaml). An output padding of a whole stride or more (allowed where the
+  // dilation exceeds the stride) makes that convolution's output op / stride rows (columns)
+  // longer than the input: zeros there, which add nothing.
+  const bool native = (input.dtype() == kFloat32 || input.dtype() == kFloat64) && weight.dtype() == input.dtype();
+  if (native) {
+    const int64_t eh = output_padding[0] / stride[0], ew = output_padding[1] / stride[1];
+    const Tensor x = eh || ew ? pad(input, {0, ew, 0, eh}, "constant", 0.0) : input;
+    Tensor out = conv2d_backward_input(x, weight, {N, O, OH, OW}, stride, padding, dilation, groups);
+    if (bias) out = out + bias->reshape({1, O, 1, 1});
+    return out;
+  }
   Tensor rows = input.permute({0, 2, 3, 1}).reshape({N * H * W, Cin});
   int64_t Cg = Cin / groups;
   std::vector<Tensor> parts;

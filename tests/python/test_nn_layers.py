@@ -326,6 +326,27 @@ def test_conv_transpose_output_size():
         km(kindle.from_numpy(x), output_size=[12, 12])
 
 
+@pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [
+    (1, 0, 1, 2, 1),  # an output padding of a whole stride (the dilation allows it)
+    (2, 0, 3, 4, 1), (2, 1, 1, 3, 2), (3, 2, 2, 1, 1), (2, 1, 1, 1, 1), (1, 1, 0, 1, 4)])
+def test_conv_transpose2d_geometries_with_gradients(stride, padding, output_padding, dilation, groups):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 5, 6, requires_grad=True)
+    w = torch.randn(8, 3, 3, 4, requires_grad=True)
+    b = torch.randn(3 * groups, requires_grad=True)
+    args = dict(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation, groups=groups)
+    out = torch.nn.functional.conv_transpose2d(x, w, b, **args)
+    kx, kw, kb = (kindle.tensor(t.detach().numpy(), requires_grad=True) for t in (x, w, b))
+    ko = kindle.nn.functional.conv_transpose2d(kx, kw, kb, **args)
+    assert ko.shape == out.shape
+    g = torch.randn_like(out)
+    (out * g).sum().backward()
+    (ko * kindle.tensor(g.numpy())).sum().backward()
+    for got, want in [(ko, out), (kx.grad, x.grad), (kw.grad, w.grad), (kb.grad, b.grad)]:
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_embedding_from_pretrained():
     w = kindle.randn(5, 3)
     e = nn.Embedding.from_pretrained(w)
