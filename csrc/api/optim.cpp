@@ -1,6 +1,8 @@
 // SGD, Adam, AdamW, RMSprop over the fused steps of kindle/optim.h, with Python's parameter
 // groups, checks and state-dict format (python/kindle/optim/*.py).
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "kindle/autograd.h"
@@ -527,7 +529,9 @@ std::vector<double> LRScheduler::group_lrs() const {
 
 void LRScheduler::initialize() {
   base_lrs_ = group_lrs();
+  initial_ = true;
   step();
+  initial_ = false;
 }
 
 void LRScheduler::step() {
@@ -641,6 +645,316 @@ std::vector<double> CosineAnnealingLR::get_lr() {
   for (double& lr : lrs)
     lr = (1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lr - eta_min_) + eta_min_;
   return lrs;
+}
+
+}  // namespace kindle::optim
+
+// ---- the other schedulers (python/kindle/optim/lr_scheduler.py has the same recursions)
+
+namespace kindle::optim {
+namespace {
+
+std::vector<LambdaLR::Lambda> one_per_group(const Optimizer& optimizer, LambdaLR::Lambda f) {
+  return std::vector<LambdaLR::Lambda>(optimizer.num_param_groups(), std::move(f));
+}
+
+void check_factor(double f, double lo, bool lo_open, const char* what, const char* op) {
+  KINDLE_CHECK_VALUE(f <= 1.0 && (lo_open ? f > lo : f >= lo), op, ": ", what, " expected ",
+                     lo_open ? "greater than 0 and less or equal to 1" : "between 0 and 1", ", got ", f);
+}
+
+}  // namespace
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, const char* name)
+    : LRScheduler(optimizer), lambdas_(std::move(lr_lambdas)) {
+  KINDLE_CHECK_VALUE(lambdas_.size() == optimizer.num_param_groups(), name, ": expected ",
+                     optimizer.num_param_groups(), " lr_lambdas (one per parameter group), but got ", lambdas_.size());
+  for (const Lambda& f : lambdas_) KINDLE_CHECK_TYPE(bool(f), name, ": lr_lambda should be a function, got an empty one");
+}
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas)
+    : LambdaLR(optimizer, std::move(lr_lambdas), "LambdaLR") {
+  initialize();
+}
+LambdaLR::LambdaLR(Optimizer& optimizer, Lambda lr_lambda)
+    : LambdaLR(optimizer, one_per_group(optimizer, std::move(lr_lambda))) {}
+
+std::vector<double> LambdaLR::get_lr() {
+  std::vector<double> lrs(base_lrs_.size());
+  for (size_t g = 0; g < lrs.size(); ++g) lrs[g] = base_lrs_[g] * lambdas_[g](last_epoch_);
+  return lrs;
+}
+
+// Functions are not saved (Python saves None for a plain function).
+Value::Entries LambdaLR::hyperparameters() const {
+  Value::Items none(lambdas_.size());
+  return {{"lr_lambdas", Value::list(std::move(none))}};
+}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas)
+    : LambdaLR(optimizer, std::move(lr_lambdas), "MultiplicativeLR") {
+  initialize();
+}
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, Lambda lr_lambda)
+    : MultiplicativeLR(optimizer, one_per_group(optimizer, std::move(lr_lambda))) {}
+
+std::vector<double> MultiplicativeLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  if (initial()) return lrs;
+  for (size_t g = 0; g < lrs.size(); ++g) lrs[g] *= lambdas_[g](last_epoch_);
+  return lrs;
+}
+
+MultiStepLR::MultiStepLR(Optimizer& optimizer, const std::vector<int64_t>& milestones, double gamma)
+    : LRScheduler(optimizer), gamma_(gamma) {
+  std::vector<int64_t> sorted = milestones;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t m : sorted) {
+    if (!milestones_.empty() && milestones_.back().first == m) ++milestones_.back().second;
+    else milestones_.emplace_back(m, 1);
+  }
+  initialize();
+}
+
+std::vector<double> MultiStepLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  auto it = std::find_if(milestones_.begin(), milestones_.end(), [&](const auto& m) { return m.first == last_epoch_; });
+  if (it == milestones_.end()) return lrs;
+  for (double& lr : lrs) lr *= std::pow(gamma_, double(it->second));
+  return lrs;
+}
+
+// Python's Counter: a dict of milestone -> count.
+Value::Entries MultiStepLR::hyperparameters() const {
+  Value::Entries counter;
+  for (const auto& [m, n] : milestones_) counter.emplace_back(Value(m), Value(n));
+  return {{"milestones", Value::dict(std::move(counter))}, {"gamma", gamma_}};
+}
+
+void MultiStepLR::load_hyperparameters(const Value& sd) {
+  std::vector<std::pair<int64_t, int64_t>> ms;
+  for (const auto& [k, v] : sd.at("milestones", "MultiStepLR state_dict").entries("milestones"))
+    ms.emplace_back(k.to_int("milestone"), v.to_int("milestone count"));
+  std::sort(ms.begin(), ms.end());
+  milestones_ = std::move(ms);
+  gamma_ = sd.at("gamma", "MultiStepLR state_dict").to_double("gamma");
+}
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
+    : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
+  KINDLE_CHECK_VALUE(factor >= 0 && factor <= 1.0, "ConstantLR: Constant multiplicative factor expected to be between "
+                     "0 and 1, got ", factor);
+  initialize();
+}
+
+std::vector<double> ConstantLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  if (last_epoch_ == 0)
+    for (double& lr : lrs) lr *= factor_;
+  else if (last_epoch_ == total_iters_)
+    for (double& lr : lrs) lr *= 1.0 / factor_;
+  return lrs;
+}
+
+Value::Entries ConstantLR::hyperparameters() const { return {{"factor", factor_}, {"total_iters", total_iters_}}; }
+
+void ConstantLR::load_hyperparameters(const Value& sd) {
+  factor_ = sd.at("factor", "ConstantLR state_dict").to_double("factor");
+  total_iters_ = sd.at("total_iters", "ConstantLR state_dict").to_int("total_iters");
+}
+
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
+    : LRScheduler(optimizer), start_factor_(start_factor), end_factor_(end_factor), total_iters_(total_iters) {
+  check_factor(start_factor, 0, true, "Starting multiplicative factor", "LinearLR");
+  check_factor(end_factor, 0, false, "Ending multiplicative factor", "LinearLR");
+  initialize();
+}
+
+std::vector<double> LinearLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  if (last_epoch_ == 0) {
+    for (double& lr : lrs) lr *= start_factor_;
+    return lrs;
+  }
+  if (initial() || last_epoch_ > total_iters_) return lrs;
+  const double delta = end_factor_ - start_factor_;
+  for (double& lr : lrs) lr *= 1.0 + delta / (double(total_iters_) * start_factor_ + double(last_epoch_ - 1) * delta);
+  return lrs;
+}
+
+Value::Entries LinearLR::hyperparameters() const {
+  return {{"start_factor", start_factor_}, {"end_factor", end_factor_}, {"total_iters", total_iters_}};
+}
+
+void LinearLR::load_hyperparameters(const Value& sd) {
+  start_factor_ = sd.at("start_factor", "LinearLR state_dict").to_double("start_factor");
+  end_factor_ = sd.at("end_factor", "LinearLR state_dict").to_double("end_factor");
+  total_iters_ = sd.at("total_iters", "LinearLR state_dict").to_int("total_iters");
+}
+
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
+  initialize();
+}
+
+std::vector<double> ExponentialLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  if (initial()) return lrs;
+  for (double& lr : lrs) lr *= gamma_;
+  return lrs;
+}
+
+Value::Entries ExponentialLR::hyperparameters() const { return {{"gamma", gamma_}}; }
+
+void ExponentialLR::load_hyperparameters(const Value& sd) {
+  gamma_ = sd.at("gamma", "ExponentialLR state_dict").to_double("gamma");
+}
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
+    : LRScheduler(optimizer), total_iters_(total_iters), power_(power) {
+  KINDLE_CHECK_VALUE(total_iters > 0, "PolynomialLR: total_iters must be positive, got ", total_iters);
+  initialize();
+}
+
+std::vector<double> PolynomialLR::get_lr() {
+  std::vector<double> lrs = group_lrs();
+  if (initial() || last_epoch_ > total_iters_) return lrs;
+  const double T = double(total_iters_), e = double(last_epoch_);
+  const double decay = std::pow((1.0 - e / T) / (1.0 - (e - 1) / T), power_);
+  for (double& lr : lrs) lr *= decay;
+  return lrs;
+}
+
+Value::Entries PolynomialLR::hyperparameters() const { return {{"total_iters", total_iters_}, {"power", power_}}; }
+
+void PolynomialLR::load_hyperparameters(const Value& sd) {
+  total_iters_ = sd.at("total_iters", "PolynomialLR state_dict").to_int("total_iters");
+  power_ = sd.at("power", "PolynomialLR state_dict").to_double("power");
+}
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult,
+                                                         double eta_min)
+    : LRScheduler(optimizer), T_0_(T_0), T_i_(T_0), T_mult_(T_mult), eta_min_(eta_min) {
+  KINDLE_CHECK_VALUE(T_0 > 0, "CosineAnnealingWarmRestarts: Expected positive integer T_0, but got ", T_0);
+  KINDLE_CHECK_VALUE(T_mult >= 1, "CosineAnnealingWarmRestarts: Expected integer T_mult >= 1, but got ", T_mult);
+  initialize();
+}
+
+// Python's step() advances T_cur before get_lr; here get_lr runs once per step and does it.
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+  if (initial()) {
+    T_i_ = T_0_;
+    T_cur_ = 0;
+  } else if (++T_cur_ >= double(T_i_)) {
+    T_cur_ = std::fmod(T_cur_, double(T_i_));
+    T_i_ *= T_mult_;
+  }
+  std::vector<double> lrs(base_lrs_.size());
+  for (size_t g = 0; g < lrs.size(); ++g)
+    lrs[g] = eta_min_ + (base_lrs_[g] - eta_min_) * (1 + std::cos(M_PI * T_cur_ / double(T_i_))) / 2;
+  return lrs;
+}
+
+Value::Entries CosineAnnealingWarmRestarts::hyperparameters() const {
+  return {{"T_0", T_0_}, {"T_i", T_i_}, {"T_mult", T_mult_}, {"eta_min", eta_min_}, {"T_cur", T_cur_}};
+}
+
+void CosineAnnealingWarmRestarts::load_hyperparameters(const Value& sd) {
+  const char* what = "CosineAnnealingWarmRestarts state_dict";
+  T_0_ = sd.at("T_0", what).to_int("T_0");
+  T_i_ = sd.at("T_i", what).to_int("T_i");
+  T_mult_ = sd.at("T_mult", what).to_int("T_mult");
+  eta_min_ = sd.at("eta_min", what).to_double("eta_min");
+  T_cur_ = sd.at("T_cur", what).to_double("T_cur");
+  KINDLE_CHECK_VALUE(T_0_ > 0 && T_i_ > 0 && T_mult_ >= 1, "CosineAnnealingWarmRestarts.load_state_dict: T_0 ", T_0_,
+                     ", T_i ", T_i_, " and T_mult ", T_mult_, " must be positive");
+}
+
+ReduceLROnPlateauScheduler::ReduceLROnPlateauScheduler(Optimizer& optimizer, SchedulerMode mode, float factor,
+                                                       int patience, double threshold, ThresholdMode threshold_mode,
+                                                       int cooldown, const std::vector<float>& min_lr, double eps,
+                                                       bool /*verbose*/)
+    : optimizer_(optimizer), mode_(mode), factor_(factor), threshold_(threshold), eps_(eps), patience_(patience),
+      cooldown_(cooldown), threshold_mode_(threshold_mode) {
+  KINDLE_CHECK_VALUE(factor < 1.0f, "ReduceLROnPlateau: Factor should be < 1.0, got ", factor);
+  const size_t groups = optimizer.num_param_groups();
+  if (min_lr.empty()) min_lrs_.assign(groups, 0.0);
+  else if (min_lr.size() == 1) min_lrs_.assign(groups, double(min_lr[0]));
+  else min_lrs_.assign(min_lr.begin(), min_lr.end());
+  KINDLE_CHECK_VALUE(min_lrs_.size() == groups, "ReduceLROnPlateau: expected ", groups, " min_lrs, got ",
+                     min_lrs_.size());
+  best_ = mode == min ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  for (size_t g = 0; g < groups; ++g) last_lr_.push_back(optimizer.lr(g));
+}
+
+bool ReduceLROnPlateauScheduler::is_better(double a) const {
+  if (mode_ == min) return threshold_mode_ == rel ? a < best_ * (1.0 - threshold_) : a < best_ - threshold_;
+  return threshold_mode_ == rel ? a > best_ * (threshold_ + 1.0) : a > best_ + threshold_;
+}
+
+void ReduceLROnPlateauScheduler::step(float metric) {
+  const double current = metric;
+  ++last_epoch_;
+  if (is_better(current)) {
+    best_ = current;
+    num_bad_epochs_ = 0;
+  } else {
+    ++num_bad_epochs_;
+  }
+  if (cooldown_counter_ > 0) {
+    --cooldown_counter_;
+    num_bad_epochs_ = 0;  // bad epochs in cooldown do not count
+  }
+  if (num_bad_epochs_ > patience_) {
+    KINDLE_CHECK(min_lrs_.size() == optimizer_.num_param_groups(), "ReduceLROnPlateau: the optimizer has ",
+                 optimizer_.num_param_groups(), " parameter groups but ", min_lrs_.size(), " min_lrs");
+    for (size_t g = 0; g < min_lrs_.size(); ++g) {
+      const double old_lr = optimizer_.lr(g), new_lr = std::max(old_lr * factor_, min_lrs_[g]);
+      if (old_lr - new_lr > eps_) optimizer_.set_lr(g, new_lr);
+    }
+    cooldown_counter_ = cooldown_;
+    num_bad_epochs_ = 0;
+  }
+  last_lr_.clear();
+  for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) last_lr_.push_back(optimizer_.lr(g));
+}
+
+Value ReduceLROnPlateauScheduler::state_dict() const {
+  return Value::dict({{"factor", factor_},
+                      {"min_lrs", doubles(min_lrs_)},
+                      {"patience", int64_t(patience_)},
+                      {"cooldown", int64_t(cooldown_)},
+                      {"eps", eps_},
+                      {"last_epoch", last_epoch_},
+                      {"_last_lr", doubles(last_lr_)},
+                      {"best", best_},
+                      {"cooldown_counter", cooldown_counter_},
+                      {"num_bad_epochs", num_bad_epochs_},
+                      {"mode_worse", mode_ == min ? std::numeric_limits<double>::infinity()
+                                                  : -std::numeric_limits<double>::infinity()},
+                      {"mode", mode_ == min ? "min" : "max"},
+                      {"threshold", threshold_},
+                      {"threshold_mode", threshold_mode_ == rel ? "rel" : "abs"}});
+}
+
+void ReduceLROnPlateauScheduler::load_state_dict(const Value& sd) {
+  const char* what = "ReduceLROnPlateau state_dict";
+  const std::string& mode = sd.at("mode", what).to_string("mode");
+  const std::string& tmode = sd.at("threshold_mode", what).to_string("threshold_mode");
+  KINDLE_CHECK_VALUE(mode == "min" || mode == "max", "ReduceLROnPlateau.load_state_dict: mode ", mode, " is unknown!");
+  KINDLE_CHECK_VALUE(tmode == "rel" || tmode == "abs", "ReduceLROnPlateau.load_state_dict: threshold mode ", tmode,
+                     " is unknown!");
+  mode_ = mode == "min" ? min : max;
+  threshold_mode_ = tmode == "rel" ? rel : abs;
+  factor_ = sd.at("factor", what).to_double("factor");
+  min_lrs_ = to_doubles(sd.at("min_lrs", what), "min_lrs");
+  patience_ = int(sd.at("patience", what).to_int("patience"));
+  cooldown_ = int(sd.at("cooldown", what).to_int("cooldown"));
+  eps_ = sd.at("eps", what).to_double("eps");
+  last_epoch_ = sd.at("last_epoch", what).to_int("last_epoch");
+  best_ = sd.at("best", what).to_double("best");
+  cooldown_counter_ = sd.at("cooldown_counter", what).to_int("cooldown_counter");
+  num_bad_epochs_ = sd.at("num_bad_epochs", what).to_int("num_bad_epochs");
+  threshold_ = sd.at("threshold", what).to_double("threshold");
+  if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
 }
 
 }  // namespace kindle::optim

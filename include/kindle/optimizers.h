@@ -301,10 +301,13 @@ class LRScheduler {
   virtual Value::Entries hyperparameters() const = 0;
   virtual void load_hyperparameters(const Value& state_dict) = 0;
   std::vector<double> group_lrs() const;
+  // True during the step taken at construction (Python's `_is_initial`).
+  bool initial() const { return initial_; }
   Optimizer& optimizer_;
   std::vector<double> base_lrs_, last_lr_;
   int64_t last_epoch_ = -1;
   int64_t step_count_ = 0;
+  bool initial_ = false;
 };
 
 // lr * gamma every step_size epochs.
@@ -332,5 +335,143 @@ class CosineAnnealingLR : public LRScheduler {
   int64_t T_max_;
   double eta_min_;
 };
+
+// The other schedulers of torch.optim.lr_scheduler, in Python's recursive forms (each step
+// derives the new rate from the current one) and with Python's state dicts. Each steps once when
+// built (epoch 0), as in Python.
+
+// lr = initial lr * lr_lambda(epoch): one function for every group, or one per group.
+class LambdaLR : public LRScheduler {
+ public:
+  using Lambda = std::function<double(int64_t)>;
+  LambdaLR(Optimizer& optimizer, Lambda lr_lambda);
+  LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas);
+
+ protected:
+  LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, const char* name);
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value&) override {}
+  std::vector<Lambda> lambdas_;
+};
+
+// lr = lr * lr_lambda(epoch) at every step after the first.
+class MultiplicativeLR : public LambdaLR {
+ public:
+  MultiplicativeLR(Optimizer& optimizer, Lambda lr_lambda);
+  MultiplicativeLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas);
+
+ protected:
+  std::vector<double> get_lr() override;
+};
+
+// lr * gamma at each milestone (a milestone listed twice multiplies twice).
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, const std::vector<int64_t>& milestones, double gamma = 0.1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  std::vector<std::pair<int64_t, int64_t>> milestones_;  // epoch -> times listed, sorted
+  double gamma_;
+};
+
+// lr * factor for the first total_iters epochs, then lr.
+class ConstantLR : public LRScheduler {
+ public:
+  explicit ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  double factor_;
+  int64_t total_iters_;
+};
+
+// The multiplier goes linearly from start_factor to end_factor over total_iters epochs.
+class LinearLR : public LRScheduler {
+ public:
+  explicit LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0,
+                    int64_t total_iters = 5);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  double start_factor_, end_factor_;
+  int64_t total_iters_;
+};
+
+// lr * gamma every epoch.
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  double gamma_;
+};
+
+// lr decays as (1 - epoch / total_iters)^power, reaching 0 at total_iters.
+class PolynomialLR : public LRScheduler {
+ public:
+  explicit PolynomialLR(Optimizer& optimizer, int64_t total_iters = 5, double power = 1.0);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  int64_t total_iters_;
+  double power_;
+};
+
+// Cosine annealing restarted every T_i epochs; T_i starts at T_0 and grows by T_mult at each
+// restart.
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1, double eta_min = 0.0);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  int64_t T_0_, T_i_, T_mult_;
+  double eta_min_, T_cur_ = 0;
+};
+
+// libtorch's ReduceLROnPlateauScheduler (Python's ReduceLROnPlateau): lr * factor once the
+// metric passed to step() has not improved for `patience` epochs, then `cooldown` epochs of rest.
+class ReduceLROnPlateauScheduler {
+ public:
+  enum SchedulerMode { min, max };
+  enum ThresholdMode { rel, abs };
+  explicit ReduceLROnPlateauScheduler(Optimizer& optimizer, SchedulerMode mode = min, float factor = 0.1,
+                                      int patience = 10, double threshold = 1e-4, ThresholdMode threshold_mode = rel,
+                                      int cooldown = 0, const std::vector<float>& min_lr = {}, double eps = 1e-8,
+                                      bool verbose = false);
+  void step(float metric);
+  std::vector<double> get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  // Python's state dict ("best", "num_bad_epochs", "cooldown_counter", "mode", ...).
+  Value state_dict() const;
+  void load_state_dict(const Value& state_dict);
+
+ private:
+  bool is_better(double a) const;
+  Optimizer& optimizer_;
+  SchedulerMode mode_;
+  double factor_, threshold_, eps_;
+  int patience_, cooldown_;
+  ThresholdMode threshold_mode_;
+  std::vector<double> min_lrs_, last_lr_;
+  double best_;
+  int64_t num_bad_epochs_ = 0, cooldown_counter_ = 0, last_epoch_ = 0;
+};
+using ReduceLROnPlateau = ReduceLROnPlateauScheduler;
 
 }  // namespace kindle::optim

@@ -252,3 +252,101 @@ TEST(FrontendOptim, CosineAnnealingLR) {
     sched.step();
   }
 }
+
+// The other schedulers against their closed forms (Python's _get_closed_form_lr), epoch by
+// epoch, with two parameter groups where the form depends on the group's base rate.
+namespace {
+template <typename Make, typename Closed>
+void expect_schedule(const char* name, Make make, Closed closed, int epochs = 12) {
+  Tensor a = ones({1}).requires_grad_(), b = ones({1}).requires_grad_();
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{a});
+  groups.emplace_back(std::vector<Tensor>{b}, std::make_unique<optim::SGDOptions>(0.4));
+  optim::SGD opt(std::move(groups), optim::SGDOptions(1.0));
+  auto sched = make(opt);
+  for (int e = 0; e < epochs; ++e) {
+    EXPECT_NEAR(opt.lr(0), closed(1.0, e), 1e-12) << name << " epoch " << e;
+    EXPECT_NEAR(opt.lr(1), closed(0.4, e), 1e-12) << name << " epoch " << e << " (second group)";
+    EXPECT_EQ(sched.get_last_lr(), (std::vector<double>{opt.lr(0), opt.lr(1)}));
+    opt.step();
+    sched.step();
+  }
+}
+}  // namespace
+
+TEST(FrontendOptim, TheOtherSchedulersFollowTheirClosedForms) {
+  expect_schedule("LambdaLR", [](auto& o) { return optim::LambdaLR(o, [](int64_t e) { return std::pow(0.95, e); }); },
+                  [](double base, int e) { return base * std::pow(0.95, e); });
+  expect_schedule("MultiplicativeLR", [](auto& o) { return optim::MultiplicativeLR(o, [](int64_t) { return 0.9; }); },
+                  [](double base, int e) { return base * std::pow(0.9, e); });
+  expect_schedule("MultiStepLR", [](auto& o) { return optim::MultiStepLR(o, {4, 2, 4}, 0.5); },
+                  [](double base, int e) { return base * std::pow(0.5, (e >= 2) + 2 * (e >= 4)); });
+  expect_schedule("ConstantLR", [](auto& o) { return optim::ConstantLR(o, 0.5, 3); },
+                  [](double base, int e) { return base * (e < 3 ? 0.5 : 1.0); });
+  expect_schedule("LinearLR", [](auto& o) { return optim::LinearLR(o, 0.25, 1.0, 4); },
+                  [](double base, int e) { return base * (0.25 + 0.75 * std::min(e, 4) / 4.0); });
+  expect_schedule("ExponentialLR", [](auto& o) { return optim::ExponentialLR(o, 0.9); },
+                  [](double base, int e) { return base * std::pow(0.9, e); });
+  expect_schedule("PolynomialLR", [](auto& o) { return optim::PolynomialLR(o, 4, 2.0); },
+                  [](double base, int e) { return base * std::pow(1.0 - std::min(e, 4) / 4.0, 2.0); });
+  // T_0 = 3, T_mult = 2: restarts at epochs 3 and 9 (periods 3, 6, 12).
+  expect_schedule("CosineAnnealingWarmRestarts", [](auto& o) { return optim::CosineAnnealingWarmRestarts(o, 3, 2, 0.01); },
+                  [](double base, int e) {
+                    const int T_i = e < 3 ? 3 : e < 9 ? 6 : 12, T_cur = e < 3 ? e : e < 9 ? e - 3 : e - 9;
+                    return 0.01 + (base - 0.01) * (1 + std::cos(M_PI * T_cur / T_i)) / 2;
+                  });
+}
+
+TEST(FrontendOptim, SchedulerArgumentsAreChecked) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(1.0));
+  EXPECT_THROW(optim::ConstantLR(opt, 1.5), ValueError);
+  EXPECT_THROW(optim::LinearLR(opt, 0.0), ValueError);
+  EXPECT_THROW(optim::CosineAnnealingWarmRestarts(opt, 0), ValueError);
+  EXPECT_THROW(optim::LambdaLR(opt, std::vector<optim::LambdaLR::Lambda>{}), ValueError);
+  EXPECT_THROW(optim::ReduceLROnPlateauScheduler(opt, optim::ReduceLROnPlateauScheduler::min, 1.0f), ValueError);
+}
+
+TEST(FrontendOptim, MultiStepLRStateDictResumes) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(1.0));
+  optim::MultiStepLR sched(opt, {2, 5}, 0.1);
+  for (int i = 0; i < 3; ++i) sched.step();
+  Value sd = sched.state_dict();
+  optim::SGD opt2({ones({1}).requires_grad_()}, optim::SGDOptions(opt.lr(0)));
+  optim::MultiStepLR resumed(opt2, {}, 0.5);
+  resumed.load_state_dict(sd);
+  for (int i = 0; i < 3; ++i) {
+    sched.step();
+    resumed.step();
+    EXPECT_NEAR(opt2.lr(0), opt.lr(0), 1e-15) << "step " << i;
+  }
+  EXPECT_NEAR(opt.lr(0), 0.01, 1e-15);
+}
+
+TEST(FrontendOptim, ReduceLROnPlateau) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(1.0));
+  optim::ReduceLROnPlateauScheduler sched(opt, optim::ReduceLROnPlateauScheduler::min, 0.5f, /*patience=*/1,
+                                          1e-4, optim::ReduceLROnPlateauScheduler::rel, /*cooldown=*/1);
+  // Improves, improves, then two bad epochs (> patience 1): halved; one cooldown epoch, in which
+  // bad epochs do not count; two more bad epochs: halved again.
+  const float metrics[] = {1.0f, 0.9f, 0.95f, 0.95f, 0.95f, 0.95f, 0.95f, 0.95f};
+  const double expect[] = {1, 1, 1, 0.5, 0.5, 0.5, 0.25, 0.25};
+  for (int i = 0; i < 8; ++i) {
+    sched.step(metrics[i]);
+    EXPECT_DOUBLE_EQ(opt.lr(0), expect[i]) << "epoch " << i;
+  }
+  EXPECT_EQ(sched.get_last_lr(), (std::vector<double>{0.25}));
+  Value sd = sched.state_dict();
+  EXPECT_EQ(sd.at("num_bad_epochs", "sd").to_int("n"), 0);
+  optim::SGD opt2({ones({1}).requires_grad_()}, optim::SGDOptions(0.25));
+  optim::ReduceLROnPlateauScheduler resumed(opt2);
+  resumed.load_state_dict(sd);
+  EXPECT_EQ(resumed.last_epoch(), 8);
+  resumed.step(0.95f);
+  sched.step(0.95f);
+  resumed.step(0.95f);
+  sched.step(0.95f);
+  EXPECT_DOUBLE_EQ(opt2.lr(0), opt.lr(0));
+}
