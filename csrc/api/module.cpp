@@ -1,6 +1,7 @@
 // nn::Module: registries, recursive iteration, modes, dtype conversion and state dicts, with
 // Python's names and messages (python/kindle/nn/modules/module.py).
 #include "kindle/nn/module.h"
+#include "kindle/archive.h"
 
 #include <cxxabi.h>
 
@@ -339,6 +340,20 @@ IncompatibleKeys Module::load_state_dict(const StateDict& sd, bool strict) {
 void Module::save(const std::string& path) const { kindle::save(state_dict(), path); }
 
 void Module::load(const std::string& path, bool strict) { load_state_dict(kindle::load(path), strict); }
+
+void Module::save(serialize::OutputArchive& archive) const {
+  for (const auto& [k, t] : state_dict()) archive.write(k, t);
+}
+
+void Module::load(serialize::InputArchive& archive) {
+  StateDict sd = state_dict();
+  for (auto& [k, t] : sd) {
+    Tensor target = t;
+    archive.read(k, target);  // same shape: copied into the module's own tensor
+    KINDLE_CHECK_VALUE(target.is_same(t), "Module.load: '", k, "' has shape ", target.sizes(), " in the archive but ",
+                       t.sizes(), " in ", name());
+  }
+}
 
 // ---- printing
 

@@ -3,11 +3,13 @@
 // tensor or a list of tensors.
 //   kindle::save(model, "model.pt");  kindle::load(model, "model.pt");
 #pragma once
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "kindle/archive.h"
 #include "kindle/nn/module.h"
 #include "kindle/optimizers.h"
 #include "kindle/serialize.h"
@@ -36,6 +38,17 @@ inline void save(const optim::Optimizer& optimizer, const std::string& path) { o
 inline void load(optim::Optimizer& optimizer, const std::string& path) { optimizer.load(path); }
 inline void save(const optim::LRScheduler& scheduler, const std::string& path) { scheduler.save(path); }
 inline void load(optim::LRScheduler& scheduler, const std::string& path) { scheduler.load(path); }
+// To and from a stream (the same bytes as the file forms).
+inline void save(const nn::Module& module, std::ostream& stream) {
+  serialize::OutputArchive archive;
+  module.save(archive);
+  archive.save_to(stream);
+}
+inline void load(nn::Module& module, std::istream& stream) {
+  serialize::InputArchive archive;
+  archive.load_from(stream);
+  module.load(archive);
+}
 // One tensor (stored under the key "0"), or a list ("0", "1", ...).
 void save(const Tensor& tensor, const std::string& path);
 void load(Tensor& tensor, const std::string& path);
@@ -43,3 +56,31 @@ void save(const std::vector<Tensor>& tensors, const std::string& path);
 void load(std::vector<Tensor>& tensors, const std::string& path);
 
 }  // namespace kindle
+
+namespace kindle::serialize {
+// libtorch's `archive << model` / `archive >> model` (holders, shared_ptrs and modules).
+inline OutputArchive& operator<<(OutputArchive& archive, const nn::Module& module) {
+  module.save(archive);
+  return archive;
+}
+inline InputArchive& operator>>(InputArchive& archive, nn::Module& module) {
+  module.load(archive);
+  return archive;
+}
+template <typename M>
+OutputArchive& operator<<(OutputArchive& archive, const nn::ModuleHolder<M>& module) {
+  return archive << *module;
+}
+template <typename M>
+InputArchive& operator>>(InputArchive& archive, const nn::ModuleHolder<M>& module) {
+  return archive >> *module;
+}
+template <typename M, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
+OutputArchive& operator<<(OutputArchive& archive, const std::shared_ptr<M>& module) {
+  return archive << *module;
+}
+template <typename M, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
+InputArchive& operator>>(InputArchive& archive, const std::shared_ptr<M>& module) {
+  return archive >> *module;
+}
+}  // namespace kindle::serialize

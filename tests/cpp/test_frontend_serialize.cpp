@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <kindle/frontend.h>
 
@@ -199,4 +200,80 @@ TEST(FrontendSerialize, TruncatedFilesFailCleanly) {
   std::string bytes = save_to_bytes(Value::from_state_dict(sd));
   for (size_t cut = 0; cut < bytes.size(); cut += 7) EXPECT_THROW(load_from_bytes(bytes.substr(0, cut)), ValueError);
   EXPECT_NO_THROW(load_from_bytes(bytes));
+}
+
+// libtorch's archives: a model, a nested archive and plain values out and back in; file and
+// stream forms; an all-tensor archive is a plain state dict for kindle::load (and Python).
+TEST(FrontendArchive, ModuleAndValuesRoundTrip) {
+  manual_seed(0);
+  nn::Sequential model(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
+  serialize::OutputArchive out, inner;
+  model->save(out);
+  inner.write("scale", ones({2}) * 3);
+  out.write("extra", inner);
+  out.write("epoch", IValue(7));
+  out.write("lr", IValue(0.25));
+  out.write("note", IValue(std::string("best")));
+  const std::string path = tmp("archive.pt");
+  out.save_to(path);
+
+  manual_seed(1);
+  nn::Sequential fresh(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
+  Tensor w_before = fresh->named_parameters()["0.weight"];
+  serialize::InputArchive in;
+  in.load_from(path);
+  fresh->load(in);
+  for (const auto& [name, p] : model->named_parameters())
+    EXPECT_TRUE(equal(p, fresh->named_parameters()[name])) << name;
+  EXPECT_TRUE(w_before.is_same(fresh->named_parameters()["0.weight"]));  // loaded in place
+  IValue epoch, lr, note;
+  in.read("epoch", epoch);
+  in.read("lr", lr);
+  in.read("note", note);
+  EXPECT_EQ(epoch.toInt(), 7);
+  EXPECT_EQ(lr.toDouble(), 0.25);
+  EXPECT_EQ(note.toStringRef(), "best");
+  serialize::InputArchive nested;
+  in.read("extra", nested);
+  Tensor scale;
+  nested.read("scale", scale);
+  EXPECT_TRUE(equal(scale, ones({2}) * 3));
+  EXPECT_EQ(nested.keys(), std::vector<std::string>{"scale"});
+
+  Tensor missing;
+  EXPECT_FALSE(in.try_read("nope", missing));
+  EXPECT_THROW(in.read("nope", missing), ValueError);
+  EXPECT_THROW(in.read("epoch", missing), TypeError);
+  nn::Linear wrong(3, 5);
+  EXPECT_THROW(wrong->load(in), ValueError);  // no "weight" key at the top level
+}
+
+TEST(FrontendArchive, StreamsOperatorsAndPlainStateDicts) {
+  manual_seed(2);
+  nn::Linear model(5, 3);
+  serialize::OutputArchive out;
+  out << model;
+  std::stringstream bytes;
+  out.save_to(bytes);
+  nn::Linear copy(5, 3);
+  serialize::InputArchive in;
+  in.load_from(bytes);
+  in >> copy;
+  EXPECT_TRUE(equal(copy->weight, model->weight));
+
+  std::stringstream stream;
+  kindle::save(*model, stream);
+  nn::Linear again(5, 3);
+  kindle::load(*again, stream);
+  EXPECT_TRUE(equal(again->bias, model->bias));
+
+  const std::string path = tmp("archive_state.pt");
+  out.save_to(path);
+  StateDict sd = kindle::load(path);
+  EXPECT_EQ(sd.size(), 2u);
+  EXPECT_TRUE(equal(sd.at("weight"), model->weight));
+
+  std::ofstream(tmp("libtorch.pt")) << "PK\x03\x04 not a safetensors file at all";
+  serialize::InputArchive zip;
+  EXPECT_ANY_THROW(zip.load_from(tmp("libtorch.pt")));
 }

@@ -45,6 +45,11 @@
 #include "kindle/ops.h"
 #include "kindle/ordered_dict.h"
 
+namespace kindle::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace kindle::serialize
+
 namespace kindle {
 
 // A state dict: dotted names to tensors, in registration order (Python's OrderedDict).
@@ -189,6 +194,10 @@ class Module {
   // files kindle.save writes in Python.
   void save(const std::string& path) const;
   void load(const std::string& path, bool strict = true);
+  // libtorch's archive forms (kindle/archive.h): parameters and persistent buffers under their
+  // state_dict names; load copies them in place and raises for a missing one.
+  void save(serialize::OutputArchive& archive) const;
+  void load(serialize::InputArchive& archive);
 
   // ---- printing
   // The class name without namespaces and without a trailing "Impl" ("Linear"); used in messages
