@@ -422,7 +422,7 @@ std::string EmbeddingImpl::extra_repr() const {
 // ---- activations
 
 Tensor ReLUImpl::forward(const Tensor& x) { return inplace ? relu_(x) : relu(x); }
-Tensor ReLU6Impl::forward(const Tensor& x) { return inplace ? x.copy_(relu6(x)) : relu6(x); }
+Tensor ReLU6Impl::forward(const Tensor& x) { return inplace ? hardtanh_(x, 0, 6) : relu6(x); }
 Tensor SELUImpl::forward(const Tensor& x) { return inplace ? x.copy_(selu(x)) : selu(x); }
 Tensor SiLUImpl::forward(const Tensor& x) { return silu(x); }
 Tensor MishImpl::forward(const Tensor& x) { return mish(x); }

@@ -34,6 +34,11 @@ constexpr int64_t kTileCols = 512;
 // Several images per tile: wider, since the weight (up to C*9 x O) is read once per tile.
 constexpr int64_t kImageTileCols = 2048;
 
+template <int S, typename T>
+void strided_copy(T* __restrict r, const T* __restrict src, int64_t lo, int64_t hi) {
+  for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[S * ox];
+}
+
 template <typename T>
 struct Conv {
   const WindowGeom& g;
@@ -144,7 +149,8 @@ struct Conv {
             const T* src = x + (c * g.H + ih) * g.W + off;
             std::fill(r, r + lo, T(0));
             if (g.sw == 1) std::memcpy(r + lo, src + lo, size_t(hi - lo) * sizeof(T));
-            else if (g.sw == 2) for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[2 * ox];  // a constant stride vectorises
+            else if (g.sw == 2) strided_copy<2>(r, src, lo, hi);  // a constant stride vectorises
+            else if (g.sw == 4) strided_copy<4>(r, src, lo, hi);  // AlexNet's 11x11 stem
             else for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[ox * g.sw];
             std::fill(r + hi, r + g.ow, T(0));
           }

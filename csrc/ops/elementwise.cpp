@@ -353,6 +353,13 @@ Tensor native_hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& 
                "hardtanh: cannot do hardtanh on an unsigned type with negative limits");
   return param("hardtanh", self, ParamOp::Hardtanh, {min_val.to_double(), max_val.to_double()});
 }
+const Tensor& native_hardtanh_(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  KINDLE_CHECK(self.dtype() != kBool, "hardtanh_: Bool inputs not supported for hardtanh");
+  KINDLE_CHECK(self.dtype() != kUInt8 || (min_val.to_double() >= 0 && max_val.to_double() >= 0),
+               "hardtanh_: cannot do hardtanh on an unsigned type with negative limits");
+  param("hardtanh_", self, ParamOp::Hardtanh, {min_val.to_double(), max_val.to_double()}, self);
+  return self;
+}
 Tensor native_elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
   KINDLE_CHECK(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
   return float_param("elu", self, ParamOp::Elu, {alpha.to_double(), scale.to_double(), input_scale.to_double()});

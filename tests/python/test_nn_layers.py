@@ -514,3 +514,24 @@ def test_fractional_max_pool_matches_torch(nd, shape, kernel, out):
         getattr(nn, f"FractionalMaxPool{nd}d")(kernel)
     with pytest.raises(RuntimeError, match="too large"):
         kf(kindle.tensor(x), kernel, output_size=(20,) * nd)
+
+
+def test_inplace_relu6_and_hardtanh_chain_like_torch():
+    """ReLU6(inplace=True) is one in-place op (hardtanh_), and further in-place ops on the same
+    tensor still backpropagate, as in torch; a leaf that requires grad is refused."""
+    torch = pytest.importorskip("torch")
+    x = (np.random.default_rng(5).standard_normal((2, 3, 5, 5)) * 4).astype(np.float32)
+    grads = []
+    for lib in (kindle, torch):
+        a = lib.tensor(x, requires_grad=True)
+        b = a * 2
+        out = lib.nn.ReLU6(inplace=True)(b)
+        assert out is b
+        lib.nn.functional.hardtanh(b, -1.0, 1.0, inplace=True)
+        b.mul_(3)
+        (b * b).sum().backward()
+        grads.append((b.detach().numpy(), a.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0])
+    np.testing.assert_allclose(grads[0][1], grads[1][1])
+    with pytest.raises(RuntimeError, match="leaf"):
+        nn.ReLU6(inplace=True)(kindle.ones(3, requires_grad=True))

@@ -36,7 +36,7 @@ def relu(input, inplace=False):  # noqa: A002
 
 
 def relu6(input, inplace=False):  # noqa: A002
-    return _act(_nn.relu6, input, inplace)
+    return _C.hardtanh_(input, 0.0, 6.0) if inplace else _nn.relu6(input)
 
 
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
@@ -58,7 +58,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
-    return _act(_C.hardtanh, input, inplace, min_val, max_val)
+    return _C.hardtanh_(input, min_val, max_val) if inplace else _C.hardtanh(input, min_val, max_val)
 
 
 def gelu(input, approximate="none"):  # noqa: A002
