@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kindle/accessor.h"
 #include "kindle/array_ref.h"
 #include "kindle/dtype.h"
 #include "kindle/scalar.h"
@@ -156,6 +157,15 @@ class Tensor {
   Tensor cuda() const;
   bool is_cuda() const { return device().is_cuda(); }
   bool is_cpu() const { return device().is_cpu(); }
+  // t.accessor<float, 2>()[i][j] (kindle/accessor.h): TypeError unless the dtype is T,
+  // RuntimeError unless the tensor has N dimensions; indices are checked (IndexError).
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() const& {
+    KINDLE_CHECK(size_t(dim()) == N, "accessor: expected a ", N, "-dimensional tensor, got ", dim(), " dimensions");
+    return TensorAccessor<T, N>(data_ptr<T>(), sizes().data(), strides().data());
+  }
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() && = delete;
   template <typename T>
   T* mutable_data_ptr() const { return data_ptr<T>(); }
   template <typename T>

@@ -321,3 +321,23 @@ TEST(FrontendLibtorch, IndexingWithTensorIndex) {
   EXPECT_EQ(t[0].sum().item<int64_t>(), 12);
   EXPECT_EQ(Device(kCUDA, 1).index, 1);
 }
+
+TEST(FrontendLibtorch, AccessorsReadAndWriteThroughStrides) {
+  Tensor t = arange(0, 12, 1, kFloat32).reshape({3, 4});
+  auto a = t.accessor<float, 2>();
+  EXPECT_EQ(a.size(0), 3);
+  EXPECT_EQ(a[2][1], 9.f);
+  a[1][3] = -1.f;
+  EXPECT_EQ(t[1][3].item<float>(), -1.f);
+  Tensor tt = t.t();  // strides (1, 4)
+  auto b = tt.accessor<float, 2>();
+  EXPECT_EQ(b[3][1], -1.f);
+  float sum = 0;
+  for (int64_t i = 0; i < b.size(0); ++i)
+    for (int64_t j = 0; j < b.size(1); ++j) sum += b[i][j];
+  EXPECT_EQ(sum, t.sum().item<float>());
+  EXPECT_THROW(a[3][0], IndexError);
+  EXPECT_THROW(a[0][-1], IndexError);
+  EXPECT_THROW((t.accessor<double, 2>()), TypeError);
+  EXPECT_THROW((t.accessor<float, 3>()), Error);
+}

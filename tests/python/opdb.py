@@ -1705,7 +1705,7 @@ OPS: list[OpInfo] = [
     unary("clamp_min", inplace=False, args=(0.5,), kwargs=((1,),)),
     unary("clamp_max", inplace=False, args=(0.5,), kwargs=((1,),)),
     unary("leaky_relu", FLOATS, method=False, inplace=False, kwargs=((0.2,), {"negative_slope": 2})),
-    unary("hardtanh", SIGNED, method=False, inplace=False, kwargs=((-0.5, 0.5), {"min_val": 0, "max_val": 2})),
+    unary("hardtanh", SIGNED, method=False, inplace_function=True, kwargs=((-0.5, 0.5), {"min_val": 0, "max_val": 2})),
     unary("elu", FLOATS, method=False, inplace=False, extremal=PIECEWISE_EXTREMAL, kwargs=((0.5,), {"alpha": 2, "scale": 1.5, "input_scale": 0.5})),
     unary("threshold", SIGNED, method=False, inplace=False, args=(0.5, -1.0), kwargs=((1, 3),)),
 
