@@ -482,13 +482,6 @@ Tensor bce_target_backward(const Tensor& grad, const Tensor& self, const std::op
   return weight ? r * *weight : r;
 }
 
-Tensor hardtanh_backward(const Tensor& grad, const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
-  // At a NaN input PyTorch's CPU kernels pass the gradient for float32 and give 0 for float64;
-  // Kindle matches that (the derivative is undefined there anyway).
-  if (self.dtype() == kFloat64) return where(logical_and(self > min_val, self < max_val), grad, zero_of(grad));
-  return where(logical_or(self <= min_val, self >= max_val), zero_of(grad), grad);
-}
-
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, std::optional<int64_t> dim,
                      bool keepdim) {
   if (self.dim() == 0) return grad;

@@ -89,7 +89,6 @@ Tensor cat_outputs_backward(const tensor_list& grads, const std::vector<OutputMe
 Tensor stack_outputs_backward(const tensor_list& grads, const std::vector<OutputMeta>& outputs, int64_t dim);
 tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimVector>& sizes);
 
-Tensor hardtanh_backward(const Tensor& grad, const Tensor& self, const Scalar& min_val, const Scalar& max_val);
 Tensor hardswish_backward(const Tensor& grad, const Tensor& self);
 Tensor bce_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                     std::string_view reduction);

@@ -275,6 +275,16 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
           M alpha = M(pr[0]), scale = M(pr[1]), in_scale = M(pr[2]);
           return run([=](M x) { return x > 0 ? scale * x : scale * alpha * (vm::expm1(x * in_scale)); });
         }
+        // The gradient where lo < x < hi. At a NaN input PyTorch's CPU kernels pass the gradient
+        // for float32 (and the half types) and give 0 for float64; so does Kindle.
+        case ParamOp::HardtanhGrad: {
+          M lo = M(pr[0]), hi = M(pr[1]);
+          if constexpr (std::is_same_v<T, double>)
+            binary_loop<T, T>(it, [=](M g, M x) { return x > lo && x < hi ? g : M(0); });
+          else
+            binary_loop<T, T>(it, [=](M g, M x) { return x <= lo || x >= hi ? M(0) : g; });
+          return;
+        }
         case ParamOp::Lerp: { M w = M(pr[0]); binary_loop<T, T>(it, [=](M a, M b) { return std::abs(w) < M(0.5) ? a + w * (b - a) : b - (b - a) * (M(1) - w); }); return; }
         case ParamOp::Addcdiv: { M v = M(pr[0]); ternary_loop<T>(it, [=](M a, M b, M c) { return a + v * (b / c); }); return; }
         default: break;

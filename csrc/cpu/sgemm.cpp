@@ -292,6 +292,68 @@ void pack_all(bool trans, int64_t m, int64_t k, const float* a, int64_t lda, flo
   }
 }
 
+// C (m x n) = alpha * A B^T + beta * C for a few rows of A (a linear layer at a small batch: A the
+// activations, B the weight, both with rows along the depth). Packing the weight would cost as
+// much as the product, so each pair of B's rows is read once, in place, against every row of A
+// (in L1): dot products accumulated 16 lanes wide, reduced at the end.
+template <int R>
+void dot_rows(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, int64_t n, float alpha, float beta,
+              float* c, int64_t ldc) {
+  const __mmask16 tail = __mmask16((1u << (k % 16)) - 1);
+  const int64_t k16 = k / 16 * 16;
+  for (int64_t j = 0; j < n; j += 2) {
+    const bool pair = j + 1 < n;
+    const float* b0 = b + j * ldb;
+    const float* b1 = pair ? b0 + ldb : b0;
+    __m512 acc[R][2];
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < k16; p += 16) {
+      const __m512 w0 = _mm512_loadu_ps(b0 + p), w1 = _mm512_loadu_ps(b1 + p);
+#pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) {
+        const __m512 x = _mm512_loadu_ps(a + i * lda + p);
+        acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+      }
+    }
+    if (tail) {
+      const __m512 w0 = _mm512_maskz_loadu_ps(tail, b0 + k16), w1 = _mm512_maskz_loadu_ps(tail, b1 + k16);
+#pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) {
+        const __m512 x = _mm512_maskz_loadu_ps(tail, a + i * lda + k16);
+        acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int h = 0; h < (pair ? 2 : 1); ++h) {
+        float& out = c[i * ldc + j + h];
+        const float v = alpha * _mm512_reduce_add_ps(acc[i][h]);
+        out = beta == 0.f ? v : v + beta * out;
+      }
+  }
+}
+
+// Rows of A in groups of up to 8 (dot_rows' accumulators: 2 per row).
+void few_rows(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+              float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; i += 8) {
+    const float* ai = a + i * lda;
+    float* ci = c + i * ldc;
+    switch (lesser(8, m - i)) {
+      case 1: dot_rows<1>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      case 2: dot_rows<2>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      case 3: dot_rows<3>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      case 4: dot_rows<4>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      case 5: dot_rows<5>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      case 6: dot_rows<6>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      case 7: dot_rows<7>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+      default: dot_rows<8>(k, ai, lda, b, ldb, n, alpha, beta, ci, ldc); break;
+    }
+  }
+}
+
 }  // namespace
 
 void multiply(const PackedA& a, bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
@@ -308,6 +370,7 @@ void multiply(const PackedA& a, bool trans_b, int64_t n, float alpha, const floa
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!trans_a && trans_b && m <= kDotRows && k > 0 && n > 0) return few_rows(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   float* ap = a_scratch.get(kMc * kKc);
   auto block = [&](int64_t pc, int64_t kc, int64_t ic, int64_t mc, int64_t& stride) {
     for (int64_t i = 0; i < mc; i += kMr) pack_a_panel(trans_a, a, lda, ic + i, lesser(kMr, mc - i), pc, kc, ap + (i / kMr) * kc * kMr);

@@ -37,7 +37,11 @@ class PackedA {
 void multiply(const PackedA& a, bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
               int64_t ldc);
 
-// The same with A unpacked: C = alpha * op(A) op(B) + beta * C, on the calling thread.
+// The same with A unpacked: C = alpha * op(A) op(B) + beta * C, on the calling thread. With at
+// most kDotRows rows of A (not transposed) and B transposed (a linear layer at a small batch), the
+// product is formed as dot products over B's rows, read in place (packing B would cost as much).
+constexpr int64_t kDotRows = 16;
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 

@@ -478,6 +478,25 @@ Tensor native_threshold_backward(const Tensor& grad_output, const Tensor& self, 
     return binary("threshold_backward", grad_output, self, BinaryOp::ReluGrad, BKind::Arith);
   return where(le(self, scalar_to_tensor(threshold)), scalar_tensor_of(0, grad_output.dtype()), grad_output);
 }
+// One pass (it was two comparisons, a logical_or and a where: a third of a MobileNet's training
+// step went to ReLU6's backward).
+Tensor native_hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val,
+                                const Scalar& max_val) {
+  if (grad_output.dtype() == self.dtype() && grad_output.is_floating_point()) {
+    TensorIterConfig cfg;
+    cfg.add_output(Tensor()).add_input(grad_output).add_input(self);
+    TensorIter it = cfg.build("hardtanh_backward");
+    const double p[2] = {min_val.to_double(), max_val.to_double()};
+    if (it.numel) param_stub[it.device()](it, ParamOp::HardtanhGrad, p);
+    return it.output();
+  }
+  const Tensor zero = scalar_tensor_of(0, grad_output.dtype());
+  if (self.dtype() == kFloat64)
+    return where(logical_and(gt(self, scalar_to_tensor(min_val)), lt(self, scalar_to_tensor(max_val))), grad_output,
+                 zero);
+  return where(logical_or(le(self, scalar_to_tensor(min_val)), ge(self, scalar_to_tensor(max_val))), zero,
+               grad_output);
+}
 Tensor native_tanh_backward(const Tensor& grad_output, const Tensor& output) {
   return binary("tanh_backward", grad_output, output, BinaryOp::TanhGrad, BKind::Float);
 }

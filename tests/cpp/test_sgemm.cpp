@@ -76,6 +76,13 @@ TEST(Sgemm, MatchesTheReferenceAcrossShapesAndLayouts) {
         const bool ta = (m + k) % 2, tb = (n + k) % 3 == 0;
         check({m, n, k, ta, tb, (m + n) % 3, 1.f, 0.f}, (m + n + k) % 2 == 0, rng);
       }
+  // A few rows against a transposed B (a linear layer at a small batch): dot products.
+  for (int64_t m : {1, 2, 5, 8, 9, 16})
+    for (int64_t k : {1, 15, 16, 17, 300})
+      for (int64_t n : {1, 2, 3, 33}) {
+        check({m, n, k, false, true, (m + k) % 2, 1.f, 0.f}, false, rng);
+        check({m, n, k, false, true, 1, -0.5f, 1.5f}, false, rng);
+      }
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (bool packed : {false, true}) {
