@@ -79,6 +79,30 @@ namespace {
 
 inline int64_t lesser(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// dst[p * W + r] = src[r * ld + p] for p < kc and r < W (0 for r >= rows): rows of a row-major
+// matrix become a panel's columns. A full panel goes in 4x4 blocks transposed in registers, so
+// that every store writes 4 values (one at a time, packing was a quarter of a convolution's time).
+template <int64_t W>
+void pack_rows_transposed(const float* src, int64_t ld, int64_t rows, int64_t kc, float* dst) {
+  int64_t p = 0;
+  if (rows == W) {
+    for (; p + 4 <= kc; p += 4) {
+      float* d = dst + p * W;
+      for (int64_t r = 0; r < W; r += 4) {
+        __m128 r0 = _mm_loadu_ps(src + r * ld + p), r1 = _mm_loadu_ps(src + (r + 1) * ld + p);
+        __m128 r2 = _mm_loadu_ps(src + (r + 2) * ld + p), r3 = _mm_loadu_ps(src + (r + 3) * ld + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d + r, r0);
+        _mm_storeu_ps(d + W + r, r1);
+        _mm_storeu_ps(d + 2 * W + r, r2);
+        _mm_storeu_ps(d + 3 * W + r, r3);
+      }
+    }
+  }
+  for (; p < kc; ++p)
+    for (int64_t r = 0; r < W; ++r) dst[p * W + r] = r < rows ? src[r * ld + p] : 0.f;
+}
+
 // Rows [i0, i0 + mr) of op(A), depth [p0, p0 + kc), into one panel: dst[p * kMr + i], rows past
 // mr zero.
 void pack_a_panel(bool trans, const float* a, int64_t lda, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
@@ -91,26 +115,7 @@ void pack_a_panel(bool trans, const float* a, int64_t lda, int64_t i0, int64_t m
     }
     return;
   }
-  // Rows of A become columns of the panel: 4x4 blocks transposed in registers, so that every
-  // store writes 4 values (one at a time, the stores were a quarter of a convolution's time).
-  const float* src = a + i0 * lda + p0;
-  int64_t p = 0;
-  if (mr == kMr) {
-    for (; p + 4 <= kc; p += 4) {
-      float* d = dst + p * kMr;
-      for (int64_t i = 0; i < kMr; i += 4) {
-        __m128 r0 = _mm_loadu_ps(src + i * lda + p), r1 = _mm_loadu_ps(src + (i + 1) * lda + p);
-        __m128 r2 = _mm_loadu_ps(src + (i + 2) * lda + p), r3 = _mm_loadu_ps(src + (i + 3) * lda + p);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        _mm_storeu_ps(d + i, r0);
-        _mm_storeu_ps(d + kMr + i, r1);
-        _mm_storeu_ps(d + 2 * kMr + i, r2);
-        _mm_storeu_ps(d + 3 * kMr + i, r3);
-      }
-    }
-  }
-  for (; p < kc; ++p)
-    for (int64_t i = 0; i < kMr; ++i) dst[p * kMr + i] = i < mr ? src[i * lda + p] : 0.f;
+  pack_rows_transposed<kMr>(a + i0 * lda + p0, lda, mr, kc, dst);
 }
 
 // Columns [j0, j0 + nr) of op(B), depth [p0, p0 + kc), into one panel: dst[p * kNr + j], columns
@@ -127,36 +132,8 @@ void pack_b_panel(bool trans, const float* b, int64_t ldb, int64_t j0, int64_t n
     }
     return;
   }
-  // op(B)(p, j) = b[j * ldb + p]: each column is a contiguous row of b (a linear layer's weight),
-  // transposed in 4x4 blocks as in pack_a_panel.
-  int64_t p = 0;
-  if (nr == kNr) {
-    const float* src = b + j0 * ldb + p0;
-    for (; p + 4 <= kc; p += 4) {
-      float* d = dst + p * kNr;
-      for (int64_t j = 0; j < kNr; j += 4) {
-        __m128 r0 = _mm_loadu_ps(src + j * ldb + p), r1 = _mm_loadu_ps(src + (j + 1) * ldb + p);
-        __m128 r2 = _mm_loadu_ps(src + (j + 2) * ldb + p), r3 = _mm_loadu_ps(src + (j + 3) * ldb + p);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        _mm_storeu_ps(d + j, r0);
-        _mm_storeu_ps(d + kNr + j, r1);
-        _mm_storeu_ps(d + 2 * kNr + j, r2);
-        _mm_storeu_ps(d + 3 * kNr + j, r3);
-      }
-    }
-    for (; p < kc; ++p)
-      for (int64_t j = 0; j < kNr; ++j) dst[p * kNr + j] = src[j * ldb + p];
-    return;
-  }
-  for (int64_t j = 0; j < kNr; ++j) {
-    float* d = dst + j;
-    if (j >= nr) {
-      for (int64_t p = 0; p < kc; ++p) d[p * kNr] = 0.f;
-      continue;
-    }
-    const float* s = b + (j0 + j) * ldb + p0;
-    for (int64_t p = 0; p < kc; ++p) d[p * kNr] = s[p];
-  }
+  // op(B)(p, j) = b[j * ldb + p]: each column is a contiguous row of b (a linear layer's weight).
+  pack_rows_transposed<kNr>(b + j0 * ldb + p0, ldb, nr, kc, dst);
 }
 
 // C tile (mr x nr, ld ldc) = alpha * A . B-panel + beta * C over depth kc (beta == 0: C is not
