@@ -18,6 +18,7 @@ import kindle
 from .. import _C
 from ..autograd import forward_ad as _fw
 from ..nn.utils.stateless import _functional_call
+from . import _vmap as _vm
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
            "stack_module_state", "functionalize", "linearize"]
@@ -109,12 +110,31 @@ def _fresh(t, fn):
     if not (t.is_floating_point() or t.is_complex()):
         raise RuntimeError(f"{fn}: only Tensors of floating point or complex dtype can be differentiated, got "
                            f"{t.dtype}")
+    if _vm.levels:  # inside vmap: one leaf per example (the physical tensor over every level)
+        return _vm.from_levels(_fresh_plain(_vm.to_levels(t, _vm.levels)), _vm.levels)
+    return _fresh_plain(t)
+
+
+def _fresh_plain(t):
     if t.requires_grad:
         return t.view_as(t)
     tangent = _C._fw_tangent(t) if _C._fw_active() else None
     if tangent is not None:  # inside jvp/jacfwd: the fresh leaf keeps the tangent (forward over reverse)
         return _fw.make_dual(t.detach(), tangent).requires_grad_()
     return t.detach().requires_grad_()
+
+
+def _physical(ts):
+    """Inside vmap, the physical tensors (over every active level) of batched values."""
+    if not _vm.levels:
+        return ts
+    return [None if t is None else _vm.to_levels(t, _vm.levels) for t in ts]
+
+
+def _logical(ts):
+    if not _vm.levels:
+        return ts
+    return [None if t is None else _vm.from_levels(t, _vm.levels) for t in ts]
 
 
 class _Scope:
@@ -155,9 +175,21 @@ def _argnums_tuple(argnums, nargs, fn):
     return tuple(n % nargs for n in nums)
 
 
+def _engine_grad(outputs, inputs, cotangents):
+    """autograd.grad keeping the graph, on the physical tensors inside vmap (None where unused)."""
+    if _vm.levels:
+        outputs, inputs, cotangents = _physical(outputs), _physical(inputs), _physical(cotangents)
+    gs = kindle.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=True)
+    return _logical(gs)
+
+
 def _grad_of(outputs, inputs, cotangents):
+    if _vm.levels:  # the engine runs on the physical tensors; each example's cotangent is its own
+        outputs, inputs = _physical(outputs), _physical(inputs)
+        cotangents = (_physical(cotangents) if cotangents is not None
+                      else [_C.ones_like(o) for o in outputs])
     gs = kindle.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=True, retain_graph=True)
-    return [_C.zeros_like(t) if g is None else g for g, t in zip(gs, inputs)]
+    return _logical([_C.zeros_like(t) if g is None else g for g, t in zip(gs, inputs)])
 
 
 def _split_aux(out, has_aux, fn):
@@ -294,22 +326,35 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         leaves = [_fresh(t, "jvp(f, primals, tangents)") for t in p_leaves]
         out, aux = _split_aux(func(*_unflatten(leaves, p_spec)), has_aux, "jvp(f, primals, tangents)")
         out_leaves, out_spec = _flatten(out)
-        dummies = [_C.zeros_like(o).requires_grad_() for o in out_leaves]
+        dummies = [_fresh(_C.zeros_like(o), "jvp") for o in out_leaves]
         live = [(o, d) for o, d in zip(out_leaves, dummies) if o.requires_grad]
         if live:
-            back = kindle.autograd.grad([o for o, _ in live], leaves, [d for _, d in live], allow_unused=True,
-                                        create_graph=True)
+            back = _engine_grad([o for o, _ in live], leaves, [d for _, d in live])
             pairs = [(b, t) for b, t in zip(back, t_leaves) if b is not None and b.requires_grad]
         else:
             pairs = []
         if pairs:
-            fwd = kindle.autograd.grad([b for b, _ in pairs], dummies, [t for _, t in pairs], allow_unused=True,
-                                       create_graph=True)
+            fwd = _engine_grad([b for b, _ in pairs], dummies, [t for _, t in pairs])
             fwd = [_C.zeros_like(o) if g is None else g for g, o in zip(fwd, out_leaves)]
         else:
             fwd = [_C.zeros_like(o) for o in out_leaves]
         result = (scope.out(out), scope.out(_unflatten(fwd, out_spec)))
         return result + (scope.out(aux),) if has_aux else result
+
+
+def _make_dual(p, t):
+    if not _vm.levels:
+        return _fw.make_dual(p, t)
+    lv = _vm.levels  # inside vmap: the dual of the physical tensors over every level
+    return _vm.from_levels(_fw.make_dual(_vm.to_levels(p, lv), _vm.to_levels(t, lv)), lv)
+
+
+def _unpack_dual(o):
+    if not _vm.levels:
+        return _fw.unpack_dual(o)
+    lv = _vm.levels
+    p, t = _fw.unpack_dual(_vm.to_levels(o, lv))
+    return _vm.from_levels(p, lv), None if t is None else _vm.from_levels(t, lv)
 
 
 def _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux):
@@ -318,7 +363,7 @@ def _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux):
     _depth += 1
     try:
         with _fw.dual_level():
-            duals = [_fw.make_dual(p, t.to(p.dtype) if t.dtype != p.dtype else t) for p, t in zip(p_leaves, t_leaves)]
+            duals = [_make_dual(p, t.to(p.dtype) if t.dtype != p.dtype else t) for p, t in zip(p_leaves, t_leaves)]
             out, aux = _split_aux(func(*_unflatten(duals, p_spec)), has_aux, "jvp(f, primals, tangents)")
             out_leaves, out_spec = _flatten(out)
             primals_out, tangents_out = [], []
@@ -326,12 +371,12 @@ def _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux):
                 if not isinstance(o, _C.Tensor):
                     raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return only tensors, got "
                                        f"unsupported type {type(o).__name__}")
-                p, t = _fw.unpack_dual(o)
+                p, t = _unpack_dual(o)
                 primals_out.append(p)
                 tangents_out.append(_C.zeros_like(p) if t is None else t)
             if aux is not None:
                 a_leaves, a_spec = _flatten(aux)
-                aux = _unflatten([_fw.unpack_dual(a).primal if isinstance(a, _C.Tensor) else a for a in a_leaves],
+                aux = _unflatten([_unpack_dual(a)[0] if isinstance(a, _C.Tensor) else a for a in a_leaves],
                                  a_spec)
     finally:
         _depth -= 1
@@ -373,8 +418,9 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian of func with respect to args[argnums] by forward mode: one jvp per element of
-    the differentiated inputs (column by column), laid out as jacrev's."""
+    """The Jacobian of func with respect to args[argnums] by forward mode: one jvp, vmapped over
+    the standard basis of the differentiated inputs (all columns in one batched pass), laid out as
+    jacrev's."""
     def wrapper(*args, **kwargs):
         fn = "jacfwd(f, argnums)(*args)"
         nums = _argnums_tuple(argnums, len(args), fn)
@@ -393,32 +439,34 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 i += k
             return func(*call, **kwargs)
 
-        columns = []  # per input leaf: the output tangents for each of its elements
-        out = aux = None
-        for j, t in enumerate(flat_in):
-            cols = []
-            for k in range(t.numel()):
-                tans = [_C.zeros_like(x) for x in flat_in]
-                tans[j].view(-1)[k] = 1
-                r = jvp(at, tuple(flat_in), tuple(tans), has_aux=has_aux)
-                out, tan = r[0], r[1]
-                if has_aux:
-                    aux = r[2]
-                cols.append(_flatten(tan)[0])
-            columns.append(cols)
-        if out is None:  # no input elements: evaluate once for the output's shape
-            r = at(*flat_in)
-            out, aux = r if has_aux else (r, None)
+        sizes = [t.numel() for t in flat_in]
+        total = sum(sizes)
+        r = at(*flat_in)  # the output's structure and shapes (and aux)
+        out, aux = _split_aux(r, has_aux, fn)
         out_leaves, out_spec = _flatten(out)
+        if total == 0:
+            cols = [[_C.zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in out_leaves]]
+        else:
+            eye = _C.eye(total, dtype=flat_in[0].dtype)
+            basis, i = [], 0
+            for t, k in zip(flat_in, sizes):
+                basis.append(eye[:, i:i + k].reshape((total,) + tuple(t.shape)).to(t.dtype))
+                i += k
+
+            def push(*tans):
+                res = jvp(at, tuple(flat_in), tuple(tans), has_aux=has_aux)
+                return _flatten(res[1])[0]
+            cols = [vmap(push, randomness=randomness)(*basis)]
         jacs = []
         for oi, o in enumerate(out_leaves):
-            per_input = []
-            for t, cols in zip(flat_in, columns):
+            col = cols[0][oi]  # (total, *out.shape): d out / d (each input element)
+            per_input, i = [], 0
+            for t, k in zip(flat_in, sizes):
+                part = col.narrow(0, i, k) if total else col
                 shape = tuple(o.shape) + tuple(t.shape)
-                if cols:
-                    per_input.append(_C.stack([c[oi] for c in cols], -1).reshape(shape))
-                else:
-                    per_input.append(_C.zeros(shape, dtype=o.dtype))
+                part = part.movedim(0, -1) if o.dim() else part
+                per_input.append(part.reshape(shape))
+                i += k
             jacs.append(_per_argnum(per_input, nums, specs, argnums))
         result = _unflatten(jacs, out_spec)
         return (result, aux) if has_aux else result
@@ -426,10 +474,9 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 
 def hessian(func, argnums=0):
-    """The Hessian of a scalar function with respect to args[argnums]. torch.func composes
-    jacfwd(jacrev(f)) over batched (vmapped) tangents; without batching rules one reverse pass per
-    row over the kept double-backward graph (jacrev(jacrev(f))) is Kindle's fastest (same values)."""
-    return jacrev(jacrev(func, argnums), argnums)
+    """The Hessian of a scalar function with respect to args[argnums]: jacfwd(jacrev(f)), as
+    torch.func (forward over reverse, all columns in one vmapped pass)."""
+    return jacfwd(jacrev(func, argnums), argnums)
 
 
 def linearize(func, *primals):
@@ -452,10 +499,13 @@ def _dims_for(in_dims, args):
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """func mapped over a dim of its inputs. Kindle has no batching rules yet: the function runs
-    once per example (in order) and the results are stacked along out_dims; a warning says so."""
+    """func mapped over a dim of its inputs: each op runs once on the whole batch through its
+    batching rule (kindle/func/_batching.py); an op without one runs once per example, with a
+    warning that names it."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0) and chunk_size != -1:
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
     def wrapper(*args, **kwargs):
         dims = _dims_for(in_dims, args)
@@ -473,6 +523,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             for t, dd in zip(leaves, ds):
                 if dd is None:
                     continue
+                if not isinstance(dd, int):
+                    raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims must be int, None or a "
+                                     f"(nested) tuple of them, got {type(dd).__name__}")
                 if not isinstance(t, _C.Tensor):
                     raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dd} for an input but "
                                      f"the input is of type {type(t)}. We cannot vmap over non-Tensor arguments, "
@@ -490,27 +543,123 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): Expected all tensors to have the same size "
                              f"in the mapped dimension, got sizes {sizes} for the mapped dimension")
         n = sizes[0]
-        warnings.warn(f"kindle.func.vmap: no batching rules yet; running {getattr(func, '__name__', 'the function')} "
-                      f"once per example ({n} calls) and stacking the results", UserWarning, stacklevel=2)
-        results = []
-        for i in range(n):
-            call = [_unflatten([t.select(dd, i) if dd is not None else t for t, dd in zip(leaves, ds)], spec)
-                    for leaves, spec, ds in leaf_dims]
-            results.append(func(*call, **kwargs))
-        out_leaves = [_flatten(r)[0] for r in results]
-        spec = _flatten(results[0])[1] if n else None
-        od = [out_dims] * len(out_leaves[0]) if not isinstance(out_dims, (tuple, list)) else _flatten(list(out_dims))[0]
-        if len(od) != len(out_leaves[0]):
-            raise ValueError(f"vmap(f, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
-                             "structure of `outputs`.")
-        stacked = []
-        for j, d in enumerate(od):
-            col = [r[j] for r in out_leaves]
-            if not isinstance(col[0], _C.Tensor):
-                col = [_C.tensor(c) for c in col]
-            stacked.append(_C.stack(col, d if d is not None else 0) if d is not None else col[0])
-        return _unflatten(stacked, spec)
+        if chunk_size is not None and chunk_size != -1 and chunk_size < n:
+            return _vmap_chunked(func, leaf_dims, kwargs, n, chunk_size, out_dims, randomness)
+        return _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness)
     return wrapper
+
+
+def _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness):
+    lvl = _vm.Level(n, randomness)
+    _vm.levels.append(lvl)
+    try:
+        call = [_unflatten([_vm.wrap(t.movedim(dd, 0) if dd else t, lvl) if dd is not None else t
+                            for t, dd in zip(leaves, ds)], spec) for leaves, spec, ds in leaf_dims]
+        if randomness == "same":
+            out = func(*call, **kwargs)
+        else:
+            with _RandomFactories(lvl):
+                out = func(*call, **kwargs)
+    finally:
+        _vm.levels.pop()
+    out_leaves, spec = _flatten(out)
+    if isinstance(out_dims, (tuple, list)):
+        if isinstance(out, (tuple, list)) and len(out) == len(out_dims):
+            od = _expand_out_dims(out_dims, out)
+        elif len(out_dims) == 1:
+            od = [out_dims[0]] * len(out_leaves)
+        else:
+            od = []
+    else:
+        od = [out_dims] * len(out_leaves)
+    if len(od) != len(out_leaves):
+        raise ValueError(f"vmap(f, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
+                         "structure of `outputs`.")
+    res = []
+    for t, d in zip(out_leaves, od):
+        if not isinstance(t, _C.Tensor):
+            if d is None:
+                res.append(t)
+                continue
+            raise ValueError(f"vmap(f, ...): `f` must only return Tensors, got type {type(t)}. Did you mean to set "
+                             "out_dims= to None for output?")
+        p, batched = _vm.unwrap(t, lvl)
+        if d is None:
+            if batched:
+                raise ValueError("vmap(f, ..., out_dims=None): returning a batched Tensor with out_dims=None is not "
+                                 "possible: it varies across the mapped dimension")
+            res.append(t)
+            continue
+        if not batched:
+            p = p.unsqueeze(0).expand((n,) + tuple(p.shape))
+        if not -p.dim() <= d < p.dim():
+            raise IndexError(f"vmap: Dimension out of range (expected to be in range of [{-p.dim()}, {p.dim() - 1}], "
+                             f"but got {d}) for out_dims")
+        res.append(p.movedim(0, d) if d else p)
+    return _unflatten(res, spec)
+
+
+def _expand_out_dims(out_dims, out):
+    """out_dims as a pytree prefix of the output: one value per output leaf."""
+    def rec(d, o):
+        if isinstance(o, (tuple, list)) and isinstance(d, (tuple, list)):
+            return [x for dd, oo in zip(d, o) for x in rec(dd, oo)]
+        return [d] * len(_flatten(o)[0])
+    return rec(out_dims, out)
+
+
+def _vmap_chunked(func, leaf_dims, kwargs, n, chunk_size, out_dims, randomness):
+    pieces = []
+    for start in range(0, n, chunk_size):
+        length = min(chunk_size, n - start)
+        chunk = [(([t.narrow(dd, start, length) if dd is not None else t for t, dd in zip(leaves, ds)]), spec, ds)
+                 for leaves, spec, ds in leaf_dims]
+        pieces.append(_vmap_call(func, chunk, kwargs, length, out_dims, randomness))
+    first_leaves, spec = _flatten(pieces[0])
+    od = [out_dims] * len(first_leaves) if not isinstance(out_dims, (tuple, list)) else \
+        _expand_out_dims(out_dims, pieces[0])
+    cols = []
+    for j, d in enumerate(od):
+        col = [_flatten(p)[0][j] for p in pieces]
+        cols.append(_C.cat(col, d) if d is not None else col[0])
+    return _unflatten(cols, spec)
+
+
+_RANDOM_FACTORIES = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",
+                     "randn_like", "randint_like", "poisson", "dropout", "alpha_dropout", "feature_alpha_dropout",
+                     "dropout1d", "dropout2d", "dropout3d", "uniform_", "normal_", "bernoulli_", "random_",
+                     "exponential_", "cauchy_", "log_normal_", "geometric_"}
+
+
+class _RandomFactories(kindle.overrides.TorchFunctionMode):
+    """Inside vmap with randomness 'error' or 'different': random ops on tensors that are not
+    batched (factories, captured tensors) raise, or draw one value per example."""
+
+    def __init__(self, lvl):
+        super().__init__()
+        self.lvl = lvl
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name not in _RANDOM_FACTORIES or types:
+            return func(*args, **kwargs)
+        if self.lvl.randomness == "error":
+            from ._batching import _random_error
+            _random_error()
+        if name in ("rand", "randn") or (name == "normal" and len(args) >= 3):
+            size = args[-1] if name == "normal" else args[0]
+            size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+            if name == "normal":
+                return _vm.wrap(func(*args[:-1], (self.lvl.size,) + size, **kwargs), self.lvl)
+            return _vm.wrap(func((self.lvl.size,) + size, *args[1:], **kwargs), self.lvl)
+        if name == "randint":
+            return _vm.wrap(func(*args[:-1], (self.lvl.size,) + tuple(args[-1]), **kwargs), self.lvl)
+        if name.endswith("_") and args and isinstance(args[0], _C.Tensor):
+            raise RuntimeError(f"vmap: {name}(self, ...) on a Tensor that is not batched would draw one value for "
+                               "every example; vmap with randomness='different' cannot write different values into "
+                               "it (use an out-of-place random op)")
+        return _vm.wrap(_C.stack([func(*args, **kwargs) for _ in range(self.lvl.size)]), self.lvl)
 
 
 def functionalize(func, *, remove="mutations"):

@@ -1,0 +1,845 @@
+"""vmap's batching rules: how each op runs once on a batch of examples.
+
+A rule gets the op, its arguments (the bindings pass every argument, defaults filled in,
+positionally up to the keyword-only ones) and the vmap level to handle; it calls the op (or
+others) on the physical tensors, whose dim 0 is that level's batch, and returns the results
+batched. The family of an op's rule is declared in ops.yaml (`vmap:`; element-wise ops are
+`pointwise` from their `forward: element_wise`) and reaches Python as kindle._C._op_schemas with
+each op's argument names and types; ops with a dim argument and no family shift their dims.
+Functions of kindle.nn.functional without a rule run their Python body on the batched tensors.
+An op without a rule runs once per example (a warning names it) and its results are stacked.
+"""
+import warnings
+
+from .. import _C
+from ._vmap import BatchedTensor, levels, logical, unwrap, wrap
+
+Tensor = _C.Tensor
+_SCHEMAS = _C._op_schemas
+_DIM_ARGS = {"dim", "dims", "dim0", "dim1", "dim2", "start_dim", "end_dim", "dimension", "source", "destination",
+             "axis0", "axis1"}
+
+
+# ---- helpers
+
+def _is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def _innermost(args, kwargs):
+    best = None
+    for v in list(args) + list(kwargs.values()):
+        items = v if isinstance(v, (list, tuple)) else (v,)
+        for x in items:
+            if type(x) is BatchedTensor and (best is None or x._lvl.id > best.id):
+                best = x._lvl
+    return best
+
+
+def _rewrap(res, lvl):
+    """The op's results on physical tensors, batched at lvl (tensors in tuples and lists too)."""
+    if isinstance(res, Tensor):
+        return wrap(res, lvl)
+    if isinstance(res, (tuple, list)):
+        items = [_rewrap(r, lvl) for r in res]
+        if hasattr(res, "_fields"):
+            return type(res)(*items)
+        return type(res)(items)
+    return res
+
+
+def _batched(x, lvl):
+    """x's physical tensor at lvl, expanded over the batch if x is not batched there."""
+    p, b = unwrap(x, lvl)
+    if b:
+        return p
+    return p.unsqueeze(0).expand((lvl.size,) + tuple(p.shape))
+
+
+def _pad(p, rank):
+    """A physical tensor (batch first) with size-1 dims after the batch up to logical rank."""
+    missing = rank - (p.dim() - 1)
+    if missing <= 0:
+        return p
+    return p.reshape((p.shape[0],) + (1,) * missing + tuple(p.shape[1:]))
+
+
+def _schema(name, args):
+    """The op's overload matching the call's positional arguments, or None."""
+    overloads = _SCHEMAS.get(name)
+    if not overloads:
+        return None
+    n = len(args)
+    for ov in overloads:
+        pos = [a for a in ov[2] if not a[2]]
+        if len(pos) == n:
+            return ov
+    for ov in overloads:  # varargs (x.view(2, 3)): more positional values than parameters
+        pos = [a for a in ov[2] if not a[2]]
+        if pos and n > len(pos) and pos[-1][1] == "int[]":
+            return ov
+    return None
+
+
+def _pack_varargs(args, schema):
+    pos = [a for a in schema[2] if not a[2]]
+    if len(args) > len(pos) or (len(args) == len(pos) and pos[-1][1] == "int[]" and isinstance(args[-1], int)):
+        k = len(pos) - 1
+        return tuple(args[:k]) + (tuple(args[k:]),)
+    return tuple(args)
+
+
+def _fallback(func, args, kwargs, lvl, name):
+    """The op once per example, results stacked (an op without a batching rule)."""
+    warnings.warn(f"kindle.func.vmap: there is no batching rule for {name}; it runs once per example of the batch "
+                  "(a Python loop) and its results are stacked", UserWarning, stacklevel=4)
+
+    def pick(v, i):
+        if type(v) is BatchedTensor and v._lvl is lvl:
+            return v._phys.select(0, i)
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(pick(x, i) for x in v)
+        return v
+    outs = [func(*[pick(a, i) for a in args], **{k: pick(v, i) for k, v in kwargs.items()}) for i in range(lvl.size)]
+    if name.endswith("_") and not name.startswith("__") and args and type(args[0]) is BatchedTensor:
+        return args[0]  # in place: each example wrote through its view
+    return _stack_results(outs, lvl, name)
+
+
+def _stack_results(outs, lvl, name):
+    first = outs[0] if outs else None
+    if isinstance(first, Tensor):
+        return wrap(_C.stack(list(outs)), lvl)
+    if isinstance(first, (tuple, list)):
+        cols = [_stack_results([o[j] for o in outs], lvl, name) for j in range(len(first))]
+        return type(first)(*cols) if hasattr(first, "_fields") else type(first)(cols)
+    if first is None or all(o == first for o in outs):
+        return first
+    raise RuntimeError(f"vmap: {name} returned a Python value that differs between examples ({outs[:3]}...); "
+                       "vmap can only batch Tensor results")
+
+
+def _inplace_check(name, self_batched, others_batched):
+    if others_batched and not self_batched:
+        raise RuntimeError(f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in "
+                           "extra_args that has more elements than `self`. This happened due to `other` being vmapped "
+                           "over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators "
+                           f"instead of {name}. If said operator is being called inside the PyTorch framework, please "
+                           "file a bug report instead.")
+
+
+def _is_inplace(name, schema):
+    return (schema is not None and schema[1]) or (name.endswith("_") and not name.startswith("_")) or \
+        name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+                 "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__")
+
+
+# ---- families
+
+def pointwise(func, args, kwargs, lvl, name, schema=None):
+    """Element-wise ops: the batch dims lead, the example dims broadcast as in one example."""
+    tensors = [(i, a) for i, a in enumerate(args) if _is_tensor(a)] + \
+        [(k, v) for k, v in kwargs.items() if _is_tensor(v) and k != "out"]
+    rank = max(t.dim() for _, t in tensors)
+    inplace = _is_inplace(name, schema)
+    phys = {}
+    batched_dtypes, plain_dtypes, zero_dim_batched = set(), set(), False
+    for key, t in tensors:
+        p, b = unwrap(t, lvl)
+        if b:
+            if t.dim() == 0:
+                zero_dim_batched = True
+            batched_dtypes.add(t.dtype)
+            p = _pad(p, rank) if not (inplace and key == 0) else p
+        phys[key] = (p, b)
+    if inplace:
+        self_b = 0 in phys and phys[0][1]
+        _inplace_check(name, self_b, any(b for k, (_, b) in phys.items() if k != 0))
+    if zero_dim_batched and len({t.dtype for _, t in tensors}) > 1:
+        # a batched 0-d tensor is a dimensioned one physically; cast as the example's promotion would
+        rt = _C.result_type(*[logical(t) for _, t in tensors[:2]]) if len(tensors) >= 2 else None
+        if rt is not None and not inplace and name not in ("where", "masked_fill", "lerp"):
+            phys = {k: ((p.to(rt) if (p.dtype != rt and p.dtype != _C.bool) else p), b) for k, (p, b) in phys.items()}
+    a = list(args)
+    kw = dict(kwargs)
+    for key, (p, _) in phys.items():
+        if isinstance(key, int):
+            a[key] = p
+        else:
+            kw[key] = p
+    res = func(*a, **kw)
+    if inplace:
+        return args[0]
+    return _rewrap(res, lvl)
+
+
+def _wrap_dim(d, rank, name):
+    r = max(rank, 1)
+    if not -r <= d < r:
+        raise IndexError(f"{name}: Dimension out of range (expected to be in range of [{-r}, {r - 1}], but got {d})")
+    return d % r + 1
+
+
+def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0):
+    """Ops with dim arguments: every tensor is batched (expanded where it is not), each dim moves
+    past the batch; a reduction over all dims (dim=None) reduces the example's dims."""
+    original_self = args[0] if args else None
+    args = list(_pack_varargs(args, schema))
+    params = [p for p in schema[2] if not p[2]]
+    kwparams = {p[0]: p for p in schema[2] if p[2]}
+    first = next((a for a in args if _is_tensor(a)), None)
+    if first is None:
+        first = next((x for a in args if isinstance(a, (list, tuple)) for x in a if _is_tensor(x)), None)
+    rank = first.dim() if first is not None else 0
+    zero = rank == 0 and out_rank_extra == 0
+    rank_for_dims = rank + out_rank_extra
+
+    def phys_of(t):
+        p = _batched(t, lvl)
+        return p.unsqueeze(1) if zero and t.dim() == 0 else p
+
+    def shift(pname, ptype, v):
+        if v is None:
+            if pname != "dim":
+                return v
+            if ptype == "int?":
+                return "flatten"
+            return list(range(1, max(rank_for_dims, 1) + 1))
+        if isinstance(v, int) and not isinstance(v, bool):
+            return _wrap_dim(v, rank_for_dims, name)
+        if isinstance(v, (list, tuple)):
+            if not v and pname == "dim":
+                return list(range(1, max(rank_for_dims, 1) + 1))
+            return type(v)(_wrap_dim(d, rank_for_dims, name) for d in v)
+        return v
+
+    flatten = False
+    for i, (pname, ptype, _) in enumerate(params):
+        if i >= len(args):
+            break
+        v = args[i]
+        if ptype.startswith("Tensor["):
+            args[i] = [phys_of(t) if _is_tensor(t) else t for t in v]
+        elif ptype.startswith("Tensor"):
+            if v is not None:
+                args[i] = phys_of(v)
+        elif pname in _DIM_ARGS and ptype.startswith("int"):
+            s = shift(pname, ptype, v)
+            if s == "flatten":
+                flatten = True
+                s = 1
+            args[i] = s
+    for k, v in list(kwargs.items()):
+        p = kwparams.get(k)
+        if p is None:
+            continue
+        if p[1].startswith("Tensor") and _is_tensor(v):
+            kwargs[k] = phys_of(v)
+        elif k in _DIM_ARGS and p[1].startswith("int"):
+            s = shift(k, p[1], v)
+            if s == "flatten":
+                flatten = True
+                s = 1
+            kwargs[k] = s
+    if flatten:  # dim=None over an int? dim: the op's flattened input
+        args = [a.reshape(lvl.size, -1) if _is_tensor(a) else a for a in args]
+    inplace = _is_inplace(name, schema)
+    if inplace:
+        _inplace_check(name, type(original_self) is BatchedTensor and original_self._lvl is lvl, True)
+    res = func(*args, **kwargs)
+    if inplace:
+        return original_self
+    if zero:
+        res = _squeeze_example(res)
+    return _rewrap(res, lvl)
+
+
+def _squeeze_example(res):
+    if isinstance(res, Tensor):
+        return res.squeeze(1) if res.dim() == 2 and res.shape[1] == 1 else res
+    if isinstance(res, (tuple, list)):
+        items = [_squeeze_example(r) for r in res]
+        return type(res)(*items) if hasattr(res, "_fields") else type(res)(items)
+    return res
+
+
+def batch(func, args, kwargs, lvl, name, schema):
+    """Ops that take leading batch dims (linear algebra): every tensor batched, nothing else moves."""
+    a = [(_batched(x, lvl) if _is_tensor(x) else x) for x in args]
+    kw = {k: (_batched(v, lvl) if _is_tensor(v) else v) for k, v in kwargs.items()}
+    return _rewrap(func(*a, **kw), lvl)
+
+
+# ---- matrix products
+
+def _matmul(a, b, lvl):
+    """matmul of two logical operands (at least one batched at lvl), batched result."""
+    ra, rb = a.dim(), b.dim()
+    if ra == 0 or rb == 0:
+        raise RuntimeError(f"matmul: both arguments to matmul need to be at least 1D, but they are {ra}D and {rb}D")
+    pa, ba = unwrap(a, lvl)
+    pb, bb = unwrap(b, lvl)
+    if ra == 1:
+        pa = pa.unsqueeze(-2) if ba else pa.unsqueeze(0)
+    if rb == 1:
+        pb = pb.unsqueeze(-1)
+    ea, eb = max(ra, 2), max(rb, 2)
+    rank = max(ea, eb)
+    if ba:
+        pa = _pad(pa, rank)
+    if bb:
+        pb = _pad(pb, rank)
+    out = _C.matmul(pa, pb)
+    if rb == 1:
+        out = out.squeeze(-1)
+    if ra == 1:
+        out = out.squeeze(-1 if rb == 1 else -2)
+    return wrap(out, lvl)
+
+
+def matmul(func, args, kwargs, lvl, name, schema):
+    mm_like = {"matmul", "mm", "bmm", "mv", "__matmul__"}
+    if name in mm_like:
+        a, b = args[0], args[1]
+        dims_needed = {"mm": (2, 2), "bmm": (3, 3), "mv": (2, 1)}.get(name)
+        if dims_needed and (a.dim(), b.dim()) != dims_needed:
+            return func(logical(a), logical(b))  # the op's own error
+        return _matmul(a, b, lvl)
+    if name == "__rmatmul__":
+        return _matmul(args[1], args[0], lvl)
+    if name in ("dot", "vdot", "inner"):
+        a, b = args[0], args[1]
+        if name != "inner" and (a.dim() != 1 or b.dim() != 1 or a.shape != b.shape):
+            return func(logical(a), logical(b))
+        if name == "vdot":
+            a = a.conj()
+        if name == "inner" and (a.dim() == 0 or b.dim() == 0):
+            return a * b
+        return _matmul(a, b.unsqueeze(-1), lvl).squeeze(-1) if b.dim() == 1 else _matmul(a, b.mT, lvl)
+    if name in ("outer", "ger"):
+        return args[0].unsqueeze(-1) * args[1].unsqueeze(-2)
+    if name in ("addmm", "addmv", "baddbmm"):
+        self_, m1, m2, beta, alpha = args[:5]
+        prod = _matmul(m1, m2, lvl)
+        if alpha != 1:
+            prod = prod * alpha
+        if beta == 0:
+            return prod + self_.new_zeros(()) * 0 if False else prod
+        return prod + (self_ * beta if beta != 1 else self_)
+    if name in ("linear", "linear_2d_weight"):
+        x, w, b = args[0], args[1], args[2] if len(args) > 2 else None
+        out = _matmul(x, w.mT if w.dim() == 2 else w, lvl) if w.dim() >= 1 else None
+        return out if b is None else out + b
+    return _fallback(func, args, kwargs, lvl, name)
+
+
+# ---- shapes
+
+def shape(func, args, kwargs, lvl, name, schema):
+    self_ = args[0]
+    p, b = unwrap(self_, lvl)
+    if not b:
+        return _fallback(func, args, kwargs, lvl, name)
+    if schema is not None:
+        args = _pack_varargs(args, schema)
+    rest = args[1] if len(args) > 1 else ()
+    if isinstance(rest, int):
+        rest = (rest,)
+    n = lvl.size
+    if name in ("view", "reshape"):
+        if _is_tensor(rest):  # view(dtype)
+            return wrap(func(p, rest), lvl)
+        return wrap(func(p, (n,) + tuple(rest)), lvl)
+    if name in ("expand", "broadcast_to"):
+        size = tuple(rest)
+        q = _pad(p, len(size))
+        full = (n,) + tuple(q.shape[i + 1] if s == -1 else s for i, s in enumerate(size))
+        return wrap(q.expand(full), lvl)
+    if name == "repeat":
+        reps = tuple(rest)
+        if len(reps) < self_.dim():
+            return func(logical(self_), reps)  # the op's own error
+        return wrap(_pad(p, len(reps)).repeat((1,) + reps), lvl)
+    if name == "tile":
+        reps = tuple(rest)
+        reps = (1,) * (self_.dim() - len(reps)) + reps
+        return wrap(_pad(p, len(reps)).repeat((1,) + reps), lvl)
+    if name == "permute":
+        order = tuple(rest)
+        if len(order) != self_.dim():
+            return func(logical(self_), order)
+        return wrap(p.permute((0,) + tuple(_wrap_dim(d, self_.dim(), name) for d in order)), lvl)
+    if name in ("t", "t_"):
+        if self_.dim() < 2:
+            return self_ if name == "t" else self_
+        return wrap(p.transpose(1, 2), lvl) if name == "t" else (p.transpose_(1, 2), self_)[1]
+    if name in ("squeeze", "squeeze_"):
+        d = args[1] if len(args) > 1 else None
+        if d is None:
+            d = [i for i, s in enumerate(self_.shape) if s == 1]
+        elif isinstance(d, int):
+            d = [d]
+        ds = [_wrap_dim(x, self_.dim(), name) for x in d]
+        if name == "squeeze_":
+            p.squeeze_(ds)
+            return self_
+        return wrap(p.squeeze(ds) if ds else p, lvl)
+    if name in ("flatten",):
+        if self_.dim() == 0:
+            return wrap(p.reshape(n, 1), lvl)
+        return dims(func, args, kwargs, lvl, name, schema)
+    if name in ("view_as", "reshape_as", "expand_as"):
+        return shape(getattr(Tensor, name.replace("_as", "")), (self_, tuple(args[1].shape)), {}, lvl,
+                     name.replace("_as", ""), None)
+    return _fallback(func, args, kwargs, lvl, name)
+
+
+def dims_out(func, args, kwargs, lvl, name, schema):
+    """Ops whose dims count the result's dims, one more than the input's (unsqueeze, stack)."""
+    return dims(func, args, kwargs, lvl, name, schema, out_rank_extra=1)
+
+
+def roll(func, args, kwargs, lvl, name, schema):
+    self_, shifts, ds = args[0], args[1], args[2]
+    if isinstance(shifts, int):
+        shifts = (shifts,)
+    if isinstance(ds, int):
+        ds = (ds,)
+    p, _ = unwrap(self_, lvl)
+    if not ds:  # the flattened tensor rolls
+        return wrap(p.reshape(lvl.size, -1).roll(tuple(shifts), (1,)).reshape(p.shape), lvl)
+    return wrap(p.roll(tuple(shifts), tuple(_wrap_dim(d, self_.dim(), name) for d in ds)), lvl)
+
+
+def index_1d(func, args, kwargs, lvl, name, schema):
+    """index_select / index_add / index_copy / index_fill with a 1-d index: a batched index
+    becomes a gather / scatter over the batch."""
+    pi = schema[2]
+    names = [a[0] for a in pi]
+    idx = args[names.index("index")]
+    if type(idx) is BatchedTensor and idx._lvl is lvl:
+        return _fallback(func, args, kwargs, lvl, name)
+    return dims(func, args, kwargs, lvl, name, schema)
+
+
+# ---- tensors made from another's shape
+
+def like(func, args, kwargs, lvl, name, schema):
+    """zeros_like, new_zeros, ...: one example's result (the same for every example)."""
+    if any(type(x) is BatchedTensor and x._lvl is lvl for x in list(args[1:]) + list(kwargs.values())):
+        raise NotImplementedError(f"vmap: {name} with batched parameters and randomness='same' is not supported; "
+                                  "use randomness='different'")
+    a = [logical(x) if type(x) is BatchedTensor and x._lvl is lvl else x for x in args]
+    return func(*a, **kwargs)
+
+
+def _random_error():
+    raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                       "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+
+
+def random(func, args, kwargs, lvl, name, schema):
+    """Random ops: vmap's randomness decides (error, the same values for every example, or
+    different ones)."""
+    training = True
+    if name.startswith("dropout") or name in ("alpha_dropout", "feature_alpha_dropout"):
+        p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+        training = args[2] if len(args) > 2 else kwargs.get("training", kwargs.get("train", True))
+        if not training or p == 0:
+            return args[0]
+    if lvl.randomness == "error":
+        _random_error()
+    if lvl.randomness == "different":
+        if name.endswith("_like") or name.startswith("new_"):
+            self_ = args[0]
+            p, b = unwrap(self_, lvl)
+            base = p if b else _batched(self_, lvl)
+            return wrap(func(base, *args[1:], **kwargs), lvl)
+        return pointwise(func, args, kwargs, lvl, name, schema)
+    # same: one draw of an example's shape, shared by the batch
+    if name.startswith("dropout") or "dropout" in name:
+        x = args[0]
+        mask = func(_C.ones(tuple(x.shape), dtype=x.dtype), *args[1:], **kwargs)
+        return x * mask
+    if _is_inplace(name, schema):
+        self_ = args[0]
+        p, _ = unwrap(self_, lvl)
+        one = func(_C.empty(tuple(self_.shape), dtype=self_.dtype), *[logical(a) if _is_tensor(a) else a
+                                                                      for a in args[1:]], **kwargs)
+        p.copy_(one.expand_as(p) if one.dim() == p.dim() else one.unsqueeze(0).expand_as(p))
+        return self_
+    if any(type(x) is BatchedTensor and x._lvl is lvl for x in list(args[1:]) + list(kwargs.values())):
+        raise NotImplementedError(f"vmap: {name} with batched parameters and randomness='same' is not supported; "
+                                  "use randomness='different'")
+    a = [logical(x) if type(x) is BatchedTensor and x._lvl is lvl else x for x in args]
+    return func(*a, **kwargs)
+
+
+# ---- losses
+
+def _reduce_examples(loss, reduction, rank, name, denominator=None):
+    """A per-element loss (batch first) reduced per example as the op's reduction does."""
+    if reduction == "none":
+        return loss
+    flat = loss.reshape(loss.shape[0], -1)
+    if reduction == "sum":
+        return flat.sum(1)
+    if reduction == "mean":
+        return flat.sum(1) / denominator if denominator is not None else flat.mean(1)
+    if reduction == "batchmean":
+        return flat.sum(1) / (loss.shape[1] if rank > 0 else 1)
+    raise ValueError(f"{name}: {reduction} is not a valid value for reduction")
+
+
+def loss(func, args, kwargs, lvl, name, schema):
+    """Losses: the per-element loss of the batch (reduction='none'), reduced per example."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    a.update(kwargs)
+    reduction = a.get("reduction", "mean")
+    inp = a.get("self", a.get("input"))
+    rank = inp.dim()
+    if name in ("nll_loss", "cross_entropy"):
+        return _class_loss(func, a, names, lvl, name, reduction)
+    call = dict(a)
+    call["reduction"] = "none"
+    out = pointwise(func, [call[k] for k in names if k in call and not _kw(schema, k)],
+                    {k: call[k] for k in names if _kw(schema, k) and k in call}, lvl, name, schema)
+    p, _ = unwrap(out, lvl)
+    return wrap(_reduce_examples(p, reduction, rank, name), lvl)
+
+
+def _kw(schema, k):
+    return any(x[0] == k and x[2] for x in schema[2])
+
+
+def _class_loss(func, a, names, lvl, name, reduction):
+    inp, target, weight = a["self"], a["target"], a.get("weight")
+    smoothing = a.get("label_smoothing", 0.0)
+    if weight is not None and type(weight) is BatchedTensor and weight._lvl is lvl:
+        return _fallback(func, [a[k] for k in names], {}, lvl, name)
+    n = lvl.size
+    pi = _batched(inp, lvl)
+    pt = _batched(target, lvl)
+    class_targets = not (target.is_floating_point() or target.is_complex())
+    if inp.dim() >= 2:  # (N, C, ...): the batch folds into N
+        fi = pi.reshape((n * inp.shape[0],) + tuple(inp.shape[1:]))
+        ft = pt.reshape((n * inp.shape[0],) + tuple(target.shape[1:]))
+    else:  # (C,): the batch is N
+        fi, ft = pi, pt
+    call = dict(a)
+    call.update({"self": fi, "target": ft, "reduction": "none"})
+    per = func(*[call[k] for k in names])
+    per = per.reshape((n,) + tuple(per.shape[1:])) if inp.dim() >= 2 else per
+    denominator = None
+    if reduction == "mean" and class_targets:
+        ignore = a.get("ignore_index", -100)
+        valid = (pt != ignore)
+        if weight is not None:
+            w = weight[pt.clamp(0, max(inp.shape[1 if inp.dim() >= 2 else 0] - 1, 0))] * valid
+        else:
+            w = valid.to(per.dtype)
+        denominator = w.reshape(n, -1).sum(1)
+        if smoothing and weight is not None:
+            return _fallback(func, [a[k] for k in names], {}, lvl, name)
+    return wrap(_reduce_examples(per, reduction, inp.dim(), name, denominator), lvl)
+
+
+# ---- images, sequences: (N, C, ...) ops
+
+_EXAMPLE_RANK = {"conv1d": 2, "conv2d": 3, "conv_transpose1d": 2, "conv_transpose2d": 3, "conv2d_forward": 3,
+                 "max_pool2d_with_indices": 3, "max_pool2d_fwd": 3, "avg_pool2d": 3, "avg_pool2d_fwd": 3,
+                 "adaptive_avg_pool2d": 3, "adaptive_max_pool2d": 3, "lp_pool2d": 3, "pixel_shuffle": 3,
+                 "pixel_unshuffle": 3, "im2col": 3, "col2im": 2}
+
+
+def nchw(func, args, kwargs, lvl, name, schema):
+    """Ops on (N, C, ...) or (C, ...) inputs: the batch folds into N. A batched weight (per
+    example filters) runs as a grouped convolution over the batch."""
+    k = _EXAMPLE_RANK.get(name)
+    x = args[0]
+    weight = args[1] if len(args) > 1 and _is_tensor(args[1]) else None
+    if weight is not None and type(weight) is BatchedTensor and weight._lvl is lvl:
+        if name in ("conv1d", "conv2d"):
+            return _conv_batched_weight(func, args, lvl)
+        return _fallback(func, args, kwargs, lvl, name)
+    n = lvl.size
+    p = _batched(x, lvl)
+    bias = args[2] if len(args) > 2 and _is_tensor(args[2]) else None
+    bias_b = bias is not None and type(bias) is BatchedTensor and bias._lvl is lvl
+    rest = list(args[1:])
+    if bias_b:
+        rest[1] = None
+    if k is None or x.dim() == k + 1:  # (N, C, ...): N and the batch fold into one
+        folded = p.reshape((n * x.shape[0],) + tuple(x.shape[1:]))
+        res = func(folded, *rest, **kwargs)
+        res = _unfold_results(res, n)
+    else:
+        res = func(p, *rest, **kwargs)
+    out = _rewrap(res, lvl)
+    if bias_b:  # (O,) over the channel dim of (N, O, ...) or (O, ...)
+        channel = 1 if (k is None or x.dim() == k + 1) else 0
+        out = out + bias.reshape(tuple(bias.shape) + (1,) * (out.dim() - channel - 1))
+    return out
+
+
+def _unfold_results(res, n):
+    if isinstance(res, Tensor):
+        return res.reshape((n, res.shape[0] // n) + tuple(res.shape[1:]))
+    if isinstance(res, (tuple, list)):
+        items = [_unfold_results(r, n) for r in res]
+        return type(res)(*items) if hasattr(res, "_fields") else type(res)(items)
+    return res
+
+
+def _conv_batched_weight(func, args, lvl):
+    x, w = args[0], args[1]
+    bias = args[2] if len(args) > 2 else None
+    n = lvl.size
+    px = _batched(x, lvl)
+    pw, _ = unwrap(w, lvl)
+    groups = args[-1]
+    unbatched_example = x.dim() == w.dim() - 1
+    if unbatched_example:
+        px = px.unsqueeze(1)
+    N = px.shape[1]
+    # (B, N, C, ...) -> (N, B*C, ...); weights (B, O, C/g, ...) -> (B*O, C/g, ...), groups B*g
+    xg = px.movedim(0, 1).reshape((N, n * px.shape[2]) + tuple(px.shape[3:]))
+    wg = pw.reshape((n * pw.shape[1],) + tuple(pw.shape[2:]))
+    rest = list(args[3:-1])
+    out = func(xg, wg, None, *rest, n * groups)
+    out = out.reshape((N, n, pw.shape[1]) + tuple(out.shape[2:])).movedim(1, 0)
+    if unbatched_example:
+        out = out.squeeze(1)
+    res = wrap(out, lvl)
+    if bias is not None:
+        res = res + bias.reshape(tuple(bias.shape) + (1,) * (res.dim() - (2 if not unbatched_example else 1)))
+    return res
+
+
+def norm_layer(func, args, kwargs, lvl, name, schema):
+    """layer_norm / rms_norm over trailing dims: the batch leads; batched affine parameters are
+    applied after the normalization."""
+    x, shape_, w, b = args[0], args[1], args[2], args[3]
+    wb = type(w) is BatchedTensor and w._lvl is lvl
+    bb = type(b) is BatchedTensor and b._lvl is lvl
+    p = _batched(x, lvl)
+    rest = list(args[4:])
+    if name == "rms_norm":
+        out = wrap(func(p, shape_, None if wb else w, *args[3:]), lvl)
+        return out * w if wb else out
+    out = wrap(func(p, shape_, None if wb else w, None if (bb or wb) else b, *rest), lvl)
+    if wb:
+        out = out * w
+        if b is not None:
+            out = out + b
+    elif bb:
+        out = out + b
+    return out
+
+
+def batch_norm(func, args, kwargs, lvl, name, schema):
+    """Evaluation with running statistics is per element: the batch folds into N. Training
+    without running statistics: the batch folds into the channels."""
+    x, rm, rv, w, b, training = args[:6]
+    if any(type(t) is BatchedTensor and t._lvl is lvl for t in (w, b, rm, rv)):
+        return _fallback(func, args, kwargs, lvl, name)
+    n = lvl.size
+    p = _batched(x, lvl)
+    if not training and rm is not None:
+        folded = p.reshape((n * x.shape[0],) + tuple(x.shape[1:]))
+        return wrap(func(folded, *args[1:], **kwargs).reshape(p.shape), lvl)
+    if rm is not None or rv is not None:
+        raise RuntimeError("vmap: batch_norm in training mode with running statistics updates them in place once "
+                           "per call; vmap over it is not supported (use track_running_stats=False or eval mode)")
+    C = x.shape[1]
+    moved = p.movedim(0, 1).reshape((x.shape[0], n * C) + tuple(x.shape[2:]))
+    ww = None if w is None else w.repeat(n)
+    bw = None if b is None else b.repeat(n)
+    out = func(moved, None, None, ww, bw, *args[5:])
+    return wrap(out.reshape((x.shape[0], n, C) + tuple(x.shape[2:])).movedim(1, 0), lvl)
+
+
+def embedding(func, args, kwargs, lvl, name, schema):
+    idx, weight = args[0], args[1]
+    if type(weight) is BatchedTensor and weight._lvl is lvl:
+        pw, _ = unwrap(weight, lvl)
+        pi = _batched(idx, lvl)
+        rows = _C.arange(lvl.size).reshape((lvl.size,) + (1,) * idx.dim())
+        return wrap(pw[rows, pi], lvl)
+    p, _ = unwrap(idx, lvl)
+    return wrap(func(p, *args[1:], **kwargs), lvl)
+
+
+# ---- indexing and conversions (hand-written bindings)
+
+def _index_tuple(idx):
+    return idx if isinstance(idx, tuple) else (idx,)
+
+
+def _separated_advanced(idx):
+    pos = [i for i, v in enumerate(idx) if _is_tensor(v) or isinstance(v, (list,))]
+    return len(pos) > 1 and pos[-1] - pos[0] + 1 != len(pos)
+
+
+def getitem(func, args, kwargs, lvl, name, schema):
+    self_, idx = args[0], args[1]
+    idx = _index_tuple(idx)
+    if any((type(v) is BatchedTensor and v._lvl is lvl) or (_is_tensor(v) and v.dtype == _C.bool) for v in idx) \
+            or _separated_advanced(idx) or type(self_) is not BatchedTensor or self_._lvl is not lvl:
+        return _fallback(func, args, kwargs, lvl, name)
+    p, _ = unwrap(self_, lvl)
+    return wrap(p[(slice(None),) + idx], lvl)
+
+
+def setitem(func, args, kwargs, lvl, name, schema):
+    self_, idx, value = args[0], args[1], args[2]
+    p, b = unwrap(self_, lvl)
+    vb = type(value) is BatchedTensor and value._lvl is lvl
+    _inplace_check("__setitem__", b, vb or any(type(v) is BatchedTensor and v._lvl is lvl
+                                               for v in _index_tuple(idx)))
+    idx = _index_tuple(idx)
+    if any((type(v) is BatchedTensor and v._lvl is lvl) or (_is_tensor(v) and v.dtype == _C.bool) for v in idx) \
+            or _separated_advanced(idx):
+        return _fallback(func, args, kwargs, lvl, name)
+    target = p[(slice(None),) + idx]
+    if vb:
+        pv, _ = unwrap(value, lvl)
+        value = _pad(pv, target.dim() - 1)
+    p[(slice(None),) + idx] = value
+    return None
+
+
+def same_shape(func, args, kwargs, lvl, name, schema):
+    """Ops that keep the shape and act on each element or the whole tensor alike (casts, clone,
+    contiguous, detach): the op on the physical tensor."""
+    a = list(args)
+    p, _ = unwrap(a[0], lvl)
+    a[0] = p
+    a = [logical(x) if type(x) is BatchedTensor and x._lvl is lvl else x for x in a]
+    a[0] = p
+    res = func(*a, **kwargs)
+    if res is p:
+        return args[0]
+    return _rewrap(res, lvl)
+
+
+def reduce_all(func, args, kwargs, lvl, name, schema):
+    """max(), min(), median(): the reduction of each example's flattened values."""
+    p = _batched(args[0], lvl).reshape(lvl.size, -1)
+    return wrap(func(p, 1)[0], lvl)
+
+
+def batch_pad(func, args, kwargs, lvl, name, schema):
+    """Ops with broadcast leading batch dims (attention): every batched tensor padded to the
+    highest rank among the tensors, then the batch leads."""
+    rank = max(a.dim() for a in args if _is_tensor(a))
+    a = [(_pad(unwrap(x, lvl)[0], rank) if (type(x) is BatchedTensor and x._lvl is lvl) else x) for x in args]
+    return _rewrap(func(*a, **kwargs), lvl)
+
+
+def einsum(func, args, kwargs, lvl, name, schema):
+    """einsum: a letter the equation does not use labels the batch in each batched operand and
+    in the result."""
+    eq, ops = args[0], list(args[1])
+    if "..." in eq:
+        return _fallback(func, args, kwargs, lvl, name)
+    eq = eq.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if not _:
+        letters = [c for c in lhs if c.isalpha()]
+        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    free = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq)
+    phys = []
+    for t, term in zip(ops, terms):
+        p, b = unwrap(t, lvl)
+        phys.append(p)
+        if b:
+            terms[terms.index(term)] = free + term
+    new_eq = ",".join(terms) + "->" + free + rhs
+    return wrap(func(new_eq, phys), lvl)
+
+
+def broadcast_tensors(func, args, kwargs, lvl, name, schema):
+    tensors = list(args[0])
+    from .._torch_api import broadcast_shapes
+    shape = broadcast_shapes(*[tuple(t.shape) for t in tensors])
+    return [t.expand(shape) for t in tensors]
+
+
+def pad(func, args, kwargs, lvl, name, schema):
+    """Constant padding pads the last dims of any tensor; the other modes take (N, C, ...) or
+    (C, ...) inputs: the batch folds into the leading dim."""
+    x, pads, mode = args[0], args[1], args[2] if len(args) > 2 else "constant"
+    p, _ = unwrap(x, lvl)
+    if mode == "constant":
+        return wrap(func(p, *args[1:], **kwargs), lvl)
+    k = len(pads) // 2 + 1  # an example without N: (C, *padded dims)
+    if x.dim() == k:
+        return wrap(func(p, *args[1:], **kwargs), lvl)
+    folded = p.reshape((-1,) + tuple(x.shape[x.dim() - k:]))
+    out = func(folded, *args[1:], **kwargs)
+    return wrap(out.reshape((lvl.size,) + tuple(x.shape[:x.dim() - k]) + tuple(out.shape[1:])), lvl)
+
+
+def loop(func, args, kwargs, lvl, name, schema):
+    return _fallback(func, args, kwargs, lvl, name)
+
+
+FAMILIES = {"pointwise": pointwise, "dims": dims, "dims_out": dims_out, "batch": batch, "matmul": matmul,
+            "shape": shape, "roll": roll, "index_1d": index_1d, "like": like, "random": random, "loss": loss,
+            "nchw": nchw, "norm_layer": norm_layer, "batch_norm": batch_norm, "embedding": embedding,
+            "same_shape": same_shape, "loop": loop, "reduce_all": reduce_all, "batch_pad": batch_pad,
+            "einsum": einsum, "broadcast_tensors": broadcast_tensors, "pad": pad}
+
+# Hand-written bindings (not in ops.yaml) and Python operators.
+_BY_NAME = {"__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul, "__rmatmul__": matmul,
+            "to": same_shape, "float": same_shape, "double": same_shape, "half": same_shape, "bfloat16": same_shape,
+            "type": same_shape, "type_as": same_shape, "cpu": same_shape, "cuda": same_shape,
+            "new_full": like, "new_zeros": like, "new_ones": like, "new_empty": like, "new_tensor": like}
+
+
+def _family(name, schema):
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    if schema is None:
+        if name.startswith("__") and name.endswith("__"):  # Python's arithmetic and comparisons
+            return pointwise
+        return None
+    fam = schema[0]
+    if not fam and name.endswith("_"):  # an in-place op follows its out-of-place one
+        base = _SCHEMAS.get(name[:-1])
+        if base:
+            fam = base[0][0]
+    if fam:
+        return FAMILIES[fam]
+    if any(p[0] in _DIM_ARGS and p[1].startswith("int") for p in schema[2]):
+        return dims
+    return None
+
+
+def dispatch(func, args, kwargs):
+    """BatchedTensor.__torch_function__: the innermost level's batching rule for func."""
+    lvl = _innermost(args, kwargs)
+    if lvl is None or lvl not in levels:
+        if lvl is not None:
+            raise RuntimeError("vmap: a BatchedTensor escaped from its vmap (it was used after the vmap returned)")
+        with DisableTorchFunctionSubclass():
+            return func(*args, **kwargs)
+    name = getattr(func, "__name__", "")
+    if name in ("_unflatten_dense_tensors",):
+        return _fallback(func, args, kwargs, lvl, name)
+    schema = _schema(name, args)
+    rule = _family(name, schema)
+    if rule is None:
+        wrapped = getattr(func, "__wrapped__", None)
+        if wrapped is not None:  # a Python function: its body runs on the batched tensors
+            return wrapped(*args, **kwargs)
+        return _fallback(func, args, kwargs, lvl, name)
+    if rule is pointwise:
+        return pointwise(func, args, kwargs, lvl, name, schema)
+    return rule(func, args, dict(kwargs), lvl, name, schema)
+
+
+from ..overrides import DisableTorchFunctionSubclass  # noqa: E402
