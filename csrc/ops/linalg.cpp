@@ -49,6 +49,13 @@ void batched_gemm(const Tensor& a, const Tensor& bm, const Tensor& out, double a
                " and ", a.device() == out.device() ? bm.device() : out.device(), "!");
   MatView va = as_blas(a), vb = as_blas(bm);
   int64_t sa = B > 1 ? va.t.stride(0) : 0, sb = B > 1 ? vb.t.stride(0) : 0;
+  if (B > 1 && sb == 0 && !va.trans && sa == m * va.ld) {
+    // One right operand for the whole batch (a broadcast weight, as vmap's per-example
+    // gradients make) and the left rows one after another: a single product of B*m rows.
+    m *= B;
+    B = 1;
+    sa = 0;
+  }
   GemmArgs g{va.trans, vb.trans, m, n, k, va.t.raw_data_ptr(), va.ld, vb.t.raw_data_ptr(), vb.ld, out.raw_data_ptr(), n, alpha, beta};
   gemm_stub[out.device()](out.dtype(), &g, B, sa, sb, m * n);
 }

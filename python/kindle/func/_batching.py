@@ -70,10 +70,14 @@ def _schema(name, args):
     if not overloads:
         return None
     n = len(args)
-    for ov in overloads:
+    fits = [ov for ov in overloads if len([a for a in ov[2] if not a[2]]) == n]
+    for ov in fits:
         pos = [a for a in ov[2] if not a[2]]
-        if len(pos) == n:
+        if all((_is_tensor(v) or v is None) == p[1].startswith("Tensor") or p[1].startswith("Tensor?") or
+               p[1].endswith("[]") for v, p in zip(args, pos)):
             return ov
+    if fits:
+        return fits[0]
     for ov in overloads:  # varargs (x.view(2, 3)): more positional values than parameters
         pos = [a for a in ov[2] if not a[2]]
         if pos and n > len(pos) and pos[-1][1] == "int[]":
@@ -89,14 +93,19 @@ def _pack_varargs(args, schema):
     return tuple(args)
 
 
-def _fallback(func, args, kwargs, lvl, name):
-    """The op once per example, results stacked (an op without a batching rule)."""
-    warnings.warn(f"kindle.func.vmap: there is no batching rule for {name}; it runs once per example of the batch "
-                  "(a Python loop) and its results are stacked", UserWarning, stacklevel=4)
+def _fallback(func, args, kwargs, lvl, name, reason=None):
+    """The op once per example, results stacked (an op without a batching rule, or a case its
+    rule does not cover: `reason` says which)."""
+    what = f"the batching rule of {name} does not cover {reason}" if reason else \
+        f"there is no batching rule for {name}"
+    warnings.warn(f"kindle.func.vmap: {what}; it runs once per example of the batch (a Python loop) and its results "
+                  "are stacked", UserWarning, stacklevel=4)
+
+    standalone = name == "as_strided"  # offsets and strides count from the example's own storage
 
     def pick(v, i):
         if type(v) is BatchedTensor and v._lvl is lvl:
-            return v._phys.select(0, i)
+            return v._phys.select(0, i).clone() if standalone else v._phys.select(0, i)
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(pick(x, i) for x in v)
         return v
@@ -155,11 +164,28 @@ def pointwise(func, args, kwargs, lvl, name, schema=None):
     if inplace:
         self_b = 0 in phys and phys[0][1]
         _inplace_check(name, self_b, any(b for k, (_, b) in phys.items() if k != 0))
-    if zero_dim_batched and len({t.dtype for _, t in tensors}) > 1:
-        # a batched 0-d tensor is a dimensioned one physically; cast as the example's promotion would
-        rt = _C.result_type(*[logical(t) for _, t in tensors[:2]]) if len(tensors) >= 2 else None
-        if rt is not None and not inplace and name not in ("where", "masked_fill", "lerp"):
-            phys = {k: ((p.to(rt) if (p.dtype != rt and p.dtype != _C.bool) else p), b) for k, (p, b) in phys.items()}
+    rt = None
+    if zero_dim_batched and not inplace and len({t.dtype for _, t in tensors}) > 1:
+        # a batched 0-d tensor is a dimensioned one physically, which promotes differently: the
+        # operands are cast to the dtype one example computes in, the result to its result dtype
+        with DisableTorchFunctionSubclass():
+            rt = func(*[logical(x) if _is_tensor(x) else x for x in args],
+                      **{k: logical(v) if _is_tensor(v) else v for k, v in kwargs.items()}).dtype
+        valued = [logical(t) for _, t in tensors if t.dtype != _C.bool]
+        ct = _C.result_type(valued[0], valued[1]) if len(valued) == 2 else None
+        if ct is not None and (ct == rt or rt == _C.bool):
+            phys = {k: ((p.to(ct) if p.dtype != ct and p.dtype != _C.bool and t.dim() == 0 else p), b)
+                    for (k, t), (_, (p, b)) in zip(tensors, phys.items())}
+    if name == "fill_" and len(tensors) == 2 and phys[1][1]:  # a batched fill value: one per example
+        p0, _ = phys[0]
+        p0.copy_(phys[1][0].reshape((lvl.size,) + (1,) * (p0.dim() - 1)))
+        return args[0]
+    if name in ("masked_fill", "masked_fill_") and len(tensors) == 3 and phys[2][1]:
+        filled = _C.where(phys[1][0], phys[2][0], phys[0][0]).to(phys[0][0].dtype)
+        if name == "masked_fill":
+            return wrap(filled, lvl)
+        phys[0][0].copy_(filled)
+        return args[0]
     a = list(args)
     kw = dict(kwargs)
     for key, (p, _) in phys.items():
@@ -170,6 +196,8 @@ def pointwise(func, args, kwargs, lvl, name, schema=None):
     res = func(*a, **kw)
     if inplace:
         return args[0]
+    if rt is not None and isinstance(res, Tensor) and res.dtype != rt:
+        res = res.to(rt)
     return _rewrap(res, lvl)
 
 
@@ -180,7 +208,11 @@ def _wrap_dim(d, rank, name):
     return d % r + 1
 
 
-def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0):
+_EMPTY_IS_ALL = {"amax", "amin", "sum", "nansum", "mean", "nanmean", "var", "std", "var_mean", "std_mean", "norm",
+                 "count_nonzero", "all", "any", "logsumexp"}
+
+
+def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0, keep=()):
     """Ops with dim arguments: every tensor is batched (expanded where it is not), each dim moves
     past the batch; a reduction over all dims (dim=None) reduces the example's dims."""
     original_self = args[0] if args else None
@@ -208,16 +240,30 @@ def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0):
         if isinstance(v, int) and not isinstance(v, bool):
             return _wrap_dim(v, rank_for_dims, name)
         if isinstance(v, (list, tuple)):
-            if not v and pname == "dim":
+            if not v and pname == "dim" and name in _EMPTY_IS_ALL:
                 return list(range(1, max(rank_for_dims, 1) + 1))
             return type(v)(_wrap_dim(d, rank_for_dims, name) for d in v)
         return v
 
+    if name == "cross" and len(args) > 2 and args[2] is None and first is not None:
+        # torch.cross without dim: the first dim of size 3
+        args[2] = next((i for i, n in enumerate(first.shape) if n == 3), -1)
+    if name in ("cat", "concat", "concatenate") and args and isinstance(args[0], (list, tuple)):
+        # legacy: 1-d empty tensors are skipped when the others have more dims
+        kept = [t for t in args[0] if not (t.dim() == 1 and t.shape[0] == 0)]
+        if kept and len(kept) != len(args[0]):
+            args[0] = kept
+            first = kept[0]
+            rank = first.dim()
+            zero = rank == 0
+            rank_for_dims = rank
     flatten = False
     for i, (pname, ptype, _) in enumerate(params):
         if i >= len(args):
             break
         v = args[i]
+        if pname in keep:
+            continue
         if ptype.startswith("Tensor["):
             args[i] = [phys_of(t) if _is_tensor(t) else t for t in v]
         elif ptype.startswith("Tensor"):
@@ -232,6 +278,8 @@ def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0):
     for k, v in list(kwargs.items()):
         p = kwparams.get(k)
         if p is None:
+            continue
+        if k in keep:
             continue
         if p[1].startswith("Tensor") and _is_tensor(v):
             kwargs[k] = phys_of(v)
@@ -249,8 +297,12 @@ def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0):
     res = func(*args, **kwargs)
     if inplace:
         return original_self
-    if zero:
-        res = _squeeze_example(res)
+    if flatten:
+        keep = kwargs.get("keepdim", next((v for (pn, _, _), v in zip(params, args) if pn == "keepdim"), False))
+        if keep and name in ("argmax", "argmin"):  # keepdim over every dim: all ones
+            res = res.reshape((lvl.size,) + (1,) * rank)
+    elif zero:
+        res = res.reshape(lvl.size, -1) if name == "unfold" else _squeeze_example(res)
     return _rewrap(res, lvl)
 
 
@@ -279,6 +331,8 @@ def _matmul(a, b, lvl):
         raise RuntimeError(f"matmul: both arguments to matmul need to be at least 1D, but they are {ra}D and {rb}D")
     pa, ba = unwrap(a, lvl)
     pb, bb = unwrap(b, lvl)
+    if not ba and not bb:
+        return _C.matmul(pa, pb)
     if ra == 1:
         pa = pa.unsqueeze(-2) if ba else pa.unsqueeze(0)
     if rb == 1:
@@ -319,12 +373,13 @@ def matmul(func, args, kwargs, lvl, name, schema):
     if name in ("outer", "ger"):
         return args[0].unsqueeze(-1) * args[1].unsqueeze(-2)
     if name in ("addmm", "addmv", "baddbmm"):
-        self_, m1, m2, beta, alpha = args[:5]
+        self_, m1, m2 = args[:3]
+        beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
         prod = _matmul(m1, m2, lvl)
         if alpha != 1:
             prod = prod * alpha
         if beta == 0:
-            return prod + self_.new_zeros(()) * 0 if False else prod
+            return prod
         return prod + (self_ * beta if beta != 1 else self_)
     if name in ("linear", "linear_2d_weight"):
         x, w, b = args[0], args[1], args[2] if len(args) > 2 else None
@@ -375,6 +430,11 @@ def shape(func, args, kwargs, lvl, name, schema):
         return wrap(p.transpose(1, 2), lvl) if name == "t" else (p.transpose_(1, 2), self_)[1]
     if name in ("squeeze", "squeeze_"):
         d = args[1] if len(args) > 1 else None
+        if self_.dim() == 0:
+            if d is not None:
+                for x in ([d] if isinstance(d, int) else d):
+                    _wrap_dim(x, 0, name)
+            return self_ if name == "squeeze_" else wrap(p.view(p.shape), lvl)
         if d is None:
             d = [i for i, s in enumerate(self_.shape) if s == 1]
         elif isinstance(d, int):
@@ -412,17 +472,77 @@ def roll(func, args, kwargs, lvl, name, schema):
 
 
 def index_1d(func, args, kwargs, lvl, name, schema):
-    """index_select / index_add / index_copy / index_fill with a 1-d index: a batched index
-    becomes a gather / scatter over the batch."""
-    pi = schema[2]
-    names = [a[0] for a in pi]
-    idx = args[names.index("index")]
-    if type(idx) is BatchedTensor and idx._lvl is lvl:
-        return _fallback(func, args, kwargs, lvl, name)
-    return dims(func, args, kwargs, lvl, name, schema)
+    """index_select / index_add / index_copy / index_fill / index_reduce take a 1-d index: an
+    unbatched one shifts the dim; a batched one becomes a gather or scatter over the batch."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    a.update(kwargs)
+    idx = a["index"]
+    value = a.get("value")
+    value_batched = type(value) is BatchedTensor and value._lvl is lvl
+    if not (type(idx) is BatchedTensor and idx._lvl is lvl) and not value_batched:
+        return dims(func, args, kwargs, lvl, name, schema, keep=("index", "value"))
+    self_ = a["self"]
+    if not (type(idx) is BatchedTensor and idx._lvl is lvl):
+        idx = wrap(idx.unsqueeze(0).expand((lvl.size,) + tuple(idx.shape)), lvl)
+    r = self_.dim()
+    d = _wrap_dim(a["dim"], r, name)
+    pi, _ = unwrap(idx, lvl)
+    pi = pi.reshape(lvl.size, -1)
+    inplace = name.endswith("_")
+    if inplace:
+        _inplace_check(name, type(self_) is BatchedTensor and self_._lvl is lvl, True)
+    p = _batched(self_, lvl) if r else _batched(self_, lvl).unsqueeze(1)
+
+    def spread(shape_like):  # the index along dim d of a tensor shaped like shape_like
+        view = [1] * len(shape_like)
+        view[0], view[d] = lvl.size, pi.shape[1]
+        return pi.reshape(view).expand(list(shape_like[:d]) + [pi.shape[1]] + list(shape_like[d + 1:]))
+    base = name.rstrip("_")
+    if base == "index_select":
+        out = p.gather(d, spread(p.shape))
+    elif base in ("index_add", "index_copy", "index_reduce"):
+        src = _batched(a["source"], lvl)
+        if r == 0:
+            src = src.reshape(lvl.size, -1)
+        ix = spread(src.shape)
+        if base == "index_add":
+            alpha = a.get("alpha", 1)
+            out = p.scatter_add(d, ix, src * alpha if alpha != 1 else src)
+        elif base == "index_copy":
+            out = p.scatter(d, ix, src)
+        else:
+            out = p.scatter_reduce(d, ix, src, a["reduce"], include_self=a.get("include_self", True))
+    elif base == "index_fill":
+        value = a["value"]
+        shape = list(p.shape)
+        shape[d] = pi.shape[1]
+        if _is_tensor(value):
+            src = _batched(value, lvl).reshape((lvl.size,) + (1,) * (len(shape) - 1)).expand(shape).to(p.dtype)
+        else:
+            src = _C.full(shape, value, dtype=p.dtype)
+        out = p.scatter(d, spread(shape), src)
+    else:
+        return _fallback(func, args, kwargs, lvl, name, "a batched index")
+    if r == 0:
+        out = out.reshape(p.shape[0])
+    if inplace:
+        unwrap(self_, lvl)[0].copy_(out.reshape(unwrap(self_, lvl)[0].shape))
+        return self_
+    return wrap(out, lvl)
 
 
-# ---- tensors made from another's shape
+def renorm(func, args, kwargs, lvl, name, schema):
+    """renorm: each slice along dim scaled to norm maxnorm if its norm exceeds it (the slice's
+    norm over the example's other dims)."""
+    x, pn, dim, maxnorm = args[:4]
+    others = [i for i in range(x.dim()) if i != dim % max(x.dim(), 1)]
+    norms = x.norm(pn, others, keepdim=True) if others else x.abs()
+    scale = (norms > maxnorm).to(x.dtype) * (maxnorm / (norms + 1e-7) - 1) + 1
+    if name == "renorm_":
+        return x.mul_(scale)
+    return x * scale
+
 
 def like(func, args, kwargs, lvl, name, schema):
     """zeros_like, new_zeros, ...: one example's result (the same for every example)."""
@@ -447,6 +567,8 @@ def random(func, args, kwargs, lvl, name, schema):
         training = args[2] if len(args) > 2 else kwargs.get("training", kwargs.get("train", True))
         if not training or p == 0:
             return args[0]
+        if p == 1:  # no randomness: every element is dropped
+            return args[0] * 0
     if lvl.randomness == "error":
         _random_error()
     if lvl.randomness == "different":
@@ -497,16 +619,20 @@ def loss(func, args, kwargs, lvl, name, schema):
     a = dict(zip(names, args))
     a.update(kwargs)
     reduction = a.get("reduction", "mean")
-    inp = a.get("self", a.get("input"))
-    rank = inp.dim()
+    tensors = [k for k in names if _is_tensor(a.get(k))]
+    rank = max(a[k].dim() for k in tensors)
     if name in ("nll_loss", "cross_entropy"):
         return _class_loss(func, a, names, lvl, name, reduction)
+    if name == "gaussian_nll_loss" and a["var"].dim() == a["self"].dim() - 1 and \
+            tuple(a["var"].shape) == tuple(a["self"].shape[:-1]):
+        a["var"] = a["var"].unsqueeze(-1)  # (the op's own reading of a var without the last dim)
     call = dict(a)
     call["reduction"] = "none"
-    out = pointwise(func, [call[k] for k in names if k in call and not _kw(schema, k)],
-                    {k: call[k] for k in names if _kw(schema, k) and k in call}, lvl, name, schema)
-    p, _ = unwrap(out, lvl)
-    return wrap(_reduce_examples(p, reduction, rank, name), lvl)
+    for k in tensors:  # every tensor batched, padded to the highest rank (these losses broadcast)
+        call[k] = _pad(_batched(a[k], lvl), rank)
+    out = func(*[call[k] for k in names if not _kw(schema, k)], **{k: call[k] for k in names if _kw(schema, k)})
+    first = a[tensors[0]]
+    return wrap(_reduce_examples(out, reduction, first.dim(), name), lvl)
 
 
 def _kw(schema, k):
@@ -514,34 +640,46 @@ def _kw(schema, k):
 
 
 def _class_loss(func, a, names, lvl, name, reduction):
+    """nll_loss / cross_entropy: the batch folds into N; class weights apply per example."""
     inp, target, weight = a["self"], a["target"], a.get("weight")
     smoothing = a.get("label_smoothing", 0.0)
-    if weight is not None and type(weight) is BatchedTensor and weight._lvl is lvl:
-        return _fallback(func, [a[k] for k in names], {}, lvl, name)
+    class_targets = not (target.is_floating_point() or target.is_complex())
+    weight_batched = type(weight) is BatchedTensor and weight._lvl is lvl
+    if weight is not None and (smoothing or not class_targets) and weight_batched:
+        return _fallback(func, [a[k] for k in names], {}, lvl, name, "batched class weights with soft targets")
     n = lvl.size
     pi = _batched(inp, lvl)
     pt = _batched(target, lvl)
-    class_targets = not (target.is_floating_point() or target.is_complex())
     if inp.dim() >= 2:  # (N, C, ...): the batch folds into N
         fi = pi.reshape((n * inp.shape[0],) + tuple(inp.shape[1:]))
         ft = pt.reshape((n * inp.shape[0],) + tuple(target.shape[1:]))
     else:  # (C,): the batch is N
         fi, ft = pi, pt
+    post_weight = weight is not None and class_targets and not smoothing
     call = dict(a)
     call.update({"self": fi, "target": ft, "reduction": "none"})
+    if post_weight:
+        call["weight"] = None
     per = func(*[call[k] for k in names])
-    per = per.reshape((n,) + tuple(per.shape[1:])) if inp.dim() >= 2 else per
+    per = per.reshape((n, inp.shape[0]) + tuple(per.shape[1:])) if inp.dim() >= 2 else per
     denominator = None
-    if reduction == "mean" and class_targets:
+    if class_targets:
         ignore = a.get("ignore_index", -100)
-        valid = (pt != ignore)
+        valid = pt != ignore
+        w = valid.to(per.dtype)
         if weight is not None:
-            w = weight[pt.clamp(0, max(inp.shape[1 if inp.dim() >= 2 else 0] - 1, 0))] * valid
-        else:
-            w = valid.to(per.dtype)
-        denominator = w.reshape(n, -1).sum(1)
-        if smoothing and weight is not None:
-            return _fallback(func, [a[k] for k in names], {}, lvl, name)
+            classes = inp.shape[1 if inp.dim() >= 2 else 0]
+            safe = pt.clamp(0, max(classes - 1, 0))
+            if weight_batched:
+                pw, _ = unwrap(weight, lvl)
+                wt = pw.gather(1, safe.reshape(n, -1)).reshape(safe.shape)
+            else:
+                wt = weight[safe]
+            w = wt.to(per.dtype) * w
+            if post_weight:
+                per = per * w
+        if reduction == "mean":
+            denominator = w.reshape(n, -1).sum(1)
     return wrap(_reduce_examples(per, reduction, inp.dim(), name, denominator), lvl)
 
 
@@ -560,9 +698,9 @@ def nchw(func, args, kwargs, lvl, name, schema):
     x = args[0]
     weight = args[1] if len(args) > 1 and _is_tensor(args[1]) else None
     if weight is not None and type(weight) is BatchedTensor and weight._lvl is lvl:
-        if name in ("conv1d", "conv2d"):
-            return _conv_batched_weight(func, args, lvl)
-        return _fallback(func, args, kwargs, lvl, name)
+        if name in ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"):
+            return _conv_batched_weight(func, args, lvl, name, schema)
+        return _fallback(func, args, kwargs, lvl, name, "batched weights")
     n = lvl.size
     p = _batched(x, lvl)
     bias = args[2] if len(args) > 2 and _is_tensor(args[2]) else None
@@ -592,13 +730,15 @@ def _unfold_results(res, n):
     return res
 
 
-def _conv_batched_weight(func, args, lvl):
-    x, w = args[0], args[1]
-    bias = args[2] if len(args) > 2 else None
+def _conv_batched_weight(func, args, lvl, name, schema):
+    """Per-example filters: one grouped convolution, the batch in the groups."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    x, w, bias = a["input"], a["weight"], a.get("bias")
     n = lvl.size
     px = _batched(x, lvl)
     pw, _ = unwrap(w, lvl)
-    groups = args[-1]
+    groups = a["groups"]
     unbatched_example = x.dim() == w.dim() - 1
     if unbatched_example:
         px = px.unsqueeze(1)
@@ -606,15 +746,39 @@ def _conv_batched_weight(func, args, lvl):
     # (B, N, C, ...) -> (N, B*C, ...); weights (B, O, C/g, ...) -> (B*O, C/g, ...), groups B*g
     xg = px.movedim(0, 1).reshape((N, n * px.shape[2]) + tuple(px.shape[3:]))
     wg = pw.reshape((n * pw.shape[1],) + tuple(pw.shape[2:]))
-    rest = list(args[3:-1])
-    out = func(xg, wg, None, *rest, n * groups)
-    out = out.reshape((N, n, pw.shape[1]) + tuple(out.shape[2:])).movedim(1, 0)
+    call = dict(a)
+    call.update({"input": xg, "weight": wg, "bias": None, "groups": n * groups})
+    out = func(*[call[k] for k in names])
+    out_channels = out.shape[1] // n
+    out = out.reshape((N, n, out_channels) + tuple(out.shape[2:])).movedim(1, 0)
     if unbatched_example:
         out = out.squeeze(1)
     res = wrap(out, lvl)
     if bias is not None:
         res = res + bias.reshape(tuple(bias.shape) + (1,) * (res.dim() - (2 if not unbatched_example else 1)))
     return res
+
+
+def group_norm(func, args, kwargs, lvl, name, schema):
+    """group_norm / instance_norm normalize within each (N, C) row: the batch folds into N;
+    batched affine parameters are applied after the normalization."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    a.update(kwargs)
+    x = a["self"]
+    w, b = a.get("weight"), a.get("bias")
+    rm, rv = a.get("running_mean"), a.get("running_var")
+    if name == "instance_norm" and not a.get("use_input_stats", True) and rm is not None:
+        return _eval_norm(x, rm, rv, w, b, a.get("eps", 1e-5))
+    if rm is not None or rv is not None:  # updated in place from each example's statistics
+        return _fallback(func, args, kwargs, lvl, name, "running statistics updated per example")
+    n = lvl.size
+    p = _batched(x, lvl)
+    folded = p.reshape((n * x.shape[0],) + tuple(x.shape[1:]))
+    call = dict(a)
+    call.update({"self": folded, "weight": None, "bias": None})
+    out = wrap(func(*[call[k] for k in names]).reshape(p.shape), lvl)
+    return _affine(out, w, b, x)
 
 
 def norm_layer(func, args, kwargs, lvl, name, schema):
@@ -638,31 +802,47 @@ def norm_layer(func, args, kwargs, lvl, name, schema):
     return out
 
 
+def _affine(out, w, b, x):
+    shape = (x.shape[1],) + (1,) * (x.dim() - 2)
+    if w is not None:
+        out = out * w.reshape(shape)
+    if b is not None:
+        out = out + b.reshape(shape)
+    return out
+
+
+def _eval_norm(x, rm, rv, w, b, eps):
+    """Normalization by running statistics (per channel, dim 1): element-wise ops."""
+    shape = (x.shape[1],) + (1,) * (x.dim() - 2)
+    return _affine((x - rm.reshape(shape)) * (rv.reshape(shape) + eps).rsqrt(), w, b, x)
+
+
 def batch_norm(func, args, kwargs, lvl, name, schema):
-    """Evaluation with running statistics is per element: the batch folds into N. Training
-    without running statistics: the batch folds into the channels."""
-    x, rm, rv, w, b, training = args[:6]
-    if any(type(t) is BatchedTensor and t._lvl is lvl for t in (w, b, rm, rv)):
-        return _fallback(func, args, kwargs, lvl, name)
+    """Evaluation with running statistics is element-wise. Training normalizes each channel over
+    (N, ...): the batch folds into the channels, and the affine parameters apply afterwards."""
+    x, rm, rv, w, b, training, momentum, eps = args[:8]
+    if not training and rm is not None:
+        return _eval_norm(x, rm, rv, w, b, eps)
+    if rm is not None or rv is not None:
+        if any(type(t) is BatchedTensor and t._lvl is lvl for t in (rm, rv)):
+            return _fallback(func, args, kwargs, lvl, name, "running statistics updated per example")
+        raise RuntimeError("vmap: batch_norm in training mode got a batched input while its running_mean or "
+                           "running_var, which are updated in place, are not batched; use "
+                           "track_running_stats=False, eval mode, or batched running statistics")
     n = lvl.size
     p = _batched(x, lvl)
-    if not training and rm is not None:
-        folded = p.reshape((n * x.shape[0],) + tuple(x.shape[1:]))
-        return wrap(func(folded, *args[1:], **kwargs).reshape(p.shape), lvl)
-    if rm is not None or rv is not None:
-        raise RuntimeError("vmap: batch_norm in training mode with running statistics updates them in place once "
-                           "per call; vmap over it is not supported (use track_running_stats=False or eval mode)")
     C = x.shape[1]
     moved = p.movedim(0, 1).reshape((x.shape[0], n * C) + tuple(x.shape[2:]))
-    ww = None if w is None else w.repeat(n)
-    bw = None if b is None else b.repeat(n)
-    out = func(moved, None, None, ww, bw, *args[5:])
-    return wrap(out.reshape((x.shape[0], n, C) + tuple(x.shape[2:])).movedim(1, 0), lvl)
+    out = func(moved, None, None, None, None, True, momentum, eps)
+    out = wrap(out.reshape((x.shape[0], n, C) + tuple(x.shape[2:])).movedim(1, 0), lvl)
+    return _affine(out, w, b, x)
 
 
 def embedding(func, args, kwargs, lvl, name, schema):
     idx, weight = args[0], args[1]
     if type(weight) is BatchedTensor and weight._lvl is lvl:
+        if len(args) > 3 and args[3] is not None:
+            return _fallback(func, args, kwargs, lvl, name, "max_norm with batched weights (renormalized in place)")
         pw, _ = unwrap(weight, lvl)
         pi = _batched(idx, lvl)
         rows = _C.arange(lvl.size).reshape((lvl.size,) + (1,) * idx.dim())
@@ -726,6 +906,8 @@ def same_shape(func, args, kwargs, lvl, name, schema):
 
 def reduce_all(func, args, kwargs, lvl, name, schema):
     """max(), min(), median(): the reduction of each example's flattened values."""
+    if args[0].numel() == 0:  # (nan, or the op's own error: the same for every example)
+        return func(logical(args[0]))
     p = _batched(args[0], lvl).reshape(lvl.size, -1)
     return wrap(func(p, 1)[0], lvl)
 
@@ -741,15 +923,14 @@ def batch_pad(func, args, kwargs, lvl, name, schema):
 def einsum(func, args, kwargs, lvl, name, schema):
     """einsum: a letter the equation does not use labels the batch in each batched operand and
     in the result."""
-    eq, ops = args[0], list(args[1])
-    if "..." in eq:
-        return _fallback(func, args, kwargs, lvl, name)
+    eq = args[0]
+    ops = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else list(args[1:])
     eq = eq.replace(" ", "")
     lhs, _, rhs = eq.partition("->")
     terms = lhs.split(",")
-    if not _:
+    if not _:  # the implicit result: the ellipsis, then the letters used once, sorted
         letters = [c for c in lhs if c.isalpha()]
-        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        rhs = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     free = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq)
     phys = []
     for t, term in zip(ops, terms):
@@ -762,7 +943,7 @@ def einsum(func, args, kwargs, lvl, name, schema):
 
 
 def broadcast_tensors(func, args, kwargs, lvl, name, schema):
-    tensors = list(args[0])
+    tensors = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
     from .._torch_api import broadcast_shapes
     shape = broadcast_shapes(*[tuple(t.shape) for t in tensors])
     return [t.expand(shape) for t in tensors]
@@ -790,11 +971,11 @@ def loop(func, args, kwargs, lvl, name, schema):
 FAMILIES = {"pointwise": pointwise, "dims": dims, "dims_out": dims_out, "batch": batch, "matmul": matmul,
             "shape": shape, "roll": roll, "index_1d": index_1d, "like": like, "random": random, "loss": loss,
             "nchw": nchw, "norm_layer": norm_layer, "batch_norm": batch_norm, "embedding": embedding,
-            "same_shape": same_shape, "loop": loop, "reduce_all": reduce_all, "batch_pad": batch_pad,
-            "einsum": einsum, "broadcast_tensors": broadcast_tensors, "pad": pad}
+            "same_shape": same_shape, "loop": loop, "group_norm": group_norm, "reduce_all": reduce_all, "batch_pad": batch_pad,
+            "einsum": einsum, "broadcast_tensors": broadcast_tensors, "pad": pad, "renorm": renorm}
 
 # Hand-written bindings (not in ops.yaml) and Python operators.
-_BY_NAME = {"__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul, "__rmatmul__": matmul,
+_BY_NAME = {"einsum": einsum, "broadcast_tensors": broadcast_tensors, "conv_transpose3d": loop, "__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul, "__rmatmul__": matmul,
             "to": same_shape, "float": same_shape, "double": same_shape, "half": same_shape, "bfloat16": same_shape,
             "type": same_shape, "type_as": same_shape, "cpu": same_shape, "cuda": same_shape,
             "new_full": like, "new_zeros": like, "new_ones": like, "new_empty": like, "new_tensor": like}

@@ -1,0 +1,168 @@
+"""vmap's batching rules (kindle/func/_batching.py) over the op database.
+
+For every op and sample, each tensor argument gets a batch of three different examples (the
+sample's values, scaled for floating arguments; the sample's view ops are applied inside the
+vmapped function, so they run on batched tensors too). vmap(op) must equal the op run once per
+example and stacked, with every argument batched (at dim 0, or at the last dim), and with only
+the first one batched. An op whose family in ops.yaml is not `loop` must run through its rule:
+the per-example fallback warning fails the test. Where the loop raises, vmap must raise the same
+exception type.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import kindle
+from common import report
+from opdb import OPS, TArg, leaves
+from test_autograd_ops import Built, _call, _flat, _main_variant, _short
+
+B = 3
+SCALES = (1.0, 0.75, 1.25)
+_SCHEMAS = kindle._C._op_schemas
+
+
+def _declared_loop(name):
+    """Whether ops.yaml (or the rules for hand-written bindings) declare the op `vmap: loop`."""
+    from kindle.func import _batching
+    return any(ov[0] == "loop" for ov in _SCHEMAS.get(name, ())) or _batching._BY_NAME.get(name) is _batching.loop
+
+
+def _targs(sample):
+    out, seen = [], set()
+    for t in leaves((sample.input, sample.args, sample.kwargs)):
+        if isinstance(t, TArg) and id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
+def _example_data(targ, k):
+    a = np.asarray(targ.data)
+    if a.dtype.kind in "fc" and k:
+        return (a * SCALES[k]).astype(a.dtype)
+    return a
+
+
+def _tensor(targ, data):
+    t = kindle.tensor(data)
+    return t.to(kindle.bfloat16) if targ.dtype == "bfloat16" else t
+
+
+def _runner(op, sample, targs, variant):
+    def run(*tensors):
+        b = Built(kindle, sample, targs, list(tensors), inplace_input=variant.startswith("inplace"))
+        out = _call(op, kindle, b, variant)
+        return tuple(_flat(out)) if not variant.startswith("inplace") else (b.base,)
+    return run
+
+
+def _same(a, b):
+    a, b = a.detach(), b.detach()
+    if tuple(a.shape) != tuple(b.shape):
+        return f"shape {tuple(a.shape)} vs the loop's {tuple(b.shape)}"
+    if a.dtype != b.dtype:
+        return f"dtype {a.dtype} vs the loop's {b.dtype}"
+    name = str(a.dtype).rsplit(".", 1)[-1]
+    if a.dtype == kindle.bfloat16:
+        a, b = a.float(), b.float()
+    x, y = a.numpy(), b.numpy()
+    if x.dtype.kind in "fc":
+        # (half precision: two units in the last place, for a different rounding order)
+        rtol, atol = {"float64": (1e-6, 1e-6), "complex128": (1e-6, 1e-6), "float32": (1e-4, 1e-4),
+                      "complex64": (1e-4, 1e-4), "float16": (2e-3, 1e-3)}.get(name, (3.2e-2, 1e-2))
+        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+            return f"values differ by {np.nanmax(np.abs(x - y)) if x.size else 0}"
+    elif not np.array_equal(x, y):
+        return "values differ"
+    return None
+
+
+def _check(op, sample, variant, batch_first_only):
+    targs = _targs(sample)
+    if not targs:
+        return None
+    examples = [[_tensor(t, _example_data(t, k)) for t in targs] for k in range(B)]
+    run = _runner(op, sample, targs, variant)
+
+    def fresh(ts):  # (in-place ops update their arguments)
+        return [t.clone() for t in ts]
+    try:
+        ref = [run(*fresh(ex)) for ex in examples]
+        ref = tuple(kindle.stack([r[j] for r in ref]) for j in range(len(ref[0])))
+        ref_err = None
+    except Exception as e:  # noqa: BLE001
+        ref, ref_err = None, e
+    stacked = [kindle.stack([ex[i] for ex in examples]) for i in range(len(targs))]
+    in_dims = [0] * len(targs)
+    if batch_first_only:
+        stacked = [stacked[0]] + [ex for ex in examples[0][1:]]
+        in_dims = [0] + [None] * (len(targs) - 1)
+        ref, ref_err = None, None
+        try:
+            outs = [run(*fresh([examples[k][0]] + examples[0][1:])) for k in range(B)]
+            ref = tuple(kindle.stack([r[j] for r in outs]) for j in range(len(outs[0])))
+        except Exception as e:  # noqa: BLE001
+            ref_err = e
+    else:  # batch at the last dim of every other argument
+        for i in range(1, len(stacked), 2):
+            stacked[i] = stacked[i].movedim(0, -1)
+            in_dims[i] = -1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            got = kindle.vmap(run, in_dims=tuple(in_dims))(*stacked)
+            err = None
+        except Exception as e:  # noqa: BLE001
+            got, err = None, e
+    # the generic fallback (no rule) is allowed only for ops declared `loop`; a rule that does
+    # not cover a case says which case in its warning
+    no_rule = sorted({re.search(r"rule for (\S+);", str(w.message)).group(1) for w in caught
+                      if "no batching rule for" in str(w.message)})
+    if ref_err is not None:
+        # vmap must refuse too (its message may differ: it sees the whole batch)
+        return None if err is not None else f"the loop raised {_short(ref_err)}, vmap did not"
+    if not ref:  # no tensor results (equal, allclose): data-dependent Python values
+        return None
+    if err is not None:
+        if str(err).startswith("vmap: "):
+            return None  # a refusal vmap documents (random ops in 'error' mode, in-place updates)
+        return f"vmap raised {_short(err)}"
+    undeclared = [n for n in no_rule if not _declared_loop(n)]
+    if undeclared:
+        return f"fell back to the per-example loop for {undeclared}"
+    if len(got) != len(ref):
+        return f"{len(got)} outputs, the loop has {len(ref)}"
+    for j, (g, r) in enumerate(zip(got, ref)):
+        problem = _same(g, r) if op.compare_values else (None if g.shape == r.shape else "shape differs")
+        if problem:
+            return f"output {j}: {problem}"
+    return None
+
+
+def _dtype(op):
+    for d in ("float64", "float32", "int64", "bool", "complex128"):
+        if d in op.dtypes:
+            return d
+    return op.dtypes[0]
+
+
+def _params():
+    return [o for o in OPS if o.kind not in ("creation", "random") and "random" not in o.name]
+
+
+@pytest.mark.parametrize("op", _params(), ids=lambda o: o.qualname)
+def test_vmap_matches_loop(op):
+    dtype = _dtype(op)
+    variant = _main_variant(op)
+    failures = []
+    for s in op.get_samples(dtype):
+        for first_only in (False, True):
+            err = _check(op, s, variant, first_only)
+            if err:
+                failures.append((s, ("first arg only: " if first_only else "all args: ") + err))
+    assert not failures, report(failures, limit=10)
