@@ -53,7 +53,8 @@ bool accept_torch_function_object(PyObject* o) {
   if (g_torch_function.disabled_subclass || g_torch_function.disabled_all || !g_name) return false;
   if (is_plain_value(o) || PyType_IsSubtype(Py_TYPE(o), tensor_type()) || !has_torch_function_type(Py_TYPE(o)))
     return false;
-  g_torch_function.hint = true;
+  g_torch_function.sticky = true;
+  update_torch_function_hint();
   return true;
 }
 
@@ -108,10 +109,19 @@ void bind_torch_function(nb::module_& m) {
     g_disabled_impl = f.inc_ref().ptr();
   });
   // The switches kindle.overrides flips (its context managers and mode stack).
-  m.def("_torch_function_hint", [](bool on) { g_torch_function.hint = g_torch_function.hint || on; });
+  m.def("_torch_function_hint", [](bool on) {
+    g_torch_function.sticky = g_torch_function.sticky || on;
+    update_torch_function_hint();
+  });
+  // An overriding type whose instances exist only inside a scope (vmap's BatchedTensor): the
+  // bindings look for overrides only while one is open, so programs pay nothing after it.
+  m.def("_torch_function_scoped_hint", [](int delta) {
+    g_torch_function.scoped += delta;
+    update_torch_function_hint();
+  });
   m.def("_torch_function_mode_depth", [](int delta) {
     g_torch_function.mode_depth += delta;
-    if (g_torch_function.mode_depth > 0) g_torch_function.hint = true;
+    update_torch_function_hint();
     return g_torch_function.mode_depth;
   });
   m.def("_torch_function_disable", [](bool subclass_only, int delta) {

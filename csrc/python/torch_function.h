@@ -18,12 +18,18 @@ namespace kindle::python {
 namespace nb = nanobind;
 
 struct TorchFunctionState {
-  bool hint = false;          // an override is possible at all (see above)
+  bool hint = false;          // an override is possible at all (see above): sticky || scoped || modes
+  bool sticky = false;        // a subclass or duck type that overrides has been seen
+  int scoped = 0;             // overriding types live only inside these scopes (vmap's BatchedTensor)
   int mode_depth = 0;         // TorchFunctionModes entered (kindle.overrides keeps the stack)
   int disabled_subclass = 0;  // DisableTorchFunctionSubclass: subclasses and duck types run as tensors
   int disabled_all = 0;       // DisableTorchFunction: modes too
 };
 extern TorchFunctionState g_torch_function;
+inline void update_torch_function_hint() {
+  TorchFunctionState& s = g_torch_function;
+  s.hint = s.sticky || s.scoped > 0 || s.mode_depth > 0;
+}
 inline bool torch_function_hint() { return g_torch_function.hint; }
 
 // Must a call with these argument objects go to __torch_function__ (an active mode, or an

@@ -322,8 +322,9 @@ def _tensor_torch_function(cls, func, types, args=(), kwargs=None):
 
 
 def _tensor_init_subclass(cls, **kwargs):
-    # a subclass that overrides (its own __torch_function__ or the default) makes the bindings scan
-    if _tf_of_type(cls) is not None:
+    # a subclass that overrides (its own __torch_function__ or the default) makes the bindings scan;
+    # one whose instances live only inside a scope (_scoped_torch_function) opens and closes it
+    if _tf_of_type(cls) is not None and not cls.__dict__.get("_scoped_torch_function", False):
         _C._torch_function_hint(True)
 
 

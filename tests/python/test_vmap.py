@@ -166,3 +166,126 @@ def test_vmap_matches_loop(op):
             if err:
                 failures.append((s, ("first arg only: " if first_only else "all args: ") + err))
     assert not failures, report(failures, limit=10)
+
+
+# ---------------------------------------------------------------------------------------------
+# the API, side by side with torch.func where torch is installed
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def test_results_are_plain_tensors_and_dims_move():
+    x = kindle.randn(3, 4, 5)
+    out = kindle.vmap(lambda a: a.sum(0), in_dims=1, out_dims=1)(x)
+    assert type(out) is kindle.Tensor
+    assert kindle.allclose(out, x.sum(0).T)
+    a, b = kindle.vmap(lambda t: (t * 2, t.sum()), out_dims=(1, 0))(x)
+    assert a.shape == (4, 3, 5) and kindle.allclose(a, (x * 2).movedim(0, 1))
+    assert kindle.allclose(b, x.sum((1, 2)))
+    nested = kindle.vmap(kindle.vmap(lambda u, v: u @ v, in_dims=(0, None)), in_dims=(0, None))(x, kindle.randn(5))
+    assert nested.shape == (3, 4)
+    chunked = kindle.vmap(lambda t: t.softmax(-1), chunk_size=2)(x)
+    assert kindle.allclose(chunked, x.softmax(-1))
+    d = kindle.vmap(lambda p: p["w"] * p["b"], in_dims=({"w": 0, "b": None},))({"w": x, "b": kindle.ones(5)})
+    assert kindle.allclose(d, x)
+
+
+def test_unbatched_outputs_and_out_dims_none():
+    x = kindle.randn(3, 2)
+    c = kindle.ones(2)
+    out = kindle.vmap(lambda t: c * 2)(x)  # does not depend on the batch: broadcast over it
+    assert out.shape == (3, 2)
+    same = kindle.vmap(lambda t: (t, c), out_dims=(0, None))(x)
+    assert same[1] is c or kindle.equal(same[1], c)
+    with pytest.raises(ValueError, match="out_dims=None"):
+        kindle.vmap(lambda t: t, out_dims=None)(x)
+
+
+def test_errors_match_torch():
+    x = kindle.randn(3, 2)
+    with pytest.raises(RuntimeError, match="item"):
+        kindle.vmap(lambda t: t.sum().item())(x)
+    with pytest.raises(RuntimeError, match="data-dependent control flow"):
+        kindle.vmap(lambda t: t * 2 if t.sum() > 0 else t)(x)
+    captured = kindle.zeros(2)
+    with pytest.raises(RuntimeError, match="vmap: add_"):
+        kindle.vmap(lambda t: captured.add_(t))(x)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        kindle.vmap(lambda t: t + kindle.randn(2))(x)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        kindle.vmap(lambda t: kindle.nn.functional.dropout(t, 0.5))(x)
+    with pytest.raises(ValueError, match="same size in the mapped dimension"):
+        kindle.vmap(lambda a, b: a + b)(x, kindle.randn(4, 2))
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
+        kindle.vmap(lambda t: t, randomness="sometimes")
+
+
+def test_randomness_same_and_different():
+    x = kindle.zeros(4, 1000)
+    kindle.manual_seed(0)
+    diff = kindle.vmap(lambda t: t + kindle.rand(1000), randomness="different")(x)
+    assert not kindle.allclose(diff[0], diff[1])
+    same = kindle.vmap(lambda t: t + kindle.rand(1000), randomness="same")(x)
+    assert kindle.equal(same[0], same[3])
+    drop = kindle.vmap(lambda t: kindle.nn.functional.dropout(t + 1, 0.5), randomness="same")(x)
+    assert kindle.equal(drop[0], drop[2]) and 0.3 < float((drop[0] == 0).float().mean()) < 0.7
+    drop = kindle.vmap(lambda t: kindle.nn.functional.dropout(t + 1, 0.5), randomness="different")(x)
+    assert not kindle.equal(drop[0], drop[2])
+
+
+def test_inplace_on_batched_and_views():
+    x = kindle.randn(3, 4)
+    y = x.clone()
+    out = kindle.vmap(lambda t: t.mul_(2).add_(1))(y)
+    assert kindle.allclose(y, x * 2 + 1) and kindle.allclose(out, y)
+    z = x.clone()
+    kindle.vmap(lambda t: t[1:].zero_())(z)
+    assert kindle.equal(z[:, 1:], kindle.zeros(3, 3)) and kindle.equal(z[:, 0], x[:, 0])
+    w = x.clone()
+    kindle.vmap(lambda t, v: (t.__setitem__(0, v), t)[1])(w, kindle.arange(3.0))
+    assert kindle.equal(w[:, 0], kindle.arange(3.0))
+
+
+def test_per_sample_gradients_of_a_cnn_match_torch_func():
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((4, 1, 3, 3)) * 0.3
+    b1 = rng.standard_normal(4) * 0.1
+    w2 = rng.standard_normal((10, 4 * 4 * 4)) * 0.1
+    x = rng.standard_normal((6, 1, 8, 8))
+    y = rng.integers(0, 10, 6)
+
+    def run(lib):
+        F = lib.nn.functional
+        params = tuple(lib.tensor(a) for a in (w1, b1, w2))
+
+        def loss(p, xi, yi):
+            h = F.max_pool2d(F.relu(F.conv2d(xi.unsqueeze(0), p[0], p[1], padding=1)), 2)
+            return F.cross_entropy(F.linear(h.flatten(1), p[2]), yi.unsqueeze(0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # every op batched by its rule
+            return lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))(params, lib.tensor(x), lib.tensor(y))
+    for k, t in zip(run(kindle), run(torch)):
+        np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("case", [
+    lambda L, x: L.func.vmap(L.func.jacrev(lambda a: a.sin() * a.sum()))(x),
+    lambda L, x: L.func.vmap(L.func.hessian(lambda a: (a.exp() * a).sum()))(x),
+    lambda L, x: L.func.jacfwd(lambda a: (a @ a.T).tanh())(x),
+    lambda L, x: L.func.vmap(L.func.jvp, in_dims=(None, 0, 0))(lambda a: a.cos() * 3, (x,), (x * 2,)),
+    lambda L, x: L.func.vmap(lambda r: L.func.vjp(lambda a: a.exp().cumsum(0), r)[1](r))(x),
+    lambda L, x: L.func.vmap(L.func.vmap(lambda a, b: L.outer(a, b), in_dims=(0, None)), in_dims=(0, None))(x.reshape(3, 2, 2), x[0, :2]),
+    lambda L, x: L.func.vmap(lambda a: L.einsum("i,j->ij", a, a))(x),
+    lambda L, x: L.func.vmap(lambda a: L.linalg.solve(L.eye(4, dtype=a.dtype) * 3 + a.outer(a), a))(x),
+])
+def test_transforms_compose_as_torch_func(case):
+    torch = _torch()
+    x = np.random.default_rng(1).standard_normal((3, 4))
+    k = case(kindle, kindle.tensor(x))
+    t = case(torch, torch.tensor(x))
+    ks = k if isinstance(k, tuple) else (k,)
+    ts = t if isinstance(t, tuple) else (t,)
+    for a, b in zip(ks, ts):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)

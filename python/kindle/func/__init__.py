@@ -552,6 +552,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 def _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness):
     lvl = _vm.Level(n, randomness)
     _vm.levels.append(lvl)
+    _C._torch_function_scoped_hint(1)
     try:
         call = [_unflatten([_vm.wrap(t.movedim(dd, 0) if dd else t, lvl) if dd is not None else t
                             for t, dd in zip(leaves, ds)], spec) for leaves, spec, ds in leaf_dims]
@@ -561,6 +562,7 @@ def _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness):
             with _RandomFactories(lvl):
                 out = func(*call, **kwargs)
     finally:
+        _C._torch_function_scoped_hint(-1)
         _vm.levels.pop()
     out_leaves, spec = _flatten(out)
     if isinstance(out_dims, (tuple, list)):

@@ -371,6 +371,8 @@ def matmul(func, args, kwargs, lvl, name, schema):
             return a * b
         return _matmul(a, b.unsqueeze(-1), lvl).squeeze(-1) if b.dim() == 1 else _matmul(a, b.mT, lvl)
     if name in ("outer", "ger"):
+        if args[0].dim() != 1 or args[1].dim() != 1:
+            return func(logical(args[0]), logical(args[1]))  # the op's own error
         return args[0].unsqueeze(-1) * args[1].unsqueeze(-2)
     if name in ("addmm", "addmv", "baddbmm"):
         self_, m1, m2 = args[:3]

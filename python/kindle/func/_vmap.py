@@ -39,6 +39,8 @@ def _plain(t):
 class BatchedTensor(Tensor):
     """One vmap level's view of a batch of tensors (see the module docstring)."""
 
+    _scoped_torch_function = True  # instances live inside vmap, which opens the bindings' scope
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         from ._batching import dispatch
