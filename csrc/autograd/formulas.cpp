@@ -127,6 +127,7 @@ Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& e
   // would compute in the default dtype (float32) and lose the exponent's digits.
   Tensor exponent = exponent_in.impl()->wrapped_number ? scalar_tensor_of(exponent_in.item(), exponent_in.dtype())
                                                        : exponent_in;
+  if (exponent.dtype() == kBool) exponent = exponent.to(self.dtype());  // (x ** True is x: `exponent - 1` needs a number)
   if (self.is_complex() || exponent.is_complex())
     return where(exponent == 0, zero_of(grad), grad * (exponent * self.pow(exponent - 1)).conj());
   return where(exponent == 0, zero_of(grad), grad * exponent * self.pow(exponent - 1));

@@ -346,7 +346,10 @@ def _make_dual(p, t):
     if not _vm.levels:
         return _fw.make_dual(p, t)
     lv = _vm.levels  # inside vmap: the dual of the physical tensors over every level
-    return _vm.from_levels(_fw.make_dual(_vm.to_levels(p, lv), _vm.to_levels(t, lv)), lv)
+    pp, tp = _vm.to_levels(p, lv), _vm.to_levels(t, lv)
+    if pp.stride() != tp.stride():  # (an expanded primal: view ops must see one layout in both)
+        pp, tp = pp.contiguous(), tp.contiguous()
+    return _vm.from_levels(_fw.make_dual(pp, tp), lv)
 
 
 def _unpack_dual(o):

@@ -226,9 +226,11 @@ def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0, keep=()):
     zero = rank == 0 and out_rank_extra == 0
     rank_for_dims = rank + out_rank_extra
 
-    def phys_of(t):
+    top = max([a.dim() for a in args if _is_tensor(a)] + [rank])
+
+    def phys_of(t):  # batched, and padded as broadcasting would pad it (cosine_similarity)
         p = _batched(t, lvl)
-        return p.unsqueeze(1) if zero and t.dim() == 0 else p
+        return p.unsqueeze(1) if zero and t.dim() == 0 else _pad(p, top)
 
     def shift(pname, ptype, v):
         if v is None:
@@ -911,7 +913,14 @@ def reduce_all(func, args, kwargs, lvl, name, schema):
     if args[0].numel() == 0:  # (nan, or the op's own error: the same for every example)
         return func(logical(args[0]))
     p = _batched(args[0], lvl).reshape(lvl.size, -1)
-    return wrap(func(p, 1)[0], lvl)
+    value = func(p, 1)[0]
+    if not (p.is_floating_point() or p.is_complex()):
+        return wrap(value, lvl)
+    # the value, differentiated as the op is: the gradient (and tangent) spread evenly over the
+    # elements equal to it (the dim overload would pick one)
+    ties = p == value.detach().unsqueeze(1)
+    spread = ((p - p.detach()) * ties).sum(1) / ties.sum(1).clamp(min=1)
+    return wrap(value.detach() + spread, lvl)
 
 
 def batch_pad(func, args, kwargs, lvl, name, schema):
