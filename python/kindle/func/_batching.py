@@ -919,7 +919,7 @@ def reduce_all(func, args, kwargs, lvl, name, schema):
     # the value, differentiated as the op is: the gradient (and tangent) spread evenly over the
     # elements equal to it (the dim overload would pick one)
     ties = p == value.detach().unsqueeze(1)
-    spread = ((p - p.detach()) * ties).sum(1) / ties.sum(1).clamp(min=1)
+    spread = _C.where(ties, p - p.detach(), 0.0).sum(1) / ties.sum(1).clamp(min=1)
     return wrap(value.detach() + spread, lvl)
 
 
@@ -975,6 +975,151 @@ def pad(func, args, kwargs, lvl, name, schema):
     return wrap(out.reshape((lvl.size,) + tuple(x.shape[:x.dim() - k]) + tuple(out.shape[1:])), lvl)
 
 
+# ---- ops composed from others on the batched tensors (each of those runs its own rule)
+
+def _kron(a, b):
+    r = max(a.dim(), b.dim())
+    a = a.reshape((1,) * (r - a.dim()) + tuple(a.shape))
+    b = b.reshape((1,) * (r - b.dim()) + tuple(b.shape))
+    ea = a.reshape(tuple(x for n in a.shape for x in (n, 1)))
+    eb = b.reshape(tuple(x for n in b.shape for x in (1, n)))
+    return (ea * eb).reshape(tuple(m * n for m, n in zip(a.shape, b.shape)))
+
+
+def _prelu(x, w):
+    if w.numel() == 1 or x.dim() == 0:
+        return _C.where(x >= 0, x, w.reshape(()) * x if w.dim() else w * x)
+    channel = 1 if x.dim() >= 2 else 0
+    return _C.where(x >= 0, x, w.reshape(tuple(w.shape) + (1,) * (x.dim() - channel - 1)) * x)
+
+
+def _diag(x, d=0):
+    if x.dim() == 1:
+        return x.diag_embed(d)
+    if x.dim() == 2:
+        return x.diagonal(d)
+    return _C.diag(logical(x), d)  # the op's own error
+
+
+def _stack_like(ts, vertical):
+    if vertical:
+        ts = [t.reshape(1, -1) if t.dim() < 2 else t for t in ts]
+        return _C.cat(ts, 0)
+    ts = [t.reshape(1) if t.dim() == 0 else t for t in ts]
+    return _C.cat(ts, 0 if ts[0].dim() == 1 else 1)
+
+
+_COMPOSED = {
+    "hstack": lambda ts: _stack_like(ts, False), "vstack": lambda ts: _stack_like(ts, True),
+    "fliplr": lambda x: x.flip(1) if x.dim() >= 2 else _C.fliplr(logical(x)),
+    "flipud": lambda x: x.flip(0) if x.dim() >= 1 else _C.flipud(logical(x)),
+    "diag": _diag,
+    "trace": lambda x: x.diagonal().sum() if x.dim() == 2 else _C.trace(logical(x)),
+    "dist": lambda a, b, p=2: (a - b).norm(p),
+    "kron": _kron, "prelu": _prelu,
+    "bilinear": lambda x1, x2, w, b=None: (_C.einsum("...i,oij,...j->...o", [x1, w, x2]) if b is None
+                                           else _C.einsum("...i,oij,...j->...o", [x1, w, x2]) + b),
+}
+
+
+def composed(func, args, kwargs, lvl, name, schema):
+    """Ops written as others on the batched tensors (hstack, kron, prelu, bilinear, ...)."""
+    if name in ("hstack", "vstack") and not (len(args) == 1 and isinstance(args[0], (list, tuple))):
+        args = (list(args),)
+    return _COMPOSED[name](*args, **kwargs)
+
+
+def take(func, args, kwargs, lvl, name, schema):
+    """take: each example's flattened values at its indices (a gather over the batch)."""
+    x, idx = args[0], args[1]
+    n = x.numel()
+    xp = _batched(x, lvl).reshape(lvl.size, -1)
+    ip = _batched(idx, lvl)
+    flat = ip.reshape(lvl.size, -1)
+    flat = _C.where(flat < 0, flat + n, flat)
+    return wrap(xp.gather(1, flat).reshape(ip.shape), lvl)
+
+
+def cell(func, args, kwargs, lvl, name, schema):
+    """RNN cells on (N, features) or (features,) inputs: the batch folds into N."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    if any(type(a.get(k)) is BatchedTensor and a[k]._lvl is lvl for k in ("w_ih", "w_hh", "b_ih", "b_hh")):
+        return _fallback(func, args, kwargs, lvl, name, "batched weights")
+    n = lvl.size
+    x = a["input"]
+    call = dict(a)
+    for k in ("input", "hx", "cx"):
+        if a.get(k) is not None:
+            p = _batched(a[k], lvl)
+            call[k] = p.reshape((-1,) + tuple(p.shape[-1:])) if x.dim() == 2 else p
+    res = func(*[call[k] for k in names])
+    shape = (n, x.shape[0]) if x.dim() == 2 else (n,)
+    return _rewrap(_map_tensors(res, lambda t: t.reshape(shape + tuple(t.shape[1:]))), lvl)
+
+
+def _map_tensors(res, fn):
+    if isinstance(res, Tensor):
+        return fn(res)
+    items = [_map_tensors(r, fn) for r in res]
+    return type(res)(*items) if hasattr(res, "_fields") else type(res)(items)
+
+
+def row_loss(func, args, kwargs, lvl, name, schema):
+    """Losses over the rows of (N, D) inputs (or one (D,) row): the batch folds into N, the
+    per-row losses are reduced per example."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    a.update(kwargs)
+    if type(a.get("weight")) is BatchedTensor and a["weight"]._lvl is lvl:
+        return _fallback(func, args, kwargs, lvl, name, "batched class weights")
+    reduction = a.get("reduction", "mean")
+    first = a[names[0]]
+    n = lvl.size
+    rows = first.dim() == 2 or (name == "multilabel_margin_loss" and first.dim() == 2)
+    call = dict(a)
+    call["reduction"] = "none"
+    for k in names:
+        v = a.get(k)
+        if not _is_tensor(v) or k == "weight":
+            continue
+        p = _batched(v, lvl)
+        call[k] = p.reshape((n * v.shape[0],) + tuple(v.shape[1:])) if rows and v.dim() >= 1 else p
+    per = func(*[call[k] for k in names if not _kw(schema, k)], **{k: call[k] for k in names if _kw(schema, k)})
+    per = per.reshape(n, -1)
+    if reduction == "none":
+        return wrap(per.reshape((n,) + ((first.shape[0],) if rows else ())), lvl)
+    return wrap(per.sum(1) if reduction == "sum" else per.mean(1), lvl)
+
+
+def search(func, args, kwargs, lvl, name, schema):
+    """searchsorted / bucketize: sorted sequences batched with their values."""
+    names = [a[0] for a in schema[2]]
+    a = dict(zip(names, args))
+    a.update(kwargs)
+    seq_name = "boundaries" if name == "bucketize" else "sorted_sequence"
+    val_name = "self" if name == "bucketize" else ("values" if "values" in a else "self")
+    seq, vals = a[seq_name], a[val_name]
+    seq_b = type(seq) is BatchedTensor and seq._lvl is lvl
+    sorter = a.get("sorter")
+    opts = {k: a[k] for k in ("out_int32", "right") if k in a}
+    if name == "searchsorted":
+        opts.update({k: a[k] for k in ("side",) if k in a})
+    n = lvl.size
+    if not seq_b and seq.dim() == 1 and not (type(sorter) is BatchedTensor and sorter._lvl is lvl):
+        pv = unwrap(vals, lvl)[0]
+        if name == "bucketize":
+            return wrap(func(pv, seq, **opts), lvl)
+        return wrap(func(seq, pv, **opts, sorter=sorter), lvl)
+    ps = _batched(seq, lvl)
+    pv = _batched(vals, lvl) if _is_tensor(vals) else _C.full((n,), vals, dtype=ps.dtype)
+    extra = {"sorter": _batched(sorter, lvl)} if sorter is not None and name == "searchsorted" else {}
+    if seq.dim() == 1:  # one sorted row per example: the values flattened against it
+        out = _C.searchsorted(ps, pv.reshape(n, -1), **opts, **extra)
+        return wrap(out.reshape(pv.shape), lvl)
+    return wrap(_C.searchsorted(ps, pv, **opts, **extra), lvl)
+
+
 def loop(func, args, kwargs, lvl, name, schema):
     return _fallback(func, args, kwargs, lvl, name)
 
@@ -983,10 +1128,11 @@ FAMILIES = {"pointwise": pointwise, "dims": dims, "dims_out": dims_out, "batch":
             "shape": shape, "roll": roll, "index_1d": index_1d, "like": like, "random": random, "loss": loss,
             "nchw": nchw, "norm_layer": norm_layer, "batch_norm": batch_norm, "embedding": embedding,
             "same_shape": same_shape, "loop": loop, "group_norm": group_norm, "reduce_all": reduce_all, "batch_pad": batch_pad,
-            "einsum": einsum, "broadcast_tensors": broadcast_tensors, "pad": pad, "renorm": renorm}
+            "einsum": einsum, "broadcast_tensors": broadcast_tensors, "pad": pad, "renorm": renorm,
+            "composed": composed, "take": take, "cell": cell, "row_loss": row_loss, "search": search}
 
 # Hand-written bindings (not in ops.yaml) and Python operators.
-_BY_NAME = {"einsum": einsum, "broadcast_tensors": broadcast_tensors, "conv_transpose3d": loop, "__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul, "__rmatmul__": matmul,
+_BY_NAME = {"hstack": composed, "vstack": composed, "einsum": einsum, "broadcast_tensors": broadcast_tensors, "conv_transpose3d": loop, "__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul, "__rmatmul__": matmul,
             "to": same_shape, "float": same_shape, "double": same_shape, "half": same_shape, "bfloat16": same_shape,
             "type": same_shape, "type_as": same_shape, "cpu": same_shape, "cuda": same_shape,
             "new_full": like, "new_zeros": like, "new_ones": like, "new_empty": like, "new_tensor": like}
