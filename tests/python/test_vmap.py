@@ -289,3 +289,15 @@ def test_transforms_compose_as_torch_func(case):
     ts = t if isinstance(t, tuple) else (t,)
     for a, b in zip(ks, ts):
         np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_batched_value_kept_past_its_vmap_raises():
+    leak = []
+
+    def f(t):
+        leak.append(t * 2)
+        return t + 1
+    kindle.vmap(f)(kindle.ones(3, 2))
+    with pytest.raises(RuntimeError, match="escaped"):
+        leak[0] + 1  # noqa: B018  (would otherwise read the first example only)
+    leak.clear()

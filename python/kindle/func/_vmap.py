@@ -124,6 +124,12 @@ class BatchedTensor(Tensor):
     def __reduce_ex__(self, proto):
         self._data_dependent("pickle")
 
+    def __del__(self):
+        # a wrapper kept past its vmap (an escaped batched value) keeps the bindings looking for
+        # overrides, so that using it raises instead of reading its first example
+        if _C is not None and getattr(self, "_counted", False):
+            _C._torch_function_scoped_hint(-1)
+
 
 def wrap(phys, lvl):
     """A BatchedTensor of level lvl over phys (its dim 0 is the batch)."""
@@ -135,6 +141,8 @@ def wrap(phys, lvl):
     b = v.as_subclass(BatchedTensor)
     b._phys = phys
     b._lvl = lvl
+    _C._torch_function_scoped_hint(1)
+    b._counted = True
     return b
 
 
