@@ -301,3 +301,94 @@ def test_a_batched_value_kept_past_its_vmap_raises():
     with pytest.raises(RuntimeError, match="escaped"):
         leak[0] + 1  # noqa: B018  (would otherwise read the first example only)
     leak.clear()
+
+
+def _functions(lib):
+    class Cube(lib.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x, k):
+            return x ** 3 * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.save_for_forward(inputs[0])
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 3 * x ** 2 * g * ctx.k, None
+
+        @staticmethod
+        def jvp(ctx, t, _):
+            x, = ctx.saved_tensors
+            return 3 * x ** 2 * t * ctx.k
+
+    class RowSum(lib.autograd.Function):  # its own batching rule
+        @staticmethod
+        def forward(x):
+            return x.sum(-1)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.shape = inputs[0].shape
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(-1).expand(ctx.shape)
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x.sum(-1), 0
+
+    class Plain(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class NoRule(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    return Cube, RowSum, Plain, NoRule
+
+
+def test_autograd_function_under_vmap_matches_torch():
+    torch = _torch()
+    x = np.random.default_rng(2).standard_normal((3, 4))
+    results = []
+    for lib in (kindle, torch):
+        Cube, RowSum, Plain, NoRule = _functions(lib)
+        t = lib.tensor(x)
+        f = lib.func
+        results.append([
+            f.vmap(Cube.apply, in_dims=(0, None))(t, 2.0),
+            f.vmap(f.grad(lambda a: Cube.apply(a, 2.0).sum()))(t),
+            f.jacfwd(lambda a: Cube.apply(a, 2.0))(t[0]),
+            f.vmap(RowSum.apply)(t),
+        ])
+        with pytest.raises(RuntimeError, match="must override the setup_context staticmethod"):
+            f.vmap(Plain.apply)(t)
+        with pytest.raises(RuntimeError, match="generate_vmap_rule"):
+            f.vmap(NoRule.apply)(t)
+    for k, t in zip(*results):
+        np.testing.assert_allclose(k.numpy(), t.detach().numpy(), rtol=1e-12)
+    Cube = _functions(kindle)[0]
+    xr = kindle.tensor(x).requires_grad_()
+    kindle.vmap(Cube.apply, in_dims=(0, None))(xr, 2.0).sum().backward()  # backward after the vmap
+    np.testing.assert_allclose(xr.grad.numpy(), 6 * x ** 2, rtol=1e-12)
