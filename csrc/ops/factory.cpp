@@ -2,11 +2,14 @@
 #include <cmath>
 #include <numeric>
 
+#include "kindle/random_guard.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
 
 namespace kindle {
 namespace {
+
+int g_random_guard = 0;  // (set only by vmap, from Python's thread)
 
 Tensor finish_factory(Tensor t, bool requires_grad, const char* op) {
   if (requires_grad) {
@@ -20,6 +23,8 @@ Tensor finish_factory(Tensor t, bool requires_grad, const char* op) {
 Device dev(std::optional<Device> d) { return d.value_or(kCPU); }
 
 GeneratorImpl& gen_or_default(const std::optional<Generator>& g) {
+  KINDLE_CHECK(g_random_guard == 0, "vmap: called random operation while in randomness error mode. Please either use "
+               "the 'same' or 'different' randomness flags on vmap or perform the randomness operation out of vmap");
   return g && g->defined() ? **g : *default_generator();
 }
 
@@ -64,6 +69,8 @@ RandomArgs integer_args(int64_t from, uint64_t range) {
 }
 
 }  // namespace
+
+void random_guard(int delta) { g_random_guard += delta; }
 
 Tensor empty(IntArrayRef size, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
   return finish_factory(empty_tensor(size, dtype.value_or(default_dtype()), dev(device)), requires_grad, "empty");

@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/string_view.h>
 
+#include "kindle/random_guard.h"
 #include "ops/tensor_iter.h"
 
 #include "python/bind_common.h"
@@ -265,6 +266,7 @@ NB_MODULE(_C, m) {
         return nb::borrow(self);
       }, nb::arg("new_state"));
   m.def("default_generator", []() { return default_generator(); });
+  m.def("_vmap_random_guard", [](int delta) { random_guard(delta); });
   m.def("manual_seed", [](nb::int_ s) { manual_seed(seed_value(s)); }, nb::arg("seed"));
   m.def("seed", []() { return kindle::seed(); });
   m.def("initial_seed", []() { return default_generator()->seed(); });

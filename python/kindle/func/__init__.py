@@ -559,11 +559,17 @@ def _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness):
     try:
         call = [_unflatten([_vm.wrap(t.movedim(dd, 0) if dd else t, lvl) if dd is not None else t
                             for t, dd in zip(leaves, ds)], spec) for leaves, spec, ds in leaf_dims]
-        if randomness == "same":
-            out = func(*call, **kwargs)
-        else:
+        if randomness == "different":
             with _RandomFactories(lvl):
                 out = func(*call, **kwargs)
+        elif randomness == "error":  # any draw raises (the generators check; no per-op cost)
+            _C._vmap_random_guard(1)
+            try:
+                out = func(*call, **kwargs)
+            finally:
+                _C._vmap_random_guard(-1)
+        else:
+            out = func(*call, **kwargs)
     finally:
         _C._torch_function_scoped_hint(-1)
         _vm.levels.pop()
@@ -637,8 +643,8 @@ _RANDOM_FACTORIES = {"rand", "randn", "randint", "randperm", "normal", "bernoull
 
 
 class _RandomFactories(kindle.overrides.TorchFunctionMode):
-    """Inside vmap with randomness 'error' or 'different': random ops on tensors that are not
-    batched (factories, captured tensors) raise, or draw one value per example."""
+    """Inside vmap with randomness 'different': random ops on tensors that are not batched
+    (factories, captured tensors) draw one value per example."""
 
     def __init__(self, lvl):
         super().__init__()
@@ -649,9 +655,6 @@ class _RandomFactories(kindle.overrides.TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name not in _RANDOM_FACTORIES or types:
             return func(*args, **kwargs)
-        if self.lvl.randomness == "error":
-            from ._batching import _random_error
-            _random_error()
         if name in ("rand", "randn") or (name == "normal" and len(args) >= 3):
             size = args[-1] if name == "normal" else args[0]
             size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
