@@ -101,6 +101,8 @@ def _fallback(func, args, kwargs, lvl, name, reason=None):
     warnings.warn(f"kindle.func.vmap: {what}; it runs once per example of the batch (a Python loop) and its results "
                   "are stacked", UserWarning, stacklevel=4)
 
+    if _is_inplace(name, None) and args and not (type(args[0]) is BatchedTensor and args[0]._lvl is lvl):
+        _inplace_check(name, False, True)  # each example would write into the one unbatched tensor
     standalone = name == "as_strided"  # offsets and strides count from the example's own storage
 
     def pick(v, i):
@@ -152,13 +154,11 @@ def pointwise(func, args, kwargs, lvl, name, schema=None):
     rank = max(t.dim() for _, t in tensors)
     inplace = _is_inplace(name, schema)
     phys = {}
-    batched_dtypes, plain_dtypes, zero_dim_batched = set(), set(), False
+    zero_dim_batched = False
     for key, t in tensors:
         p, b = unwrap(t, lvl)
         if b:
-            if t.dim() == 0:
-                zero_dim_batched = True
-            batched_dtypes.add(t.dtype)
+            zero_dim_batched = zero_dim_batched or t.dim() == 0
             p = _pad(p, rank) if not (inplace and key == 0) else p
         phys[key] = (p, b)
     if inplace:
@@ -300,8 +300,8 @@ def dims(func, args, kwargs, lvl, name, schema, out_rank_extra=0, keep=()):
     if inplace:
         return original_self
     if flatten:
-        keep = kwargs.get("keepdim", next((v for (pn, _, _), v in zip(params, args) if pn == "keepdim"), False))
-        if keep and name in ("argmax", "argmin"):  # keepdim over every dim: all ones
+        keepdim = kwargs.get("keepdim", next((v for (pn, _, _), v in zip(params, args) if pn == "keepdim"), False))
+        if keepdim and name in ("argmax", "argmin"):  # keepdim over every dim: all ones
             res = res.reshape((lvl.size,) + (1,) * rank)
     elif zero:
         res = res.reshape(lvl.size, -1) if name == "unfold" else _squeeze_example(res)
@@ -387,7 +387,7 @@ def matmul(func, args, kwargs, lvl, name, schema):
         return prod + (self_ * beta if beta != 1 else self_)
     if name in ("linear", "linear_2d_weight"):
         x, w, b = args[0], args[1], args[2] if len(args) > 2 else None
-        out = _matmul(x, w.mT if w.dim() == 2 else w, lvl) if w.dim() >= 1 else None
+        out = _matmul(x, w.mT if w.dim() == 2 else w, lvl)
         return out if b is None else out + b
     return _fallback(func, args, kwargs, lvl, name)
 
@@ -397,8 +397,8 @@ def matmul(func, args, kwargs, lvl, name, schema):
 def shape(func, args, kwargs, lvl, name, schema):
     self_ = args[0]
     p, b = unwrap(self_, lvl)
-    if not b:
-        return _fallback(func, args, kwargs, lvl, name)
+    if not b:  # (view_as(x, batched)): only the other's example shape matters
+        return func(*[logical(a) if type(a) is BatchedTensor and a._lvl is lvl else a for a in args], **kwargs)
     if schema is not None:
         args = _pack_varargs(args, schema)
     rest = args[1] if len(args) > 1 else ()
@@ -406,7 +406,7 @@ def shape(func, args, kwargs, lvl, name, schema):
         rest = (rest,)
     n = lvl.size
     if name in ("view", "reshape"):
-        if _is_tensor(rest):  # view(dtype)
+        if isinstance(rest, _C.dtype):  # view(dtype): the last dim reinterpreted
             return wrap(func(p, rest), lvl)
         return wrap(func(p, (n,) + tuple(rest)), lvl)
     if name in ("expand", "broadcast_to"):
@@ -550,9 +550,6 @@ def renorm(func, args, kwargs, lvl, name, schema):
 
 def like(func, args, kwargs, lvl, name, schema):
     """zeros_like, new_zeros, ...: one example's result (the same for every example)."""
-    if any(type(x) is BatchedTensor and x._lvl is lvl for x in list(args[1:]) + list(kwargs.values())):
-        raise NotImplementedError(f"vmap: {name} with batched parameters and randomness='same' is not supported; "
-                                  "use randomness='different'")
     a = [logical(x) if type(x) is BatchedTensor and x._lvl is lvl else x for x in args]
     return func(*a, **kwargs)
 
@@ -581,8 +578,16 @@ def random(func, args, kwargs, lvl, name, schema):
             p, b = unwrap(self_, lvl)
             base = p if b else _batched(self_, lvl)
             return wrap(func(base, *args[1:], **kwargs), lvl)
+        k = {"dropout1d": 2, "dropout2d": 3}.get(name)
+        if k is not None and args[0].dim() == k + 1:  # channels dropped per (N, C): the batch folds into N
+            x = args[0]
+            p = unwrap(x, lvl)[0]
+            out = func(p.reshape((-1,) + tuple(x.shape[1:])), *args[1:], **kwargs)
+            return wrap(out.reshape(p.shape), lvl)
         return pointwise(func, args, kwargs, lvl, name, schema)
     # same: one draw of an example's shape, shared by the batch
+    if "alpha_dropout" in name:
+        raise NotImplementedError(f"vmap: {name} with randomness='same' is not supported; use 'different'")
     if name.startswith("dropout") or "dropout" in name:
         x = args[0]
         mask = func(_C.ones(tuple(x.shape), dtype=x.dtype), *args[1:], **kwargs)
