@@ -1,16 +1,17 @@
 """torch.func for Kindle: grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian, vmap,
 functional_call and stack_module_state.
 
-The transforms are built on the autograd engine, not on a transform layer with levels: the
-reverse-mode ones differentiate fresh aliases of their inputs and keep the graph (create_graph)
-so that transforms nest (grad(grad(f)), jacrev(jacrev(f)), vmap(grad(f))); jvp and jacfwd run
-forward mode (kindle.autograd.forward_ad: dual tensors, one pass per tangent); hessian is
-jacrev(jacrev(f)) (torch.func's jacfwd(jacrev(f)) gives the same values, and forward over reverse
-works, but without batching rules the reverse-over-reverse loop is faster here). Forward mode has one level, so a jvp
-inside another (jacfwd(jacfwd(f))) computes its products by the double-backward trick instead
-(same values). vmap has no batching rules yet: it runs the function once per example and stacks
-the results (it warns that it does). At the outermost transform, results are detached unless an
-input already required grad (then the ordinary autograd graph through them is kept)."""
+The transforms are built on the autograd engine and forward mode, not on a transform layer with
+levels of its own: the reverse-mode ones differentiate fresh aliases of their inputs and keep the
+graph (create_graph) so that transforms nest (grad(grad(f)), jacrev(jacrev(f))); jvp runs
+forward mode (dual tensors); jacfwd is one jvp vmapped over the basis, hessian is
+jacfwd(jacrev(f)) as torch.func's. vmap wraps its inputs in BatchedTensors (_vmap.py) whose ops
+run once for the whole batch through their batching rules (_batching.py). Inside vmap, grad, vjp
+and jvp run the engine on the physical tensors (batch dims first): each differentiated input is
+expanded to one leaf per example, so the engine's gradients are the per-example ones. Forward
+mode has one level, so a jvp inside another (jacfwd(jacfwd(f))) computes its products by the
+double-backward trick instead (same values). At the outermost transform, results are detached
+unless an input already required grad (then the ordinary autograd graph through them is kept)."""
 import warnings
 
 import kindle
