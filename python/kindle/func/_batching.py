@@ -64,17 +64,28 @@ def _pad(p, rank):
     return p.reshape((p.shape[0],) + (1,) * missing + tuple(p.shape[1:]))
 
 
+_schema_cache = {}
+
+
 def _schema(name, args):
     """The op's overload matching the call's positional arguments, or None."""
+    key = (name, tuple(isinstance(v, Tensor) or v is None for v in args))
+    hit = _schema_cache.get(key, False)
+    if hit is False:
+        hit = _schema_cache[key] = _match_schema(name, key[1])
+    return hit
+
+
+def _match_schema(name, tensorish):
     overloads = _SCHEMAS.get(name)
     if not overloads:
         return None
-    n = len(args)
+    n = len(tensorish)
     fits = [ov for ov in overloads if len([a for a in ov[2] if not a[2]]) == n]
     for ov in fits:
         pos = [a for a in ov[2] if not a[2]]
-        if all((_is_tensor(v) or v is None) == p[1].startswith("Tensor") or p[1].startswith("Tensor?") or
-               p[1].endswith("[]") for v, p in zip(args, pos)):
+        if all(t == p[1].startswith("Tensor") or p[1].startswith("Tensor?") or p[1].endswith("[]")
+               for t, p in zip(tensorish, pos)):
             return ov
     if fits:
         return fits[0]
