@@ -371,6 +371,31 @@ void half_gemm(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t
   }
 }
 
+// k = 1 (outer products: the weight gradients of per-example linear layers under vmap): each
+// element is the one product a GEMM would compute, written once; packing and tiling buy nothing.
+template <typename T>
+void outer_kernel(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+  const T* A = static_cast<const T*>(g.a);
+  const T* Bm = static_cast<const T*>(g.b);
+  T* C = static_cast<T*>(g.c);
+  const int64_t ia = g.trans_a ? 1 : g.lda, jb = g.trans_b ? g.ldb : 1;
+  const T alpha = T(g.alpha);
+  parallel_for(0, batch * g.m, std::max<int64_t>(1, 32768 / std::max<int64_t>(g.n, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / g.m, i = r % g.m;
+      const T ai = A[b * sa + i * ia];
+      const T* bp = Bm + b * sb;
+      T* cp = C + b * sc + i * g.ldc;
+      if (jb == 1 && alpha == T(1)) {
+#pragma omp simd
+        for (int64_t j = 0; j < g.n; ++j) cp[j] = ai * bp[j];
+      } else {
+        for (int64_t j = 0; j < g.n; ++j) cp[j] = alpha * (ai * bp[j * jb]);
+      }
+    }
+  });
+}
+
 void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   if (g0->m == 0 || g0->n == 0 || batch == 0) return;
   if (is_complex(dt)) return complex_gemm(dt, *g0, batch, sa, sb, sc);
@@ -382,6 +407,7 @@ void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_
   dispatch_all(dt, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (g0->k == 1 && g0->beta == 0) return outer_kernel<T>(*g0, batch, sa, sb, sc);
       // MKL's LP64 interface takes 32-bit sizes; a larger problem falls back to the loop rather
       // than overflowing.
       if (fits_int({g0->m, g0->n, g0->k, g0->lda, g0->ldb, g0->ldc, sa, sb, sc, batch})) {

@@ -78,10 +78,6 @@ Tensor native_bmm(const Tensor& self, const Tensor& mat2) {
   KINDLE_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1), "bmm: batch1 and batch2 shapes cannot be multiplied (",
                self.sizes(), " and ", mat2.sizes(), ")");
   check_mm_dtypes(self, mat2, "bmm");
-  // Outer products (vmap's per-example weight gradients): one broadcast multiply writes them at
-  // memory speed; a GEMM with k = 1 packs and tiles for nothing. Each element is the same single
-  // product either way.
-  if (self.size(2) == 1 && self.dtype() != kBool && self.numel() && mat2.numel()) return mul(self, mat2);
   Tensor out = empty_tensor({self.size(0), self.size(1), mat2.size(2)}, self.dtype(), self.device());
   batched_gemm(self, mat2, out, 1.0, 0.0);
   return out;
