@@ -276,7 +276,8 @@ def test_per_sample_gradients_of_a_cnn_match_torch_func():
     lambda L, x: L.func.jacfwd(lambda a: (a @ a.T).tanh())(x),
     lambda L, x: L.func.vmap(L.func.jvp, in_dims=(None, 0, 0))(lambda a: a.cos() * 3, (x,), (x * 2,)),
     lambda L, x: L.func.vmap(lambda r: L.func.vjp(lambda a: a.exp().cumsum(0), r)[1](r))(x),
-    lambda L, x: L.func.vmap(L.func.vmap(lambda a, b: L.outer(a, b), in_dims=(0, None)), in_dims=(0, None))(x.reshape(3, 2, 2), x[0, :2]),
+    lambda L, x: L.func.vmap(L.func.vmap(lambda a, b: L.outer(a, b), in_dims=(0, None)),
+                             in_dims=(0, None))(x.reshape(3, 2, 2), x[0, :2]),
     lambda L, x: L.func.vmap(lambda a: L.einsum("i,j->ij", a, a))(x),
     lambda L, x: L.func.vmap(lambda a: L.linalg.solve(L.eye(4, dtype=a.dtype) * 3 + a.outer(a), a))(x),
 ])

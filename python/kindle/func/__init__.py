@@ -536,7 +536,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                      "please use None as the respective in_dim")
                 if not -max(t.dim(), 1) <= dd < max(t.dim(), 1) or t.dim() == 0:
                     raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dd} for some input, but "
-                                     f"that input is a Tensor of dimensionality {t.dim()} so expected in_dim to satisfy "
+                                     f"that input is a Tensor of dimensionality {t.dim()} so expected in_dim to "
+                                     "satisfy "
                                      f"-{t.dim()} <= in_dim < {t.dim()}.")
                 sizes.append(t.shape[dd])
             leaf_dims.append((leaves, spec, ds))
@@ -556,7 +557,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 def _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness):
     lvl = _vm.Level(n, randomness)
     _vm.levels.append(lvl)
-    _C._torch_function_scoped_hint(1)
     try:
         call = [_unflatten([_vm.wrap(t.movedim(dd, 0) if dd else t, lvl) if dd is not None else t
                             for t, dd in zip(leaves, ds)], spec) for leaves, spec, ds in leaf_dims]
@@ -572,7 +572,6 @@ def _vmap_call(func, leaf_dims, kwargs, n, out_dims, randomness):
         else:
             out = func(*call, **kwargs)
     finally:
-        _C._torch_function_scoped_hint(-1)
         _vm.levels.pop()
     out_leaves, spec = _flatten(out)
     if isinstance(out_dims, (tuple, list)):

@@ -189,16 +189,6 @@ def pointwise(func, args, kwargs, lvl, name, schema=None):
         if ct is not None and (ct == rt or rt == _C.bool):
             phys = {k: ((p.to(ct) if p.dtype != ct and p.dtype != _C.bool and t.dim() == 0 else p), b)
                     for (k, t), (_, (p, b)) in zip(tensors, phys.items())}
-    if name == "fill_" and len(tensors) == 2 and phys[1][1]:  # a batched fill value: one per example
-        p0, _ = phys[0]
-        p0.copy_(phys[1][0].reshape((lvl.size,) + (1,) * (p0.dim() - 1)))
-        return args[0]
-    if name in ("masked_fill", "masked_fill_") and len(tensors) == 3 and phys[2][1]:
-        filled = _C.where(phys[1][0], phys[2][0], phys[0][0]).to(phys[0][0].dtype)
-        if name == "masked_fill":
-            return wrap(filled, lvl)
-        phys[0][0].copy_(filled)
-        return args[0]
     a = list(args)
     kw = dict(kwargs)
     for key, (p, _) in phys.items():
@@ -212,6 +202,29 @@ def pointwise(func, args, kwargs, lvl, name, schema=None):
     if rt is not None and isinstance(res, Tensor) and res.dtype != rt:
         res = res.to(rt)
     return _rewrap(res, lvl)
+
+
+def fill(func, args, kwargs, lvl, name, schema):
+    """fill_: a batched value fills each example with its own number."""
+    self_, value = args[0], args[1]
+    p, b = unwrap(self_, lvl)
+    if not (type(value) is BatchedTensor and value._lvl is lvl):
+        return pointwise(func, args, kwargs, lvl, name, schema)
+    _inplace_check(name, b, True)
+    p.copy_(unwrap(value, lvl)[0].reshape((lvl.size,) + (1,) * (p.dim() - 1)))
+    return self_
+
+
+def masked_fill(func, args, kwargs, lvl, name, schema):
+    """masked_fill takes a 0-d value: a batched one (one number per example) is a where."""
+    self_, mask, value = args[0], args[1], args[2]
+    if not (type(value) is BatchedTensor and value._lvl is lvl):
+        return pointwise(func, args, kwargs, lvl, name, schema)
+    filled = _C.where(mask, value, self_).to(self_.dtype)  # (each runs its own rule)
+    if name == "masked_fill":
+        return filled
+    _inplace_check(name, type(self_) is BatchedTensor and self_._lvl is lvl, True)
+    return self_.copy_(filled)
 
 
 def _wrap_dim(d, rank, name):
@@ -686,6 +699,11 @@ def _diag(x, d=0):
     return _C.diag(logical(x), d)  # the op's own error
 
 
+def _bilinear(x1, x2, w, b=None):
+    out = _C.einsum("...i,oij,...j->...o", [x1, w, x2])
+    return out if b is None else out + b
+
+
 def _stack_like(ts, vertical):
     if vertical:
         ts = [t.reshape(1, -1) if t.dim() < 2 else t for t in ts]
@@ -702,8 +720,7 @@ _COMPOSED = {
     "trace": lambda x: x.diagonal().sum() if x.dim() == 2 else _C.trace(logical(x)),
     "dist": lambda a, b, p=2: (a - b).norm(p),
     "kron": _kron, "prelu": _prelu,
-    "bilinear": lambda x1, x2, w, b=None: (_C.einsum("...i,oij,...j->...o", [x1, w, x2]) if b is None
-                                           else _C.einsum("...i,oij,...j->...o", [x1, w, x2]) + b),
+    "bilinear": _bilinear,
 }
 
 
@@ -757,13 +774,16 @@ def loop(func, args, kwargs, lvl, name, schema):
     return _fallback(func, args, kwargs, lvl, name)
 
 
-FAMILIES = {"pointwise": pointwise, "dims": dims, "dims_out": dims_out, "batch": batch, "matmul": matmul,
-            "shape": shape, "roll": roll, "index_1d": index_1d, "like": like, "same_shape": same_shape, "loop": loop,
-            "reduce_all": reduce_all, "batch_pad": batch_pad, "einsum": einsum,
-            "broadcast_tensors": broadcast_tensors, "composed": composed, "take": take, "search": search}
+FAMILIES = {"pointwise": pointwise, "fill": fill, "masked_fill": masked_fill, "dims": dims, "dims_out": dims_out,
+            "batch": batch, "matmul": matmul, "shape": shape, "roll": roll, "index_1d": index_1d, "like": like,
+            "same_shape": same_shape, "loop": loop, "reduce_all": reduce_all, "batch_pad": batch_pad,
+            "einsum": einsum, "broadcast_tensors": broadcast_tensors, "composed": composed, "take": take,
+            "search": search}
 
 # Hand-written bindings (not in ops.yaml) and Python operators.
-_BY_NAME = {"hstack": composed, "vstack": composed, "einsum": einsum, "broadcast_tensors": broadcast_tensors, "conv_transpose3d": loop, "__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul, "__rmatmul__": matmul,
+_BY_NAME = {"hstack": composed, "vstack": composed, "einsum": einsum, "broadcast_tensors": broadcast_tensors,
+            "conv_transpose3d": loop, "__getitem__": getitem, "__setitem__": setitem, "__matmul__": matmul,
+            "__rmatmul__": matmul,
             "to": same_shape, "float": same_shape, "double": same_shape, "half": same_shape, "bfloat16": same_shape,
             "type": same_shape, "type_as": same_shape, "cpu": same_shape, "cuda": same_shape,
             "new_full": like, "new_zeros": like, "new_ones": like, "new_empty": like, "new_tensor": like}

@@ -31,8 +31,9 @@ _ids = itertools.count()
 levels = []  # the active vmap levels, outermost first
 
 
-def _plain(t):
-    """t as a plain Tensor object over the same tensor (a subclass's own data)."""
+def logical(t):
+    """t as a plain Tensor object over the same tensor: for a BatchedTensor, a tensor of one
+    example's shape and dtype (for metadata only)."""
     return t if type(t) is Tensor else t.as_subclass(Tensor)
 
 
@@ -133,7 +134,7 @@ class BatchedTensor(Tensor):
 
 def wrap(phys, lvl):
     """A BatchedTensor of level lvl over phys (its dim 0 is the batch)."""
-    base = _plain(phys)
+    base = logical(phys)
     if base.dim() == 0:
         raise RuntimeError("vmap: a batched result must have the batch dim")
     v = base.detach()
@@ -151,11 +152,6 @@ def unwrap(x, lvl):
     if type(x) is BatchedTensor and x._lvl is lvl:
         return x._phys, True
     return x, False
-
-
-def logical(x):
-    """A plain tensor of x's logical shape and dtype (for metadata only)."""
-    return _plain(x)
 
 
 def to_levels(t, lvls):
@@ -182,12 +178,3 @@ def from_levels(p, lvls):
     for lvl in lvls:  # each wrap's logical dim 0 is the next level's batch
         p = wrap(p, lvl)
     return p
-
-
-def batched_levels(t):
-    """The active levels t is batched at, outermost first."""
-    out = []
-    while type(t) is BatchedTensor:
-        out.append(t._lvl)
-        t = t._phys
-    return out[::-1]
