@@ -105,3 +105,34 @@ Tensor detach(const Tensor& self) {
 }
 
 }  // namespace kindle
+
+namespace kindle {
+
+// Tensor.resize_: contiguous strides for the new shape over the same storage when it is big
+// enough (the old elements keep their bytes), else over a larger one that starts with the old
+// storage's bytes. A larger storage is this tensor's own: its other views keep the old one.
+const Tensor& resize_(const Tensor& self, IntArrayRef size) {
+  KINDLE_CHECK(!self.requires_grad(), "cannot resize variables that require grad");
+  int64_t numel = checked_numel(size, "resize_");
+  DimVector strides = contiguous_strides(size);
+  size_t item = itemsize(self.dtype());
+  size_t need = checked_storage_nbytes(size, strides, item, "resize_") + size_t(self.storage_offset()) * item;
+  TensorImpl* impl = self.impl();
+  const Storage& old = impl->storage();
+  if (numel > 0 && need > old->nbytes()) {
+    Tensor fresh = empty_tensor({int64_t(need)}, kUInt8, self.device());
+    int64_t old_n = int64_t(old->nbytes());
+    if (old_n > 0) {
+      Tensor old_bytes(intrusive_ptr<TensorImpl>(new TensorImpl(old, kUInt8, {old_n}, {1}, 0)));
+      fresh.narrow(0, 0, old_n).copy_(old_bytes);
+    }
+    TensorImpl grown(fresh.impl()->storage(), self.dtype(), size, strides, self.storage_offset());
+    impl->set_data(grown);
+  } else {
+    impl->set_sizes_and_strides(size, strides, self.storage_offset());
+  }
+  impl->storage()->bump_version();
+  return self;
+}
+
+}  // namespace kindle

@@ -43,6 +43,9 @@ from ._torch_alias import install_as_torch, uninstall_as_torch  # noqa: E402,F40
 
 globals().update(_legacy_type_classes())  # kindle.FloatTensor, kindle.LongTensor, ...
 _install_tensor_methods(Tensor)
+from . import _functions, _aten_nn  # noqa: E402
+globals().update({n: getattr(_aten_nn, n) for n in _aten_nn.__all__})  # torch.conv2d, torch.batch_norm, ...
+globals().update(_functions.install(Tensor))  # atleast_1d, tensor_split, histogram, ...; Tensor.where, ...
 from . import random, testing, hub, jit, profiler  # noqa: E402,F401
 from .random import get_rng_state, set_rng_state  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001  (torch.compile: runs eagerly)

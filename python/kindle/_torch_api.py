@@ -17,6 +17,11 @@ __all__ = [
     "get_float32_matmul_precision", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
     "get_deterministic_debug_mode", "_assert", "is_storage", "set_printoptions", "tensordot", "nonzero", "gradient",
+    "get_num_interop_threads", "set_num_interop_threads", "init_num_threads", "set_warn_always",
+    "is_warn_always_enabled", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
+    "set_flush_denormal", "has_lapack", "has_mkl", "has_openmp", "has_spectral", "compiled_with_cxx11_abi",
+    "is_vulkan_available", "set_default_tensor_type", "legacy_contiguous_format", "SymInt", "SymFloat", "SymBool",
+    "to_dlpack", "DisableTorchFunction", "DisableTorchFunctionSubclass", "GradScaler", "Future",
 ]
 
 pi = _math.pi
@@ -45,6 +50,7 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format  # torch's internal alias of contiguous_format
 
 
 class layout:  # noqa: N801
@@ -182,6 +188,125 @@ def set_deterministic_debug_mode(debug_mode):
 
 def get_deterministic_debug_mode():
     return _debug_mode
+
+
+# ---- runtime switches torch has: Kindle runs ops on one intra-op pool (no inter-op pool), warns
+# as Python's warnings filters say, and leaves denormals to the hardware default.
+
+_interop_threads = [None]
+
+
+def get_num_interop_threads():
+    """Kindle runs each op on the intra-op pool; the inter-op setting is kept for code that reads it."""
+    return _interop_threads[0] or _C.get_num_threads()
+
+
+def set_num_interop_threads(num):
+    if not isinstance(num, int) or num <= 0:
+        raise RuntimeError(f"Expected positive number of threads, but got {num}")
+    if _interop_threads[0] is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has started or "
+                           "set_num_interop_threads called")
+    _interop_threads[0] = num
+
+
+def init_num_threads():
+    """A no-op: Kindle's pool starts on first use."""
+
+
+_warn_always = [False]
+
+
+def set_warn_always(b):
+    _warn_always[0] = bool(b)
+
+
+def is_warn_always_enabled():
+    return _warn_always[0]
+
+
+def is_anomaly_enabled():
+    return _C._is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled():
+    return _C._is_anomaly_check_nan_enabled()
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    _C._set_anomaly_enabled(bool(enabled), bool(check_nan))
+
+
+def set_flush_denormal(mode):  # noqa: ARG001
+    """False: Kindle does not switch the CPU's denormal mode (torch returns False where unsupported)."""
+    return False
+
+
+has_lapack = has_mkl = has_openmp = has_spectral = True
+
+
+def compiled_with_cxx11_abi():
+    return True
+
+
+def is_vulkan_available():
+    return False
+
+
+def set_default_tensor_type(t):
+    """The deprecated switch: a CPU floating tensor type sets the default dtype; CUDA types raise."""
+    import warnings
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    name = name.split(".")[-1] if isinstance(t, str) else name
+    if isinstance(t, str) and ".cuda." in t:
+        raise RuntimeError("set_default_tensor_type: no CUDA device: Kindle was built without CUDA")
+    from . import set_default_dtype
+    dtypes = {"FloatTensor": _C.float32, "DoubleTensor": _C.float64, "HalfTensor": _C.float16,
+              "BFloat16Tensor": _C.bfloat16}
+    if name not in dtypes:
+        raise TypeError(f"only floating-point types are supported as the default type, got {t}")
+    set_default_dtype(dtypes[name])
+
+
+class _SymbolicNumber:
+    """torch.SymInt/SymFloat/SymBool: Kindle traces nothing symbolically, so no value is one;
+    code that checks isinstance(x, torch.SymInt) takes its concrete-number branch."""
+
+    def __init__(self, *args, **kwargs):  # noqa: ARG002
+        raise TypeError(f"{type(self).__name__}: Kindle has no symbolic shapes")
+
+
+class SymInt(_SymbolicNumber):
+    pass
+
+
+class SymFloat(_SymbolicNumber):
+    pass
+
+
+class SymBool(_SymbolicNumber):
+    pass
+
+
+def to_dlpack(tensor):
+    return tensor.__dlpack__()
+
+
+DisableTorchFunction = _C.DisableTorchFunction
+DisableTorchFunctionSubclass = _C.DisableTorchFunctionSubclass
+
+
+def __getattr__(name):
+    if name == "GradScaler":
+        from .amp import GradScaler
+        return GradScaler
+    if name == "Future":
+        from .futures import Future
+        return Future
+    raise AttributeError(name)
 
 
 def _assert(condition, message):

@@ -1702,8 +1702,8 @@ OPS: list[OpInfo] = [
     _with_tensor_bounds(unary("clamp", kwargs=({"min": -1, "max": 1}, {"max": 0.5}, (0, 2), {"min": 2, "max": 1},
                                                {"min": -1.5}), args=(-1, 1))),
     _with_tensor_bounds(unary("clip", kwargs=({"min": -1, "max": 1}, {"max": 0.5}, (0, 2)), args=(-1, 1))),
-    unary("clamp_min", inplace=False, args=(0.5,), kwargs=((1,),)),
-    unary("clamp_max", inplace=False, args=(0.5,), kwargs=((1,),)),
+    unary("clamp_min", inplace=True, inplace_function=False, args=(0.5,), kwargs=((1,),)),
+    unary("clamp_max", inplace=True, inplace_function=False, args=(0.5,), kwargs=((1,),)),
     unary("leaky_relu", FLOATS, method=False, inplace=False, kwargs=((0.2,), {"negative_slope": 2})),
     unary("hardtanh", SIGNED, method=False, inplace_function=True, kwargs=((-0.5, 0.5), {"min_val": 0, "max_val": 2})),
     unary("elu", FLOATS, method=False, inplace=False, extremal=PIECEWISE_EXTREMAL, kwargs=((0.5,), {"alpha": 2, "scale": 1.5, "input_scale": 0.5})),
@@ -1716,7 +1716,7 @@ OPS: list[OpInfo] = [
     binary("mul", ALL + COMPLEX, ref=np.multiply),
     binary("multiply", ALL + COMPLEX, ref=np.multiply),
     binary("div", ALL + COMPLEX, other_nonzero=True, kwargs=_div_kw, kwargs_dtypes=NUMERIC),  # no bool rounding kernels in torch
-    binary("divide", inplace=False, other_nonzero=True, kwargs=_div_kw, kwargs_dtypes=NUMERIC),
+    binary("divide", inplace=True, other_nonzero=True, kwargs=_div_kw, kwargs_dtypes=NUMERIC),
     binary("true_divide", ALL + COMPLEX, other_nonzero=True, ref=np.true_divide),
     binary("floor_divide", NUMERIC, other_nonzero=True),
     binary("atan2", ref=np.arctan2, scalars=()),
@@ -1733,11 +1733,11 @@ OPS: list[OpInfo] = [
     binary("le", ref=np.less_equal, domain=(-2, 2), other_domain=(-2, 2)),
     binary("gt", ref=np.greater, domain=(-2, 2), other_domain=(-2, 2)),
     binary("ge", ref=np.greater_equal, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("greater", inplace=False, ref=np.greater, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("greater_equal", inplace=False, ref=np.greater_equal, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("less", inplace=False, ref=np.less, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("less_equal", inplace=False, ref=np.less_equal, domain=(-2, 2), other_domain=(-2, 2)),
-    binary("not_equal", inplace=False, ref=np.not_equal, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("greater", inplace=True, ref=np.greater, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("greater_equal", inplace=True, ref=np.greater_equal, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("less", inplace=True, ref=np.less, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("less_equal", inplace=True, ref=np.less_equal, domain=(-2, 2), other_domain=(-2, 2)),
+    binary("not_equal", inplace=True, ref=np.not_equal, domain=(-2, 2), other_domain=(-2, 2)),
     binary("logical_and", ALL + COMPLEX, ref=np.logical_and, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
     binary("logical_or", ALL + COMPLEX, ref=np.logical_or, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
     binary("logical_xor", ALL + COMPLEX, ref=np.logical_xor, domain=(-1, 1), other_domain=(-1, 1), scalars=()),
@@ -1834,8 +1834,8 @@ OPS: list[OpInfo] = [
     op("permute", _permute_samples, view=True,
        errors=_dim_errors_for(((0,),), ((0, 0),), ((0, 2),), ((1, 0, 2),))),
     op("transpose", _transpose_samples, inplace="transpose_", view=True, errors=_dim_errors_for((0, 2), (-3, 0))),
-    op("swapaxes", _transpose_samples, view=True),
-    op("swapdims", _transpose_samples, view=True),
+    op("swapaxes", _transpose_samples, inplace="swapaxes_", view=True),
+    op("swapdims", _transpose_samples, inplace="swapdims_", view=True),
     op("t", _t_samples, inplace="t_", view=True, errors=lambda g: [g.S(g.t((2, 3, 4)))]),
     op("adjoint", _adjoint_samples, view=True),
     op("movedim", _movedim_samples, view=True,
@@ -1898,11 +1898,11 @@ OPS: list[OpInfo] = [
        errors=lambda g: [g.S(g.t((3, 4)), 2), g.S(g.t((3, 4)), -3)]),
     op("log_softmax", _softmax_samples, FLOATS, tol=RED_TOL, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 2)]),
-    op("cumsum", _cum_samples, tol=RED_TOL, kind="reduction", errors=lambda g: [g.S(g.t((3, 4)), 2)]),
+    op("cumsum", _cum_samples, inplace="cumsum_", tol=RED_TOL, kind="reduction", errors=lambda g: [g.S(g.t((3, 4)), 2)]),
     # complex64: products of 40 numbers compared part by part, where a real or imaginary part is a
     # cancellation 20x smaller than the magnitude (both libraries are within 5e-7 of complex128
     # relative to the magnitude)
-    op("cumprod", _cum_samples, ALL + COMPLEX, tol={**RED_TOL, "complex64": (1e-4, 1e-4)}, kind="reduction",
+    op("cumprod", _cum_samples, ALL + COMPLEX, inplace="cumprod_", tol={**RED_TOL, "complex64": (1e-4, 1e-4)}, kind="reduction",
        errors=lambda g: [g.S(g.t((3, 4)), 2)]),
     reduction("all"),
     reduction("any"),
@@ -1964,8 +1964,12 @@ from opdb_nn import NN_OPS  # noqa: E402
 OPS += NN_OPS
 
 from opdb_composite import COMPOSITE_OPS  # noqa: E402
+from opdb_numpy import NUMPY_STYLE_OPS  # noqa: E402
+from opdb_nn_composed import NN_COMPOSED_OPS  # noqa: E402
 
 OPS += COMPOSITE_OPS
+OPS += NUMPY_STYLE_OPS
+OPS += NN_COMPOSED_OPS
 
 OP_DB = {o.qualname: o for o in OPS}
 assert len(OP_DB) == len(OPS), "duplicate op names"
@@ -1983,6 +1987,10 @@ NOT_IN_DB = {
     # private / covered through their public wrapper or the in-place entry of their op
     "_unique2": "behind unique",
     "_gradient_along": "behind gradient (kindle.gradient, a Python function over it)",
+    "_histogram": "behind histogram (kindle.histogram: range=, the result tuple)",
+    "_unique_consecutive": "behind unique_consecutive (kindle.unique_consecutive: the optional outputs)",
+    # uninitialised memory after growth: test_composite_numpy.py checks shapes, strides and kept values
+    "resize_": "test_composite_numpy.py",
     # `variants: nn` kernels without a torch.nn.functional name (behind nn.RNN / LSTM / GRU and the
     # cells): test_nn_recurrent.py compares them with torch.nn's modules
     "rnn": "test_nn_recurrent.py", "lstm_cell": "test_nn_recurrent.py", "gru_cell": "test_nn_recurrent.py",

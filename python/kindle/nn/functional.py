@@ -635,3 +635,14 @@ for _n in ("adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d",
            "lp_pool3d", "max_pool3d", "ctc_loss", "fractional_max_pool2d", "fractional_max_pool3d"):
     globals()[_n] = _dispatching(globals()[_n])
 del _n
+
+from ._composed import *  # noqa: E402,F401,F403
+from ._composed import _feature_dropout, _rrelu  # noqa: E402,F401  (torch.feature_dropout, torch.rrelu)
+from . import _composed as _composed_mod  # noqa: E402
+from .grid_sample import affine_grid, grid_sample  # noqa: E402,F401
+for _n in _composed_mod.__all__ + ["affine_grid", "grid_sample"]:
+    globals()[_n] = _name_errors(globals()[_n])
+del _n
+
+from ..overrides import (handle_torch_function, has_torch_function, has_torch_function_unary,  # noqa: E402,F401
+                         has_torch_function_variadic)

@@ -2,7 +2,7 @@
 from .. import _C
 from ..overrides import _disabled_torch_function_impl
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
 
 class Parameter(_C.Tensor):
@@ -40,3 +40,10 @@ class Buffer(_C.Tensor):
         pass
 
     __torch_function__ = _disabled_torch_function_impl
+
+
+def __getattr__(name):  # torch.nn.parameter.UninitializedParameter: defined with the lazy modules
+    if name in ("UninitializedParameter", "UninitializedBuffer"):
+        from .modules import lazy
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

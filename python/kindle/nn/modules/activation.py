@@ -9,7 +9,7 @@ from .module import Module
 
 __all__ = ["Threshold", "ReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU", "Mish", "Hardswish",
            "ELU", "CELU", "SELU", "GLU", "GELU", "LeakyReLU", "LogSigmoid", "Softplus", "PReLU", "Softsign",
-           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax", "Softshrink", "Hardshrink", "RReLU"]
 
 
 def _inplace_str(inplace, lead=", "):
@@ -262,3 +262,41 @@ class Softmax2d(Module):
 
 # torch defines MultiheadAttention in this module; it lives in attention.py here.
 from .attention import MultiheadAttention  # noqa: E402,F401
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: random negative slopes in training, their mean in evaluation."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"

@@ -2,7 +2,7 @@
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -40,3 +40,7 @@ class Dropout3d(_DropoutNd):
 
 class AlphaDropout(_DropoutNd):
     _fn = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    _fn = staticmethod(F.feature_alpha_dropout)

@@ -5,7 +5,7 @@ from .module import Module
 __all__ = ["CTCLoss", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
-           "MultiMarginLoss", "MultiLabelMarginLoss"]
+           "MultiMarginLoss", "MultiLabelMarginLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "NLLLoss2d"]
 
 
 class _Loss(Module):
@@ -203,3 +203,17 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+class SoftMarginLoss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    def forward(self, input, target):  # noqa: A002
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """The deprecated name of NLLLoss for images (NLLLoss takes (N, C, H, W) input itself)."""

@@ -7,7 +7,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 class LayerNorm(Module):
@@ -100,3 +100,40 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):  # noqa: A002
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class CrossMapLRN2d(LocalResponseNorm):
+    """Local response normalisation across channels of 4-d input, as the legacy Lua-torch layer
+    (and torch's port of it) computes it: channel c is scaled by the sum of squares over
+    [c - p + 1, c + p - 1] (p = (size - 1) // 2 + 1), where the running window of that code never
+    drops channel 0 once c > p; reproduced exactly so that results match torch's."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, input):  # noqa: A002
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        c = input.shape[1]
+        p = (self.size - 1) // 2 + 1
+        sq = input * input
+        prefix = _C.cat([_C.zeros_like(sq[:, :1]), sq.cumsum(1)], 1)
+        chans = _C.arange(c)
+        lo = _C.where(chans > p, chans - p + 1, _C.zeros_like(chans))
+        hi = (chans + p - 1).clamp(max=c - 1)
+        window = prefix.index_select(1, hi + 1) - prefix.index_select(1, lo)
+        channel0 = (chans > p).to(sq.dtype).reshape(1, c, 1, 1) * sq[:, :1]
+        scale = (window + channel0) * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)

@@ -5,7 +5,7 @@ from .utils import _single
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxPool3d", "AvgPool3d",
-           "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
+           "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -193,3 +193,33 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
 
 class FractionalMaxPool3d(_FractionalMaxPoolNd):
     _nd = 3
+
+
+class _MaxUnpoolNd(Module):
+    _fn = None
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        pair = F._pair
+        self.kernel_size = tuple(pair(kernel_size, self._n))
+        self.stride = tuple(pair(stride if stride is not None else kernel_size, self._n))
+        self.padding = tuple(pair(padding, self._n))
+
+    def forward(self, input, indices, output_size=None):  # noqa: A002
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn, _n = staticmethod(F.max_unpool1d), 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn, _n = staticmethod(F.max_unpool2d), 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn, _n = staticmethod(F.max_unpool3d), 3

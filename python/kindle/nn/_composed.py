@@ -1,0 +1,309 @@
+"""torch.nn.functional ops composed in Python from Kindle's ops (shrinkage, gumbel_softmax,
+local_response_norm, the soft-margin losses, rrelu, pdist, max_unpool, the in-place activation
+forms). Autograd flows through the ops they call. Random ones draw as torch's CPU kernels do
+(the same distributions over the same elements in the same order), so a seed gives torch's values."""
+import math
+import warnings
+
+from .. import _C
+from . import functional as F
+
+__all__ = ["softshrink", "hardshrink", "gumbel_softmax", "local_response_norm", "soft_margin_loss",
+           "multilabel_soft_margin_loss", "rrelu", "rrelu_", "pdist", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+           "feature_alpha_dropout", "upsample_bilinear", "upsample_nearest", "relu_", "elu_", "leaky_relu_",
+           "hardtanh_", "threshold_", "selu_", "celu_", "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices"]
+
+
+def _check_lambd(op, lambd):
+    if lambd < 0:
+        raise RuntimeError(f"{op}: lambda must be greater or equal to 0, but found to be {lambd}.")
+
+
+def _check_floating(input, kernel):  # noqa: A002
+    if not input.is_floating_point():
+        name = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
+                "bool": "Bool"}.get(str(input.dtype).split(".")[-1], str(input.dtype))
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002
+    _check_floating(input, "softshrink_check")
+    _check_lambd("softshrink", lambd)
+    zero = _C.zeros((), dtype=input.dtype)
+    return _C.where(input.abs() <= lambd, zero, input - _C.sign(input) * lambd)  # NaN stays NaN
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    _check_floating(input, "hardshrink_cpu")
+    zero = _C.zeros((), dtype=input.dtype)
+    return _C.where(input.abs() <= lambd, zero, input)  # NaN stays NaN
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):  # noqa: ARG001  (eps: deprecated, unused, as torch)
+    gumbels = -_C.empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = _C.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft  # the straight-through estimator
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """Each element divided by (k + alpha * mean of the squares over `size` neighbouring channels)**beta
+    (zero-padded at the channel ends, the window centred as torch's)."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    if not input.is_floating_point():
+        raise NotImplementedError(f"local_response_norm: Kindle has no integer form (got {input.dtype})")
+    if input.dim() > 3 and input.dtype in (_C.float16, _C.bfloat16):
+        # torch's kernel (a 3-d average pool) has no half form; neither does this one, to agree
+        half = "Half" if input.dtype == _C.float16 else "BFloat16"
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for '{half}'")
+    sq = input * input
+    shape = list(sq.shape)
+    before, after = size // 2, (size - 1) // 2
+    pads = [_C.zeros([shape[0], n] + shape[2:], dtype=sq.dtype) for n in (before, after)]
+    padded = _C.cat([pads[0], sq, pads[1]], 1)
+    window = padded.unfold(1, size, 1).sum(-1) / size
+    return input / (window * alpha + k).pow(beta)
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    reduction = F._reduction(size_average, reduce, reduction)
+    if not input.is_floating_point():
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {input.dtype}")
+    if input.shape != target.shape:
+        raise ValueError(f"soft_margin_loss: input size {list(input.shape)} and target size {list(target.shape)} "
+                         "must be the same")
+    return _reduce(_C.log1p(_C.exp(-target * input)), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                reduction="mean"):
+    reduction = F._reduction(size_average, reduce, reduction)
+    loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(dim=input.dim() - 1) / input.size(input.dim() - 1)
+    return _reduce(loss, reduction)
+
+
+def _rrelu(input, lower, upper, training, inplace, generator=None):  # noqa: A002
+    """Training: each non-positive element times a slope drawn from U(lower, upper), the draws
+    taken in row-major order over those elements only (torch's kernel); else the mean slope."""
+    if not training:
+        return F.leaky_relu(input, (lower + upper) / 2, inplace)
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"rrelu_with_noise\" not implemented for '{input.dtype}'")
+    neg = (input <= 0).contiguous().reshape(-1)
+    slopes = _C.empty(int(neg.sum().item()), dtype=_C.float64).uniform_(lower, upper, generator=generator)
+    noise = _C.ones(input.numel(), dtype=input.dtype)
+    noise[neg] = slopes.to(input.dtype)
+    noise = noise.reshape(tuple(input.shape))
+    return input.mul_(noise) if inplace else input * noise
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    return _rrelu(input, lower, upper, training, inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
+    return _rrelu(input, lower, upper, training, True)
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The p-norm distances between the rows of a matrix, pairs (i < j) in row-major order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    if not input.is_floating_point():
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got: {input.dtype}")
+    if input.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(f"\"pdist\" not implemented for '{'Half' if input.dtype == _C.float16 else 'BFloat16'}'")
+    n = input.size(0)
+    if n <= 1:
+        return _C.empty(0, dtype=input.dtype)
+    i, j = _C.triu_indices(n, n, 1)
+    return _C.norm(input[i] - input[j], p, 1)
+
+
+def _unpool(name, input, indices, kernel_size, stride, padding, output_size, n):  # noqa: A002
+    _check_floating(input, "max_unpool3d" if n == 3 else "max_unpool2d")
+    ks = F._pair(kernel_size, n)
+    st = ks if stride is None else F._pair(stride, n)
+    pd = F._pair(padding, n)
+    spatial = list(input.shape[-n:])
+    default = [(spatial[d] - 1) * st[d] - 2 * pd[d] + ks[d] for d in range(n)]
+    if output_size is None:
+        out = default
+    else:
+        out = list(output_size)
+        if len(out) == n + 2:
+            out = out[2:]
+        if len(out) != n:
+            raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                             f"length of '{len(out)}'")
+        for d in range(n):
+            lo, hi = default[d] - st[d], default[d] + st[d]
+            if not lo < out[d] < hi:
+                raise ValueError(f'invalid output_size "{out}" (dim {d} must be between {lo} and {hi})')
+    if input.shape != indices.shape:
+        raise RuntimeError(f"{name}: Expected shape of indices to be same as that of the input tensor "
+                           f"({list(indices.shape)} vs {list(input.shape)})")
+    lead = list(input.shape[:-n])
+    plane = 1
+    for s in out:
+        plane *= s
+    flat_idx = indices.reshape(lead + [-1])
+    if flat_idx.numel() and (int(flat_idx.min().item()) < 0 or int(flat_idx.max().item()) >= plane):
+        bad = int(flat_idx.max().item()) if int(flat_idx.max().item()) >= plane else int(flat_idx.min().item())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(str(s) for s in out)}")
+    result = _C.zeros(lead + [plane], dtype=input.dtype)
+    result = result.scatter(len(lead), flat_idx, input.reshape(lead + [-1]))
+    return result.reshape(lead + out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _unpool("max_unpool1d", input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _unpool("max_unpool2d", input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def _feature_noise(input, p, alpha):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = list(input.shape[:2]) + [1] * (input.dim() - 2)
+    return _C.empty(shape, dtype=input.dtype).bernoulli_(1 - p)
+
+
+def _check_p(p):
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_dropout(input, p, train, inplace):  # noqa: A002
+    """torch.feature_dropout: whole channels zeroed with probability p, the rest scaled by 1/(1-p)."""
+    _check_p(p)
+    if not train or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    noise = _feature_noise(input, p, False).div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """Alpha dropout of whole channels: dropped channels take SELU's negative saturation value,
+    then an affine map keeps the mean and variance (torch's constants)."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    noise = _feature_noise(input, p, True)
+    b = (noise - 1) * (alpha * a) + alpha * a * p
+    noise = noise * a
+    return input.mul_(noise).add_(b) if inplace else input * noise + b
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return F.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return F.interpolate(input, size, scale_factor, mode="nearest")
+
+
+def relu_(input):  # noqa: A002
+    return F.relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):  # noqa: A002
+    return F.elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):  # noqa: A002
+    return F.leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
+    return F.hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold, value):  # noqa: A002
+    return F.threshold(input, threshold, value, inplace=True)
+
+
+def selu_(input):  # noqa: A002
+    return F.selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):  # noqa: A002
+    return F.celu(input, alpha, inplace=True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+                            return_indices=False):  # noqa: ARG001
+    return F.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+                            return_indices=False):  # noqa: ARG001
+    return F.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+                            return_indices=False):  # noqa: ARG001
+    return F.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):  # noqa: A002,ARG001
+    return F.adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):  # noqa: A002,ARG001
+    return F.adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):  # noqa: A002,ARG001
+    return F.adaptive_max_pool3d(input, output_size, return_indices=True)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=False, _random_samples=None):  # noqa: ARG001
+    return F.fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=False, _random_samples=None):  # noqa: ARG001
+    return F.fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
