@@ -109,7 +109,7 @@ class _NoHistogramGrad:
 
                 @staticmethod
                 def backward(ctx, *grads):
-                    raise RuntimeError("the derivative for 'histogram' is not implemented.")
+                    raise NotImplementedError("the derivative for 'histogram' is not implemented.")
             cls._fn = HistogramBackward
         return cls._fn.apply(*tensors)
 
@@ -509,6 +509,34 @@ def _map_(self, tensor, callable):  # noqa: A002
     return self.copy_(_C.tensor([callable(x, y) for x, y in zip(a, b)], dtype=self.dtype).reshape(tuple(self.shape)))
 
 
+def _dim_order(self, *, ambiguity_check=False):  # noqa: ARG001
+    """The dims from outermost to innermost in memory (largest stride first; ties keep dim order)."""
+    return tuple(sorted(builtins_range(self.dim()), key=lambda d: -self.stride(d)))
+
+
+def _module_load(self, other, assign=False):
+    """What Module.load_state_dict puts in place of self (torch.Tensor.module_load): other,
+    detached, or a copy of it in self's dtype unless assign."""
+    if assign:
+        return other.detach()
+    return other.detach().to(self.dtype)
+
+
+def _map2_(self, x, y, callable):  # noqa: A002
+    a = self.reshape(-1).tolist()
+    b = x.expand(tuple(self.shape)).reshape(-1).tolist()
+    c = y.expand(tuple(self.shape)).reshape(-1).tolist()
+    vals = [callable(p, q, r) for p, q, r in zip(a, b, c)]
+    return self.copy_(_C.tensor(vals, dtype=self.dtype).reshape(tuple(self.shape)))
+
+
+def _no_device(dev):
+    def to_device(self, *args, **kwargs):  # noqa: ARG001
+        raise RuntimeError(f"no {dev} device: Kindle was built without {dev.upper()} support")
+    to_device.__name__ = dev
+    return to_device
+
+
 def _prelu(self, weight):
     from .nn import functional as F
     return F.prelu(self, weight)
@@ -558,4 +586,20 @@ def install(Tensor):
     Tensor.hardshrink = lambda self, lambd=0.5: _hardshrink(self, lambd)
     for name in ("lstsq", "symeig", "eig", "solve"):
         setattr(Tensor, name, globals()[name])
+    Tensor.addmv_ = lambda self, mat, vec, *, beta=1, alpha=1: self.copy_(_C.addmv(self, mat, vec, beta=beta,
+                                                                                     alpha=alpha))
+    Tensor.baddbmm_ = lambda self, batch1, batch2, *, beta=1, alpha=1: self.copy_(
+        _C.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha))
+    Tensor.conj_physical_ = conj_physical_
+    Tensor.const_data_ptr = lambda self: self.data_ptr()
+    Tensor.dim_order = _dim_order
+    Tensor.is_set_to = lambda self, tensor: (self.data_ptr() == tensor.data_ptr() and self.shape == tensor.shape
+                                             and self.stride() == tensor.stride() and self.dtype == tensor.dtype)
+    Tensor.module_load = _module_load
+    Tensor.map2_ = _map2_
+    for dev in ("ipu", "xpu", "mtia"):
+        setattr(Tensor, dev, _no_device(dev))
+    for name in ("is_ipu", "is_maia", "is_mtia", "is_vulkan", "is_xla", "is_mkldnn", "is_nested", "volatile"):
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, property(lambda self: False))
     return {n: globals()[n] for n in __all__}

@@ -11,9 +11,17 @@ from opdb_nn import ACC, HALF_LOOSE, REDUCTIONS, fop
 GRID_TOL = {"float32": (1e-5, 2e-5), "float64": (1e-7, 1e-7), "float16": (5e-3, 1e-2), "bfloat16": (3e-2, 6e-2)}
 
 
+def _has_nan(s):
+    a = s.input.numpy() if hasattr(s.input, "numpy") else None
+    return a is not None and a.dtype.kind == "f" and bool(np.isnan(a).any())
+
+
 def _shrink(name):
+    # at NaN, torch's gradient is 0 from its vectorised float64 kernel and the incoming gradient
+    # from its float32 one; Kindle's is 0 (gradcheck checks it elsewhere)
     return fop(name, unary_samples((0.3,), {"lambd": 1.0}, (0.0,)), FLOATS, tol=HALF_LOOSE, kind="nn_unary",
-               errors=(lambda g: [g.S(g.t((3,)), -1.0)]) if name == "softshrink" else None)
+               errors=(lambda g: [g.S(g.t((3,)), -1.0)]) if name == "softshrink" else None,
+               torch_grad_wrong=_has_nan)
 
 
 def _lrn_samples(g):

@@ -32,14 +32,13 @@ def _check_floating(input, kernel):  # noqa: A002
 def softshrink(input, lambd=0.5):  # noqa: A002
     _check_floating(input, "softshrink_check")
     _check_lambd("softshrink", lambd)
-    zero = _C.zeros((), dtype=input.dtype)
-    return _C.where(input.abs() <= lambd, zero, input - _C.sign(input) * lambd)  # NaN stays NaN
+    # NaN stays NaN and gets a zero gradient, as torch's kernels do
+    return _C.where(input.abs() > lambd, input - _C.sign(input) * lambd, input * 0)
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
     _check_floating(input, "hardshrink_cpu")
-    zero = _C.zeros((), dtype=input.dtype)
-    return _C.where(input.abs() <= lambd, zero, input)  # NaN stays NaN
+    return _C.where(input.abs() > lambd, input, input * 0)  # NaN stays NaN, with a zero gradient
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):  # noqa: ARG001  (eps: deprecated, unused, as torch)
@@ -138,10 +137,11 @@ def pdist(input, p=2):  # noqa: A002
     if input.dtype in (_C.float16, _C.bfloat16):
         raise NotImplementedError(f"\"pdist\" not implemented for '{'Half' if input.dtype == _C.float16 else 'BFloat16'}'")
     n = input.size(0)
-    if n <= 1:
-        return _C.empty(0, dtype=input.dtype)
     i, j = _C.triu_indices(n, n, 1)
-    return _C.norm(input[i] - input[j], p, 1)
+    diff = input[i] - input[j]
+    if p == 0:  # a count: its gradient is zero, but it is a gradient (as torch's)
+        return _C.where(_C.ones((), dtype=_C.bool), (diff != 0).sum(1).to(input.dtype), diff.sum(1))
+    return _C.norm(diff, p, 1)
 
 
 def _unpool(name, input, indices, kernel_size, stride, padding, output_size, n):  # noqa: A002

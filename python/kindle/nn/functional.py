@@ -646,3 +646,13 @@ del _n
 
 from ..overrides import (handle_torch_function, has_torch_function, has_torch_function_unary,  # noqa: E402,F401
                          has_torch_function_variadic)
+
+from .._aten_nn import conv_tbc  # noqa: E402,F401
+from .. import Tensor  # noqa: E402,F401  (torch.nn.functional.Tensor)
+
+
+def __getattr__(name):  # torch.nn.functional.grad is the torch.nn.grad module
+    if name == "grad":
+        from . import grad
+        return grad
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

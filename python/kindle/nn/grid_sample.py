@@ -171,8 +171,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         return out
     coords = [_pad_coords(_unnormalize(grid[..., d], sizes[d], align_corners), sizes[d], padding_mode,
                           align_corners) for d in range(nd)]
-    if mode == "nearest":
-        return read([c.round() for c in coords])
+    if mode == "nearest":  # piecewise constant in the grid: a zero gradient for it (as torch's)
+        return _C.where(_C.ones((), dtype=_C.bool), read([c.round() for c in coords]), grid.sum() * 0)
     lows = [c.floor() for c in coords]
     fracs = [c - lo for c, lo in zip(coords, lows)]
     out = 0

@@ -26,6 +26,8 @@ from .shape import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d,
                     ZeroPad3d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .attention import MultiheadAttention  # noqa: F401
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+from .container import Container  # noqa: F401
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,  # noqa: F401
                    LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
                    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, LazyModuleMixin, UninitializedBuffer,
@@ -33,9 +35,9 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)
 
-from . import (activation, attention, batchnorm, container, conv, distance, dropout, lazy, linear,  # noqa: E402
+from . import (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, lazy, linear,  # noqa: E402
                loss, module, normalization, pooling, rnn, shape, sparse, transformer)
 
 __all__ = [name for m in (module, container, linear, conv, pooling, batchnorm, normalization, dropout, sparse,
-                          activation, loss, distance, shape, rnn, transformer, lazy) for name in m.__all__] + \
+                          activation, loss, distance, shape, rnn, transformer, lazy, adaptive) for name in m.__all__] + \
     ["MultiheadAttention"]
