@@ -49,6 +49,8 @@ void OutputArchive::write(const std::string& key, const Tensor& tensor, bool) {
 
 void OutputArchive::write(const std::string& key, const IValue& value) { put(key, to_value(value, key)); }
 
+void OutputArchive::write_value(const std::string& key, Value value) { put(key, std::move(value)); }
+
 void OutputArchive::write(const std::string& key, const OutputArchive& nested) {
   for (const auto& [k, v] : nested.entries_) put(key + "." + k.to_string(), v);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "kindle/archive.h"
 #include "kindle/autograd.h"
 #include "kindle/ops.h"
 #include "kindle/optimizers.h"
@@ -200,6 +201,22 @@ Tensor Optimizer::step(const std::function<Tensor()>& closure) {
   }
   step();
   return loss;
+}
+
+void Optimizer::save(serialize::OutputArchive& archive) const {
+  Value sd = state_dict();
+  for (const auto& [k, v] : sd.entries("optimizer state_dict")) archive.write_value(k.to_string(), v);
+}
+
+void Optimizer::load(serialize::InputArchive& archive) {
+  Value::Entries e;
+  for (const char* key : {"state", "param_groups"}) {
+    const Value* v = archive.try_read_value(key);
+    KINDLE_CHECK_VALUE(v != nullptr, "Optimizer.load: the archive has no '", key,
+                       "' entry (not an optimizer's state; its keys are its own)");
+    e.emplace_back(key, *v);
+  }
+  load_state_dict(Value::dict(std::move(e)));
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

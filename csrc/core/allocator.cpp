@@ -205,7 +205,7 @@ void register_device(DeviceType type, Allocator* allocator, CopyBytesFn copy) {
 
 Allocator* get_allocator(Device device) {
   if (device.is_cpu()) return cpu_allocator();
-  Allocator* a = g_backends[int(device.type)].allocator;
+  Allocator* a = g_backends[int(device.type())].allocator;
   KINDLE_CHECK_NOT_IMPLEMENTED(a, "kindle was built without support for device ", device,
                                " (only cpu is available)");
   return a;
@@ -215,7 +215,7 @@ namespace detail {
 void copy_bytes_across(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
                        bool non_blocking) {
   Device dev = dst_device.is_cpu() ? src_device : dst_device;
-  CopyBytesFn f = g_backends[int(dev.type)].copy;
+  CopyBytesFn f = g_backends[int(dev.type())].copy;
   KINDLE_CHECK_NOT_IMPLEMENTED(f, "copy: kindle was built without support for device ", dev);
   f(dst, dst_device, src, src_device, nbytes, non_blocking);
 }
@@ -231,7 +231,7 @@ Storage make_storage(size_t nbytes, Device device) {
     return Storage(new StorageImpl(p, nbytes, kCPU));
   }
   Allocator* a = get_allocator(device);
-  if (device.index < 0) device.index = int8_t(cuda::current_device());  // "cuda" is the current device
+  if (device.index() < 0) device.set_index(int8_t(cuda::current_device()));  // "cuda" is the current device
   DataPtr p = a->allocate(nbytes, device);
   return Storage(new StorageImpl(p, nbytes, device));
 }

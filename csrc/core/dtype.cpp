@@ -1,3 +1,4 @@
+#include <sstream>
 #include "kindle/dtype.h"
 #include "kindle/device.h"
 #include "kindle/scalar.h"
@@ -62,9 +63,15 @@ Device Device::parse(std::string_view s) {
   throw Error(detail::str_cat("Expected one of cpu, cuda device type at start of device string: ", str));
 }
 
+std::string Device::str() const {
+  std::ostringstream os;
+  os << *this;
+  return os.str();
+}
+
 std::ostream& operator<<(std::ostream& os, Device d) {
-  os << (d.type == DeviceType::CPU ? "cpu" : "cuda");
-  if (d.index >= 0) os << ':' << int(d.index);
+  os << (d.type() == DeviceType::CPU ? "cpu" : "cuda");
+  if (d.index() >= 0) os << ':' << int(d.index());
   return os;
 }
 

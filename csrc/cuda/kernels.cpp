@@ -34,7 +34,7 @@ ck::Loop make_loop(const TensorIter& it, const char* op) {
   l.numel = it.numel;
   for (int d = 0; d < l.ndim; ++d) l.sizes[d] = it.shape[d];
   for (int k = 0; k < it.n_operands; ++k) {
-    KINDLE_CHECK(it.operands[k].device().type == DeviceType::CUDA, op, ": expected all tensors on cuda, but operand ",
+    KINDLE_CHECK(it.operands[k].device().type() == DeviceType::CUDA, op, ": expected all tensors on cuda, but operand ",
                  k, " is on ", it.operands[k].device());
     l.data[k] = static_cast<char*>(it.operands[k].raw_data_ptr());
     for (int d = 0; d < l.ndim; ++d) l.strides[k][d] = it.strides[k][d];

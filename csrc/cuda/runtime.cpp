@@ -116,7 +116,7 @@ class CudaAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override { return allocate(nbytes, Device(DeviceType::CUDA, -1)); }
   DataPtr allocate(size_t nbytes, Device d) override {
-    int dev = resolve(d.index);
+    int dev = resolve(d.index());
     void* p = allocator_for(dev).allocate(nbytes, current_stream(dev).handle);
     return {p, &free_block, reinterpret_cast<void*>(intptr_t(dev))};
   }
@@ -125,7 +125,7 @@ class CudaAllocator final : public Allocator {
 void copy_bytes_cuda(void* dst, Device dd, const void* src, Device sd, size_t n, bool non_blocking) {
   if (n == 0) return;
   Device dev = dd.is_cpu() ? sd : dd;
-  DeviceGuard g(resolve(dev.index));
+  DeviceGuard g(resolve(dev.index()));
   cudaStream_t s = cudaStream_t(current_stream(-1).handle);
   cudaMemcpyKind kind = dd.is_cpu() ? cudaMemcpyDeviceToHost : sd.is_cpu() ? cudaMemcpyHostToDevice
                                                                             : cudaMemcpyDeviceToDevice;
@@ -218,9 +218,9 @@ float event_elapsed_ms(uintptr_t a, uintptr_t b) {
 }
 
 void record_stream(const Tensor& t, Stream s) {
-  KINDLE_CHECK(t.device().type == DeviceType::CUDA, "record_stream: expected a CUDA tensor, got one on ", t.device());
+  KINDLE_CHECK(t.device().type() == DeviceType::CUDA, "record_stream: expected a CUDA tensor, got one on ", t.device());
   const DataPtr& p = t.impl()->storage()->data_ptr();
-  allocator_for(t.device().index).record_stream(p.data, s.handle);
+  allocator_for(t.device().index()).record_stream(p.data, s.handle);
 }
 
 }  // namespace kindle::cuda

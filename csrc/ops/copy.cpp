@@ -25,7 +25,7 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
 Tensor native__to_device(const Tensor& self, std::optional<Device> device, bool non_blocking) {
   Device d = device.value_or(kCPU);
   if (d.is_cpu()) d = kCPU;  // cpu:0 is the CPU
-  else if (d.index < 0) d.index = int8_t(cuda::current_device());
+  else if (d.index() < 0) d.set_index(int8_t(cuda::current_device()));
   if (self.device() == d) return self;
   Tensor out = empty_tensor(self.sizes(), self.dtype(), d);
   copy_across_devices(out, self, non_blocking);

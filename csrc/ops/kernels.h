@@ -11,7 +11,7 @@ struct KernelStub {
   const char* name;
   Fn fns[kNumDeviceTypes] = {};
   Fn operator[](Device d) const {
-    Fn f = fns[int(d.type)];
+    Fn f = fns[int(d.type())];
     KINDLE_CHECK_NOT_IMPLEMENTED(f, name, ": no kernel for device ", d);
     return f;
   }

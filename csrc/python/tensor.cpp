@@ -81,7 +81,7 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
   }
   nb::object self_ref = nb::borrow(self_obj);
   const Tensor& input = *nb::inst_ptr<Tensor>(self_obj);
-  if (device && (device->type != input.device().type || (device->index >= 0 && device->index != input.device().index))) {
+  if (device && (device->type() != input.device().type() || (device->index() >= 0 && device->index() != input.device().index()))) {
     self_ref = nb::cast(input._to_device(*device, non_blocking));
     copy = false;  // the move made the copy
   }
@@ -112,7 +112,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); });
   cls.def_prop_ro("device", [](const Tensor& t) { return t.device(); });
   cls.def_prop_ro("ndim", [](const Tensor& t) { return t.dim(); });
-  cls.def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().type == DeviceType::CUDA; });
+  cls.def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().type() == DeviceType::CUDA; });
   cls.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
   cls.def_prop_ro("is_sparse", [](const Tensor&) { return false; });
   cls.def_prop_ro("is_quantized", [](const Tensor&) { return false; });

@@ -29,6 +29,8 @@ class OutputArchive {
   void write(const std::string& key, const IValue& value);
   // Every entry of `nested` under "key.".
   void write(const std::string& key, const OutputArchive& nested);
+  // Any value of Kindle's object model (a nested dict or list too: an optimizer's state).
+  void write_value(const std::string& key, Value value);
   void save_to(const std::string& filename) const;
   void save_to(std::ostream& stream) const;
   // The archive as Kindle's object model (a dict of key -> value).
@@ -53,6 +55,8 @@ class InputArchive {
   void read(const std::string& key, Tensor& tensor, bool is_buffer = false) const;
   bool try_read(const std::string& key, IValue& value) const;
   void read(const std::string& key, IValue& value) const;
+  // The value under `key` as stored (nullptr when absent).
+  const Value* try_read_value(const std::string& key) const { return find(key); }
   // The entries under "key." as an archive of their own.
   bool try_read(const std::string& key, InputArchive& nested) const;
   void read(const std::string& key, InputArchive& nested) const;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <string_view>
 
 namespace kindle {
@@ -10,19 +11,30 @@ namespace kindle {
 enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
 constexpr int kNumDeviceTypes = 2;
 
-struct Device {
-  DeviceType type = DeviceType::CPU;
-  int8_t index = -1;
+// libtorch's Device: type() and index() (-1: the current device of that type), built from a
+// DeviceType, a DeviceType and an index, or a string ("cpu", "cuda:1").
+class Device {
+ public:
   constexpr Device() = default;
-  constexpr Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}
+  constexpr Device(DeviceType t, int8_t i = -1) : type_(t), index_(i) {}
   // Device(kCUDA, 1): libtorch's kCUDA is a DeviceType, Kindle's a Device.
-  constexpr Device(Device d, int8_t i) : type(d.type), index(i) {}
+  constexpr Device(Device d, int8_t i) : type_(d.type_), index_(i) {}
+  Device(const std::string& s) : Device(parse(s)) {}  // NOLINT: implicit, as libtorch's
+  Device(const char* s) : Device(parse(s)) {}         // NOLINT
   // Parses "cpu", "cuda", "cuda:1"; raises for anything else.
   static Device parse(std::string_view s);
-  bool is_cpu() const { return type == DeviceType::CPU; }
-  bool is_cuda() const { return type == DeviceType::CUDA; }
-  bool has_index() const { return index >= 0; }
-  friend bool operator==(Device a, Device b) { return a.type == b.type && a.index == b.index; }
+  constexpr DeviceType type() const { return type_; }
+  constexpr int8_t index() const { return index_; }
+  void set_index(int8_t i) { index_ = i; }
+  constexpr bool is_cpu() const { return type_ == DeviceType::CPU; }
+  constexpr bool is_cuda() const { return type_ == DeviceType::CUDA; }
+  constexpr bool has_index() const { return index_ >= 0; }
+  std::string str() const;
+  friend constexpr bool operator==(Device a, Device b) { return a.type_ == b.type_ && a.index_ == b.index_; }
+
+ private:
+  DeviceType type_ = DeviceType::CPU;
+  int8_t index_ = -1;
 };
 constexpr Device kCPU{DeviceType::CPU};
 constexpr Device kCUDA{DeviceType::CUDA};

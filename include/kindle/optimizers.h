@@ -9,8 +9,10 @@
 //                     {head.parameters(), optim::AdamOptions(1e-4)}});   // two groups
 //   opt.zero_grad(); loss.backward(); opt.step();
 #pragma once
+#include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -19,6 +21,11 @@
 #include "kindle/nn/options.h"
 #include "kindle/optim.h"
 #include "kindle/serialize.h"
+
+namespace kindle::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace kindle::serialize
 
 namespace kindle::optim {
 
@@ -105,6 +112,12 @@ class Optimizer {
   std::vector<Tensor> all_params() const;
   virtual double lr(size_t group) const = 0;
   virtual void set_lr(size_t group, double lr) = 0;
+  // The momentum a cyclic schedule drives (CyclicLR, OneCycleLR): momentum for SGD and RMSprop,
+  // beta1 for the Adam family. ValueError for an optimizer without either.
+  virtual double momentum(size_t group) const;
+  virtual void set_momentum(size_t group, double momentum);
+  // Whether momentum() is Adam's beta1 (the state dict's "use_beta1").
+  virtual bool momentum_is_beta1() const { return false; }
 
   // {"state": {index: {name: tensor}}, "param_groups": [{hyperparameters..., "params": [index]}]}
   // with Python's names; state tensors are the live ones.
@@ -114,6 +127,10 @@ class Optimizer {
   virtual void load_state_dict(const Value& state_dict) = 0;
   void save(const std::string& path) const { kindle::save(state_dict(), path); }
   void load(const std::string& path) { load_state_dict(load_value(path)); }
+  // libtorch's archive forms: the state dict's entries ("state", "param_groups") as archive keys,
+  // so an archive holding only an optimizer saves the file Python's kindle.load reads as one.
+  void save(serialize::OutputArchive& archive) const;
+  void load(serialize::InputArchive& archive);
 };
 
 // A group of parameters whose options are not fixed yet (libtorch's OptimizerParamGroup): the
@@ -191,6 +208,19 @@ class OptimizerBase : public Optimizer {
   const std::vector<Tensor>& params(size_t g) const override { return groups_.at(g).params(); }
   double lr(size_t g) const override { return groups_.at(g).options().lr(); }
   void set_lr(size_t g, double lr) override { groups_.at(g).options().lr(lr); }
+  double momentum(size_t g) const override {
+    const Options& o = groups_.at(g).options();
+    if constexpr (requires { o.betas(); }) return o.betas().first;
+    else if constexpr (requires { o.momentum(); }) return o.momentum();
+    else return Optimizer::momentum(g);
+  }
+  void set_momentum(size_t g, double m) override {
+    Options& o = groups_.at(g).options();
+    if constexpr (requires { o.betas(); }) o.betas(Betas(m, o.betas().second));
+    else if constexpr (requires { o.momentum(); }) o.momentum(m);
+    else Optimizer::set_momentum(g, m);
+  }
+  bool momentum_is_beta1() const override { return requires(const Options& o) { o.betas(); }; }
   // The state of one parameter (nullptr before its first step).
   const State* state(const Tensor& param) const {
     auto it = state_.find(param.impl());
@@ -442,6 +472,86 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   void load_hyperparameters(const Value& state_dict) override;
   int64_t T_0_, T_i_, T_mult_;
   double eta_min_, T_cur_ = 0;
+};
+
+// The lr cycles between base_lr and max_lr each step_size_up + step_size_down steps
+// (triangular; triangular2 halves the amplitude each cycle; exp_range scales it by gamma^step; or
+// a custom scale_fn of the cycle number or of the step), the momentum inversely between
+// max_momentum and base_momentum. One entry per parameter group, or one for all. Steps per batch.
+struct CyclicLROptions {
+  enum Mode { triangular, triangular2, exp_range };
+  CyclicLROptions(std::vector<double> base_lr, std::vector<double> max_lr)
+      : base_lr_(std::move(base_lr)), max_lr_(std::move(max_lr)) {}
+  CyclicLROptions(double base_lr, double max_lr) : base_lr_{base_lr}, max_lr_{max_lr} {}
+  KINDLE_ARG(std::vector<double>, base_lr);
+  KINDLE_ARG(std::vector<double>, max_lr);
+  KINDLE_ARG(int64_t, step_size_up) = 2000;
+  KINDLE_ARG(std::optional<int64_t>, step_size_down) = std::nullopt;
+  KINDLE_ARG(Mode, mode) = triangular;
+  KINDLE_ARG(double, gamma) = 1.0;
+  // A custom scale (replaces mode): a function of the cycle number (scale_by_cycle) or of the step.
+  KINDLE_ARG(std::function<double(double)>, scale_fn) = nullptr;
+  KINDLE_ARG(bool, scale_by_cycle) = true;
+  KINDLE_ARG(bool, cycle_momentum) = true;
+  KINDLE_ARG(std::vector<double>, base_momentum) = {0.8};
+  KINDLE_ARG(std::vector<double>, max_momentum) = {0.9};
+};
+
+class CyclicLR : public LRScheduler {
+ public:
+  CyclicLR(Optimizer& optimizer, CyclicLROptions options);
+
+ protected:
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  CyclicLROptions options_;
+  std::vector<double> max_lrs_, base_momentums_, max_momentums_;
+  double total_size_, step_ratio_;
+};
+
+// The 1cycle policy: the lr warms up from max_lr / div_factor to max_lr over pct_start of
+// total_steps, then anneals (cos or linear) to that / final_div_factor (three_phase: back down to
+// the initial lr first); momentum (Adam's beta1) moves inversely. Steps per batch; stepping past
+// total_steps raises ValueError.
+struct OneCycleLROptions {
+  enum AnnealStrategy { cos, linear };
+  OneCycleLROptions(std::vector<double> max_lr) : max_lr_(std::move(max_lr)) {}
+  OneCycleLROptions(double max_lr) : max_lr_{max_lr} {}
+  KINDLE_ARG(std::vector<double>, max_lr);
+  // total_steps, or epochs * steps_per_epoch
+  KINDLE_ARG(std::optional<int64_t>, total_steps) = std::nullopt;
+  KINDLE_ARG(std::optional<int64_t>, epochs) = std::nullopt;
+  KINDLE_ARG(std::optional<int64_t>, steps_per_epoch) = std::nullopt;
+  KINDLE_ARG(double, pct_start) = 0.3;
+  KINDLE_ARG(AnnealStrategy, anneal_strategy) = cos;
+  KINDLE_ARG(bool, cycle_momentum) = true;
+  KINDLE_ARG(std::vector<double>, base_momentum) = {0.85};
+  KINDLE_ARG(std::vector<double>, max_momentum) = {0.95};
+  KINDLE_ARG(double, div_factor) = 25.0;
+  KINDLE_ARG(double, final_div_factor) = 1e4;
+  KINDLE_ARG(bool, three_phase) = false;
+};
+
+class OneCycleLR : public LRScheduler {
+ public:
+  OneCycleLR(Optimizer& optimizer, OneCycleLROptions options);
+  int64_t total_steps() const { return total_steps_; }
+
+ protected:
+  struct Phase {
+    double end_step;
+    int start_lr, end_lr, start_momentum, end_momentum;  // indices into a group's values below
+  };
+  std::vector<double> get_lr() override;
+  Value::Entries hyperparameters() const override;
+  void load_hyperparameters(const Value& state_dict) override;
+  OneCycleLROptions options_;
+  int64_t total_steps_ = 0;
+  std::vector<Phase> phases_;
+  // per group: {initial_lr, max_lr, min_lr} and {max_momentum, base_momentum}
+  std::vector<std::array<double, 3>> lrs_;
+  std::vector<std::array<double, 2>> momentums_;
 };
 
 // libtorch's ReduceLROnPlateauScheduler (Python's ReduceLROnPlateau): lr * factor once the

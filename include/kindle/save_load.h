@@ -36,6 +36,16 @@ void load(const std::shared_ptr<M>& module, const std::string& path) {
 }
 inline void save(const optim::Optimizer& optimizer, const std::string& path) { optimizer.save(path); }
 inline void load(optim::Optimizer& optimizer, const std::string& path) { optimizer.load(path); }
+inline void save(const optim::Optimizer& optimizer, std::ostream& stream) {
+  serialize::OutputArchive archive;
+  optimizer.save(archive);
+  archive.save_to(stream);
+}
+inline void load(optim::Optimizer& optimizer, std::istream& stream) {
+  serialize::InputArchive archive;
+  archive.load_from(stream);
+  optimizer.load(archive);
+}
 inline void save(const optim::LRScheduler& scheduler, const std::string& path) { scheduler.save(path); }
 inline void load(optim::LRScheduler& scheduler, const std::string& path) { scheduler.load(path); }
 // To and from a stream (the same bytes as the file forms).
@@ -82,5 +92,13 @@ OutputArchive& operator<<(OutputArchive& archive, const std::shared_ptr<M>& modu
 template <typename M, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
 InputArchive& operator>>(InputArchive& archive, const std::shared_ptr<M>& module) {
   return archive >> *module;
+}
+inline OutputArchive& operator<<(OutputArchive& archive, const optim::Optimizer& optimizer) {
+  optimizer.save(archive);
+  return archive;
+}
+inline InputArchive& operator>>(InputArchive& archive, optim::Optimizer& optimizer) {
+  optimizer.load(archive);
+  return archive;
 }
 }  // namespace kindle::serialize

@@ -319,7 +319,23 @@ TEST(FrontendLibtorch, IndexingWithTensorIndex) {
   EXPECT_THROW(t.index_put_({t > 5}, ones({1})), Error);  // a float tensor into int64 (advanced index)
   t.index_put_({0}, ones({3, 4}));                        // basic indices copy (and cast)
   EXPECT_EQ(t[0].sum().item<int64_t>(), 12);
-  EXPECT_EQ(Device(kCUDA, 1).index, 1);
+  EXPECT_EQ(Device(kCUDA, 1).index(), 1);
+}
+
+TEST(FrontendLibtorch, DeviceAsLibtorchSpellsIt) {
+  Device d("cuda:1");
+  EXPECT_EQ(d.type(), DeviceType::CUDA);
+  EXPECT_EQ(d.index(), 1);
+  EXPECT_TRUE(d.is_cuda() && d.has_index());
+  EXPECT_EQ(d.str(), "cuda:1");
+  Device cpu = std::string("cpu");
+  EXPECT_TRUE(cpu.is_cpu() && !cpu.has_index());
+  EXPECT_TRUE(cpu.type() == kCPU);  // libtorch compares type() with kCPU / kCUDA
+  EXPECT_FALSE(d.type() == kCPU);
+  EXPECT_EQ(ones({2}).device().type(), DeviceType::CPU);
+  d.set_index(0);
+  EXPECT_EQ(d, Device(kCUDA, 0));
+  EXPECT_THROW(Device("tpu"), Error);
 }
 
 TEST(FrontendLibtorch, AccessorsReadAndWriteThroughStrides) {

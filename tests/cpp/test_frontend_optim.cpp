@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include <cmath>
 
@@ -349,4 +350,173 @@ TEST(FrontendOptim, ReduceLROnPlateau) {
   resumed.step(0.95f);
   sched.step(0.95f);
   EXPECT_DOUBLE_EQ(opt2.lr(0), opt.lr(0));
+}
+
+TEST(FrontendOptim, CyclicLRFollowsItsClosedForms) {
+  // triangular over a 6-step cycle (2 up, 4 down); momentum moves inversely between 0.9 and 0.8
+  auto position = [](int e) {
+    int p = e % 6;
+    return p <= 2 ? p / 2.0 : (6 - p) / 4.0;
+  };
+  for (auto mode : {optim::CyclicLROptions::triangular, optim::CyclicLROptions::triangular2,
+                    optim::CyclicLROptions::exp_range}) {
+    Tensor p = ones({1}).requires_grad_();
+    optim::SGD opt({p}, optim::SGDOptions(0.5).momentum(0.5));
+    optim::CyclicLR sched(opt, optim::CyclicLROptions(0.1, 1.0).step_size_up(2).step_size_down(4).mode(mode).gamma(0.9));
+    for (int e = 0; e < 15; ++e) {
+      double scale = mode == optim::CyclicLROptions::triangular    ? 1.0
+                     : mode == optim::CyclicLROptions::triangular2 ? std::pow(0.5, e / 6)
+                                                                   : std::pow(0.9, e);
+      EXPECT_NEAR(opt.lr(0), 0.1 + 0.9 * position(e) * scale, 1e-12) << "mode " << mode << " step " << e;
+      EXPECT_NEAR(opt.momentum(0), 0.9 - 0.1 * position(e) * scale, 1e-12) << "mode " << mode << " step " << e;
+      sched.step();
+    }
+  }
+}
+
+TEST(FrontendOptim, CyclicLRCustomScaleAndChecks) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.5));
+  optim::CyclicLR sched(opt, optim::CyclicLROptions(0.0, 1.0)
+                                 .step_size_up(1)
+                                 .scale_fn([](double x) { return 1.0 / x; })
+                                 .cycle_momentum(false));
+  EXPECT_NEAR(opt.lr(0), 0.0, 1e-15);
+  sched.step();
+  EXPECT_NEAR(opt.lr(0), 1.0, 1e-15);  // cycle 1: scale 1
+  sched.step();
+  sched.step();
+  EXPECT_NEAR(opt.lr(0), 0.5, 1e-15);  // the peak of cycle 2: scale 1/2
+  // an optimizer without momentum (or beta1) cannot cycle it
+  struct PlainStep : optim::Optimizer {  // (a user-defined optimizer with just a learning rate)
+    std::vector<Tensor> ps{ones({1})};
+    double rate = 0.1;
+    void step() override {}
+    size_t num_param_groups() const override { return 1; }
+    const std::vector<Tensor>& params(size_t) const override { return ps; }
+    double lr(size_t) const override { return rate; }
+    void set_lr(size_t, double v) override { rate = v; }
+    Value state_dict() const override { return Value::dict(); }
+    void load_state_dict(const Value&) override {}
+  } plain;
+  EXPECT_THROW(optim::CyclicLR(plain, optim::CyclicLROptions(0.1, 1.0)), ValueError);
+  optim::CyclicLR no_momentum(plain, optim::CyclicLROptions(0.1, 1.0).cycle_momentum(false));
+  EXPECT_NEAR(plain.lr(0), 0.1, 1e-15);
+  EXPECT_THROW(optim::CyclicLR(opt, optim::CyclicLROptions({0.1, 0.2}, {1.0}).cycle_momentum(false)), ValueError);
+}
+
+TEST(FrontendOptim, OneCycleLRFollowsItsClosedForm) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::Adam opt({p}, optim::AdamOptions(0.5));
+  optim::OneCycleLR sched(opt, optim::OneCycleLROptions(1.0).total_steps(10));
+  const double initial = 1.0 / 25, min = initial / 1e4;
+  auto cos_anneal = [](double start, double end, double pct) { return end + (start - end) / 2 * (std::cos(M_PI * pct) + 1); };
+  for (int e = 0; e <= 10; ++e) {
+    bool warm = e <= 2;  // warm-up ends at 0.3 * 10 - 1
+    double pct = warm ? e / 2.0 : (e - 2) / 7.0;
+    EXPECT_NEAR(opt.lr(0), warm ? cos_anneal(initial, 1.0, pct) : cos_anneal(1.0, min, pct), 1e-12) << "step " << e;
+    EXPECT_NEAR(opt.param_groups()[0].options().betas().first, warm ? cos_anneal(0.95, 0.85, pct) : cos_anneal(0.85, 0.95, pct),
+                1e-12) << "step " << e;
+    if (e < 10) sched.step();
+  }
+  EXPECT_THROW(sched.step(), ValueError);  // step 11 of 10
+  EXPECT_THROW(optim::OneCycleLR(opt, optim::OneCycleLROptions(1.0)), ValueError);  // no total_steps
+  EXPECT_THROW(optim::OneCycleLR(opt, optim::OneCycleLROptions(1.0).total_steps(10).pct_start(1.5)), ValueError);
+}
+
+TEST(FrontendOptim, OneCycleLRThreePhaseLinearAndResume) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.5).momentum(0.9));
+  auto options = optim::OneCycleLROptions(2.0).epochs(2).steps_per_epoch(5).three_phase(true).anneal_strategy(
+      optim::OneCycleLROptions::linear);
+  optim::OneCycleLR sched(opt, options);
+  EXPECT_EQ(sched.total_steps(), 10);
+  const double initial = 2.0 / 25, min = initial / 1e4;
+  // phases end at steps 2, 4 and 9: up to max_lr, back to the initial lr, down to min_lr
+  auto expected = [&](int e) {
+    if (e <= 2) return initial + (2.0 - initial) * e / 2.0;
+    if (e <= 4) return 2.0 + (initial - 2.0) * (e - 2) / 2.0;
+    return initial + (min - initial) * (e - 4) / 5.0;
+  };
+  for (int e = 0; e < 6; ++e) {
+    EXPECT_NEAR(opt.lr(0), expected(e), 1e-12) << "step " << e;
+    sched.step();
+  }
+  Value sd = sched.state_dict();
+  Tensor q = ones({1}).requires_grad_();
+  optim::SGD opt2({q}, optim::SGDOptions(0.5).momentum(0.9));
+  optim::OneCycleLR resumed(opt2, optim::OneCycleLROptions(7.0).total_steps(3));
+  resumed.load_state_dict(sd);
+  for (int e = 6; e < 10; ++e) {
+    sched.step();
+    resumed.step();
+    EXPECT_NEAR(opt2.lr(0), opt.lr(0), 1e-15) << "step " << e;
+    EXPECT_NEAR(opt2.momentum(0), opt.momentum(0), 1e-15) << "step " << e;
+    EXPECT_NEAR(opt.lr(0), expected(e + 1), 1e-12) << "step " << e + 1;
+  }
+}
+
+TEST(FrontendOptim, CyclicLRStateDictResumes) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.5).momentum(0.5));
+  optim::CyclicLR sched(opt, optim::CyclicLROptions(0.1, 1.0).step_size_up(3).mode(optim::CyclicLROptions::triangular2));
+  for (int i = 0; i < 4; ++i) sched.step();
+  Value sd = sched.state_dict();
+  EXPECT_EQ(sd.at("mode").to_string(), "triangular2");
+  EXPECT_EQ(sd.at("scale_mode").to_string(), "cycle");
+  Tensor q = ones({1}).requires_grad_();
+  optim::SGD opt2({q}, optim::SGDOptions(0.5).momentum(0.5));
+  optim::CyclicLR resumed(opt2, optim::CyclicLROptions(0.1, 5.0));
+  resumed.load_state_dict(sd);
+  for (int i = 0; i < 8; ++i) {
+    sched.step();
+    resumed.step();
+    EXPECT_NEAR(opt2.lr(0), opt.lr(0), 1e-15) << "step " << i;
+    EXPECT_NEAR(opt2.momentum(0), opt.momentum(0), 1e-15) << "step " << i;
+  }
+}
+
+TEST(FrontendOptim, OptimizerInArchives) {
+  manual_seed(0);
+  nn::Linear model(3, 2);
+  optim::Adam opt(model->parameters(), optim::AdamOptions(0.01));
+  for (int i = 0; i < 3; ++i) {
+    opt.zero_grad();
+    model(randn({4, 3})).pow(2).sum().backward();
+    opt.step();
+  }
+  std::string path = testing::TempDir() + "kindle_opt_archive.pt";
+  {
+    serialize::OutputArchive out;
+    out << opt;  // libtorch's form; optimizer.save(archive) is the same
+    serialize::OutputArchive both;
+    both.write("optimizer", out);
+    model->save(both);
+    both.save_to(path);
+  }
+  nn::Linear copy(3, 2);
+  optim::Adam opt2(copy->parameters(), optim::AdamOptions(0.5));
+  serialize::InputArchive in, nested;
+  in.load_from(path);
+  copy->load(in);
+  ASSERT_TRUE(in.try_read("optimizer", nested));
+  nested >> opt2;
+  EXPECT_EQ(opt2.lr(0), 0.01);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto* a = opt.state(model->parameters()[i]);
+    const auto* b = opt2.state(copy->parameters()[i]);
+    ASSERT_TRUE(a && b);
+    EXPECT_TRUE(equal(a->exp_avg, b->exp_avg));
+    EXPECT_TRUE(equal(a->exp_avg_sq, b->exp_avg_sq));
+  }
+  // a stream round trip, and an archive without an optimizer's entries
+  std::stringstream ss;
+  kindle::save(opt, ss);
+  optim::Adam opt3(copy->parameters(), optim::AdamOptions(0.5));
+  kindle::load(opt3, ss);
+  EXPECT_EQ(opt3.lr(0), 0.01);
+  serialize::InputArchive model_only;
+  model_only.load_from(path);
+  EXPECT_THROW(model_only >> opt3, ValueError);
+  std::remove(path.c_str());
 }

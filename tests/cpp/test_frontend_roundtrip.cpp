@@ -41,7 +41,7 @@ struct SeqNet : nn::Module {
   nn::Embedding emb = register_module("emb", nn::Embedding(10, 6));
   nn::LSTM lstm = register_module("lstm", nn::LSTM(nn::LSTMOptions(6, 8).batch_first(true)));
   nn::Linear fc = register_module("fc", nn::Linear(8, 5));
-  Tensor forward(const Tensor& tokens) override { return fc(lstm(emb(tokens)).select(1, -1)); }
+  Tensor forward(const Tensor& tokens) override { return fc(std::get<0>(lstm(emb(tokens))).select(1, -1)); }
 };
 
 struct AttnNet : nn::Module {

@@ -25,7 +25,8 @@ TEST(FrontendRNN, LSTMParametersAndShapes) {
   double stdv = 1 / std::sqrt(5.0);
   for (auto& p : lstm->parameters()) EXPECT_LE(p.abs().max().item<double>(), stdv);
   Tensor x = randn({7, 2, 3});
-  auto [out, h, c] = lstm(x, Tensor(), Tensor());
+  auto [out, state] = lstm->forward(x);  // libtorch's (output, (h_n, c_n))
+  auto [h, c] = state;
   EXPECT_EQ(out.sizes(), IntArrayRef({7, 2, 10}));
   EXPECT_EQ(h.sizes(), IntArrayRef({4, 2, 5}));
   EXPECT_EQ(c.sizes(), IntArrayRef({4, 2, 5}));
@@ -33,8 +34,9 @@ TEST(FrontendRNN, LSTMParametersAndShapes) {
   // The last forward step of the top layer is h_n of that direction.
   EXPECT_TRUE(equal(out.select(0, 6).narrow(1, 0, 5), h.select(0, 2)));
   // Explicit zero states give the same result.
-  auto r = lstm(x, zeros({4, 2, 5}), zeros({4, 2, 5}));
-  EXPECT_TRUE(equal(r.output, out));
+  auto r = lstm(x, std::make_tuple(zeros({4, 2, 5}), zeros({4, 2, 5})));
+  EXPECT_TRUE(equal(std::get<0>(r), out));
+  EXPECT_TRUE(equal(std::get<1>(std::get<1>(lstm(x, zeros({4, 2, 5}), zeros({4, 2, 5})))), c));
   EXPECT_THROW(lstm(x, zeros({4, 3, 5}), zeros({4, 2, 5})), Error);
   EXPECT_THROW(lstm(randn({7, 2, 4})), Error);
   EXPECT_THROW(lstm(randn({7, 2, 3}, std::nullopt, kFloat64)), ValueError);
@@ -62,14 +64,16 @@ TEST(FrontendRNN, SingleLayerLSTMMatchesCell) {
 TEST(FrontendRNN, GRUAndRNN) {
   nn::GRU gru(nn::GRUOptions(3, 4).num_layers(2));
   Tensor x = randn({6, 2, 3});
-  auto [o, h, c] = gru(x, Tensor());
+  auto [o, h] = gru(x, Tensor());  // libtorch's (output, h_n)
   EXPECT_EQ(o.sizes(), IntArrayRef({6, 2, 4}));
   EXPECT_EQ(h.sizes(), IntArrayRef({2, 2, 4}));
-  EXPECT_FALSE(c.defined());
+  EXPECT_FALSE(gru->forward_with_state(x).c_n.defined());
+  Tensor y = gru(x);
+  EXPECT_TRUE(equal(y, o));
   EXPECT_EQ(gru->named_parameters()["weight_ih_l0"].sizes(), IntArrayRef({12, 3}));
   nn::RNN rnn_relu(nn::RNNOptions(3, 4).nonlinearity("relu"));
   EXPECT_EQ(rnn_relu->mode, "RNN_RELU");
-  EXPECT_GE(rnn_relu(x).min().item<double>(), 0.0);
+  EXPECT_GE(Tensor(rnn_relu(x)).min().item<double>(), 0.0);
   EXPECT_THROW(nn::RNN(nn::RNNOptions(3, 4).nonlinearity("sigmoid")), ValueError);
   EXPECT_THROW(nn::GRU(nn::GRUOptions(3, 4).dropout(2.0)), ValueError);
   // dropout between layers only while training

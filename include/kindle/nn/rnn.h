@@ -5,12 +5,28 @@
 //
 //   nn::LSTM lstm(nn::LSTMOptions(10, 20).num_layers(2));
 //   Tensor y = lstm(x);                           // the output sequence (zero initial state)
-//   auto [out, h, c] = lstm(x, h0, c0);           // with states in and out
+//   auto [out, state] = lstm->forward(x, std::make_tuple(h0, c0));   // libtorch's form
+//   auto [h, c] = state;
+//   auto [out2, h_n] = gru->forward(x, h0);
 #pragma once
+#include <optional>
+#include <tuple>
+
 #include "kindle/nn/module.h"
 #include "kindle/nn/options.h"
 
 namespace kindle::nn {
+
+// libtorch's results: LSTM gives (output, (h_n, c_n)), RNN and GRU (output, h_n). Each also
+// converts to its output tensor, so `Tensor y = lstm(x)` and chaining layers keep working.
+struct LSTMOutput : std::tuple<Tensor, std::tuple<Tensor, Tensor>> {
+  using std::tuple<Tensor, std::tuple<Tensor, Tensor>>::tuple;
+  operator Tensor() const { return std::get<0>(*this); }  // NOLINT: implicit, the output sequence
+};
+struct RNNStateOutput : std::tuple<Tensor, Tensor> {
+  using std::tuple<Tensor, Tensor>::tuple;
+  operator Tensor() const { return std::get<0>(*this); }  // NOLINT
+};
 
 // h_n and c_n are (layers * directions, N, hidden); c_n is undefined except for LSTM.
 struct RNNOutput {
@@ -41,8 +57,10 @@ class RNNImpl : public RNNBase {
  public:
   explicit RNNImpl(const RNNOptions& options);
   RNNImpl(int64_t input_size, int64_t hidden_size) : RNNImpl(RNNOptions(input_size, hidden_size)) {}
-  using RNNBase::forward;
-  RNNOutput forward(const Tensor& input, const Tensor& h0) { return forward_with_state(input, h0); }
+  RNNStateOutput forward(const Tensor& input, const Tensor& hx = {}) {
+    RNNOutput r = forward_with_state(input, hx);
+    return {r.output, r.h_n};
+  }
   KINDLE_MODULE_CALL
 };
 KINDLE_MODULE(RNN);
@@ -51,9 +69,13 @@ class LSTMImpl : public RNNBase {
  public:
   explicit LSTMImpl(const LSTMOptions& options) : RNNBase("LSTM", options) {}
   LSTMImpl(int64_t input_size, int64_t hidden_size) : LSTMImpl(LSTMOptions(input_size, hidden_size)) {}
-  using RNNBase::forward;
-  RNNOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
-    return forward_with_state(input, h0, c0);
+  // hx: (h_0, c_0); none starts from zeros.
+  LSTMOutput forward(const Tensor& input, const std::optional<std::tuple<Tensor, Tensor>>& hx = std::nullopt) {
+    RNNOutput r = hx ? forward_with_state(input, std::get<0>(*hx), std::get<1>(*hx)) : forward_with_state(input);
+    return {r.output, std::make_tuple(r.h_n, r.c_n)};
+  }
+  LSTMOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
+    return forward(input, std::make_tuple(h0, c0));
   }
   KINDLE_MODULE_CALL
 };
@@ -63,8 +85,10 @@ class GRUImpl : public RNNBase {
  public:
   explicit GRUImpl(const GRUOptions& options) : RNNBase("GRU", options) {}
   GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(GRUOptions(input_size, hidden_size)) {}
-  using RNNBase::forward;
-  RNNOutput forward(const Tensor& input, const Tensor& h0) { return forward_with_state(input, h0); }
+  RNNStateOutput forward(const Tensor& input, const Tensor& hx = {}) {
+    RNNOutput r = forward_with_state(input, hx);
+    return {r.output, r.h_n};
+  }
   KINDLE_MODULE_CALL
 };
 KINDLE_MODULE(GRU);
@@ -117,3 +141,13 @@ class LSTMCellImpl : public RNNCellBase {
 KINDLE_MODULE(LSTMCell);
 
 }  // namespace kindle::nn
+
+// Structured bindings: auto [output, state] = lstm->forward(x);
+template <>
+struct std::tuple_size<kindle::nn::LSTMOutput> : std::integral_constant<size_t, 2> {};
+template <size_t I>
+struct std::tuple_element<I, kindle::nn::LSTMOutput> : std::tuple_element<I, std::tuple<kindle::Tensor, std::tuple<kindle::Tensor, kindle::Tensor>>> {};
+template <>
+struct std::tuple_size<kindle::nn::RNNStateOutput> : std::integral_constant<size_t, 2> {};
+template <size_t I>
+struct std::tuple_element<I, kindle::nn::RNNStateOutput> : std::tuple_element<I, std::tuple<kindle::Tensor, kindle::Tensor>> {};
