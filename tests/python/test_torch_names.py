@@ -496,3 +496,27 @@ def test_missing_names_only_shrink(ns):
     missing = _missing(t, k)
     assert not sorted(missing - NOT_YET[ns]), f"{ns}: names Kindle lacks and does not list"
     assert not sorted(NOT_YET[ns] - missing), f"{ns}: now present, remove from NOT_YET"
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (2, 3, 4, 2), (1, 2, 3, 4, 5)])
+@pytest.mark.parametrize("name", ["dropout2d", "dropout3d"])
+def test_channel_dropout_on_every_rank_torch_accepts(name, shape):
+    """dropout2d/3d on the ranks torch still accepts (with its deprecation warnings): the same
+    channels dropped for the same seed; 1-D input to dropout2d is torch's error."""
+    kindle.manual_seed(0)
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as tw:
+        warnings.simplefilter("always")
+        try:
+            expected = getattr(torch.nn.functional, name)(torch.ones(*shape), 0.5)
+        except RuntimeError:
+            expected = None
+    with warnings.catch_warnings(record=True) as kw:
+        warnings.simplefilter("always")
+        if expected is None:
+            with pytest.raises(RuntimeError):
+                getattr(kindle.nn.functional, name)(kindle.ones(*shape), 0.5)
+            return
+        got = getattr(kindle.nn.functional, name)(kindle.ones(*shape), 0.5)
+    close(got, expected)
+    assert bool(kw) == bool(tw), ([str(w.message) for w in kw], [str(w.message) for w in tw])

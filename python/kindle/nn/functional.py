@@ -312,10 +312,34 @@ def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return _act(_nn.dropout1d, input, inplace, p, training)
 
 
+def _warn_deprecated_rank(name, input, dims):  # noqa: A002
+    warnings.warn(f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated and will result in an "
+                  "error in a future release. To retain the behavior and silence this warning, please use dropout "
+                  f"instead. Note that {name} exists to provide channel-wise dropout on inputs with {dims} spatial "
+                  f"dimensions, a channel dimension, and an optional batch dimension (i.e. {dims + 1}D or "
+                  f"{dims + 2}D inputs).", stacklevel=4)
+
+
+def _deprecated_feature_dropout(name, input, p, training, inplace, dims):  # noqa: A002
+    """torch's dropout2d on inputs of other ranks: a warning, then channel-wise dropout with dim 0
+    as the batch and dim 1 as the channels (1-D input: torch's error)."""
+    _warn_deprecated_rank(name, input, dims)
+    from ._composed import _feature_dropout
+    return _feature_dropout(input, p, training, inplace)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.dim() not in (3, 4):
+        return _deprecated_feature_dropout("dropout2d", input, p, training, inplace, 2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
     if not training or p == 0:
-        if not 0 <= p <= 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         return input
     return _act(_nn.dropout2d, input, inplace, p, training)
 

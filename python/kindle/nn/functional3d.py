@@ -353,17 +353,17 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # n
 def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     if not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.dim() not in (4, 5):
-        raise RuntimeError(f"dropout3d: Expected 4D (unbatched) or 5D (batched) input, but got input of size: "
-                           f"{list(input.shape)}")
+    if input.dim() not in (4, 5):  # torch: a warning, then dim 0 as the channels of one example
+        F._warn_deprecated_rank("dropout3d", input, 3)
     if not training or p == 0:
         return input
     batched = input.dim() == 5
     x = input if batched else input.unsqueeze(0)
+    shape = tuple(x.shape[:2]) + (1,) * (x.dim() - 2)
     if p == 1:
-        mask = _C.zeros(x.shape[:2] + (1, 1, 1), dtype=x.dtype)
+        mask = _C.zeros(shape, dtype=x.dtype)
     else:
-        mask = _C.empty(x.shape[:2] + (1, 1, 1), dtype=x.dtype).bernoulli_(1 - p) / (1 - p)
+        mask = _C.empty(shape, dtype=x.dtype).bernoulli_(1 - p) / (1 - p)
     out = x.mul_(mask) if inplace else x * mask
     if inplace:
         return input
