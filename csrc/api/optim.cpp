@@ -45,6 +45,14 @@ void validate_adam(const O& o) {
 }
 void validate(const AdamOptions& o) { validate_adam(o); }
 void validate(const AdamWOptions& o) { validate_adam(o); }
+void validate(const AdagradOptions& o) {
+  check_lr(o.lr());
+  KINDLE_CHECK_VALUE(o.lr_decay() >= 0.0, "Invalid lr_decay value: ", py_float(o.lr_decay()));
+  check_wd(o.weight_decay());
+  KINDLE_CHECK_VALUE(o.initial_accumulator_value() >= 0.0, "Invalid initial_accumulator_value value: ",
+                     py_float(o.initial_accumulator_value()));
+  check_eps(o.eps());
+}
 void validate(const RMSpropOptions& o) {
   check_lr(o.lr());
   check_eps(o.eps());
@@ -531,6 +539,96 @@ void RMSprop::load_state_dict(const Value& sd) {
     r.square_avg = state_tensor(*s, "square_avg", p);
     r.momentum_buffer = state_tensor(*s, "momentum_buffer", p, false);
     r.grad_avg = state_tensor(*s, "grad_avg", p, false);
+  }
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options() = opts[i];
+  state_ = std::move(state);
+}
+
+// ---- Adagrad
+
+Adagrad::Adagrad(std::vector<Tensor> params, const AdagradOptions& o) : OptimizerBase({{std::move(params), o}}, o) {
+  init_state();
+}
+Adagrad::Adagrad(std::vector<ParamGroup<AdagradOptions>> groups, const AdagradOptions& d)
+    : OptimizerBase(std::move(groups), d) {
+  init_state();
+}
+
+void Adagrad::init_state() {
+  autograd::NoGradGuard no_grad;
+  for (auto& g : groups_) {
+    validate(g.options());
+    for (auto& p : g.params()) {
+      AdagradState& s = state_[p.impl()];
+      if (!s.sum.defined()) s.sum = full_like(p, g.options().initial_accumulator_value());
+    }
+  }
+}
+
+void Adagrad::step() {
+  autograd::NoGradGuard no_grad;
+  for (auto& g : groups_) {
+    const auto& o = g.options();
+    std::vector<Tensor> params, grads, sums;
+    std::vector<int64_t> steps;
+    for (auto& p : g.params()) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      AdagradState& s = state_[p.impl()];
+      if (!s.sum.defined()) s.sum = full_like(p, o.initial_accumulator_value());  // added after construction
+      params.push_back(p);
+      grads.push_back(grad);
+      sums.push_back(s.sum);
+      steps.push_back(++s.step);
+    }
+    if (params.empty()) continue;
+    AdagradHyper h{o.lr(), o.lr_decay(), o.weight_decay(), o.eps(), o.maximize()};
+    for (auto& idx : by_dtype(params)) {
+      std::vector<int64_t> st;
+      for (size_t i : idx) st.push_back(steps[i]);
+      adagrad_step(pick(params, idx), pick(grads, idx), pick(sums, idx), st, h);
+    }
+  }
+}
+
+Value Adagrad::state_dict() const {
+  return make_state_dict(
+      groups_,
+      [&](const Tensor& p) {
+        const AdagradState* s = state(p);
+        if (!s) return Value();
+        return Value::dict({{Value("step"), Value(step_tensor(s->step))}, {Value("sum"), Value(s->sum)}});
+      },
+      [](const AdagradOptions& o) {
+        return Value::Entries{{Value("lr"), Value(o.lr())},
+                              {Value("lr_decay"), Value(o.lr_decay())},
+                              {Value("weight_decay"), Value(o.weight_decay())},
+                              {Value("initial_accumulator_value"), Value(o.initial_accumulator_value())},
+                              {Value("eps"), Value(o.eps())},
+                              {Value("foreach"), Value()},
+                              {Value("maximize"), Value(o.maximize())},
+                              {Value("differentiable"), Value(false)},
+                              {Value("fused"), Value()}};
+      });
+}
+
+void Adagrad::load_state_dict(const Value& sd) {
+  Loaded l = match(sd, groups_);
+  std::vector<AdagradOptions> opts;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const Value& s = *l.groups[i];
+    AdagradOptions o = groups_[i].options();
+    o.lr(num(s, "lr", o.lr())).lr_decay(num(s, "lr_decay", o.lr_decay())).eps(num(s, "eps", o.eps()));
+    o.weight_decay(num(s, "weight_decay", o.weight_decay())).maximize(flag(s, "maximize", o.maximize()));
+    o.initial_accumulator_value(num(s, "initial_accumulator_value", o.initial_accumulator_value()));
+    validate(o);
+    opts.push_back(o);
+  }
+  std::unordered_map<const TensorImpl*, AdagradState> state;
+  for (auto& [p, s] : l.state) {
+    AdagradState& r = state[p.impl()];
+    r.step = state_step(*s);
+    r.sum = state_tensor(*s, "sum", p);
   }
   for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options() = opts[i];
   state_ = std::move(state);

@@ -96,6 +96,17 @@ struct RMSpropOptions : OptimizerOptions {
   KINDLE_ARG(bool, maximize) = false;
 };
 
+struct AdagradOptions : OptimizerOptions {
+  KINDLE_OPTIMIZER_OPTIONS(AdagradOptions)
+  AdagradOptions(double lr = 1e-2) : lr_(lr) {}
+  KINDLE_ARG(double, lr);
+  KINDLE_ARG(double, lr_decay) = 0;
+  KINDLE_ARG(double, weight_decay) = 0;
+  KINDLE_ARG(double, initial_accumulator_value) = 0;
+  KINDLE_ARG(double, eps) = 1e-10;
+  KINDLE_ARG(bool, maximize) = false;
+};
+
 // What every optimizer offers, whatever its options type (schedulers and training loops use it).
 class Optimizer {
  public:
@@ -303,6 +314,28 @@ class RMSprop : public OptimizerBase<RMSpropOptions, RMSpropState> {
   void step() override;
   Value state_dict() const override;
   void load_state_dict(const Value& state_dict) override;
+};
+
+// The sums of squared gradients start at initial_accumulator_value when the optimizer is built
+// (as Python's and libtorch's do), so a state dict saved before any step already holds them.
+struct AdagradState {
+  int64_t step = 0;
+  Tensor sum;
+};
+
+class Adagrad : public OptimizerBase<AdagradOptions, AdagradState> {
+ public:
+  Adagrad(std::vector<Tensor> params, const AdagradOptions& options = {});
+  Adagrad(std::vector<ParamGroup<AdagradOptions>> groups, const AdagradOptions& defaults = {});
+  Adagrad(std::vector<OptimizerParamGroup> groups, const AdagradOptions& defaults = {})
+      : Adagrad(detail::typed_groups(std::move(groups), defaults, "Adagrad"), defaults) {}
+  using Optimizer::step;
+  void step() override;
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+
+ private:
+  void init_state();
 };
 
 // ---- learning-rate schedulers (Python's recursive forms, so they compose and match Python)

@@ -520,3 +520,34 @@ TEST(FrontendOptim, OptimizerInArchives) {
   EXPECT_THROW(model_only >> opt3, ValueError);
   std::remove(path.c_str());
 }
+
+TEST(FrontendOptim, AdagradFollowsItsUpdateRule) {
+  Tensor p = full({2}, 1.0, kFloat64).requires_grad_();
+  optim::Adagrad opt({p}, optim::AdagradOptions(0.1).lr_decay(0.5).weight_decay(0.01).initial_accumulator_value(0.2));
+  EXPECT_EQ(opt.state_dict().at("state").entries().size(), 1u);  // sums exist before any step
+  double x = 1.0, sum = 0.2;
+  for (int step = 1; step <= 3; ++step) {
+    opt.zero_grad();
+    (p * p).sum().backward();  // gradient 2x
+    opt.step();
+    double g = 2 * x + 0.01 * x;
+    sum += g * g;
+    x -= 0.1 / (1 + (step - 1) * 0.5) * g / (std::sqrt(sum) + 1e-10);
+    EXPECT_NEAR(p[0].item<double>(), x, 1e-12) << "step " << step;
+  }
+  // state dict round trip, and Python's keys
+  Value sd = opt.state_dict();
+  EXPECT_EQ(sd.at("param_groups").items()[0].at("initial_accumulator_value").to_double(), 0.2);
+  Tensor q = p.detach().clone().requires_grad_();
+  optim::Adagrad opt2({q}, optim::AdagradOptions(1.0));
+  opt2.load_state_dict(sd);
+  for (auto* o : {static_cast<optim::Optimizer*>(&opt), static_cast<optim::Optimizer*>(&opt2)}) {
+    o->zero_grad();
+    Tensor t = o == &opt ? p : q;
+    (t * t).sum().backward();
+    o->step();
+  }
+  EXPECT_TRUE(allclose(p, q, 0, 0));
+  EXPECT_THROW(optim::Adagrad({p}, optim::AdagradOptions(-1.0)), ValueError);
+  EXPECT_THROW(optim::CyclicLR(opt, optim::CyclicLROptions(0.1, 1.0)), ValueError);  // no momentum to cycle
+}
