@@ -24,10 +24,15 @@ builtins_range = builtins.range
 
 def _atleast(fn, tensors):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return tuple(fn(t) for t in tensors[0])
-    if len(tensors) == 1:
-        return fn(tensors[0])
-    return tuple(fn(t) for t in tensors)
+        tensors = tuple(tensors[0])
+        single = False
+    else:
+        single = len(tensors) == 1
+    for t in tensors:
+        if not isinstance(t, _Tensor):
+            raise TypeError(f"{fn.__name__}() received an invalid combination of arguments - got "
+                            f"({type(t).__name__}), but expected one of: (Tensor input) or (tuple of Tensors tensors)")
+    return fn(tensors[0]) if single else tuple(fn(t) for t in tensors)
 
 
 def atleast_1d(*tensors):
@@ -142,6 +147,8 @@ def unravel_index(indices, shape):
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
     indices = indices.to(_C.int64)
+    if indices.numel() and any(s == 0 for s in shape):
+        raise RuntimeError(f"unravel_index: can't unravel indices into the shape {shape}, which has no elements")
     coords = []
     for s in reversed(shape):
         coords.append(_C.remainder(indices, s) if s else indices * 0)
@@ -372,8 +379,19 @@ def lu(A, pivot=True, get_infos=False, out=None):
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed factors: L unit lower, U upper, P from the row swaps."""
+    if LU_data.dim() < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(LU_data.shape)} instead")
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
+    if LU_pivots.dtype != _C.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
+                           "Note: this function is intended to be used with the output produced by "
+                           "torch.linalg.lu_factor")
+    if tuple(LU_pivots.shape) != tuple(LU_data.shape[:-2]) + (k,):
+        raise RuntimeError(f"torch.lu_unpack: Expected LU_pivots.size(-1) == min(LU_data.size(-1), LU_data.size(-2)) "
+                           f"and the same batch dims, but got LU_data {list(LU_data.shape)} and LU_pivots "
+                           f"{list(LU_pivots.shape)}")
     if unpack_data:
         L = _C.tril(LU_data[..., :, :k], -1) + _C.eye(m, k, dtype=LU_data.dtype)
         U = _C.triu(LU_data[..., :k, :])

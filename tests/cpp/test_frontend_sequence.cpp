@@ -87,6 +87,8 @@ TEST(FrontendRNN, Cells) {
   EXPECT_EQ(keys(cell->state_dict()), (std::vector<std::string>{"weight_ih", "weight_hh", "bias_ih", "bias_hh"}));
   Tensor x = randn({2, 3});
   auto [h, c] = cell(x, Tensor(), Tensor());
+  auto [h1, c1] = cell->forward(x, std::make_tuple(zeros({2, 5}), zeros({2, 5})));  // libtorch's form
+  EXPECT_TRUE(equal(h1, h) && equal(c1, c));
   auto [h2, c2] = lstm_cell(x, zeros({2, 5}), zeros({2, 5}), cell->weight_ih, cell->weight_hh, cell->bias_ih, cell->bias_hh);
   EXPECT_TRUE(equal(h, h2));
   EXPECT_TRUE(equal(c, c2));

@@ -520,3 +520,17 @@ def test_channel_dropout_on_every_rank_torch_accepts(name, shape):
         got = getattr(kindle.nn.functional, name)(kindle.ones(*shape), 0.5)
     close(got, expected)
     assert bool(kw) == bool(tw), ([str(w.message) for w in kw], [str(w.message) for w in tw])
+
+
+def test_python_level_functions_check_their_arguments():
+    with pytest.raises(TypeError):
+        kindle.atleast_1d(3)
+    with pytest.raises(RuntimeError):
+        kindle.unravel_index(kindle.tensor([1, 2]), (0, 3))
+    assert [t.numel() for t in kindle.unravel_index(kindle.tensor([], dtype=kindle.int64), (0, 3))] == [0, 0]
+    with pytest.raises(RuntimeError, match="int32"):
+        kindle.lu_unpack(kindle.ones(3, 3), kindle.tensor([1, 2, 3]))
+    with pytest.raises(RuntimeError, match="2 or more dimensions"):
+        kindle.lu_unpack(kindle.ones(3), kindle.tensor([1], dtype=kindle.int32))
+    with pytest.raises(RuntimeError):
+        kindle.lu_unpack(kindle.ones(3, 4), kindle.tensor([1, 2], dtype=kindle.int32))

@@ -136,6 +136,10 @@ class LSTMCellImpl : public RNNCellBase {
   Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, Tensor(), Tensor())); }
   // (h', c'); undefined h / c start from zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h, const Tensor& c);
+  // libtorch's form: hx = (h, c), or none for zeros.
+  std::tuple<Tensor, Tensor> forward(const Tensor& input, const std::optional<std::tuple<Tensor, Tensor>>& hx) {
+    return hx ? forward(input, std::get<0>(*hx), std::get<1>(*hx)) : forward(input, Tensor(), Tensor());
+  }
   KINDLE_MODULE_CALL
 };
 KINDLE_MODULE(LSTMCell);
