@@ -193,7 +193,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
 
 
-def _feature_noise(input, p, alpha):  # noqa: A002
+def _feature_noise(input, p):  # noqa: A002
     if input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = list(input.shape[:2]) + [1] * (input.dim() - 2)
@@ -212,7 +212,7 @@ def _feature_dropout(input, p, train, inplace):  # noqa: A002
         return input
     if p == 1:
         return input.mul_(0) if inplace else input * 0
-    noise = _feature_noise(input, p, False).div_(1 - p)
+    noise = _feature_noise(input, p).div_(1 - p)
     return input.mul_(noise) if inplace else input * noise
 
 
@@ -226,7 +226,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa:
         return input.mul_(0) if inplace else input * 0
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    noise = _feature_noise(input, p, True)
+    noise = _feature_noise(input, p)
     b = (noise - 1) * (alpha * a) + alpha * a * p
     noise = noise * a
     return input.mul_(noise).add_(b) if inplace else input * noise + b

@@ -3,7 +3,6 @@
 gathers and element-wise ops so that gradients reach both the input and the grid. The
 coordinate conventions (align_corners, the padding modes' clipping and reflection, bicubic's
 A = -0.75 kernel with padding applied to each tap) are torch's."""
-import math
 import warnings
 
 from .. import _C
@@ -185,5 +184,3 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = out + read(pos) * w.unsqueeze(1)
     return out
 
-
-del math
