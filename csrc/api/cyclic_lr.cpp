@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kindle/optimizers.h"
+#include "util.h"
 
 namespace kindle::optim {
 
@@ -25,17 +26,8 @@ std::vector<double> per_group(const std::vector<double>& v, size_t groups, const
   return v;
 }
 
-Value doubles(const std::vector<double>& xs) {
-  Value::Items items;
-  for (double x : xs) items.emplace_back(x);
-  return Value::list(std::move(items));
-}
-
-std::vector<double> to_doubles(const Value& v, const char* what) {
-  std::vector<double> out;
-  for (const Value& x : v.items(what)) out.push_back(x.to_double(what));
-  return out;
-}
+using detail::doubles;
+using detail::to_doubles;
 
 // Sets each group's momentum to max (the start of a cycle); checks the optimizer has one.
 void start_momentums(Optimizer& opt, const std::vector<double>& max) {

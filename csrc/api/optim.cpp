@@ -657,18 +657,8 @@ void LRScheduler::step() {
   last_lr_ = group_lrs();
 }
 
-namespace {
-Value doubles(const std::vector<double>& xs) {
-  Value::Items items;
-  for (double x : xs) items.emplace_back(x);
-  return Value::list(std::move(items));
-}
-std::vector<double> to_doubles(const Value& v, const char* what) {
-  std::vector<double> out;
-  for (const Value& x : v.items(what)) out.push_back(x.to_double(what));
-  return out;
-}
-}  // namespace
+using detail::doubles;
+using detail::to_doubles;
 
 Value LRScheduler::state_dict() const {
   Value::Entries e = hyperparameters();

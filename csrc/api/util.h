@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "json.h"
+#include "kindle/serialize.h"
 #include "kindle/tensor.h"
 
 namespace kindle::nn::detail {
@@ -36,3 +37,17 @@ inline Tensor new_weight(IntArrayRef sizes, std::optional<DType> dtype) {
 }
 
 }  // namespace kindle::nn::detail
+
+namespace kindle::optim::detail {
+// A list of floats in a state dict, and back (TypeError naming `what` on a non-number).
+inline Value doubles(const std::vector<double>& xs) {
+  Value::Items items;
+  for (double x : xs) items.emplace_back(x);
+  return Value::list(std::move(items));
+}
+inline std::vector<double> to_doubles(const Value& v, const char* what) {
+  std::vector<double> out;
+  for (const Value& x : v.items(what)) out.push_back(x.to_double(what));
+  return out;
+}
+}  // namespace kindle::optim::detail

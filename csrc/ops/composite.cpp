@@ -8,11 +8,15 @@
 
 #include "kindle/autograd.h"
 #include "kindle/operators.h"
+#include "ops/composite_util.h"
 #include "ops/kernels.h"
 #include "ops/tensor_iter.h"
 
 namespace kindle {
 namespace {
+
+using detail::assign_result;
+using detail::input_of;
 
 constexpr double kPi = std::numbers::pi;
 
@@ -28,21 +32,6 @@ Tensor in_opmath(const Tensor& x, F f) {
   if (!is_reduced_float(x.dtype())) return f(x);
   return f(x.to(kFloat32)).to(x.dtype());
 }
-
-// The in-place form of a composite: the result must fit self's shape and dtype.
-const Tensor& assign_result(const Tensor& self, const Tensor& result, const char* op) {
-  KINDLE_CHECK(result.sizes() == self.sizes(), op, ": output with shape ", self.sizes(),
-               " doesn't match the broadcast shape ", result.sizes());
-  KINDLE_CHECK(can_cast(result.dtype(), self.dtype()), op, ": result type ", result.dtype(),
-               " can't be cast to the desired output type ", self.dtype());
-  self.copy_(result);
-  return self;
-}
-
-// The value self holds before an in-place composite overwrites it: a copy when autograd records
-// the op, since the ops that compute the result may save their input for backward, and the
-// in-place write would invalidate what they saved.
-Tensor input_of(const Tensor& self) { return self.requires_grad() ? self.clone() : self; }
 
 void check_floating(const Tensor& t, const char* op) {
   KINDLE_CHECK_NOT_IMPLEMENTED(t.is_floating_point(), "\"", op, "\" not implemented for '", t.dtype(), "'");

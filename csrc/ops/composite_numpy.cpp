@@ -9,22 +9,14 @@
 #include "autograd/forward_ad.h"
 #include "kindle/autograd.h"
 #include "kindle/operators.h"
+#include "ops/composite_util.h"
 #include "ops/tensor_iter.h"
 
 namespace kindle {
 namespace {
 
-// The value self holds before an in-place composite overwrites it (see composite.cpp).
-Tensor input_of(const Tensor& self) { return self.requires_grad() ? self.clone() : self; }
-
-const Tensor& assign(const Tensor& self, const Tensor& result, const char* op) {
-  KINDLE_CHECK(result.sizes() == self.sizes(), op, ": output with shape ", self.sizes(),
-               " doesn't match the broadcast shape ", result.sizes());
-  KINDLE_CHECK(can_cast(result.dtype(), self.dtype()), op, ": result type ", result.dtype(),
-               " can't be cast to the desired output type ", self.dtype());
-  self.copy_(result);
-  return self;
-}
+using detail::assign_result;
+using detail::input_of;
 
 // A Python-style slice bound: negative counts from the end, then clamped into [0, n].
 int64_t clamp_bound(int64_t i, int64_t n) { return std::clamp(i < 0 ? i + n : i, int64_t(0), n); }
@@ -97,12 +89,12 @@ void check_same_dtype(const Tensor& self, std::optional<DType> dtype) {
 const Tensor& native_cumsum_(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   check_same_dtype(self, dtype);
   Tensor r = cumsum(self, dim, dtype);
-  return self.dim() == 0 || self.numel() == 0 ? self.copy_(r) : assign(self, r, "cumsum_");
+  return self.dim() == 0 || self.numel() == 0 ? self.copy_(r) : assign_result(self, r, "cumsum_");
 }
 const Tensor& native_cumprod_(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   check_same_dtype(self, dtype);
   Tensor r = cumprod(self, dim, dtype);
-  return self.dim() == 0 || self.numel() == 0 ? self.copy_(r) : assign(self, r, "cumprod_");
+  return self.dim() == 0 || self.numel() == 0 ? self.copy_(r) : assign_result(self, r, "cumprod_");
 }
 Tensor row_stack(TensorList tensors) { return vstack(tensors); }
 Tensor msort(const Tensor& self) { return std::get<0>(sort(self, 0)); }
@@ -149,8 +141,8 @@ Tensor lcm(const Tensor& self, const Tensor& other) {
   Tensor l = abs(div(self.to(kInt64), safe.to(kInt64), "trunc") * other.to(kInt64));
   return where(eq(g, zero), zero, l.to(dt));
 }
-const Tensor& gcd_(const Tensor& self, const Tensor& other) { return assign(self, gcd(self, other), "gcd_"); }
-const Tensor& lcm_(const Tensor& self, const Tensor& other) { return assign(self, lcm(self, other), "lcm_"); }
+const Tensor& gcd_(const Tensor& self, const Tensor& other) { return assign_result(self, gcd(self, other), "gcd_"); }
+const Tensor& lcm_(const Tensor& self, const Tensor& other) { return assign_result(self, lcm(self, other), "lcm_"); }
 
 // Membership by binary search in the sorted test elements.
 Tensor isin(const Tensor& elements, const Tensor& test_elements, bool assume_unique, bool invert) {
@@ -386,7 +378,7 @@ Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Sc
   return beta_plus_alpha(self, outer(vec1, vec2), beta, alpha, "addr");
 }
 const Tensor& addr_(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Scalar& beta, const Scalar& alpha) {
-  return assign(self, addr(input_of(self), vec1, vec2, beta, alpha), "addr_");
+  return assign_result(self, addr(input_of(self), vec1, vec2, beta, alpha), "addr_");
 }
 // The sum of the batch of products is one product of the batches laid side by side.
 Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha) {
@@ -401,7 +393,7 @@ Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, co
   return beta_plus_alpha(self, prod, beta, alpha, "addbmm");
 }
 const Tensor& addbmm_(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta, const Scalar& alpha) {
-  return assign(self, addbmm(input_of(self), batch1, batch2, beta, alpha), "addbmm_");
+  return assign_result(self, addbmm(input_of(self), batch1, batch2, beta, alpha), "addbmm_");
 }
 
 // ---- statistics

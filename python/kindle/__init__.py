@@ -40,6 +40,7 @@ from ._torch_api import *  # noqa: E402,F401,F403  (constants, memory formats, f
 from ._torch_api import _assert, install_tensor_methods as _install_tensor_methods  # noqa: E402
 from ._legacy import legacy_type_classes as _legacy_type_classes  # noqa: E402
 from ._torch_alias import install_as_torch, uninstall_as_torch  # noqa: E402,F401
+from ._functions import unique_outputs as _unique_outputs  # noqa: E402
 
 globals().update(_legacy_type_classes())  # kindle.FloatTensor, kindle.LongTensor, ...
 _install_tensor_methods(Tensor)
@@ -147,14 +148,8 @@ def is_floating_point(input):  # noqa: A002
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    out, inverse, counts = _C._unique2(input, sorted, return_inverse, return_counts, dim)
-    if return_inverse and return_counts:
-        return out, inverse, counts
-    if return_inverse:
-        return out, inverse
-    if return_counts:
-        return out, counts
-    return out
+    return _unique_outputs(*_C._unique2(input, sorted, return_inverse, return_counts, dim), return_inverse,
+                           return_counts)
 
 
 def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002

@@ -10,6 +10,7 @@ import warnings
 
 from . import _C
 from ._torch_api import write_out
+from .autograd import Function
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit",
            "unique_consecutive", "histogram", "unravel_index", "chain_matmul", "get_device", "is_signed",
@@ -84,39 +85,30 @@ vsplit = _split_along(_C.vsplit, "vsplit")
 dsplit = _split_along(_C.dsplit, "dsplit")
 
 
+def unique_outputs(out, inverse, counts, return_inverse, return_counts):
+    """unique's and unique_consecutive's result: the values, then the outputs asked for."""
+    extra = (inverse,) * bool(return_inverse) + (counts,) * bool(return_counts)
+    return (out, *extra) if extra else out
+
+
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    out, inverse, counts = _C._unique_consecutive(input, return_inverse, return_counts, dim)
-    if return_inverse and return_counts:
-        return out, inverse, counts
-    if return_inverse:
-        return out, inverse
-    if return_counts:
-        return out, counts
-    return out
+    return unique_outputs(*_C._unique_consecutive(input, return_inverse, return_counts, dim), return_inverse,
+                          return_counts)
 
 
 _histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
 
 
-class _NoHistogramGrad:
+class Histogram(Function):  # (its grad_fn prints as HistogramBackward)
     """torch's histogram outputs take part in autograd, and their backward raises: the same here."""
-    _fn = None
 
-    @classmethod
-    def apply(cls, *tensors):
-        if cls._fn is None:
-            from .autograd import Function
+    @staticmethod
+    def forward(ctx, x, hist, edges):  # noqa: ARG004
+        return hist, edges
 
-            class HistogramBackward(Function):
-                @staticmethod
-                def forward(ctx, x, hist, edges):  # noqa: ARG004
-                    return hist, edges
-
-                @staticmethod
-                def backward(ctx, *grads):
-                    raise NotImplementedError("the derivative for 'histogram' is not implemented.")
-            cls._fn = HistogramBackward
-        return cls._fn.apply(*tensors)
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("the derivative for 'histogram' is not implemented.")
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A001,A002
@@ -130,7 +122,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     hist, edges = r
     grads = [t for t in (input, weight, bins) if isinstance(t, _Tensor) and t.requires_grad]
     if grads and _C.is_grad_enabled() and out is None:
-        hist, edges = _NoHistogramGrad.apply(grads[0], hist.detach(), edges.detach())
+        hist, edges = Histogram.apply(grads[0], hist.detach(), edges.detach())
     return write_out(out, _histogram_result(hist, edges))
 
 
@@ -513,20 +505,6 @@ def _chalf(self, memory_format=None):  # noqa: ARG001
     raise TypeError("chalf(): Kindle has no complex32 (chalf) kernels; use cfloat()")
 
 
-def _apply_(self, callable):  # noqa: A002
-    """Each element replaced by callable(element), in Python (CPU tensors, as torch)."""
-    flat = self.reshape(-1)
-    values = [callable(v) for v in flat.tolist()]
-    return self.copy_(_C.tensor(values, dtype=self.dtype).reshape(tuple(self.shape)))
-
-
-def _map_(self, tensor, callable):  # noqa: A002
-    """self[i] = callable(self[i], tensor[i]), tensor broadcast to self's shape."""
-    a = self.reshape(-1).tolist()
-    b = tensor.expand(tuple(self.shape)).reshape(-1).tolist()
-    return self.copy_(_C.tensor([callable(x, y) for x, y in zip(a, b)], dtype=self.dtype).reshape(tuple(self.shape)))
-
-
 def _dim_order(self, *, ambiguity_check=False):  # noqa: ARG001
     """The dims from outermost to innermost in memory (largest stride first; ties keep dim order)."""
     return tuple(sorted(builtins_range(self.dim()), key=lambda d: -self.stride(d)))
@@ -540,19 +518,32 @@ def _module_load(self, other, assign=False):
     return other.detach().to(self.dtype)
 
 
-def _map2_(self, x, y, callable):  # noqa: A002
-    a = self.reshape(-1).tolist()
-    b = x.expand(tuple(self.shape)).reshape(-1).tolist()
-    c = y.expand(tuple(self.shape)).reshape(-1).tolist()
-    vals = [callable(p, q, r) for p, q, r in zip(a, b, c)]
-    return self.copy_(_C.tensor(vals, dtype=self.dtype).reshape(tuple(self.shape)))
-
-
 def _no_device(dev):
     def to_device(self, *args, **kwargs):  # noqa: ARG001
         raise RuntimeError(f"no {dev} device: Kindle was built without {dev.upper()} support")
     to_device.__name__ = dev
     return to_device
+
+
+def _map_elements(self, fn, *others):
+    """self's elements replaced by fn(element, the others' elements), in Python (CPU tensors, as
+    torch's apply_/map_/map2_): the others broadcast to self's shape."""
+    shape = tuple(self.shape)
+    columns = [self.reshape(-1).tolist()] + [o.expand(shape).reshape(-1).tolist() for o in others]
+    values = [fn(*args) for args in zip(*columns)]
+    return self.copy_(_C.tensor(values, dtype=self.dtype).reshape(shape))
+
+
+def _apply_(self, callable):  # noqa: A002
+    return _map_elements(self, callable)
+
+
+def _map_(self, tensor, callable):  # noqa: A002
+    return _map_elements(self, callable, tensor)
+
+
+def _map2_(self, x, y, callable):  # noqa: A002
+    return _map_elements(self, callable, x, y)
 
 
 def _prelu(self, weight):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import opdb
 from opdb import (ALL, COMPLEX, F32_64, FLOATS, INTS, NUMERIC, Dt, binary, op, unary)
 
 MM_TOL = {"float32": (1e-5, 1e-5), "float16": (1e-3, 1e-2), "bfloat16": (1.6e-2, 5e-2)}
@@ -115,25 +116,13 @@ def _sum_to_size_samples(g):
             g.S(t((3, 4)), 3, 4), g.S(t((4, 5), "T"), 5, 1), g.S(t((3, 4)), ()), g.S(t((2, 3, 4)), 1, 3, 1)]
 
 
+# the in-place forms' samples (opdb.py), plus what only the out-of-place forms accept
 def _index_copy_samples(g):
-    t, i = g.t, g.idx
-    return [g.S(t((3, 4)), 0, i([2, 0]), t((2, 4))), g.S(t((3, 4)), 1, i([3, 1, 0]), t((3, 3))),
-            g.S(t((4, 5), "T"), 1, i([4]), t((4, 1))), g.S(t((3, 4)), 0, i([]), t((0, 4))), g.S(t(()), 0, i([0]), t(())),
-            g.S(t((3, 4)), -1, i([1]), t((3, 1), "E"))]
+    return opdb._index_copy_samples(g) + [g.S(g.t((3, 4)), -1, g.idx([1]), g.t((3, 1), "E"))]
 
 
-def _index_fill_samples(g):
-    t, i = g.t, g.idx
-    v = True if g.dtype == "bool" else (5 if g.dtype in INTS else -2.5)
-    return [g.S(t((3, 4)), 0, i([0, 2]), v), g.S(t((3, 4)), 1, i([3, 3, 1]), v), g.S(t((3, 4)), -1, i([]), v),
-            g.S(t((4, 5), "T"), 1, i([0]), v), g.S(t((3, 4)), 0, i([1]), g.t((), dtype=g.dtype)),
-            g.S(t(()), 0, i([0]), v)]
-
-
-def _masked_scatter_samples(g):
-    t, m = g.t, g.mask
-    return [g.S(t((3, 4)), m((3, 4)), t((3, 4))), g.S(t((3, 4)), m((4,)), t((20,))), g.S(t(()), m(()), t((1,))),
-            g.S(t((4, 5), "T"), m((4, 5)), t((4, 5), "T")), g.S(t((4,)), m((3, 4)), t((12,)))]
+def _masked_scatter_samples(g):  # self broadcast to the mask's shape
+    return opdb._masked_scatter_samples(g) + [g.S(g.t((4,)), g.mask((3, 4)), g.t((12,)))]
 
 
 def _select_scatter_samples(g):
@@ -323,7 +312,7 @@ NUMPY_STYLE_OPS = [
        errors=lambda g: [g.S(g.t((3, 4)), 2, 4), g.S(g.t((3, 4)), 1, 3, 4)]),
     op("index_copy", _index_copy_samples, ALL, kind="index",
        errors=lambda g: [g.S(g.t((3, 4)), 0, g.idx([3]), g.t((1, 4))), g.S(g.t((3, 4)), 0, g.idx([0, 1]), g.t((3, 4)))]),
-    op("index_fill", _index_fill_samples, ALL, kind="index",
+    op("index_fill", opdb._index_fill_samples, ALL, kind="index",
        errors=lambda g: [g.S(g.t((3, 4)), 0, g.idx([3]), 1), g.S(g.t((3, 4)), 0, g.idx([0]), g.t((2,)))]),
     op("masked_scatter", _masked_scatter_samples, ALL, kind="index",
        errors=lambda g: [g.S(g.t((3, 4)), g.t((3, 4), dtype="bool", data=np.ones((3, 4), bool)), g.t((1,))),
