@@ -282,6 +282,10 @@ def gen_binding(op, variant, varargs=None):
         if d is not None:
             spec += f" = {d}"
         arg_specs.append(spec)
+    # a factory without a device argument makes its tensor on the default device (kindle.device(...)
+    # as a context manager, set_default_device), as torch's factories do; *_like ops follow their input
+    if variant != "method" and not any(a.type in ("Tensor", "Tensor?", "Tensor[]") for a in args):
+        pass_args = [f"factory_device({p})" if a.name == "device" else p for a, p in zip(args, pass_args)]
     # every op called from Python is a profiler event (kindle/profiler.h: one load while off);
     # its tensor arguments are described for record_shapes (other arguments show as [], as in torch)
     described = []

@@ -192,11 +192,21 @@ CpuAllocator* cpu_allocator() {
 }  // namespace
 
 namespace {
+// `meta` storage has a size and no bytes: nothing is allocated, copies into it do nothing and
+// copies out of it raise, as torch's.
+struct MetaAllocator final : Allocator {
+  DataPtr allocate(size_t) override { return {}; }
+};
+void meta_copy(void*, Device, const void*, Device src_device, size_t nbytes, bool) {
+  KINDLE_CHECK_NOT_IMPLEMENTED(!src_device.is_meta() || nbytes == 0, "Cannot copy out of meta tensor; no data!");
+}
+MetaAllocator g_meta_allocator;
+
 struct DeviceBackend {
   Allocator* allocator = nullptr;
   CopyBytesFn copy = nullptr;
 };
-DeviceBackend g_backends[kNumDeviceTypes];
+DeviceBackend g_backends[kNumDeviceTypes] = {{}, {}, {&g_meta_allocator, meta_copy}};
 }  // namespace
 
 void register_device(DeviceType type, Allocator* allocator, CopyBytesFn copy) {
@@ -214,7 +224,7 @@ Allocator* get_allocator(Device device) {
 namespace detail {
 void copy_bytes_across(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
                        bool non_blocking) {
-  Device dev = dst_device.is_cpu() ? src_device : dst_device;
+  Device dev = dst_device.is_meta() || src_device.is_meta() ? kMeta : dst_device.is_cpu() ? src_device : dst_device;
   CopyBytesFn f = g_backends[int(dev.type())].copy;
   KINDLE_CHECK_NOT_IMPLEMENTED(f, "copy: kindle was built without support for device ", dev);
   f(dst, dst_device, src, src_device, nbytes, non_blocking);
@@ -231,7 +241,7 @@ Storage make_storage(size_t nbytes, Device device) {
     return Storage(new StorageImpl(p, nbytes, kCPU));
   }
   Allocator* a = get_allocator(device);
-  if (device.index() < 0) device.set_index(int8_t(cuda::current_device()));  // "cuda" is the current device
+  if (device.is_cuda() && device.index() < 0) device.set_index(int8_t(cuda::current_device()));  // the current one
   DataPtr p = a->allocate(nbytes, device);
   return Storage(new StorageImpl(p, nbytes, device));
 }

@@ -60,7 +60,8 @@ Device Device::parse(std::string_view s) {
   if (str.rfind("cpu:", 0) == 0) return Device(DeviceType::CPU, int8_t(std::stoi(str.substr(4))));
   if (str == "cuda" || str.rfind("cuda:", 0) == 0)
     return Device(DeviceType::CUDA, str.size() > 5 ? int8_t(std::stoi(str.substr(5))) : int8_t(-1));
-  throw Error(detail::str_cat("Expected one of cpu, cuda device type at start of device string: ", str));
+  if (str == "meta") return kMeta;
+  throw Error(detail::str_cat("Expected one of cpu, cuda, meta device type at start of device string: ", str));
 }
 
 std::string Device::str() const {
@@ -70,7 +71,8 @@ std::string Device::str() const {
 }
 
 std::ostream& operator<<(std::ostream& os, Device d) {
-  os << (d.type() == DeviceType::CPU ? "cpu" : "cuda");
+  static const char* names[kNumDeviceTypes] = {"cpu", "cuda", "meta"};
+  os << names[int(d.type())];
   if (d.index() >= 0) os << ':' << int(d.index());
   return os;
 }

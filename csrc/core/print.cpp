@@ -167,13 +167,22 @@ std::string Tensor::to_string() const {
                              dt == to_complex_type(default_dtype());
   std::string body;
   // A device's elements are printed from a host copy, with the device named first (as torch).
-  Tensor host = device().is_cpu() ? *this : detach()._to_device(kCPU);
+  // A meta tensor has no elements to print: its size and dtype stand for them.
+  Tensor host = device().is_cpu() || device().is_meta() ? *this : detach()._to_device(kCPU);
   if (!device().is_cpu()) {
     std::ostringstream ds;
     ds << "device='" << device() << "'";
     suffixes.push_back(ds.str());
   }
-  if (numel() == 0) {
+  if (device().is_meta()) {
+    std::ostringstream ss;
+    ss << "size=(";
+    for (int64_t i = 0; i < dim(); ++i) ss << (i ? ", " : "") << sizes()[i];
+    ss << (dim() == 1 ? ",)" : ")");
+    suffixes.push_back(ss.str());
+    if (dt != default_dtype()) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
+    body = "...";
+  } else if (numel() == 0) {
     if (dim() != 1) {
       std::ostringstream ss;
       ss << "size=(";

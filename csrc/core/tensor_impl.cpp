@@ -195,6 +195,7 @@ Tensor scalar_to_tensor(const Scalar& s, Device device) {
 Scalar Tensor::item() const {
   KINDLE_CHECK(numel() == 1, "a Tensor with ", numel(),
                " elements cannot be converted to Scalar (item() needs exactly one element)");
+  KINDLE_CHECK(!device().is_meta(), "Tensor.item() cannot be called on meta tensors");
   return dispatch_all_and_complex(dtype(), "item", [&](auto tag) -> Scalar {
     using T = typename decltype(tag)::type;
     if (device().is_cpu()) return Scalar(*reinterpret_cast<const T*>(impl_->data()));
@@ -206,6 +207,9 @@ Scalar Tensor::item() const {
 
 namespace detail {
 void throw_not_host_memory(Device device) {
+  if (device.is_meta())
+    throw NotImplementedError("this operation depends on the values of a meta tensor, which has none (only a "
+                              "shape, strides and a dtype); run it on real data");
   throw NotImplementedError(str_cat(
       "this operation reads the elements of a ", device, " tensor on the host and has no ", device,
       " kernel yet; move the tensor with .cpu() first"));

@@ -7,6 +7,7 @@
 #include "kindle/autograd.h"
 #include "nn/common.h"
 #include "ops/pad_kernels.h"
+#include "ops/value_checks.h"
 
 namespace kindle {
 
@@ -124,7 +125,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
                "'indices' to have one of the following scalar types: Long, Int; but got ", input.dtype(), " instead");
   int64_t V = weight.size(0);
   Tensor idx = input.to(kInt64).reshape({-1});
-  if (idx.numel() > 0) {
+  if (idx.numel() > 0 && !idx.is_meta()) {
     int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
     KINDLE_CHECK_INDEX(lo >= 0 && hi < V, "embedding: index out of range in self (indices span [", lo, ", ", hi,
                        "], the table has ", V, " rows)");
@@ -134,7 +135,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
     KINDLE_CHECK(*padding_idx < V && *padding_idx >= -V, "embedding: padding_idx must be within num_embeddings");
     pad = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
   }
-  if (max_norm) {
+  if (max_norm && !weight.is_meta()) {  // (a renorm writes values only: nothing to do on meta)
     // Rows that are looked up and exceed max_norm are rescaled in place (as PyTorch's embedding_renorm_:
     // not differentiable in either mode, so the weight keeps its tangent too).
     autograd::NoGradGuard g;
@@ -172,7 +173,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
   if (per_sample_weights)
     KINDLE_CHECK_VALUE(per_sample_weights->sizes() == input.sizes(), "embedding_bag: per_sample_weights of shape ",
                        per_sample_weights->sizes(), " must have the same shape as input ", input.sizes());
-  if (input.numel() > 0) {
+  if (input.numel() > 0 && !input.is_meta()) {
     int64_t lo = input.min().item<int64_t>(), hi = input.max().item<int64_t>();
     KINDLE_CHECK(lo >= 0 && hi < weight.size(0), "embedding_bag: index out of range in self (indices span [", lo, ", ",
                  hi, "], the table has ", weight.size(0), " rows)");
@@ -195,10 +196,10 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
     int64_t n = input.numel();
     Tensor off = offsets->to(kInt64);
     B = include_last_offset ? off.numel() - 1 : off.numel();
-    KINDLE_CHECK(B >= 0 && (off.numel() == 0 || off.select(0, 0).item<int64_t>() == 0), "embedding_bag: offsets[0] "
-                 "has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got ",
-                 off.numel() ? off.select(0, 0).item<int64_t>() : 0);
-    if (off.numel()) {
+    KINDLE_CHECK(B >= 0 && (off.numel() == 0 || off.is_meta() || off.select(0, 0).item<int64_t>() == 0),
+                 "embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                 "position 0. However, got ", off.numel() && !off.is_meta() ? off.select(0, 0).item<int64_t>() : 0);
+    if (off.numel() && !off.is_meta()) {
       int64_t last = off.select(0, -1).item<int64_t>();
       KINDLE_CHECK(last <= n, "embedding_bag: offsets[-1] can not be greater than input's length ", n,
                    " but got offsets[-1] of ", last);
@@ -214,8 +215,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
   if (per_sample_weights) w = w * per_sample_weights->reshape({-1});
   if (mode == "max") {
     // rows of each bag laid out in a (B, longest bag) grid; empty slots and padding read -inf
-    Tensor counts = bincount(bag, std::nullopt, B);
-    int64_t longest = counts.numel() ? counts.max().item<int64_t>() : 0;
+    Tensor counts = zeros({B}, kInt64, idx.device()).index_add_(0, bag, ones_like(bag));
+    int64_t longest = counts.numel() && !counts.is_meta() ? counts.max().item<int64_t>() : 0;  // (meta: any)
     Tensor first = counts.cumsum(0) - counts;                            // start of each bag
     Tensor slot = arange(0, idx.numel(), 1, kInt64, idx.device()) - first.index_select(0, bag);
     Tensor grid = full({B, std::max<int64_t>(longest, 1), weight.size(1)}, -std::numeric_limits<double>::infinity(),
@@ -238,6 +239,8 @@ Tensor one_hot(const Tensor& self, int64_t num_classes) {
                self.dtype(), ")");
   if (self.numel() == 0) {
     KINDLE_CHECK(num_classes > 0, "one_hot: Can not infer total number of classes from empty tensor.");
+  } else if (self.is_meta()) {  // the classes are values: only a given count sizes the result
+    KINDLE_CHECK_NOT_IMPLEMENTED(num_classes > 0, "one_hot: a meta tensor needs num_classes (its values are unknown)");
   } else {
     KINDLE_CHECK((self >= 0).all().item<bool>(), "one_hot: Class values must be non-negative.");
     int64_t mx = self.max().item<int64_t>();

@@ -4,6 +4,7 @@
 #include "kindle/autograd.h"
 #include "nn/common.h"
 #include "ops/loss_kernels.h"
+#include "ops/value_checks.h"
 
 namespace kindle {
 namespace nn_detail {
@@ -87,7 +88,7 @@ namespace {
 // IndexError naming the first target outside [0, C) that is not ignore_index.
 void check_targets(const Tensor& tgt, const Tensor& valid, int64_t C, int64_t ignore_index) {
   Tensor bad = logical_and(valid, logical_or(tgt < 0, tgt >= C));
-  if (bad.any().item<bool>()) {
+  if (detail::any_value(bad)) {
     Tensor v = tgt.masked_select(bad);
     KINDLE_CHECK_INDEX(false, "nll_loss: Target ", v.reshape({-1}).select(0, 0).item<int64_t>(), " is out of bounds (there are ",
                        C, " classes; ignore_index is ", ignore_index, ")");
@@ -245,7 +246,7 @@ Tensor native_binary_cross_entropy(const Tensor& self, const Tensor& target, con
                      ") that is different to the input size (", self.sizes(), ") is deprecated. Please ensure they "
                      "have the same size.");
   check_float(self, "binary_cross_entropy", "input");
-  KINDLE_CHECK(logical_and(self >= 0, self <= 1).all().item<bool>(),
+  KINDLE_CHECK(detail::all_values(logical_and(self >= 0, self <= 1)),
                "binary_cross_entropy: all elements of input should be between 0 and 1");
   // log clamped at -100, as PyTorch, so that a 0 or 1 input gives a finite loss.
   Tensor lx = clamp_min(self.log(), -100), l1x = clamp_min((1 - self).log(), -100);
@@ -303,7 +304,7 @@ Tensor gaussian_nll_loss(const Tensor& self, const Tensor& target, const Tensor&
                              v.sizes().slice(0, size_t(v.dim() - 1)) == self.sizes().slice(0, size_t(self.dim() - 1)),
                          "gaussian_nll_loss: var is of incorrect size (input ", self.sizes(), ", var ", var.sizes(), ")");
   }
-  KINDLE_CHECK_VALUE(!(v < 0).any().item<bool>(), "gaussian_nll_loss: var has negative entry/entries");
+  KINDLE_CHECK_VALUE(!detail::any_value(v < 0), "gaussian_nll_loss: var has negative entry/entries");
   // Clamp for stability without changing the gradient (PyTorch clamps in place under no_grad).
   Tensor clamped = v + (clamp_min(v, eps) - v).detach();
   Tensor loss = 0.5 * (clamped.log() + (self - target).square() / clamped);
@@ -388,7 +389,7 @@ Tensor multi_margin_loss(const Tensor& self, const Tensor& target, int64_t p, do
                " for input of size: ", self.sizes());
   if (weight) KINDLE_CHECK(weight->dim() == 1 && weight->numel() == C, "multi_margin_loss: inconsistent weight size: ",
                            weight->sizes(), " for input of size: ", self.sizes());
-  if (t.numel()) KINDLE_CHECK((t >= Scalar(0)).all().item().to_bool() && (t < Scalar(C)).all().item().to_bool(),
+  KINDLE_CHECK(detail::all_values(logical_and(t >= Scalar(0), t < Scalar(C))),
                               "multi_margin_loss: target out of range (classes are 0 to ", C - 1, ")");
   Tensor ty = t.unsqueeze(1);
   Tensor z = clamp_min(x - x.gather(1, ty) + margin, 0);
@@ -413,7 +414,7 @@ Tensor multilabel_margin_loss(const Tensor& self, const Tensor& target, std::str
   Tensor x = self.dim() == 2 ? self : self.reshape({1, -1});
   Tensor t = target.reshape(x.sizes());
   int64_t C = x.size(1);
-  if (t.numel()) KINDLE_CHECK((t >= Scalar(-1)).all().item().to_bool() && (t < Scalar(C)).all().item().to_bool(),
+  KINDLE_CHECK(detail::all_values(logical_and(t >= Scalar(-1), t < Scalar(C))),
                               "multilabel_margin_loss: target out of range (classes are 0 to ", C - 1, ", -1 ends the list)");
   Tensor listed = (t >= Scalar(0)).to(kInt64).cumprod(1);            // 1 before the first -1
   Tensor count = zeros(x.sizes(), kInt64, x.device()).scatter_add(1, t.clamp_min(0), listed).to(x.dtype());

@@ -185,10 +185,13 @@ static Tensor tri_indices(int64_t row, int64_t col, int64_t offset, std::optiona
   KINDLE_CHECK(col >= 0, op, ": col must be non-negative, got ", col);
   DType dt = dtype.value_or(kInt64);
   KINDLE_CHECK_NOT_IMPLEMENTED(dt == kInt64 || dt == kInt32, "\"", op, "\" not implemented for '", dt, "'");
-  Tensor i = arange(0, row, 1, kInt64, device).unsqueeze(1);
-  Tensor j = arange(0, col, 1, kInt64, device);
+  // (meta: the count of indices is known without data; it is counted on the CPU)
+  Device on = device && device->is_meta() ? kCPU : device.value_or(kCPU);
+  Tensor i = arange(0, row, 1, kInt64, on).unsqueeze(1);
+  Tensor j = arange(0, col, 1, kInt64, on);
   Tensor keep = lower ? (j - i) <= Scalar(offset) : (j - i) >= Scalar(offset);
-  return keep.nonzero().t().contiguous().to(dt);
+  Tensor r = keep.nonzero().t().contiguous().to(dt);
+  return on == device.value_or(kCPU) ? r : empty_tensor(r.sizes(), dt, *device);
 }
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<DType> dtype, std::optional<Device> device) {
   return tri_indices(row, col, offset, dtype, device, true, "tril_indices");
@@ -460,6 +463,7 @@ Tensor histc(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& 
   double lo = min.to_double(), hi = max.to_double();
   KINDLE_CHECK(lo <= hi, "torch.histc: max must be larger than min");
   Tensor x = self.detach().flatten();
+  if (x.is_meta()) return empty_tensor({bins}, self.dtype(), x.device());  // the counts are values
   if (lo == hi && x.numel() > 0) {
     lo = x.min().item().to_double();
     hi = x.max().item().to_double();

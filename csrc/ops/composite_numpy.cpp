@@ -10,6 +10,7 @@
 #include "kindle/autograd.h"
 #include "kindle/operators.h"
 #include "ops/composite_util.h"
+#include "ops/value_checks.h"
 #include "ops/tensor_iter.h"
 
 namespace kindle {
@@ -124,7 +125,7 @@ Tensor gcd(const Tensor& self, const Tensor& other) {
   Tensor zero = scalar_tensor_of(0, dt), one = scalar_tensor_of(1, dt);
   for (;;) {
     Tensor nz = ne(b, zero);
-    if (!any(nz).item().to_bool()) break;
+    if (!detail::any_value(nz)) break;  // (meta: one step gives the result's shape and dtype)
     Tensor r = remainder(a, where(nz, b, one));
     a = where(nz, b, a);
     b = where(nz, r, zero);
@@ -150,7 +151,9 @@ Tensor isin(const Tensor& elements, const Tensor& test_elements, bool assume_uni
   DType dt = result_type({elements, test_elements});
   KINDLE_CHECK(elements.dtype() != kBool && test_elements.dtype() != kBool && !is_complex(dt),
                "Unsupported input type encountered for isin(): ", scalar_type_name(dt));
-  Tensor e = elements.to(dt), t = test_elements.reshape({-1}).to(dt);
+  // a Python number (a CPU scalar) joins the other argument's device
+  Device dev = elements.is_cpu() && elements.dim() == 0 ? test_elements.device() : elements.device();
+  Tensor e = elements.to(dt)._to_device(dev), t = test_elements.reshape({-1}).to(dt)._to_device(dev);
   Tensor found;
   if (t.numel() == 0) {
     found = zeros(elements.sizes(), kBool, elements.device());
@@ -325,6 +328,8 @@ const Tensor& put_(const Tensor& self, const Tensor& index, const Tensor& source
   Tensor idx = index.reshape({-1});
   if (idx.numel() > 0) {
     KINDLE_CHECK_INDEX(n > 0, "put_(): Tried to put elements into an empty tensor");
+  }
+  if (idx.numel() > 0 && !idx.is_meta()) {
     int64_t lo = amin(idx).item().to_int(), hi = amax(idx).item().to_int();
     KINDLE_CHECK_INDEX(lo >= -n && hi < n, "out of range: tried to access index ", lo < -n ? lo : hi, " on a tensor of ",
                        n, " elements.");

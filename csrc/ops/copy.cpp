@@ -10,6 +10,10 @@ namespace {
 // src's values (broadcast to dst's shape, in dst's dtype) copied into dst on another device:
 // the source made dense on its own device, the bytes moved, then written into dst's layout.
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  if (dst.device().is_meta()) {  // nothing to write; the shapes must still broadcast
+    (void)src.expand(dst.sizes());
+    return;
+  }
   Tensor s = src.expand(dst.sizes()).to(dst.dtype()).contiguous();
   if (dst.is_contiguous()) {
     copy_bytes(dst.raw_data_ptr(), dst.device(), s.raw_data_ptr(), s.device(), s.nbytes(), non_blocking);
@@ -25,7 +29,7 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
 Tensor native__to_device(const Tensor& self, std::optional<Device> device, bool non_blocking) {
   Device d = device.value_or(kCPU);
   if (d.is_cpu()) d = kCPU;  // cpu:0 is the CPU
-  else if (d.index() < 0) d.set_index(int8_t(cuda::current_device()));
+  else if (d.is_cuda() && d.index() < 0) d.set_index(int8_t(cuda::current_device()));
   if (self.device() == d) return self;
   Tensor out = empty_tensor(self.sizes(), self.dtype(), d);
   copy_across_devices(out, self, non_blocking);
@@ -66,6 +70,7 @@ const Tensor& native_fill_(const Tensor& self, const Scalar& value) {
 const Tensor& native_fill_(const Tensor& self, const Tensor& value) {
   KINDLE_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
                " dimensions.");
+  if (value.is_meta() && self.is_meta()) return self;  // nothing to write, nothing to read
   return fill_(self, value.to(self.dtype()).item());  // converted as a copy would, unchecked (PyTorch)
 }
 

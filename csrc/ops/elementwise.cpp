@@ -114,7 +114,7 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   if (int_division || (op == BinaryOp::Pow && !b.impl()->wrapped_number))
     KINDLE_CHECK_NOT_IMPLEMENTED(ct != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
   // Integer division by zero raises before anything is written (no half-updated in-place result).
-  if (int_division && it.numel && is_integral(ct, false)) {
+  if (int_division && it.numel && is_integral(ct, false) && !b.is_meta()) {
     bool zero;
     if (b.numel() == 1) {  // `x // 2`: the value in ct's width (256 is 0 as uint8), no allocation
       uint64_t bits = itemsize(ct) * 8;
@@ -527,7 +527,7 @@ static Tensor lerp_impl(const char* name, const Tensor& self, const Tensor& end,
   KINDLE_CHECK((self.is_floating_point() || self.is_complex()) && end.dtype() == self.dtype(), name,
                     ": expected start and end to be floating point tensors of the same dtype, got ",
                     self.dtype(), " and ", end.dtype());
-  if ((weight.impl()->wrapped_number || weight.dim() == 0) && !self.is_complex() && !weight.is_complex()) {
+  if ((weight.impl()->wrapped_number || weight.dim() == 0) && !self.is_complex() && !weight.is_complex() && !weight.is_meta()) {
     TensorIterConfig cfg;
     cfg.add_output(out).add_input(self).add_input(end);
     TensorIter it = cfg.build(name);

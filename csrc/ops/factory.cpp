@@ -32,7 +32,7 @@ GeneratorImpl& gen_or_default(const std::optional<Generator>& g) {
 // innermost), so the draws go to a contiguous temporary laid out in that order.
 void fill_random(const Tensor& self, RandomArgs args, const std::optional<Generator>& g) {
   if (self.numel() == 0) return;
-  if (!self.device().is_cpu() && !random_stub.fns[int(self.device().type())]) {
+  if (!random_stub.has(self.device())) {
     // A device without its own generator kernels draws on the CPU (the numbers a CPU tensor
     // gets from the same seed) and copies them over: correct, not fast.
     Tensor host = empty_tensor(self.sizes(), self.dtype(), kCPU);

@@ -3,6 +3,7 @@
 #include "native_ops.h"
 #include "kindle/operators.h"
 #include "ops/kernels.h"
+#include "ops/value_checks.h"
 
 namespace kindle {
 namespace {
@@ -47,9 +48,12 @@ IndexPlan plan_index(const Tensor& self_in, const std::vector<std::optional<Tens
         continue;
       }
       Tensor nz = nonzero(o->to(kBool));
+      if (nz.device() != self.device() && nz.is_cpu()) nz = nz._to_device(self.device());
       for (int64_t k = 0; k < o->dim(); ++k) idx.push_back(nz.select(1, k));
     } else {
-      idx.push_back(as_long_index(*o, op));
+      // CPU indices serve a tensor on any device (as in torch); they move to its device here
+      Tensor t = as_long_index(*o, op);
+      idx.push_back(t.device() != self.device() && t.is_cpu() ? t._to_device(self.device()) : t);
     }
   }
   KINDLE_CHECK_INDEX(int64_t(idx.size()) <= self.dim(), op, ": too many indices for tensor of dimension ", self.dim());
@@ -126,6 +130,11 @@ Tensor native_index(const Tensor& self, const std::vector<std::optional<Tensor>>
 
 const Tensor& native_index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
                          bool accumulate) {
+  if (self.is_meta() && std::any_of(indices.begin(), indices.end(), [](const std::optional<Tensor>& t) {
+        return t && t->defined() && (t->dtype() == kBool || t->dtype() == kUInt8);
+      })) {
+    return self;  // which elements a mask selects is a question of values; nothing is written on meta
+  }
   IndexPlan pl = plan_index(self, indices, "index_put_");
   Tensor v = values.dtype() == self.dtype() ? values : values.to(self.dtype());
   KINDLE_CHECK(broadcast_shapes(pl.shape, v.sizes(), "index_put_") == pl.shape, "index_put_: shape mismatch: value tensor of shape ",
@@ -163,9 +172,11 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
     // (PyTorch: IndexError for a 1-d self, RuntimeError otherwise)
     if (self.dim() > 1)
       KINDLE_CHECK(n > 0, "index_select(): self indexing axis dim should be positive (dimension ", dim, " has size 0)");
-    int64_t lo = amin(idx.to(kInt64), {}, false).item().to_int(), hi = amax(idx.to(kInt64), {}, false).item().to_int();
-    KINDLE_CHECK_INDEX(lo >= 0 && hi < n, "index_select(): index out of range in self (index ", lo < 0 ? lo : hi,
-                       " for a dimension of size ", n, ")");
+    if (!idx.is_meta()) {
+      int64_t lo = amin(idx.to(kInt64), {}, false).item().to_int(), hi = amax(idx.to(kInt64), {}, false).item().to_int();
+      KINDLE_CHECK_INDEX(lo >= 0 && hi < n, "index_select(): index out of range in self (index ", lo < 0 ? lo : hi,
+                         " for a dimension of size ", n, ")");
+    }
   }
   if (self.dim() == 0) return kindle::index(self.reshape({1}), {idx}).reshape({});
   int64_t d = wrap_dim(dim, self.dim(), "index_select");
@@ -300,7 +311,7 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices_in, std::optiona
   // Along a dimension PyTorch counts negative indices from the end (and wraps every index modulo
   // the size; an index outside [-size, size) raises here instead of wrapping silently).
   Tensor indices = indices_in;
-  if (indices.numel() && self.dim() && (indices < Scalar(0)).any().item().to_bool())
+  if (indices.numel() && self.dim() && detail::any_value(indices < Scalar(0)))
     indices = where(indices < Scalar(0), indices + Scalar(self.size(d)), indices);
   DimVector ss(self.sizes()), is(indices.sizes());
   ss[d] = 1;
@@ -316,7 +327,7 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
   if (self.dim() == 0) { index_add_(self.view({1}), 0, index, source.reshape({-1}), alpha); return self; }
   int64_t d = wrap_dim(dim, self.dim(), "index_add_");
   KINDLE_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
-  if (index.numel()) {
+  if (index.numel() && !index.is_meta()) {
     int64_t lo = amin(index, {}, false).item().to_int(), hi = amax(index, {}, false).item().to_int();
     // PyTorch raises IndexError for a vector and RuntimeError otherwise; both name the index.
     int64_t bad = hi >= self.size(d) ? hi : lo;
@@ -343,6 +354,8 @@ const Tensor& index_fill_(const Tensor& self, int64_t dim, const Tensor& index, 
 const Tensor& native_index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
   KINDLE_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
                value.dim(), " dimension(s).");
+  // (meta: the checks alone; nothing is written)
+  if (value.is_meta() && self.is_meta()) return index_fill_(self, dim, index, Scalar(0));
   return index_fill_(self, dim, index, value.item());
 }
 const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
@@ -354,7 +367,7 @@ const Tensor& index_copy_(const Tensor& self, int64_t dim, const Tensor& index, 
 }
 
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  if (value.dim() == 0 && value.numel() == 1) check_scalar_fits(value.item(), self.dtype(), "masked_fill");
+  if (value.dim() == 0 && value.numel() == 1 && !value.is_meta()) check_scalar_fits(value.item(), self.dtype(), "masked_fill");
   KINDLE_CHECK(mask.dtype() == kBool, "masked_fill: expected the mask to be a bool tensor, got ", mask.dtype());
   KINDLE_CHECK(value.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got tensor with ",
                value.dim(), " dimension(s).");
@@ -374,6 +387,10 @@ Tensor masked_select(const Tensor& self, const Tensor& mask) {
 }
 const Tensor& masked_scatter_(const Tensor& self, const Tensor& mask, const Tensor& source) {
   Tensor m = mask.expand(self.sizes());
+  if (self.is_meta()) {
+    KINDLE_CHECK(mask.dtype() == kBool, "masked_scatter_: expected the mask to be a bool tensor, got ", mask.dtype());
+    return self;  // which elements the mask selects is a question of values
+  }
   int64_t n = sum(m).item().to_int();
   KINDLE_CHECK(source.numel() >= n, "masked_scatter_: expected source to have at least ", n, " elements, got ", source.numel());
   return index_put_(self, {std::optional<Tensor>(m)}, source.reshape({-1}).narrow(0, 0, n), false);

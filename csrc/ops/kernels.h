@@ -6,15 +6,26 @@
 
 namespace kindle {
 
+// The meta device's kernel for every stub: its outputs were already sized and typed by the op,
+// and there is nothing to compute.
+template <typename Fn>
+struct MetaKernel;
+template <typename... Args>
+struct MetaKernel<void (*)(Args...)> {
+  static void run(Args...) {}
+};
+
 template <typename Fn>
 struct KernelStub {
   const char* name;
   Fn fns[kNumDeviceTypes] = {};
   Fn operator[](Device d) const {
     Fn f = fns[int(d.type())];
+    if (!f && d.is_meta()) return &MetaKernel<Fn>::run;
     KINDLE_CHECK_NOT_IMPLEMENTED(f, name, ": no kernel for device ", d);
     return f;
   }
+  bool has(Device d) const { return fns[int(d.type())] || d.is_meta(); }
 };
 #define KINDLE_REGISTER_KERNEL(stub, device, fn) \
   static const bool stub##_registered_ = (::kindle::stub.fns[int(device)] = (fn), true)

@@ -6,6 +6,7 @@
 #include "kindle/autograd.h"
 #include "kindle/operators.h"
 #include "ops/scan_kernels.h"
+#include "ops/value_checks.h"
 
 namespace kindle {
 namespace {
@@ -38,7 +39,7 @@ std::tuple<Tensor, Tensor> pick(const Sorted& s, const Tensor& pos, bool keepdim
 Tensor median_position(const Tensor& self, const Sorted& s, bool ignore_nan) {
   Tensor x = s.scalar ? self.reshape({1}) : self;
   int64_t n = x.size(s.dim);
-  if (!x.is_floating_point()) return full(s.values.narrow(s.dim, 0, 1).sizes(), Scalar((n - 1) / 2), kInt64);
+  if (!x.is_floating_point()) return full(s.values.narrow(s.dim, 0, 1).sizes(), Scalar((n - 1) / 2), kInt64, x.device());
   Tensor valid = x.isnan().logical_not().sum(IntArrayRef{s.dim}, true);
   if (ignore_nan) return (valid - 1).clamp_min(0).div(scalar_tensor_of(2, kInt64), "floor");
   return where(valid < Scalar(n), valid, full({}, Scalar((n - 1) / 2), kInt64));
@@ -74,7 +75,7 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& self, int64_t k, int64_t dim, 
   KINDLE_CHECK(k >= 1 && k <= s.values.size(s.dim), "kthvalue(): selected number k out of range for dimension ", dim);
   DimVector at(s.values.sizes());
   at[s.dim] = 1;
-  return pick(s, full(at, Scalar(k - 1), kInt64), keepdim);
+  return pick(s, full(at, Scalar(k - 1), kInt64, self.device()), keepdim);
 }
 
 Tensor median(const Tensor& self) { return median_all_impl(self, false); }
@@ -103,13 +104,14 @@ static Tensor quantile_impl(const Tensor& self, const Tensor& q, std::optional<i
   KINDLE_CHECK(interpolation == "linear" || interpolation == "lower" || interpolation == "higher" ||
                    interpolation == "midpoint" || interpolation == "nearest",
                op, "() interpolation must be one of linear, lower, higher, midpoint or nearest, but got ", interpolation);
-  KINDLE_CHECK(q.numel() == 0 || logical_and(q >= Scalar(0), q <= Scalar(1)).all().item().to_bool(), op,
+  KINDLE_CHECK(detail::all_values(logical_and(q >= Scalar(0), q <= Scalar(1))), op,
                "() q values must be in the range [0, 1]");
   Tensor x = dim ? (self.dim() == 0 ? self.reshape({1}) : self) : self.flatten();
   int64_t d = dim ? wrap_dim(*dim, x.dim(), op) : 0;
   Tensor sorted = std::get<0>(x.sort(d, false, false)).movedim({d}, {-1});  // (..., n)
   int64_t n = sorted.size(-1);
   Tensor qs = q.reshape({-1});
+  if (q.impl()->wrapped_number) qs = qs._to_device(self.device());  // a Python number: on self's device
   Tensor ranks;
   if (ignore_nan) {
     Tensor valid = sorted.isnan().logical_not().sum(IntArrayRef{-1}, true).to(self.dtype());
@@ -141,7 +143,7 @@ Tensor quantile(const Tensor& self, const Tensor& q, std::optional<int64_t> dim,
 }
 Tensor quantile(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) {
   KINDLE_CHECK(q >= 0 && q <= 1, "quantile() q must be in the range [0, 1] but got ", q);
-  return quantile_impl(self, scalar_tensor_of(q, self.dtype()), dim, keepdim, interpolation, false, "quantile");
+  return quantile_impl(self, scalar_tensor_of(q, self.dtype(), self.device()), dim, keepdim, interpolation, false, "quantile");
 }
 Tensor nanquantile(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
                    std::string_view interpolation) {
@@ -149,7 +151,7 @@ Tensor nanquantile(const Tensor& self, const Tensor& q, std::optional<int64_t> d
 }
 Tensor nanquantile(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim, std::string_view interpolation) {
   KINDLE_CHECK(q >= 0 && q <= 1, "nanquantile() q must be in the range [0, 1] but got ", q);
-  return quantile_impl(self, scalar_tensor_of(q, self.dtype()), dim, keepdim, interpolation, true, "nanquantile");
+  return quantile_impl(self, scalar_tensor_of(q, self.dtype(), self.device()), dim, keepdim, interpolation, true, "nanquantile");
 }
 
 }  // namespace kindle
@@ -180,8 +182,8 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& self, bool out_
     KINDLE_CHECK(sorter->sizes() == sorted_sequence.sizes(), op, ": boundary and sorter must have the same size, but got "
                  "boundary tensor ", sorted_sequence.sizes(), " and got sorter tensor ", sorter->sizes());
     KINDLE_CHECK(sorter->dtype() == kInt64, op, ": sorter must be a tensor of long dtype but got dtype ", sorter->dtype());
-    KINDLE_CHECK(sorter->numel() == 0 || logical_and(*sorter >= Scalar(0), *sorter < Scalar(sorted_sequence.size(-1)))
-                                             .all().item().to_bool(), op, ": sorter index out of range");
+    KINDLE_CHECK(detail::all_values(logical_and(*sorter >= Scalar(0), *sorter < Scalar(sorted_sequence.size(-1)))),
+                 op, ": sorter index out of range");
   }
   DType dt = promote_types(sorted_sequence.dtype(), self.dtype());
   Tensor seq = sorted_sequence.to(dt).contiguous(), values = self.to(dt).contiguous();
@@ -198,7 +200,7 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Scalar& self, bool out_
                     std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
   KINDLE_CHECK(sorted_sequence.dim() == 1, "torch.searchsorted(): input value can be a scalar only when boundaries tensor "
                "dimension is 1, but we got boundaries tensor dim(", sorted_sequence.dim(), ") and input value's dim(0) numel(1)");
-  return searchsorted(sorted_sequence, scalar_to_tensor(self), out_int32, right, side, sorter);
+  return searchsorted(sorted_sequence, scalar_to_tensor(self, sorted_sequence.device()), out_int32, right, side, sorter);
 }
 
 Tensor bucketize(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right) {
@@ -207,7 +209,7 @@ Tensor bucketize(const Tensor& self, const Tensor& boundaries, bool out_int32, b
 }
 Tensor bucketize(const Scalar& self, const Tensor& boundaries, bool out_int32, bool right) {
   KINDLE_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return searchsorted(boundaries, scalar_to_tensor(self), out_int32, right, std::nullopt, std::nullopt);
+  return searchsorted(boundaries, scalar_to_tensor(self, boundaries.device()), out_int32, right, std::nullopt, std::nullopt);
 }
 
 }  // namespace kindle
@@ -223,7 +225,7 @@ std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
   int64_t n = v.size(-1);
   DimVector one(v.sizes());
   one.back() = 1;
-  Tensor first = ones(one, kBool), differs = v.narrow(-1, 1, n - 1) != v.narrow(-1, 0, n - 1);
+  Tensor first = ones(one, kBool, self.device()), differs = v.narrow(-1, 1, n - 1) != v.narrow(-1, 0, n - 1);
   Tensor starts = cat({first, differs}, -1), ends = cat({differs, first}, -1);
   Tensor run = starts.to(kInt64).cumsum(-1) - Scalar(1);
   Tensor length = zeros_like(run).scatter_add(-1, run, ones_like(run)).gather(-1, run);

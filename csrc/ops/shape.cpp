@@ -478,7 +478,7 @@ static Tensor triangle_by_mask(const Tensor& self, int64_t diagonal, bool lower)
 }
 static Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
   check_triangle(self, op);
-  if (!triangle_stub.fns[int(self.device().type())]) return triangle_by_mask(self, diagonal, lower);
+  if (!triangle_stub.has(self.device())) return triangle_by_mask(self, diagonal, lower);
   Tensor src = self.contiguous();
   Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
   if (out.numel()) triangle_stub[self.device()](src, out, diagonal, lower);
@@ -486,7 +486,7 @@ static Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const c
 }
 static const Tensor& triangle_(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
   check_triangle(self, op);
-  if (self.is_contiguous() && triangle_stub.fns[int(self.device().type())]) {
+  if (self.is_contiguous() && triangle_stub.has(self.device())) {
     if (self.numel()) triangle_stub[self.device()](self, self, diagonal, lower);
     return self;
   }

@@ -23,6 +23,11 @@ struct DimList {
   DimList() = default;
   DimList(std::initializer_list<int64_t> il) : dims(il) {}
 };
+// The device factories use when none is given: kindle.set_default_device / `with kindle.device(d):`
+// (None: the CPU). Python-level only, as torch's: C++ code and *_like ops never consult it.
+inline std::optional<Device> g_default_device;
+inline std::optional<Device> factory_device(const std::optional<Device>& d) { return d ? d : g_default_device; }
+
 inline nb::object py_source(const DimList& d) { return d.src ? nb::borrow(d.src) : nb::cast(d); }
 inline nb::object py_source(const std::optional<DimList>& d) { return d ? py_source(*d) : nb::none(); }
 inline OptionalIntArrayRef opt_dims(const std::optional<DimList>& d) {

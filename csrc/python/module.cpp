@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/string_view.h>
 
+#include "kindle/cuda.h"
 #include "kindle/random_guard.h"
 #include "ops/tensor_iter.h"
 
@@ -274,6 +275,12 @@ NB_MODULE(_C, m) {
   m.def("get_num_threads", &get_num_threads);
   m.def("get_default_dtype", []() { return default_dtype(); });
   m.def("set_default_dtype", &set_default_dtype, nb::arg("d"));
+  m.def("_get_default_device", []() { return g_default_device; });
+  m.def("_set_default_device", [](std::optional<Device> d) {
+    if (d && d->is_cuda()) KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "set_default_device: no CUDA device: ",
+                                                         cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA");
+    g_default_device = d && d->is_cpu() ? std::nullopt : d;
+  }, nb::arg("device").none());
   m.def("promote_types", &promote_types, nb::arg("type1"), nb::arg("type2"));
   m.def("can_cast", &can_cast, nb::arg("from_"), nb::arg("to"));
   m.def("result_type", [](const TensorArg& a, const TensorArg& b) -> nb::object {

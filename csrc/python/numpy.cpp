@@ -236,8 +236,9 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::arg("ext_tensor"));
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
     Tensor t = from_data(data, dtype, true);
+    device = factory_device(device);
     if (device && !device->is_cpu()) {
-      KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "tensor: no CUDA device: ",
+      KINDLE_CHECK_NOT_IMPLEMENTED(!device->is_cuda() || cuda::is_available(), "tensor: no CUDA device: ",
                                    cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA");
       t = t._to_device(*device);
     }
@@ -249,7 +250,9 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::arg("data"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
      nb::arg("requires_grad") = false);
   m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device) {
-    return from_data(data, dtype, false);
+    Tensor t = from_data(data, dtype, false);
+    device = factory_device(device);
+    return device && t.device() != *device ? t._to_device(*device) : t;
   }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
   cls.def("numpy", [](nb::handle self, bool force) { return to_numpy(self, force); }, nb::kw_only(), nb::arg("force") = false);
   cls.def("__array__", [](nb::handle self, nb::handle dtype, nb::handle) {

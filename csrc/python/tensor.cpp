@@ -59,7 +59,7 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
     if (nb::try_cast<Tensor>(h, other, false)) { dtype = other.dtype(); device = other.device(); return; }
     Device dev;
     if (nb::try_cast<Device>(h, dev)) {
-      if (!dev.is_cpu())
+      if (dev.is_cuda())
         KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "to: no CUDA device: ",
                                      cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
                                      " (only cpu is available)");
@@ -114,6 +114,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("ndim", [](const Tensor& t) { return t.dim(); });
   cls.def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().type() == DeviceType::CUDA; });
   cls.def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
+  cls.def_prop_ro("is_meta", [](const Tensor& t) { return t.device().is_meta(); });
   cls.def_prop_ro("is_sparse", [](const Tensor&) { return false; });
   cls.def_prop_ro("is_quantized", [](const Tensor&) { return false; });
   cls.def_prop_ro("itemsize", [](const Tensor& t) { return t.element_size(); });

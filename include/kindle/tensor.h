@@ -67,8 +67,10 @@ class TensorImpl : public RefCounted<TensorImpl> {
   Device device() const { return storage_->device(); }
   const Storage& storage() const { return storage_; }
   bool is_contiguous() const { return contiguous_; }
+  // Null for a meta tensor (no bytes behind it), whatever its offset.
   char* data() const {
-    return static_cast<char*>(storage_->data()) + offset_ * int64_t(itemsize(dtype_));
+    char* base = static_cast<char*>(storage_->data());
+    return base ? base + offset_ * int64_t(itemsize(dtype_)) : nullptr;
   }
   void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
   // Makes this tensor look at o's storage with o's geometry and dtype (Python's `t.data = o`).
@@ -157,6 +159,8 @@ class Tensor {
   Tensor cuda() const;
   bool is_cuda() const { return device().is_cuda(); }
   bool is_cpu() const { return device().is_cpu(); }
+  // A meta tensor has no values: checks that read values (index bounds) do not apply to it.
+  bool is_meta() const { return device().is_meta(); }
   // t.accessor<float, 2>()[i][j] (kindle/accessor.h): TypeError unless the dtype is T,
   // RuntimeError unless the tensor has N dimensions; indices are checked (IndexError).
   template <typename T, size_t N>

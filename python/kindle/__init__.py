@@ -107,7 +107,8 @@ class Size(tuple):
 
 
 class device:
-    """A device: kindle.device('cpu'). Only the CPU has kernels today."""
+    """A device: kindle.device('cpu'), 'cuda:0', 'meta'. As a context manager it is the device
+    factories use when none is given (``with kindle.device('meta'): model = Net()``)."""
 
     _kindle_device = True
 
@@ -136,6 +137,16 @@ class device:
 
     def __hash__(self):
         return hash((self.type, self.index))
+
+    def __enter__(self):
+        stack = self.__dict__.setdefault("_previous", [])
+        stack.append(_C._get_default_device())
+        _C._set_default_device(str(self))
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_default_device(self.__dict__["_previous"].pop())
+        return False
 
 
 

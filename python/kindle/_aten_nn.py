@@ -63,7 +63,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     """(output, save_mean, save_invstd): the batch statistics in training, empty tensors otherwise."""
     out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     if not training:
-        empty = _C.empty(0, dtype=input.dtype)
+        empty = _C.empty(0, dtype=input.dtype, device=input.device)
         return out, empty, empty
     dims = [0] + list(range(2, input.dim()))
     mean = input.mean(dims)

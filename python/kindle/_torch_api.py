@@ -130,18 +130,13 @@ def is_storage(obj):  # noqa: ARG001
 
 def get_default_device():
     from . import device
-    return device("cpu")
+    d = _C._get_default_device()
+    return d if d is not None else device("cpu")
 
 
 def set_default_device(device):
-    """Only the CPU has kernels, so the default device can only be the CPU (or None)."""
-    if device is None:
-        return
-    from . import device as _device
-    d = _device(device)
-    if d.type != "cpu":
-        raise RuntimeError(f"set_default_device: Kindle was built without support for device '{d}' "
-                           "(only cpu is available)")
+    """The device factories use when none is given (None: the CPU), as torch's."""
+    _C._set_default_device(None if device is None else str(device) if not isinstance(device, int) else f"cuda:{device}")
 
 
 _matmul_precision = "highest"

@@ -88,3 +88,30 @@ TEST(Core, Printing) {
   EXPECT_EQ(full({2}, 1.5).to_string(), "tensor([1.5000, 1.5000])");
   EXPECT_EQ(ones({2}, kFloat64).to_string(), "tensor([1., 1.], dtype=kindle.float64)");
 }
+
+// The meta device: shapes, strides and dtypes without data; every kernel does nothing and every
+// host read raises (a stray read of the missing bytes would crash this test under ASan).
+TEST(Core, MetaDevice) {
+  EXPECT_EQ(Device("meta"), kMeta);
+  EXPECT_EQ(kMeta.str(), "meta");
+  Tensor x = empty({2, 3}, std::nullopt, kMeta);
+  EXPECT_TRUE(x.is_meta());
+  EXPECT_EQ(x.raw_data_ptr(), nullptr);
+  Tensor y = matmul(x.t(), x).relu().sum(IntArrayRef{0}, true);
+  EXPECT_TRUE(y.is_meta());
+  EXPECT_EQ(y.sizes(), IntArrayRef({1, 3}));
+  Tensor c = conv2d(empty({1, 3, 8, 8}, std::nullopt, kMeta), empty({4, 3, 3, 3}, std::nullopt, kMeta));
+  EXPECT_EQ(c.sizes(), IntArrayRef({1, 4, 6, 6}));
+  EXPECT_THROW(x + zeros({4}, std::nullopt, kMeta), Error);                // shape errors stay errors
+  EXPECT_THROW(x + ones({2, 3}), Error);                                  // devices do not mix
+  EXPECT_THROW(x.sum().item<float>(), Error);
+  EXPECT_THROW(x.to(kCPU), NotImplementedError);
+  EXPECT_THROW(nonzero(x), NotImplementedError);
+  EXPECT_TRUE(ones({2, 3}).to(kMeta).is_meta());
+  EXPECT_TRUE(x.to(kFloat64).is_meta());
+  Tensor w = empty({4, 3}, std::nullopt, kMeta);
+  w.requires_grad_();
+  (x.matmul(w.t())).tanh().mean().backward();
+  EXPECT_TRUE(w.grad().is_meta());
+  EXPECT_EQ(w.grad().sizes(), IntArrayRef({4, 3}));
+}

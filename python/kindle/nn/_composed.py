@@ -67,7 +67,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
     sq = input * input
     shape = list(sq.shape)
     before, after = size // 2, (size - 1) // 2
-    pads = [_C.zeros([shape[0], n] + shape[2:], dtype=sq.dtype) for n in (before, after)]
+    pads = [_C.zeros([shape[0], n] + shape[2:], dtype=sq.dtype, device=sq.device) for n in (before, after)]
     padded = _C.cat([pads[0], sq, pads[1]], 1)
     window = padded.unfold(1, size, 1).sum(-1) / size
     return input / (window * alpha + k).pow(beta)
@@ -111,8 +111,8 @@ def _rrelu(input, lower, upper, training, inplace, generator=None):  # noqa: A00
     if not input.is_floating_point():
         raise NotImplementedError(f"\"rrelu_with_noise\" not implemented for '{input.dtype}'")
     neg = (input <= 0).contiguous().reshape(-1)
-    slopes = _C.empty(int(neg.sum().item()), dtype=_C.float64).uniform_(lower, upper, generator=generator)
-    noise = _C.ones(input.numel(), dtype=input.dtype)
+    slopes = _C.empty(int(neg.sum().item()), dtype=_C.float64, device="cpu").uniform_(lower, upper, generator=generator)
+    noise = _C.ones(input.numel(), dtype=input.dtype, device=input.device)
     noise[neg] = slopes.to(input.dtype)
     noise = noise.reshape(tuple(input.shape))
     return input.mul_(noise) if inplace else input * noise
@@ -137,7 +137,7 @@ def pdist(input, p=2):  # noqa: A002
     if input.dtype in (_C.float16, _C.bfloat16):
         raise NotImplementedError(f"\"pdist\" not implemented for '{'Half' if input.dtype == _C.float16 else 'BFloat16'}'")
     n = input.size(0)
-    i, j = _C.triu_indices(n, n, 1)
+    i, j = _C.triu_indices(n, n, 1, device="cpu")  # (moved to the input's device by indexing)
     diff = input[i] - input[j]
     if p == 0:  # a count: its gradient is zero, but it is a gradient (as torch's)
         return _C.where(_C.ones((), dtype=_C.bool), (diff != 0).sum(1).to(input.dtype), diff.sum(1))
@@ -172,11 +172,11 @@ def _unpool(name, input, indices, kernel_size, stride, padding, output_size, n):
     for s in out:
         plane *= s
     flat_idx = indices.reshape(lead + [-1])
-    if flat_idx.numel() and (int(flat_idx.min().item()) < 0 or int(flat_idx.max().item()) >= plane):
+    if flat_idx.numel() and not flat_idx.is_meta and (int(flat_idx.min().item()) < 0 or int(flat_idx.max().item()) >= plane):
         bad = int(flat_idx.max().item()) if int(flat_idx.max().item()) >= plane else int(flat_idx.min().item())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(str(s) for s in out)}")
-    result = _C.zeros(lead + [plane], dtype=input.dtype)
+    result = _C.zeros(lead + [plane], dtype=input.dtype, device=input.device)
     result = result.scatter(len(lead), flat_idx, input.reshape(lead + [-1]))
     return result.reshape(lead + out)
 
@@ -197,7 +197,7 @@ def _feature_noise(input, p):  # noqa: A002
     if input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = list(input.shape[:2]) + [1] * (input.dim() - 2)
-    return _C.empty(shape, dtype=input.dtype).bernoulli_(1 - p)
+    return _C.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
 
 
 def _check_p(p):

@@ -783,6 +783,12 @@ class Module:
     def type(self, dst_type):
         return self._apply(lambda t: t.type(dst_type))
 
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers moved to `device` without their values (uninitialised memory):
+        how a model built on the meta device gets real storage before its weights are loaded."""
+        device = str(device) if not isinstance(device, int) else f"cuda:{device}"
+        return self._apply(lambda t: _C.empty_like(t, device=device), recurse=recurse)
+
     def to(self, *args, **kwargs):
         """to(device=None, dtype=None, non_blocking=False), to(dtype), to(tensor): floating-point
         parameters and buffers take the dtype; integer ones keep theirs."""
