@@ -91,7 +91,7 @@ Tensor fft_r2c_backward(const Tensor& grad, IntArrayRef dim, int64_t normalizati
     if (full > half) {
       DimVector sz(grad.sizes());
       sz[size_t(last)] = full;
-      g = zeros(sz, grad.dtype());
+      g = zeros(sz, grad.dtype(), grad.device());
       g.narrow(last, 0, half).copy_(grad);
     }
   }
@@ -105,7 +105,7 @@ Tensor fft_c2r_backward(const Tensor& grad, IntArrayRef dim, int64_t normalizati
   int64_t last = wrap_dim(dim.back(), grad.dim(), "_fft_c2r");
   int64_t doubled = grad.size(last) - g.size(last);
   if (doubled > 0) {
-    Tensor twice = ones({g.size(last)}, to_real_value_type(g.dtype()));
+    Tensor twice = ones({g.size(last)}, to_real_value_type(g.dtype()), g.device());
     twice.narrow(0, 1, doubled).fill_(2);
     DimVector shape(size_t(g.dim()), 1);
     shape[size_t(last)] = g.size(last);
@@ -359,20 +359,20 @@ Tensor permute_backward(const Tensor& grad, IntArrayRef dims) {
 }
 
 Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index) {
-  Tensor z = zeros(sizes, grad.dtype());
+  Tensor z = zeros(sizes, grad.dtype(), grad.device());
   z.select(dim, index).copy_(grad);
   return z;
 }
 
 Tensor slice_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, std::optional<int64_t> start,
                       std::optional<int64_t> end, int64_t step) {
-  Tensor z = zeros(sizes, grad.dtype());
+  Tensor z = zeros(sizes, grad.dtype(), grad.device());
   kindle::slice(z, dim, start, end, step).copy_(grad);
   return z;
 }
 
 Tensor diagonal_backward(const Tensor& grad, IntArrayRef sizes, int64_t offset, int64_t dim1, int64_t dim2) {
-  Tensor z = zeros(sizes, grad.dtype());
+  Tensor z = zeros(sizes, grad.dtype(), grad.device());
   z.diagonal(offset, dim1, dim2).copy_(grad);
   return z;
 }
@@ -397,7 +397,7 @@ namespace {
 tensor_list filled(const tensor_list& grads, const std::vector<OutputMeta>& outputs) {
   tensor_list parts;
   for (size_t i = 0; i < outputs.size(); ++i)
-    parts.push_back(i < grads.size() && grads[i].defined() ? grads[i] : zeros(outputs[i].sizes, outputs[i].dtype));
+    parts.push_back(i < grads.size() && grads[i].defined() ? grads[i] : zeros(outputs[i].sizes, outputs[i].dtype, outputs[i].device));
   return parts;
 }
 }  // namespace
@@ -415,7 +415,7 @@ tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimV
   int64_t d = wrap_dim(dim, grad.dim(), "cat"), off = 0;
   for (const DimVector& s : sizes) {
     if (s.size() == 1 && s[0] == 0) {  // skipped by cat (legacy 1-d empty tensors)
-      out.push_back(zeros({0}, grad.dtype()));
+      out.push_back(zeros({0}, grad.dtype(), grad.device()));
       continue;
     }
     out.push_back(grad.narrow(d, off, s[size_t(d)]));
@@ -487,7 +487,7 @@ Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& resul
                      bool keepdim) {
   if (self.dim() == 0) return grad;
   if (!dim) {  // as PyTorch: divide when no zero, exclusive products for one zero, else all zero
-    int64_t zeros_n = (self == 0).sum().item<int64_t>();
+    int64_t zeros_n = self.is_meta() ? 0 : (self == 0).sum().item<int64_t>();  // (meta: any branch has the shape)
     if (zeros_n == 0) return grad * result / self;
     if (zeros_n > 1) return zeros_like(self);
     return (grad * prod_of_others(self.reshape({-1}), 0)).reshape(self.sizes());
@@ -513,13 +513,13 @@ Tensor indices_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, cons
   int64_t d = wrap_dim(dim, int64_t(sizes.size()), "backward");
   Tensor g = keepdim ? grad : grad.unsqueeze(d);
   Tensor idx = keepdim ? indices : indices.unsqueeze(d);
-  return zeros(sizes, grad.dtype()).scatter(d, idx, g);
+  return zeros(sizes, grad.dtype(), grad.device()).scatter(d, idx, g);
 }
 
 Tensor cum_extreme_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& indices) {
   if (sizes.empty()) return grad.reshape({});
   int64_t d = wrap_dim(dim, int64_t(sizes.size()), "backward");
-  return zeros(sizes, grad.dtype()).scatter_add(d, indices, grad);
+  return zeros(sizes, grad.dtype(), grad.device()).scatter_add(d, indices, grad);
 }
 
 // d result_j / d x_i = exp(x_i - result_j) for i <= j, so grad_i = sum_{j>=i} grad_j exp(x_i - r_j).
@@ -642,7 +642,7 @@ Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& re
   if (self.dim() == 0 || self.numel() == 0) return grad;
   int64_t d = wrap_dim(dim, self.dim(), "cumprod");
   Tensor is_zero = self == 0;
-  if (!is_zero.any().item<bool>()) return cumsum_backward(grad * result, d) / self;
+  if (self.is_meta() || !is_zero.any().item<bool>()) return cumsum_backward(grad * result, d) / self;
   // With zeros, division is wrong: position i's gradient is sum_{j>=i} grad_j * prod_{k<=j,k!=i} x_k.
   int64_t n = self.size(d);
   tensor_list parts;
@@ -660,7 +660,7 @@ Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Tensor& re
 }
 
 Tensor index_backward(const Tensor& grad, IntArrayRef sizes, const std::vector<std::optional<Tensor>>& indices) {
-  return zeros(sizes, grad.dtype()).index_put_(indices, grad, true);
+  return zeros(sizes, grad.dtype(), grad.device()).index_put_(indices, grad, true);
 }
 
 Tensor logcumsumexp_jvp(const Tensor& self, const Tensor& self_t, const Tensor& result, int64_t dim) {

@@ -10,10 +10,10 @@ namespace {
 
 // The storage positions (relative to `lo`) of every element of a strided geometry, as an int64
 // tensor of the geometry's shape.
-Tensor storage_positions(const TensorGeometry& g, int64_t lo) {
-  Tensor idx = scalar_tensor_of(g.offset - lo, kInt64);
+Tensor storage_positions(const TensorGeometry& g, int64_t lo, Device device) {
+  Tensor idx = scalar_tensor_of(g.offset - lo, kInt64, device);
   for (size_t k = 0; k < g.sizes.size(); ++k)
-    idx = idx.unsqueeze(-1) + arange(0, g.sizes[k], 1, kInt64).mul(scalar_to_tensor(g.strides[k]));
+    idx = idx.unsqueeze(-1) + arange(0, g.sizes[k], 1, kInt64, device).mul(scalar_to_tensor(g.strides[k]));
   return idx;
 }
 
@@ -31,9 +31,9 @@ int64_t last_position(const TensorGeometry& g) {
 Tensor as_strided_backward(const Tensor& grad, const TensorGeometry& input, const TensorGeometry& view) {
   int64_t lo = std::min(input.offset, view.offset);
   int64_t hi = std::max(last_position(input), last_position(view)) + 1;
-  Tensor flat = zeros({std::max<int64_t>(hi - lo, 0)}, grad.dtype());
-  flat = flat.index_add(0, storage_positions(view, lo).reshape({-1}), grad.reshape({-1}));
-  return flat.index_select(0, storage_positions(input, lo).reshape({-1})).view(input.sizes);
+  Tensor flat = zeros({std::max<int64_t>(hi - lo, 0)}, grad.dtype(), grad.device());
+  flat = flat.index_add(0, storage_positions(view, lo, grad.device()).reshape({-1}), grad.reshape({-1}));
+  return flat.index_select(0, storage_positions(input, lo, grad.device()).reshape({-1})).view(input.sizes);
 }
 
 Tensor checked_hook_result(const Tensor& g, const Tensor& r, const char* where) {
@@ -83,7 +83,7 @@ tensor_list CopySlices::apply(tensor_list&& grads) {
   tensor_list out(next_edges.size());
   const Tensor& grad = grads[0];
   if (!grad.defined()) return out;
-  Tensor result = empty_strided(base.sizes, base.strides, grad.dtype());
+  Tensor result = empty_strided(base.sizes, base.strides, grad.dtype(), grad.device());
   result.copy_(grad);
   // `result` has the base's strides at offset 0, so the view's region sits at its offset
   // relative to the base's.
@@ -109,7 +109,7 @@ tensor_list CustomFunctionNode::apply(tensor_list&& grads) {
   // Missing gradients of outputs arrive as zeros, as PyTorch's materialize_grads does.
   if (ctx->materialize_grads)
     for (size_t i = 0; i < grads.size(); ++i)
-      if (!grads[i].defined()) grads[i] = zeros(output_meta[i].sizes, output_meta[i].dtype);
+      if (!grads[i].defined()) grads[i] = zeros(output_meta[i].sizes, output_meta[i].dtype, output_meta[i].device);
   tensor_list r = backward_fn(*ctx, std::move(grads));
   KINDLE_CHECK(r.size() == next_edges.size(), name_, ".backward: function backward returned an incorrect number of "
                "gradients (expected ", next_edges.size(), ", got ", r.size(), ")");

@@ -54,7 +54,7 @@ Node::~Node() {
 }
 
 uint32_t Node::add_output(const Tensor& t) {
-  output_meta.push_back(OutputMeta{DimVector(t.sizes()), t.dtype()});
+  output_meta.push_back(OutputMeta{DimVector(t.sizes()), t.dtype(), t.device()});
   return uint32_t(output_meta.size() - 1);
 }
 

@@ -80,7 +80,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     int64_t hq = query.size(-3), hk = key.size(-3);
     KINDLE_CHECK(hk > 0 && hq % hk == 0 && value.size(-3) == hk, op, ": with enable_gqa, the number of query heads (",
                  hq, ") must be a multiple of the key/value heads (", hk, ", ", value.size(-3), ")");
-    Tensor idx = arange(0, hq, 1, kInt64).div(scalar_to_tensor(hq / hk), "floor");
+    Tensor idx = arange(0, hq, 1, kInt64, query.device()).div(scalar_to_tensor(hq / hk), "floor");
     k = key.index_select(-3, idx);
     v = value.index_select(-3, idx);
   }
@@ -96,7 +96,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   Tensor scores = matmul(query, k.transpose(-2, -1)) * s;  // (..., L, S)
   const double neg_inf = -std::numeric_limits<double>::infinity();
   Tensor keep;  // bool mask of the positions that take part (causal and/or a bool attn_mask)
-  if (is_causal) keep = ones({L, S}, kBool).tril();
+  if (is_causal) keep = ones({L, S}, kBool, query.device()).tril();
   if (attn_mask) {
     const Tensor& m = *attn_mask;
     DimVector want(scores.sizes());

@@ -349,7 +349,7 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
   } else {
     // Count the window's elements: inside the input, or (count_include_pad) inside the padding,
     // never in ceil_mode's extra overhang.
-    Tensor ones = pad(kindle::ones({1, 1, H, W}, self.dtype()), {padding[1], padding[1], padding[0], padding[0]},
+    Tensor ones = pad(kindle::ones({1, 1, H, W}, self.dtype(), self.device()), {padding[1], padding[1], padding[0], padding[0]},
                       "constant", count_include_pad ? 1.0 : 0.0);
     ones = pad(ones, {0, ew, 0, eh}, "constant", 0.0);
     div = im2col(ones, kernel_size, {1, 1}, {0, 0}, s).sum(IntArrayRef{2}).reshape({1, L, 1});

@@ -340,7 +340,7 @@ Tensor batch_norm_grad_param(const Tensor& grad, const Tensor& input, const Tens
   }
   Tensor x = input.contiguous();
   ChannelsGeom geom = channels_geom(x);
-  Tensor sg = zeros({geom.C}, x.dtype()), sgx = zeros({geom.C}, x.dtype());
+  Tensor sg = zeros({geom.C}, x.dtype(), x.device()), sgx = zeros({geom.C}, x.dtype(), x.device());
   if (x.numel()) batch_norm_reduce_stub[x.device()](grad.contiguous(), x, mean, invstd, sg, sgx, geom);
   return weight ? sgx : sg;
 }

@@ -387,9 +387,9 @@ Tensor masked_select(const Tensor& self, const Tensor& mask) {
 }
 const Tensor& masked_scatter_(const Tensor& self, const Tensor& mask, const Tensor& source) {
   Tensor m = mask.expand(self.sizes());
-  if (self.is_meta()) {
+  if (self.is_meta()) {  // how many elements the mask selects is a question of values
     KINDLE_CHECK(mask.dtype() == kBool, "masked_scatter_: expected the mask to be a bool tensor, got ", mask.dtype());
-    return self;  // which elements the mask selects is a question of values
+    return index_put_(self, {std::optional<Tensor>(m)}, source.reshape({-1}), false);
   }
   int64_t n = sum(m).item().to_int();
   KINDLE_CHECK(source.numel() >= n, "masked_scatter_: expected source to have at least ", n, " elements, got ", source.numel());

@@ -65,10 +65,11 @@ struct Edge {
 };
 
 // What a gradient arriving for one forward output must look like: the engine reduces a
-// broadcast gradient to this shape and casts it to this dtype.
+// broadcast gradient to this shape and casts it to this dtype; a missing one is zeros on `device`.
 struct OutputMeta {
   DimVector sizes;
   DType dtype = kFloat32;
+  Device device = kCPU;
 };
 
 // A tensor hook: gets the gradient; returns a replacement, or an undefined Tensor to keep it.

@@ -29,22 +29,35 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 # Kindle raises NotImplementedError there, never a wrong result or a crash.
 META_GAPS = {
     "norm",  # p='nuc': the singular values come from LAPACK, whose status is read on the host
+    "masked_scatter",  # backward: the source's gradient is grad[mask], which Kindle gathers by values
 }
 
 
-def _materialize(x, lib, meta):
+_FLOATING = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+def _materialize(x, lib, meta, leaves=None):
     """The sample's arguments as lib tensors; on meta, each tensor is built on meta and then
-    viewed as the sample says (so views keep their strides, as on the CPU)."""
-    if not meta:
+    viewed as the sample says (so views keep their strides, as on the CPU). With `leaves` (a
+    list), floating tensors become leaves that require grad, appended there."""
+    if not meta and leaves is None:
         return materialize(x, lib)
+    made = {}
 
     def f(leaf):
         if isinstance(leaf, Dt):
             return getattr(lib, leaf.name)
-        t = lib.tensor(leaf.data)
-        if leaf.dtype == "bfloat16":
-            t = t.to(lib.bfloat16)
-        t = t.to("meta")
+        t = made.get(id(leaf))
+        if t is None:
+            t = lib.tensor(leaf.data)
+            if leaf.dtype == "bfloat16":
+                t = t.to(lib.bfloat16)
+            if meta:
+                t = t.to("meta")
+            if leaves is not None and leaf.dtype in _FLOATING and not leaf.nograd:
+                t.requires_grad_()
+                leaves.append(t)
+            made[id(leaf)] = t
         for v in leaf.views:
             t = _lib_view(t, v)
         return t
@@ -61,12 +74,26 @@ def _tensors(x, out=None, path="out"):
     return out
 
 
-def _call(op, lib, sample, variant, meta):
-    inp, args, kwargs = (_materialize(x, lib, meta) for x in (sample.input, sample.args, sample.kwargs))
+def _call(op, lib, sample, variant, meta, leaves=None):
+    inp, args, kwargs = (_materialize(x, lib, meta, leaves) for x in (sample.input, sample.args, sample.kwargs))
     if not meta:
         return run(op.invoke, lib, variant, inp, args, kwargs)
     with lib.device("meta"):  # factories make meta tensors too
         return run(op.invoke, lib, variant, inp, args, kwargs)
+
+
+def _backward(op, sample, variant, meta):
+    """(the leaves' grads, None) after backward from ones, or (None, the exception); ([], None)
+    where the forward raises (test_op_on_meta_matches_cpu judges that)."""
+    leaves = []
+    res, err = _call(op, kindle, sample, variant, meta, leaves)
+    if err is not None:
+        return [], None
+    outs = [t for _, t in _tensors(res) if t.requires_grad]
+    if not outs:
+        return [], None
+    _, err = run(kindle.autograd.backward, outs, [kindle.ones_like(o) for o in outs])
+    return (None, err) if err is not None else ([leaf.grad for leaf in leaves], None)
 
 
 def _structure_diff(meta_res, cpu_res, view):
@@ -83,15 +110,21 @@ def _structure_diff(meta_res, cpu_res, view):
     return None
 
 
-def _torch_meta_ok(op, sample, variant):
-    """Whether torch's meta kernels give a result here (None: torch is not installed)."""
+def _torch_meta_error(op, sample, variant):
+    """What torch's meta kernels raise here: None for a result, False without torch."""
     if torch is None:
-        return None
+        return False
     try:
         _, err = _call(op, torch, sample, variant, meta=True)
-    except Exception:  # noqa: BLE001
-        return False
-    return err is None
+    except Exception as e:  # noqa: BLE001
+        return e
+    return err
+
+
+def _torch_meta_ok(op, sample, variant):
+    """Whether torch's meta kernels give a result here (None: torch is not installed)."""
+    err = _torch_meta_error(op, sample, variant)
+    return None if err is False else err is None
 
 
 def _outcome(op, sample, variant):
@@ -100,7 +133,8 @@ def _outcome(op, sample, variant):
     if merr is None and cerr is None:
         return _structure_diff(mres, cres, op.view)
     if merr is None:  # the CPU raised: a meta tensor cannot see values, so only a value check may pass
-        return None if _torch_meta_ok(op, sample, variant) in (True, None) else (
+        terr = _torch_meta_error(op, sample, variant)  # (torch's meta kernels find the shape errors)
+        return None if terr is None or terr is False or not exc_compatible(cerr, terr) else (
             f"meta returned a result; cpu raised {type(cerr).__name__}: {str(cerr)[:120]}")
     if cerr is not None and exc_compatible(merr, cerr):
         return None
@@ -138,10 +172,51 @@ def _params():
 def test_op_on_meta_matches_cpu(op, dtype):
     variant = "function" if op.function else "method"
     failures = []
-    for s in op.get_samples(dtype):
+    # the error samples too: shape and dtype errors are raised on meta as on the CPU
+    for s in op.get_samples(dtype) + (op.get_errors(dtype) if dtype in ("float32", "int64") else []):
         msg = _outcome(op, s, variant)
         if msg:
             failures.append(f"{s!r}: {msg}")
+    assert not failures, "\n".join(failures[:8])
+
+
+def _torch_meta_backward_raises(op, sample, variant):
+    """Whether torch's backward on meta raises here too (a gradient that depends on values)."""
+    if torch is None:
+        return False
+    leaves = []
+    res, err = _call(op, torch, sample, variant, True, leaves)
+    if err is not None:
+        return True
+    outs = [t for _, t in _tensors(res) if t.requires_grad]
+    _, err = run(torch.autograd.backward, outs, [torch.ones_like(o) for o in outs])
+    return err is not None
+
+
+def _grad_params():
+    return [o for o in OPS if o.kind != "creation" and "float32" in o.dtypes]
+
+
+@pytest.mark.parametrize("op", _grad_params(), ids=_id)
+def test_backward_on_meta_matches_cpu(op):
+    """The derivative formulas run on meta too: each leaf's gradient has the CPU's shape and
+    dtype (or is None where the CPU's is), on meta."""
+    variant = "function" if op.function else "method"
+    failures = []
+    for s in op.get_samples("float32"):
+        cgrads, cerr = _backward(op, s, variant, meta=False)
+        if cerr is not None or not cgrads:
+            continue
+        mgrads, merr = _backward(op, s, variant, meta=True)
+        if merr is not None:
+            if op.qualname not in META_GAPS and not _torch_meta_backward_raises(op, s, variant):
+                failures.append(f"{s!r}: backward on meta raised {type(merr).__name__}: {str(merr)[:160]}")
+            continue
+        for j, (m, c) in enumerate(zip(mgrads, cgrads)):
+            if (m is None) != (c is None):
+                failures.append(f"{s!r}: grad[{j}] is {m is None and 'None' or 'a tensor'} on meta")
+            elif m is not None and (not m.is_meta or m.shape != c.shape or m.dtype != c.dtype):
+                failures.append(f"{s!r}: grad[{j}] {tuple(m.shape)} {m.dtype} {m.device}, cpu {tuple(c.shape)} {c.dtype}")
     assert not failures, "\n".join(failures[:8])
 
 
@@ -152,11 +227,16 @@ def test_meta_gaps_are_still_gaps():
         if o.qualname not in META_GAPS:
             continue
         raised = False
+        variant = "function" if o.function else "method"
         for d in o.dtypes[:2]:
             for s in o.get_samples(d):
-                _, cerr = _call(o, kindle, s, "function" if o.function else "method", meta=False)
-                _, merr = _call(o, kindle, s, "function" if o.function else "method", meta=True)
+                _, cerr = _call(o, kindle, s, variant, meta=False)
+                _, merr = _call(o, kindle, s, variant, meta=True)
                 raised |= cerr is None and merr is not None
+                if d == "float32":
+                    cgrads, cerr = _backward(o, s, variant, meta=False)
+                    _, merr = _backward(o, s, variant, meta=True)
+                    raised |= cerr is None and bool(cgrads) and merr is not None
         if not raised:
             closed.append(o.qualname)
     assert not closed, f"these ops work on meta now; take them off META_GAPS: {closed}"
