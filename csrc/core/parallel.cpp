@@ -1,5 +1,7 @@
 #include "kindle/parallel.h"
 
+#include <atomic>
+
 #include <omp.h>
 #include <pthread.h>
 
@@ -7,25 +9,47 @@
 
 namespace kindle {
 
+namespace {
+// The process-wide count (torch's set_num_threads applies to every thread, which OpenMP's own
+// setting does not: it is per thread) and a thread's own temporary limit (ThreadLimitGuard).
+std::atomic<int> g_num_threads{0};  // 0: OpenMP's default (OMP_NUM_THREADS or the cores)
+thread_local int t_limit = 0;       // 0: none
+}  // namespace
+
 void set_num_threads(int n) {
   KINDLE_CHECK_VALUE(n > 0, "set_num_threads: expected a positive number of threads, got ", n);
-  omp_set_num_threads(n);
+  g_num_threads.store(n, std::memory_order_relaxed);
+  omp_set_num_threads(n);  // (the calling thread's OpenMP setting follows, for libraries that read it)
 }
 
-int get_num_threads() { return omp_get_max_threads(); }
-
-// omp_set_num_threads sets the calling thread's own setting: other threads are not affected.
-ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(omp_get_max_threads()) {
-  if (n < previous_) omp_set_num_threads(n);
+int get_num_threads() {
+  int n = g_num_threads.load(std::memory_order_relaxed);
+  if (n == 0) {
+    static const int default_threads = omp_get_max_threads();  // read once, before any change
+    n = default_threads;
+  }
+  return t_limit > 0 && t_limit < n ? t_limit : n;
 }
-ThreadLimitGuard::~ThreadLimitGuard() { omp_set_num_threads(previous_); }
+
+// (OpenMP's own setting of this thread follows too: MKL's LAPACK reads it)
+ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(t_limit), previous_omp_(omp_get_max_threads()) {
+  if (n > 0 && (t_limit == 0 || n < t_limit)) t_limit = n;
+  if (n > 0 && n < previous_omp_) omp_set_num_threads(n);
+}
+ThreadLimitGuard::~ThreadLimitGuard() {
+  t_limit = previous_;
+  omp_set_num_threads(previous_omp_);
+}
 
 namespace {
 // A child made by fork() after the parent ran a parallel region inherits an OpenMP pool whose
 // threads do not exist in it: its next parallel region would wait for them forever. As PyTorch
 // does for its own pool, a forked child runs on one thread (set_num_threads raises it again).
 const bool fork_handler_registered = [] {
-  pthread_atfork(nullptr, nullptr, [] { omp_set_num_threads(1); });
+  pthread_atfork(nullptr, nullptr, [] {
+    g_num_threads.store(1, std::memory_order_relaxed);
+    omp_set_num_threads(1);
+  });
   return true;
 }();
 }  // namespace

@@ -18,6 +18,6 @@ class ThreadLimitGuard {
   ThreadLimitGuard& operator=(const ThreadLimitGuard&) = delete;
 
  private:
-  int previous_;
+  int previous_, previous_omp_;
 };
 }  // namespace kindle

@@ -9,16 +9,22 @@ import os as _os
 # OpenMP threads that finish a parallel region spin for a long while by default (libgomp: about
 # 300k iterations) before sleeping. On a machine shared with other work that spinning steals the
 # cores the next region needs (2-thread runs were 8-15x slower on a loaded 2-core machine), so
-# Kindle spins briefly unless the user chose a policy. Read once, when libgomp loads (below).
-if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+# Kindle spins briefly unless the user chose a policy. libgomp reads it once, as it loads (with
+# _C, below), and has no call to change it later; the variable is set only for that moment, so
+# the process environment (and what child processes inherit) stays the user's.
+_spin_default = "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ
+if _spin_default:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
-
 try:
-    from . import _C
-except ImportError:  # the BLAS (MKL or OpenBLAS) not on the rpath (a source-tree or --user layout): load it by hand
-    from ._libs import preload_blas as _preload_blas
-    _preload_blas()
-    from . import _C
+    try:
+        from . import _C
+    except ImportError:  # the BLAS (MKL or OpenBLAS) not on the rpath (a source-tree or --user layout): load it by hand
+        from ._libs import preload_blas as _preload_blas
+        _preload_blas()
+        from . import _C
+finally:
+    if _spin_default:
+        del _os.environ["GOMP_SPINCOUNT"]
 from ._C import *  # noqa: F401,F403  (ops, dtypes, factories)
 from ._C import Tensor, Generator, dtype  # noqa: F401
 from ._C import _fft_c2c, _fft_c2r, _fft_r2c  # noqa: F401  (torch._fft_*: the primitives of kindle.fft)

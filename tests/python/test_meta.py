@@ -361,3 +361,43 @@ def test_meta_does_not_leak_into_numpy_interop():
     x = kindle.empty(2, device="meta")
     with pytest.raises((TypeError, NotImplementedError, RuntimeError)):
         np.asarray(x)
+
+
+_MODULES = [
+    (lambda nn: nn.Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64),
+     lambda k: (k.empty(5, 2, 32), k.empty(3, 2, 32))),
+    (lambda nn: nn.LSTM(8, 16, 2, batch_first=True), lambda k: (k.empty(2, 5, 8),)),
+    (lambda nn: nn.GRU(8, 16), lambda k: (k.empty(5, 2, 8),)),
+    (lambda nn: nn.MultiheadAttention(16, 4), lambda k: (k.empty(5, 2, 16),) * 3),
+    (lambda nn: nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1)),
+     lambda k: (k.empty(2, 3, 16, 16),)),
+    (lambda nn: nn.Embedding(100, 16), lambda k: (k.empty(4, 7, dtype=k.int64),)),
+    (lambda nn: nn.EmbeddingBag(10, 4, mode="max"), lambda k: (k.empty(2, 3, dtype=k.int64),)),
+    (lambda nn: nn.GroupNorm(2, 8), lambda k: (k.empty(3, 8, 4),)),
+    (lambda nn: nn.ConvTranspose2d(8, 4, 4, 2, 1), lambda k: (k.empty(1, 8, 7, 7),)),
+    (lambda nn: nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 2),
+     lambda k: (k.empty(2, 5, 32),)),
+    (lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"), lambda k: (k.empty(1, 2, 4, 4),)),
+    (lambda nn: nn.CrossEntropyLoss(), lambda k: (k.empty(4, 5), k.empty(4, dtype=k.int64))),
+    (lambda nn: nn.InstanceNorm2d(3, affine=True), lambda k: (k.empty(2, 3, 5, 5),)),
+    (lambda nn: nn.Dropout(0.5), lambda k: (k.empty(4, 4),)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_MODULES)))
+def test_modules_build_and_run_on_meta(case):
+    """Models built under the meta device run forward and backward there, with the CPU's shapes."""
+    make, inputs = _MODULES[case]
+    kindle.manual_seed(0)
+    cpu_model = make(kindle.nn)
+    cpu_out = cpu_model(*[t.normal_() if t.is_floating_point() else t.random_(0, 2) for t in inputs(kindle)])
+    with kindle.device("meta"):
+        model = make(kindle.nn)
+        out = model(*inputs(kindle))
+    first, cpu_first = (out[0], cpu_out[0]) if isinstance(out, tuple) else (out, cpu_out)
+    assert first.is_meta and first.shape == cpu_first.shape and first.dtype == cpu_first.dtype
+    if first.requires_grad:
+        first.sum().backward()
+        for p, q in zip(model.parameters(), cpu_model.parameters()):
+            assert p.is_meta and p.shape == q.shape
+            assert p.grad is None or (p.grad.is_meta and p.grad.shape == p.shape)
