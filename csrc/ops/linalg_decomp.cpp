@@ -12,9 +12,16 @@
 #include "kindle/parallel.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
+#include "ops/value_checks.h"
 
 namespace kindle {
 namespace {
+
+// The operands of a solve: on one device (the factorisation runs where A is).
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  KINDLE_CHECK(a.device() == b.device(), op, ": expected all tensors to be on the same device, but found at least two "
+               "devices, ", a.device(), " and ", b.device(), "!");
+}
 
 void check_matrix(const Tensor& a, const char* op, bool square, bool complex_ok = false) {
   KINDLE_CHECK(a.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
@@ -47,7 +54,7 @@ Tensor colmajor(const Tensor& a, int64_t rows, int64_t cols) {
   int64_t s = rows * cols;
   for (int64_t d = int64_t(sz.size()) - 3; d >= 0; --d) strides[size_t(d)] = s, s *= sz[size_t(d)];
   strides[sz.size() - 2] = 1, strides[sz.size() - 1] = std::max<int64_t>(rows, 1);
-  Tensor out = empty_strided(sz, strides, a.dtype());
+  Tensor out = empty_strided(sz, strides, a.dtype(), a.device());
   if (a.size(-2) == rows && a.size(-1) == cols) out.copy_(a);
   return out;
 }
@@ -64,18 +71,23 @@ std::string batch_prefix(const Tensor& info, int64_t b) {
 }
 
 int64_t first_failure(const Tensor& info) {
+  if (info.is_meta()) return -1;  // (no status: a meta tensor has no values to fail on)
   const int32_t* p = static_cast<const int32_t*>(info.data_ptr());
   for (int64_t b = 0; b < info.numel(); ++b)
     if (p[b] != 0) return b;
   return -1;
 }
 
+// LAPACK's buffers: a meta tensor passes no address (its kernel, lapack_stub's meta one, does nothing).
+void* lapack_ptr(const Tensor& t) { return t.is_meta() ? nullptr : t.data_ptr(); }
+int32_t* lapack_ints(const Tensor& t) { return static_cast<int32_t*>(lapack_ptr(t)); }
+
 LapackArgs args_for(const Tensor& a, int64_t m, int64_t n) {
   LapackArgs g;
   g.dtype = a.dtype();
   g.batch = batch_of(a);
   g.m = m, g.n = n;
-  g.a = a.data_ptr();
+  g.a = lapack_ptr(a);
   g.stride_a = m * n;
   return g;
 }
@@ -87,12 +99,12 @@ std::tuple<Tensor, Tensor, Tensor> lu_factor(const Tensor& a, bool of_transpose 
   int64_t m = a.size(-2), n = a.size(-1);
   KINDLE_INTERNAL_ASSERT(!of_transpose || m == n, "lu_factor: the transpose's factors only for square matrices");
   Tensor lu = of_transpose ? contiguous(a).clone() : colmajor(a, m, n);
-  Tensor piv = empty(batch_shape(a, {std::min(m, n)}), kInt32);
-  Tensor info = zeros(batch_shape(a), kInt32);
+  Tensor piv = empty(batch_shape(a, {std::min(m, n)}), kInt32, a.device());
+  Tensor info = zeros(batch_shape(a), kInt32, a.device());
   if (lu.numel()) {
     LapackArgs g = args_for(lu, m, n);
-    g.ipiv = static_cast<int32_t*>(piv.data_ptr());
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.ipiv = lapack_ints(piv);
+    g.info = lapack_ints(info);
     lapack_stub[a.device()](Lapack::Getrf, g);
   }
   return {lu, piv, info};
@@ -117,11 +129,11 @@ std::tuple<Tensor, Tensor> native_linalg_cholesky_ex(const Tensor& self, bool up
   std::optional<ThreadLimitGuard> one_thread;
   if (batch_of(self) == 1 && n <= 384) one_thread.emplace(1);
   Tensor l = colmajor(self, n, n);
-  Tensor info = zeros(batch_shape(self), kInt32);
+  Tensor info = zeros(batch_shape(self), kInt32, self.device());
   if (l.numel()) {
     LapackArgs g = args_for(l, n, n);
     g.upper = upper;
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.info = lapack_ints(info);
     lapack_stub[self.device()](Lapack::Potrf, g);
   }
   if (check_errors) {
@@ -148,6 +160,7 @@ Tensor native__linalg_solve(const Tensor& A, const Tensor& B) {
   check_matrix(A, "linalg.solve", true, /*complex_ok=*/true);
   KINDLE_CHECK(B.dim() == A.dim() && B.size(-2) == A.size(-1), "linalg.solve: Incompatible shapes of A and B for the "
                "equation AX = B (", A.size(-2), "x", A.size(-1), " and ", B.size(-2), "x", B.size(-1), ")");
+  check_same_device(A, B, "linalg.solve");
   KINDLE_CHECK(A.dtype() == B.dtype(), "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
                A.dtype(), " and B of type ", B.dtype(), " instead.");
   for (int64_t d = 0; d < A.dim() - 2; ++d)
@@ -159,10 +172,10 @@ Tensor native__linalg_solve(const Tensor& A, const Tensor& B) {
   if (x.numel()) {
     LapackArgs g = args_for(lu, n, n);
     g.k = k;
-    g.b = x.data_ptr();
+    g.b = lapack_ptr(x);
     g.stride_b = n * k;
-    g.ipiv = static_cast<int32_t*>(piv.data_ptr());
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.ipiv = lapack_ints(piv);
+    g.info = lapack_ints(info);
     lapack_stub[A.device()](Lapack::Getrs, g);
   }
   return x;
@@ -174,8 +187,8 @@ std::tuple<Tensor, Tensor> native_linalg_slogdet(const Tensor& A) {
   check_matrix(A, "linalg.slogdet", true, /*complex_ok=*/true);
   auto [lu, piv, info] = lu_factor(A, /*of_transpose=*/true);
   int64_t n = A.size(-1), batch = batch_of(A);
-  Tensor sign = empty(batch_shape(A), A.dtype());
-  Tensor logabs = empty(batch_shape(A), to_real_value_type(A.dtype()));
+  Tensor sign = empty(batch_shape(A), A.dtype(), A.device());
+  Tensor logabs = empty(batch_shape(A), to_real_value_type(A.dtype()), A.device());
   auto run = [&](auto* m, auto* sg, auto* la) {
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(m)>>;
     using R = std::remove_pointer_t<decltype(la)>;
@@ -195,6 +208,7 @@ std::tuple<Tensor, Tensor> native_linalg_slogdet(const Tensor& A) {
       la[b] = R(l);
     }
   };
+  if (A.is_meta()) return {sign, logabs};  // (the factors' values are the result)
   switch (A.dtype()) {
     case kFloat32: run(static_cast<const float*>(lu.data_ptr()), static_cast<float*>(sign.data_ptr()),
                        static_cast<float*>(logabs.data_ptr())); break;
@@ -223,15 +237,15 @@ std::tuple<Tensor, Tensor> eigh_impl(const Tensor& self, std::string_view UPLO, 
                ": Expected UPLO argument to be 'L' or 'U', but got ", UPLO);
   int64_t n = self.size(-1);
   Tensor v = colmajor(self, n, n);
-  Tensor w = empty(batch_shape(self, {n}), to_real_value_type(self.dtype()));  // real, also for Hermitian input
-  Tensor info = zeros(batch_shape(self), kInt32);
+  Tensor w = empty(batch_shape(self, {n}), to_real_value_type(self.dtype()), self.device());  // real, also for Hermitian input
+  Tensor info = zeros(batch_shape(self), kInt32, self.device());
   if (v.numel()) {
     LapackArgs g = args_for(v, n, n);
     g.upper = UPLO == "U" || UPLO == "u";
     g.vectors = vectors;
-    g.b = w.data_ptr();
+    g.b = lapack_ptr(w);
     g.stride_b = n;
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.info = lapack_ints(info);
     lapack_stub[self.device()](Lapack::Syevd, g);
   }
   int64_t b = first_failure(info);
@@ -256,23 +270,23 @@ namespace {
 // imaginary parts in columns j and j + 1.
 std::tuple<Tensor, Tensor> eig_impl(const Tensor& self, bool vectors, const char* op) {
   check_matrix(self, op, true, /*complex_ok=*/true);
-  KINDLE_CHECK(self.numel() == 0 || isfinite(self).all().item().to_bool(), op,
+  KINDLE_CHECK(detail::all_values(isfinite(self)), op,
                ": input tensor should not contain infs or NaNs.");
   int64_t n = self.size(-1);
   const bool cplx = self.is_complex();
   Tensor a = colmajor(self, n, n);
-  Tensor wr = empty(batch_shape(self, {n}), self.dtype());
-  Tensor wi = cplx ? Tensor() : empty(batch_shape(self, {n}), self.dtype());
-  Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype()), vectors ? n : 0,
+  Tensor wr = empty(batch_shape(self, {n}), self.dtype(), self.device());
+  Tensor wi = cplx ? Tensor() : empty(batch_shape(self, {n}), self.dtype(), self.device());
+  Tensor vr = colmajor(empty(batch_shape(self, {vectors ? n : 0, vectors ? n : 0}), self.dtype(), self.device()), vectors ? n : 0,
                        vectors ? n : 0);
-  Tensor info = zeros(batch_shape(self), kInt32);
+  Tensor info = zeros(batch_shape(self), kInt32, self.device());
   if (a.numel()) {
     LapackArgs g = args_for(a, n, n);
     g.vectors = vectors;
-    g.b = wr.data_ptr(), g.stride_b = n;
-    if (!cplx) g.c = wi.data_ptr(), g.stride_c = n;
-    g.d = vectors ? vr.data_ptr() : nullptr, g.stride_d = n * n;
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.b = lapack_ptr(wr), g.stride_b = n;
+    if (!cplx) g.c = lapack_ptr(wi), g.stride_c = n;
+    g.d = vectors ? lapack_ptr(vr) : nullptr, g.stride_d = n * n;
+    g.info = lapack_ints(info);
     lapack_stub[self.device()](Lapack::Geev, g);
   }
   int64_t b = first_failure(info);
@@ -301,12 +315,12 @@ std::tuple<Tensor, Tensor, Tensor> native_linalg_ldl_factor_ex(const Tensor& sel
   (void)hermitian;  // the same factorisation for real matrices
   int64_t n = self.size(-1);
   Tensor ld = colmajor(self, n, n);
-  Tensor piv = empty(batch_shape(self, {n}), kInt32);
-  Tensor info = zeros(batch_shape(self), kInt32);
+  Tensor piv = empty(batch_shape(self, {n}), kInt32, self.device());
+  Tensor info = zeros(batch_shape(self), kInt32, self.device());
   if (ld.numel()) {
     LapackArgs g = args_for(ld, n, n);
-    g.ipiv = static_cast<int32_t*>(piv.data_ptr());
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.ipiv = lapack_ints(piv);
+    g.info = lapack_ints(info);
     lapack_stub[self.device()](Lapack::Sytrf, g);
   }
   if (check_errors) {
@@ -324,6 +338,8 @@ Tensor native_linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Ten
   int64_t n = LD.size(-1);
   KINDLE_CHECK(B.dim() == LD.dim() && B.size(-2) == n, "linalg.ldl_solve: Incompatible shapes of LD and B (",
                LD.sizes(), " and ", B.sizes(), ")");
+  check_same_device(LD, B, "linalg.ldl_solve");
+  check_same_device(LD, pivots, "linalg.ldl_solve");
   KINDLE_CHECK(B.dtype() == LD.dtype(), "linalg.ldl_solve: Expected LD and B to have the same dtype, but got ",
                LD.dtype(), " and ", B.dtype());
   KINDLE_CHECK(pivots.dtype() == kInt32, "linalg.ldl_solve: Expected pivots to be integers. Got ", pivots.dtype());
@@ -334,7 +350,7 @@ Tensor native_linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Ten
                  "linalg.ldl_solve: the batch dimensions of LD, pivots and B must match");
   // sytrs trusts the pivots to index the matrix: out-of-range ones would make LAPACK read and
   // write outside it
-  if (pivots.numel()) {
+  if (pivots.numel() && !pivots.is_meta()) {
     Tensor ap = pivots.abs();
     KINDLE_CHECK(bool((pivots != 0).all().item().to_bool()) && ap.max().item().to_int() <= n,
                  "linalg.ldl_solve: pivots must be LAPACK's (1-based, between -", n, " and ", n,
@@ -343,15 +359,15 @@ Tensor native_linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Ten
   int64_t k = B.size(-1);
   Tensor a = colmajor(LD, n, n);
   Tensor p = contiguous(pivots);
-  Tensor info = zeros(batch_shape(LD), kInt32);
+  Tensor info = zeros(batch_shape(LD), kInt32, LD.device());
   Tensor x = colmajor(B, n, k);
   if (x.numel() && a.numel()) {
     LapackArgs g = args_for(a, n, n);
     g.k = k;
-    g.b = x.data_ptr();
+    g.b = lapack_ptr(x);
     g.stride_b = n * k;
-    g.ipiv = static_cast<int32_t*>(p.data_ptr());
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.ipiv = lapack_ints(p);
+    g.info = lapack_ints(info);
     lapack_stub[LD.device()](Lapack::Sytrs, g);
   }
   return x;
@@ -362,21 +378,21 @@ std::tuple<Tensor, Tensor, Tensor> native_linalg_svd(const Tensor& A, bool full_
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   Tensor a = colmajor(A, m, n);
-  Tensor s = empty(batch_shape(A, {k}), to_real_value_type(A.dtype()));
-  Tensor u = colmajor(empty(batch_shape(A, {m, ucols}), A.dtype()), m, ucols);
-  Tensor vh = colmajor(empty(batch_shape(A, {vrows, n}), A.dtype()), vrows, n);
-  Tensor info = zeros(batch_shape(A), kInt32);
+  Tensor s = empty(batch_shape(A, {k}), to_real_value_type(A.dtype()), A.device());
+  Tensor u = colmajor(empty(batch_shape(A, {m, ucols}), A.dtype(), A.device()), m, ucols);
+  Tensor vh = colmajor(empty(batch_shape(A, {vrows, n}), A.dtype(), A.device()), vrows, n);
+  Tensor info = zeros(batch_shape(A), kInt32, A.device());
   if (a.numel()) {
     LapackArgs g = args_for(a, m, n);
     g.full = full_matrices;
-    g.b = s.data_ptr(), g.stride_b = k;
-    g.c = u.data_ptr(), g.stride_c = m * ucols;
-    g.d = vh.data_ptr(), g.stride_d = vrows * n;
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.b = lapack_ptr(s), g.stride_b = k;
+    g.c = lapack_ptr(u), g.stride_c = m * ucols;
+    g.d = lapack_ptr(vh), g.stride_d = vrows * n;
+    g.info = lapack_ints(info);
     lapack_stub[A.device()](Lapack::Gesdd, g);
   } else {  // an empty matrix: U and V^T are identities where they have elements
-    if (u.numel()) u.copy_(eye(m, ucols, A.dtype()).expand(u.sizes()));
-    if (vh.numel()) vh.copy_(eye(vrows, n, A.dtype()).expand(vh.sizes()));
+    if (u.numel()) u.copy_(eye(m, ucols, A.dtype(), A.device()).expand(u.sizes()));
+    if (vh.numel()) vh.copy_(eye(vrows, n, A.dtype(), A.device()).expand(vh.sizes()));
   }
   int64_t b = first_failure(info);
   KINDLE_CHECK_AS(LinAlgError, b < 0, "linalg.svd: ", batch_prefix(info, b),
@@ -390,13 +406,13 @@ Tensor _linalg_svdvals(const Tensor& A) {
   check_matrix(A, "linalg.svdvals", false, /*complex_ok=*/true);
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   Tensor a = colmajor(A, m, n);
-  Tensor s = empty(batch_shape(A, {k}), to_real_value_type(A.dtype()));
-  Tensor info = zeros(batch_shape(A), kInt32);
+  Tensor s = empty(batch_shape(A, {k}), to_real_value_type(A.dtype()), A.device());
+  Tensor info = zeros(batch_shape(A), kInt32, A.device());
   if (a.numel()) {
     LapackArgs g = args_for(a, m, n);
     g.vectors = false;
-    g.b = s.data_ptr(), g.stride_b = k;
-    g.info = static_cast<int32_t*>(info.data_ptr());
+    g.b = lapack_ptr(s), g.stride_b = k;
+    g.info = lapack_ints(info);
     lapack_stub[A.device()](Lapack::Gesdd, g);
   }
   KINDLE_CHECK_AS(LinAlgError, first_failure(info) < 0, "linalg.svdvals: The algorithm failed to converge.");
@@ -413,18 +429,18 @@ std::tuple<Tensor, Tensor> native_linalg_qr(const Tensor& A, std::string_view mo
   // the factored matrix has room for Q's columns when they outnumber A's
   Tensor a = colmajor(A, m, std::max(n, qcols));
   if (qcols > n) a.narrow(-1, 0, n).copy_(A);
-  Tensor tau = empty(batch_shape(A, {k}), A.dtype());
-  Tensor info = zeros(batch_shape(A), kInt32);
+  Tensor tau = empty(batch_shape(A, {k}), A.dtype(), A.device());
+  Tensor info = zeros(batch_shape(A), kInt32, A.device());
   LapackArgs g = args_for(a, m, n);
   g.stride_a = m * std::max(n, qcols);
-  g.b = tau.data_ptr(), g.stride_b = k;
-  g.info = static_cast<int32_t*>(info.data_ptr());
+  g.b = lapack_ptr(tau), g.stride_b = k;
+  g.info = lapack_ints(info);
   if (a.numel() && k) lapack_stub[A.device()](Lapack::Geqrf, g);
   Tensor r = a.narrow(-1, 0, n).narrow(-2, 0, mode == "complete" ? m : k).triu();
-  if (mode == "r") return {empty({0}, A.dtype()), r};
+  if (mode == "r") return {empty({0}, A.dtype(), A.device()), r};
   Tensor q = a.narrow(-1, 0, qcols);
   if (k == 0) {
-    q = colmajor(eye(m, qcols, A.dtype()).expand(batch_shape(A, {m, qcols})), m, qcols);
+    q = colmajor(eye(m, qcols, A.dtype(), A.device()).expand(batch_shape(A, {m, qcols})), m, qcols);
   } else {
     g.n = qcols, g.k = k;
     lapack_stub[A.device()](Lapack::Orgqr, g);
@@ -437,6 +453,7 @@ Tensor native_linalg_solve_triangular(const Tensor& self, const Tensor& B, bool 
   KINDLE_CHECK(B.dim() == self.dim(), "linalg.solve_triangular: Incompatible shapes of A and B for the equation ",
                left ? "AX = B" : "XA = B", " (", self.size(-2), "x", self.size(-1), " and ", B.size(-2), "x",
                B.size(-1), ")");
+  check_same_device(self, B, "linalg.solve_triangular");
   KINDLE_CHECK(self.dtype() == B.dtype(), "linalg.solve_triangular: Expected A and B to have the same dtype, but found "
                "A of type ", self.dtype(), " and B of type ", B.dtype(), " instead.");
   int64_t n = self.size(-1), m = B.size(-2), k = B.size(-1);
@@ -448,8 +465,8 @@ Tensor native_linalg_solve_triangular(const Tensor& self, const Tensor& B, bool 
   Tensor x = colmajor(B, m, k);
   if (x.numel() && n) {
     LapackArgs g = args_for(x, m, k);
-    g.a = a.data_ptr(), g.stride_a = n * n;
-    g.b = x.data_ptr(), g.stride_b = m * k;
+    g.a = lapack_ptr(a), g.stride_a = n * n;
+    g.b = lapack_ptr(x), g.stride_b = m * k;
     g.k = n;
     g.upper = upper, g.left = left, g.unit = unitriangular;
     lapack_stub[self.device()](Lapack::Trsm, g);

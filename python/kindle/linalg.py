@@ -143,7 +143,7 @@ def lu_factor(A, *, pivot=True, out=None):
 def _pivots_to_permutation(pivots, n):
     """The permutation matrix P of LAPACK's row interchanges (A = P L U)."""
     batch = tuple(pivots.shape[:-1])
-    perm = _C.arange(n).expand(batch + (n,)).clone()
+    perm = _C.arange(n, device=pivots.device).expand(batch + (n,)).clone()
     piv = pivots.to(_C.int64) - 1
     for i in range(pivots.shape[-1]):
         j = piv[..., i:i + 1]
@@ -156,7 +156,7 @@ def _pivots_to_permutation(pivots, n):
 
 
 def _one_hot(idx, n):
-    out = _C.zeros(tuple(idx.shape) + (n,), dtype=_C.float64)
+    out = _C.zeros(tuple(idx.shape) + (n,), dtype=_C.float64, device=idx.device)
     out.scatter_(-1, idx.unsqueeze(-1), 1.0)
     return out
 
@@ -166,7 +166,7 @@ def lu(A, *, pivot=True, out=None):
     m, n = A.shape[-2], A.shape[-1]
     k = min(m, n)
     LU, piv, _ = _C.linalg_lu_factor_ex(A, pivot=pivot, check_errors=False)
-    L = LU[..., :, :k].tril(-1) + _C.eye(m, k, dtype=A.dtype)
+    L = LU[..., :, :k].tril(-1) + _C.eye(m, k, dtype=A.dtype, device=A.device)
     U = LU[..., :k, :].triu()
     P = _pivots_to_permutation(piv, m).to(A.dtype)
     return _write(out, _lu_t(P, L, U))
@@ -175,7 +175,7 @@ def lu(A, *, pivot=True, out=None):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     n = LU.shape[-1]
     P = _pivots_to_permutation(pivots, n).to(LU.dtype)
-    L = LU.tril(-1) + _C.eye(n, dtype=LU.dtype)
+    L = LU.tril(-1) + _C.eye(n, dtype=LU.dtype, device=LU.device)
     U = LU.triu()
     if left and not adjoint:  # A X = B, A = P L U
         X = solve_triangular(U, solve_triangular(L, P.transpose(-2, -1) @ B, upper=False, unitriangular=True),
@@ -225,7 +225,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     info = _C.linalg_lu_factor_ex(_square(A, "linalg.solve_ex", complex_ok=True))[2]
     if check_errors:
         _check_info(info, "linalg.solve_ex", "The solver failed because the input matrix is singular.")
-    if bool((info != 0).any()):
+    if not info.is_meta and bool((info != 0).any()):
         X = _C.full_like(B, float("nan")) if B.dim() else B
         return _write(out, _solve_ex_t(X, info))
     return _write(out, _solve_ex_t(solve(A, B, left=left), info))
@@ -234,7 +234,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 def inv(A, *, out=None):
     _square(A, "linalg.inv", complex_ok=True)
     n = A.shape[-1]
-    eye = _C.eye(n, dtype=A.dtype).expand(A.shape)
+    eye = _C.eye(n, dtype=A.dtype, device=A.device).expand(A.shape)
     return _write(out, _C._linalg_solve(A, eye))
 
 
@@ -243,7 +243,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     if check_errors:
         _check_info(info, "linalg.inv_ex", "The diagonal element {code} is zero, the inversion could not be completed "
                     "because the input matrix is singular.")
-    if bool((info != 0).any()):
+    if not info.is_meta and bool((info != 0).any()):
         return _write(out, _inv_ex_t(_C.full_like(A, float("nan")), info))
     return _write(out, _inv_ex_t(inv(A), info))
 
@@ -352,7 +352,7 @@ def cond(A, p=None, *, out=None):
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     _float_input(A, "linalg.matrix_rank", complex_ok=True)
     s = eigvalsh(A).abs() if hermitian else svdvals(A)
-    smax = s.amax(-1, keepdim=True) if s.shape[-1] else _C.zeros(tuple(s.shape[:-1]) + (1,), dtype=s.dtype)
+    smax = s.amax(-1, keepdim=True) if s.shape[-1] else _C.zeros(tuple(s.shape[:-1]) + (1,), dtype=s.dtype, device=s.device)
     if tol is not None:
         threshold = _C.as_tensor(tol, dtype=s.dtype)
         threshold = threshold.unsqueeze(-1) if threshold.dim() else threshold
@@ -411,15 +411,15 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     rank = keep.sum(-1)
     real_dtype = s.dtype
     if driver in (None, "gelsy", "gels") and driver != "gels":
-        sv = _C.empty(0, dtype=real_dtype)
+        sv = _C.empty(0, dtype=real_dtype, device=A.device)
     else:
         sv = s
     if driver == "gels":
-        rank = _C.empty(0, dtype=_C.int64)
-    if m > n and bool((rank == n).all()):
+        rank = _C.empty(0, dtype=_C.int64, device=A.device)
+    if m > n and not rank.is_meta and bool((rank == n).all()):
         residuals = ((A @ X - Bm).abs() ** 2).sum(-2)
     else:
-        residuals = _C.empty(0, dtype=real_dtype)
+        residuals = _C.empty(0, dtype=real_dtype, device=A.device)
     X = X.squeeze(-1) if vector else X
     return _write(out, _lstsq_t(X, residuals, rank, sv))
 
@@ -429,7 +429,7 @@ def matrix_power(A, n, *, out=None):
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("linalg.matrix_power: A must be batches of square matrices")
     if n == 0:
-        return _write(out, _C.eye(A.shape[-1], dtype=A.dtype).expand(A.shape).clone())
+        return _write(out, _C.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone())
     if n < 0:
         A, n = inv(A), -n
     result, base = None, A
@@ -448,10 +448,10 @@ def matrix_exp(A):
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
-    norm1 = float(A.detach().abs().sum(-2).amax()) if A.numel() else 0.0
+    norm1 = float(A.detach().abs().sum(-2).amax()) if A.numel() and not A.is_meta else 0.0
     s = builtins.max(0, math.ceil(math.log2(norm1)) + 1) if norm1 > 0.5 else 0
     X = A / (2 ** s)
-    eye = _C.eye(n, dtype=A.dtype).expand(A.shape)
+    eye = _C.eye(n, dtype=A.dtype, device=A.device).expand(A.shape)
     result, term = eye, eye
     for k in range(1, 19):
         term = term @ X / k
@@ -502,7 +502,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def vander(x, *, N=None):
     n = x.shape[-1] if N is None else N
-    return x.unsqueeze(-1).pow(_C.arange(n, dtype=_C.int64))
+    return x.unsqueeze(-1).pow(_C.arange(n, dtype=_C.int64, device=x.device))
 
 
 def tensorinv(A, ind=2, *, out=None):
@@ -529,7 +529,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
 def householder_product(A, tau, *, out=None):
     """Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^H, v_i the i-th column of A below the diagonal."""
     m, n = A.shape[-2], A.shape[-1]
-    eye = _C.eye(m, dtype=A.dtype)
+    eye = _C.eye(m, dtype=A.dtype, device=A.device)
     Q = eye.expand(tuple(A.shape[:-2]) + (m, m)).clone()
     for i in range(tau.shape[-1]):
         v = A[..., :, i].clone()
@@ -608,7 +608,7 @@ def _cholesky_solve(B, L, upper=False, *, out=None):
 
 def _cholesky_inverse(L, upper=False, *, out=None):
     n = L.shape[-1]
-    return _cholesky_solve(_C.eye(n, dtype=L.dtype).expand(L.shape), L, upper, out=out)
+    return _cholesky_solve(_C.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), L, upper, out=out)
 
 
 def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):

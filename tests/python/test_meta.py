@@ -28,7 +28,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 # host to check or plan (LAPACK status, index bounds done as reductions, sizes from tensors).
 # Kindle raises NotImplementedError there, never a wrong result or a crash.
 META_GAPS = {
-    "norm",  # p='nuc': the singular values come from LAPACK, whose status is read on the host
     "masked_scatter",  # backward: the source's gradient is grad[mask], which Kindle gathers by values
 }
 
@@ -401,3 +400,45 @@ def test_modules_build_and_run_on_meta(case):
         for p, q in zip(model.parameters(), cpu_model.parameters()):
             assert p.is_meta and p.shape == q.shape
             assert p.grad is None or (p.grad.is_meta and p.grad.shape == p.shape)
+
+
+def _spd(k, n, batch=()):
+    a = k.randn(*batch, n, n, dtype=k.float64)
+    return a @ a.mT + n * k.eye(n, dtype=k.float64)
+
+
+_LINALG = {
+    "inv": lambda k, A, B: k.linalg.inv(A), "det": lambda k, A, B: k.linalg.det(A),
+    "slogdet": lambda k, A, B: k.linalg.slogdet(A), "cholesky": lambda k, A, B: k.linalg.cholesky(A),
+    "qr": lambda k, A, B: k.linalg.qr(A), "svd": lambda k, A, B: k.linalg.svd(A, full_matrices=False),
+    "svdvals": lambda k, A, B: k.linalg.svdvals(A), "eigh": lambda k, A, B: k.linalg.eigh(A),
+    "eig": lambda k, A, B: k.linalg.eig(A), "solve": lambda k, A, B: k.linalg.solve(A, B),
+    "lstsq": lambda k, A, B: k.linalg.lstsq(A, B).solution, "lu": lambda k, A, B: k.linalg.lu(A),
+    "lu_solve": lambda k, A, B: k.linalg.lu_solve(*k.linalg.lu_factor(A), B),
+    "pinv": lambda k, A, B: k.linalg.pinv(A), "matrix_rank": lambda k, A, B: k.linalg.matrix_rank(A),
+    "matrix_norm_nuc": lambda k, A, B: k.linalg.matrix_norm(A, "nuc"),
+    "solve_triangular": lambda k, A, B: k.linalg.solve_triangular(A, B, upper=True),
+    "inv_ex": lambda k, A, B: k.linalg.inv_ex(A), "matrix_exp": lambda k, A, B: k.linalg.matrix_exp(A),
+    "ldl_solve": lambda k, A, B: k.linalg.ldl_solve(*k.linalg.ldl_factor(A), B),
+    "cholesky_solve": lambda k, A, B: k.cholesky_solve(B, k.linalg.cholesky(A)),
+    "cholesky_inverse": lambda k, A, B: k.cholesky_inverse(k.linalg.cholesky(A)),
+    "cond": lambda k, A, B: k.linalg.cond(A), "logdet": lambda k, A, B: k.logdet(A),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINALG))
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_linalg_on_meta_matches_cpu(name, batch):
+    """The LAPACK-based functions size their results on meta without running LAPACK."""
+    kindle.manual_seed(0)
+    A, B = _spd(kindle, 4, batch), kindle.randn(*batch, 4, 2, dtype=kindle.float64)
+    cres = _LINALG[name](kindle, A, B)
+    mres = _LINALG[name](kindle, A.to("meta"), B.to("meta"))
+    msg = _structure_diff(tuple(mres) if isinstance(mres, tuple) else mres,
+                          tuple(cres) if isinstance(cres, tuple) else cres, False)
+    assert msg is None, msg
+
+
+def test_linalg_refuses_operands_on_two_devices():
+    with pytest.raises(RuntimeError, match="same device"):
+        kindle.linalg.solve(kindle.empty(3, 3, device="meta"), kindle.ones(3, 2))
