@@ -190,9 +190,7 @@ void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* _
 }
 
 // The same steps written with ops, for devices whose tensors the host loops above cannot read
-// (CUDA): each line is one elementwise kernel on the device.
-// The same steps written with ops, for devices whose tensors the host loops above cannot read
-// (CUDA): each line is one elementwise kernel on the device.
+// (CUDA; meta, where every kernel does nothing): each line is one elementwise kernel on the device.
 void sgd_step_ops(TensorList params, TensorList grads, std::vector<Tensor>& bufs, const SGDHyper& h) {
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -230,6 +228,45 @@ void adam_step_ops(TensorList params, TensorList grads, TensorList exp_avgs, Ten
     }
     Tensor denom = v.sqrt().div(c(std::sqrt(bc2))).add(c(h.eps));
     p.add_(exp_avgs[i].div(denom), -h.lr / bc1);
+  }
+}
+
+void rmsprop_step_ops(TensorList params, TensorList grads, TensorList square_avgs, TensorList grad_avgs,
+                      TensorList momentum_buffers, const RMSpropHyper& h) {
+  autograd::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
+    Tensor g = h.maximize ? grads[i].neg() : grads[i];
+    if (h.weight_decay != 0) g = g.add(p, h.weight_decay);
+    square_avgs[i].mul_(c(h.alpha)).add_(g.mul(g), 1 - h.alpha);
+    Tensor avg;
+    if (h.centered) {
+      grad_avgs[i].add_(g.sub(grad_avgs[i]), 1 - h.alpha);
+      avg = square_avgs[i].sub(grad_avgs[i].mul(grad_avgs[i])).sqrt().add(c(h.eps));
+    } else {
+      avg = square_avgs[i].sqrt().add(c(h.eps));
+    }
+    if (h.momentum > 0) {
+      momentum_buffers[i].mul_(c(h.momentum)).add_(g.div(avg));
+      p.add_(momentum_buffers[i], -h.lr);
+    } else {
+      p.add_(g.div(avg), -h.lr);
+    }
+  }
+}
+
+void adagrad_step_ops(TensorList params, TensorList grads, TensorList state_sums, const std::vector<int64_t>& steps,
+                      const AdagradHyper& h) {
+  autograd::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
+    Tensor g = h.maximize ? grads[i].neg() : grads[i];
+    if (h.weight_decay != 0) g = g.add(p, h.weight_decay);
+    state_sums[i].add_(g.mul(g));
+    const double clr = h.lr / (1 + double(steps[i] - 1) * h.lr_decay);
+    p.add_(g.div(state_sums[i].sqrt().add(c(h.eps))), -clr);
   }
 }
 
@@ -303,6 +340,8 @@ void rmsprop_step(TensorList params, TensorList grads, TensorList square_avgs, T
   KINDLE_CHECK(h.momentum <= 0 || momentum_buffers.size() == params.size(),
                "rmsprop_step: momentum needs momentum_buffers");
   TensorList ga = h.centered ? grad_avgs : TensorList{}, mb = h.momentum > 0 ? momentum_buffers : TensorList{};
+  if (!params.empty() && !params[0].device().is_cpu())
+    return rmsprop_step_ops(params, grads, square_avgs, grad_avgs, momentum_buffers, h);
   Group grp("rmsprop_step", params, grads, {square_avgs, ga, mb});
   dispatch_float(grp.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -328,6 +367,7 @@ void adagrad_step(TensorList params, TensorList grads, TensorList state_sums, co
                   const AdagradHyper& h) {
   KINDLE_CHECK(steps.size() == params.size(), "adagrad_step: got ", params.size(), " parameters but ",
                steps.size(), " step counts");
+  if (!params.empty() && !params[0].device().is_cpu()) return adagrad_step_ops(params, grads, state_sums, steps, h);
   Group grp("adagrad_step", params, grads, {state_sums});
   dispatch_float(grp.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -442,3 +442,22 @@ def test_linalg_on_meta_matches_cpu(name, batch):
 def test_linalg_refuses_operands_on_two_devices():
     with pytest.raises(RuntimeError, match="same device"):
         kindle.linalg.solve(kindle.empty(3, 3, device="meta"), kindle.ones(3, 2))
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
+                                  "RAdam", "ASGD", "Rprop"])
+def test_optimizers_step_on_meta(name):
+    """A training step of a model on meta: the optimizer's state is made on meta too."""
+    with kindle.device("meta"):
+        model = kindle.nn.Linear(4, 3)
+    kw = {"lr": 0.1, **({"momentum": 0.9} if name in ("SGD", "RMSprop") else {}),
+          **({"centered": True} if name == "RMSprop" else {})}
+    opt = getattr(kindle.optim, name)(model.parameters(), **kw)
+    for _ in range(2):
+        opt.zero_grad()
+        model(kindle.empty(2, 4, device="meta")).sum().backward()
+        opt.step()
+    assert model.weight.is_meta
+    for v in opt.state[model.weight].values():
+        if isinstance(v, kindle.Tensor) and v.dim():
+            assert v.is_meta and v.shape == model.weight.shape
