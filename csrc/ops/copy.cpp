@@ -31,9 +31,21 @@ Tensor native__to_device(const Tensor& self, std::optional<Device> device, bool 
   if (d.is_cpu()) d = kCPU;  // cpu:0 is the CPU
   else if (d.is_cuda() && d.index() < 0) d.set_index(int8_t(cuda::current_device()));
   if (self.device() == d) return self;
-  Tensor out = empty_tensor(self.sizes(), self.dtype(), d);
-  copy_across_devices(out, self, non_blocking);
-  return out;
+  bool broadcast = false;  // (an expanded input's copy is contiguous, as torch's)
+  for (int64_t i = 0; i < self.dim(); ++i) broadcast = broadcast || (self.stride(i) == 0 && self.size(i) > 1);
+  if (self.is_contiguous() || broadcast) {
+    Tensor out = empty_tensor(self.sizes(), self.dtype(), d);
+    copy_across_devices(out, self, non_blocking);
+    return out;
+  }
+  // Otherwise the result keeps the input's layout (torch's preserve_format): allocated dense in
+  // the order of the input's strides, and filled from the input viewed in that order.
+  DimVector perm = dims_by_stride(self), inv(self.sizes());
+  for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
+  Tensor ordered = self.permute(perm);
+  Tensor out = empty_tensor(ordered.sizes(), self.dtype(), d);
+  copy_across_devices(out, ordered, non_blocking);
+  return out.permute(inv);
 }
 
 const Tensor& native_copy_(const Tensor& self, const Tensor& src) {

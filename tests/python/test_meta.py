@@ -271,6 +271,10 @@ def test_meta_tensors_have_metadata_and_no_data():
     z = kindle.empty(3, device="meta")
     z.copy_(kindle.arange(3.0))
     assert kindle.ones(4).to("meta").is_meta
+    # .to(device) keeps a strided input's layout, as torch's preserve_format
+    assert kindle.ones(4, 3).t().to("meta").stride() == (1, 3)
+    assert kindle.ones(4, 3).t()[::2].to("meta").stride() == (1, 2)
+    assert kindle.ones(2, 3).expand(4, 2, 3).to("meta").stride() == (6, 3, 1)
 
 
 def test_meta_autograd_runs_without_data():
