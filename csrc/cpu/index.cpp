@@ -91,10 +91,25 @@ void index_put_kernel(TensorIter& it, const IndexDims& d, PutReduce reduce) {
   bad.check(d.index_error);
 }
 
+void bincount_kernel(const Tensor& x, const Tensor* w, const Tensor& out) {
+  const int64_t* p = x.data_ptr<int64_t>();
+  const int64_t n = x.numel();
+  if (w) {
+    const double* wp = w->data_ptr<double>();
+    double* o = out.data_ptr<double>();
+    for (int64_t i = 0; i < n; ++i) o[p[i]] += wp[i];
+  } else {
+    int64_t* o = out.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) o[p[i]] += 1;
+  }
+}
+
 }  // namespace
 }  // namespace kindle::cpu
 
 namespace kindle {
+KernelStub<void (*)(const Tensor&, const Tensor*, const Tensor&)> bincount_stub{"bincount"};
+KINDLE_REGISTER_KERNEL(bincount_stub, DeviceType::CPU, &cpu::bincount_kernel);
 KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub{"index"};
 KernelStub<void (*)(TensorIter&, const IndexDims&, PutReduce)> index_put_stub{"index_put_"};
 KINDLE_REGISTER_KERNEL(index_stub, DeviceType::CPU, &cpu::index_kernel);

@@ -140,6 +140,9 @@ extern KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub;
 // How index_put / scatter combine a value with what the destination holds.
 enum class PutReduce : uint8_t { Assign, Add, Multiply, Max, Min };
 extern KernelStub<void (*)(TensorIter&, const IndexDims&, PutReduce)> index_put_stub;
+// out[x[i]] += w ? w[i] : 1 for i in order: x contiguous int64 in [0, out.numel()), w (if given)
+// contiguous float64 of x's length, out contiguous int64 (no weights) or float64.
+extern KernelStub<void (*)(const Tensor& x, const Tensor* w, const Tensor& out)> bincount_stub;
 // scatter_ with a reduction (ops/index.cpp), outside autograd: composites attach gradients.
 const Tensor& scatter_reduce_raw_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, PutReduce reduce);
 }  // namespace kindle

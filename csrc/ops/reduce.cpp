@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kindle/operators.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
 #include "ops/scan_kernels.h"
@@ -374,30 +375,47 @@ std::tuple<Tensor, Tensor> native_topk(const Tensor& self, int64_t k, int64_t di
   return {contiguous(narrow(v, d, 0, k)), contiguous(narrow(i, d, 0, k))};
 }
 
-// unique along a dim: the slices along `dim` are compared as rows, in lexicographic order.
+// unique and bincount are made of ops (sort, comparisons, cumsum, nonzero, index_put): their one
+// host read is the size of the result, which nonzero and item() make; no tensor memory is read here.
+
+// The runs of equal neighbours in a sorted sequence, given `starts` (bool: element i begins a
+// run): each element's run number, where the runs begin, and their lengths.
+static std::tuple<Tensor, Tensor, Tensor> runs_of(const Tensor& starts) {
+  const int64_t n = starts.numel();
+  Tensor run = starts.to(kInt64).cumsum(0) - Scalar(1);
+  Tensor begin = nonzero(starts).reshape({-1});
+  const int64_t u = begin.numel();
+  Tensor end = u ? cat({begin.narrow(0, 1, u - 1), full({1}, Scalar(n), kInt64, starts.device())}, 0) : begin;
+  return {run, begin, end - begin};
+}
+
+// The elements of a sorted sequence (rows of a matrix when 2-d) that differ from their predecessor.
+static Tensor run_starts(const Tensor& sorted) {
+  const int64_t n = sorted.size(0);
+  Tensor starts = ones({n}, kBool, sorted.device());
+  if (n > 1) {
+    Tensor differs = ne(sorted.narrow(0, 1, n - 1), sorted.narrow(0, 0, n - 1));
+    if (differs.dim() > 1) differs = differs.any(IntArrayRef{1});
+    starts.narrow(0, 1, n - 1).copy_(differs);
+  }
+  return starts;
+}
+
+// unique along a dim: the slices along `dim` are compared as rows, in lexicographic order (stable
+// sorts by each column, the last first).
 static std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& self, int64_t dim, bool return_inverse, bool return_counts) {
   KINDLE_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"unique_dim\" not implemented for '", scalar_type_name(self.dtype()), "'");
   int64_t d = wrap_dim(dim, self.dim(), "unique");
-  Tensor rows = contiguous(movedim(self, {d}, {0})).to(kFloat64);
-  int64_t n = rows.dim() ? rows.size(0) : 1, m = n ? rows.numel() / n : 0;
-  const double* p = rows.data_ptr<double>();
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t(0));
-  auto less = [&](int64_t a, int64_t b) { return std::lexicographical_compare(p + a * m, p + (a + 1) * m, p + b * m, p + (b + 1) * m); };
-  std::stable_sort(order.begin(), order.end(), less);
-  std::vector<int64_t> firsts, counts;
-  Tensor inverse = empty_tensor({n}, kInt64, self.device());
-  for (int64_t i = 0; i < n; ++i) {
-    if (i == 0 || less(order[i - 1], order[i])) { firsts.push_back(order[i]); counts.push_back(0); }
-    counts.back()++;
-    inverse.data_ptr<int64_t>()[order[i]] = int64_t(firsts.size()) - 1;
-  }
-  Tensor idx = empty_tensor({int64_t(firsts.size())}, kInt64, self.device());
-  Tensor cnt = empty_tensor({int64_t(counts.size())}, kInt64, self.device());
-  std::copy(firsts.begin(), firsts.end(), idx.data_ptr<int64_t>());
-  std::copy(counts.begin(), counts.end(), cnt.data_ptr<int64_t>());
-  return {index_select(self, d, idx), return_inverse ? inverse : empty_tensor({0}, kInt64),
-          return_counts ? cnt : empty_tensor({0}, kInt64)};
+  Tensor moved = movedim(self, {d}, {0});
+  int64_t n = moved.dim() ? moved.size(0) : 1, m = n ? moved.numel() / n : 0;
+  Tensor rows = moved.reshape({n, m}).to(kFloat64);
+  Tensor order = arange(0, n, 1, kInt64, self.device());
+  for (int64_t j = m - 1; j >= 0; --j)
+    order = order.index_select(0, std::get<1>(rows.select(1, j).index_select(0, order).sort(0, false, true)));
+  auto [run, begin, counts] = runs_of(run_starts(rows.index_select(0, order)));
+  Tensor inverse = zeros({n}, kInt64, self.device()).index_put_({order}, run, false);
+  return {index_select(self, d, order.index_select(0, begin)), return_inverse ? inverse : empty_tensor({0}, kInt64),
+          return_counts ? counts : empty_tensor({0}, kInt64)};
 }
 
 std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, bool return_inverse, bool return_counts,
@@ -405,31 +423,9 @@ std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, boo
   if (dim) return unique_dim(self, *dim, return_inverse, return_counts);
   Tensor flat = contiguous(self.reshape({-1}));
   auto [sv, si] = sort(flat, 0, false, true);
-  int64_t n = flat.numel();
-  Tensor inverse = empty_tensor({n}, kInt64, self.device());
-  std::vector<int64_t> starts;
-  Tensor sv64 = sv;
-  dispatch_all(sv.dtype(), "unique", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = opmath_t<T>;
-    const T* v = static_cast<const T*>(sv.data_ptr());
-    const int64_t* idx = si.data_ptr<int64_t>();
-    int64_t* inv = inverse.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      bool same = i > 0 && (C(v[i]) == C(v[i - 1]));
-      if (!same) starts.push_back(i);
-      inv[idx[i]] = int64_t(starts.size()) - 1;
-    }
-  });
-  int64_t u = int64_t(starts.size());
-  Tensor start_idx = empty_tensor({u}, kInt64, self.device());
-  Tensor counts = empty_tensor({u}, kInt64, self.device());
-  for (int64_t j = 0; j < u; ++j) {
-    start_idx.data_ptr<int64_t>()[j] = starts[j];
-    counts.data_ptr<int64_t>()[j] = (j + 1 < u ? starts[j + 1] : n) - starts[j];
-  }
-  Tensor out = index_select(sv, 0, start_idx);
-  return {out, return_inverse ? inverse.view(self.sizes()) : empty_tensor({0}, kInt64),
+  auto [run, begin, counts] = runs_of(run_starts(sv));
+  Tensor inverse = zeros({flat.numel()}, kInt64, self.device()).index_put_({si}, run, false);
+  return {index_select(sv, 0, begin), return_inverse ? inverse.view(self.sizes()) : empty_tensor({0}, kInt64),
           return_counts ? counts : empty_tensor({0}, kInt64)};
 }
 
@@ -437,27 +433,26 @@ Tensor native_bincount(const Tensor& self, const std::optional<Tensor>& weights,
   KINDLE_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs, got a ", self.dim(), "-d tensor");
   KINDLE_CHECK(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
   KINDLE_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
-  Tensor x = contiguous(self.to(kInt64));
-  const int64_t* p = x.data_ptr<int64_t>();
-  int64_t n = x.numel(), mx = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    KINDLE_CHECK(p[i] >= 0, "bincount only supports 1-d non-negative integral inputs, found ", p[i]);
-    mx = std::max(mx, p[i]);
+  Tensor x = self.to(kInt64);
+  const int64_t n = x.numel();
+  int64_t len = minlength;
+  if (n) {
+    int64_t lo = amin(x, {}, false).item().to_int(), hi = amax(x, {}, false).item().to_int();
+    KINDLE_CHECK(lo >= 0, "bincount only supports 1-d non-negative integral inputs, found ", lo);
+    len = std::max(hi + 1, minlength);
   }
-  int64_t len = std::max(mx + 1, minlength);
+  // (the kernel adds in index order: the sums of float weights do not depend on the thread count)
+  x = contiguous(x);
   if (weights) {
     KINDLE_CHECK(weights->dim() == 1 && weights->numel() == n, "bincount: weights should be 1-d and have the same length as input, got ",
                  weights->sizes(), " for input of length ", n);
-    Tensor w = contiguous(weights->to(weights->is_floating_point() ? weights->dtype() : kFloat64).to(kFloat64));
-    Tensor out = zeros({len}, kFloat64);
-    double* o = out.data_ptr<double>();
-    const double* wp = w.data_ptr<double>();
-    for (int64_t i = 0; i < n; ++i) o[p[i]] += wp[i];
+    Tensor w = contiguous(weights->to(kFloat64));
+    Tensor out = zeros({len}, kFloat64, self.device());
+    if (n) bincount_stub[self.device()](x, &w, out);
     return weights->dtype() == kFloat32 ? out.to(kFloat32) : out;
   }
-  Tensor out = zeros({len}, kInt64);
-  int64_t* o = out.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i) o[p[i]] += 1;
+  Tensor out = zeros({len}, kInt64, self.device());
+  if (n) bincount_stub[self.device()](x, nullptr, out);
   return out;
 }
 
