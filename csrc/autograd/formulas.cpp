@@ -167,7 +167,7 @@ Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
 Tensor eye_like(const Tensor& a, int64_t n) {
   DimVector sz(IntArrayRef(a.sizes().data(), size_t(a.dim() - 2)));
   sz.push_back(n), sz.push_back(n);
-  return eye(n, std::nullopt, a.dtype()).expand(sz);
+  return eye(n, std::nullopt, a.dtype(), a.device()).expand(sz);
 }
 }  // namespace
 

@@ -14,6 +14,9 @@ namespace {
 // setting does not: it is per thread) and a thread's own temporary limit (ThreadLimitGuard).
 std::atomic<int> g_num_threads{0};  // 0: OpenMP's default (OMP_NUM_THREADS or the cores)
 thread_local int t_limit = 0;       // 0: none
+// OpenMP's default, read as the library loads (before any guard or library lowers the setting of
+// the thread that happens to ask first).
+const int g_default_threads = omp_get_max_threads();
 }  // namespace
 
 void set_num_threads(int n) {
@@ -24,21 +27,21 @@ void set_num_threads(int n) {
 
 int get_num_threads() {
   int n = g_num_threads.load(std::memory_order_relaxed);
-  if (n == 0) {
-    static const int default_threads = omp_get_max_threads();  // read once, before any change
-    n = default_threads;
-  }
+  if (n == 0) n = g_default_threads;
   return t_limit > 0 && t_limit < n ? t_limit : n;
 }
 
 // (OpenMP's own setting of this thread follows too: MKL's LAPACK reads it)
-ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(t_limit), previous_omp_(omp_get_max_threads()) {
+ThreadLimitGuard::ThreadLimitGuard(int n) : previous_(t_limit), previous_omp_(0) {
   if (n > 0 && (t_limit == 0 || n < t_limit)) t_limit = n;
-  if (n > 0 && n < previous_omp_) omp_set_num_threads(n);
+  if (n > 0 && n < omp_get_max_threads()) {
+    previous_omp_ = omp_get_max_threads();
+    omp_set_num_threads(n);
+  }
 }
 ThreadLimitGuard::~ThreadLimitGuard() {
   t_limit = previous_;
-  omp_set_num_threads(previous_omp_);
+  if (previous_omp_ > 0) omp_set_num_threads(previous_omp_);  // (only what the guard changed)
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Ops composed of other ops (PyTorch's CompositeImplicitAutograd ones): their gradients come
 // from the ops they call, so none has a derivative formula or a kernel of its own, and every
 // device that has the underlying ops has these.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -185,13 +186,16 @@ static Tensor tri_indices(int64_t row, int64_t col, int64_t offset, std::optiona
   KINDLE_CHECK(col >= 0, op, ": col must be non-negative, got ", col);
   DType dt = dtype.value_or(kInt64);
   KINDLE_CHECK_NOT_IMPLEMENTED(dt == kInt64 || dt == kInt32, "\"", op, "\" not implemented for '", dt, "'");
-  // (meta: the count of indices is known without data; it is counted on the CPU)
-  Device on = device && device->is_meta() ? kCPU : device.value_or(kCPU);
-  Tensor i = arange(0, row, 1, kInt64, on).unsqueeze(1);
-  Tensor j = arange(0, col, 1, kInt64, on);
+  if (device && device->is_meta()) {  // the count, row by row: (i, j) with j - i <= offset (lower) or >= offset
+    int64_t count = 0;
+    for (int64_t i = 0; i < row; ++i)
+      count += lower ? std::clamp<int64_t>(i + offset + 1, 0, col) : col - std::clamp<int64_t>(i + offset, 0, col);
+    return empty_tensor({2, count}, dt, *device);
+  }
+  Tensor i = arange(0, row, 1, kInt64, device).unsqueeze(1);
+  Tensor j = arange(0, col, 1, kInt64, device);
   Tensor keep = lower ? (j - i) <= Scalar(offset) : (j - i) >= Scalar(offset);
-  Tensor r = keep.nonzero().t().contiguous().to(dt);
-  return on == device.value_or(kCPU) ? r : empty_tensor(r.sizes(), dt, *device);
+  return keep.nonzero().t().contiguous().to(dt);
 }
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<DType> dtype, std::optional<Device> device) {
   return tri_indices(row, col, offset, dtype, device, true, "tril_indices");

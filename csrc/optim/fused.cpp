@@ -71,8 +71,8 @@ struct Group {
   }
 };
 
-// The same steps written with ops, for devices whose tensors the host loops above cannot read
-// (CUDA; meta, where every kernel does nothing): each line is one elementwise kernel on the device.
+// The same steps written with ops, for a device without the fused kernel (CUDA): each line is one
+// elementwise kernel on the device. (Tested on a GPU by scripts/gpu_check.sh.)
 void sgd_step_ops(TensorList params, TensorList grads, std::vector<Tensor>& bufs, const SGDHyper& h) {
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {

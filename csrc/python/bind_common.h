@@ -24,8 +24,9 @@ struct DimList {
   DimList(std::initializer_list<int64_t> il) : dims(il) {}
 };
 // The device factories use when none is given: kindle.set_default_device / `with kindle.device(d):`
-// (None: the CPU). Python-level only, as torch's: C++ code and *_like ops never consult it.
-inline std::optional<Device> g_default_device;
+// (None: the CPU). Python-level only, as torch's: C++ code and *_like ops never consult it; and
+// per thread, as torch's (a context entered on one thread does not move another's tensors).
+inline thread_local std::optional<Device> g_default_device;
 inline std::optional<Device> factory_device(const std::optional<Device>& d) { return d ? d : g_default_device; }
 
 inline nb::object py_source(const DimList& d) { return d.src ? nb::borrow(d.src) : nb::cast(d); }

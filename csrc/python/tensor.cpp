@@ -271,22 +271,26 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     call.kwarg("dtype", nb::cast(dtype));
     return call.dispatch(torch_function_target('t', name));
   };
+// (on the tensor's own device unless one is given, as torch's new_*)
 #define KINDLE_NEW_FACTORY(name, make)                                                                     \
-  cls.def(name, [new_override](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt) -> nb::object { \
+  cls.def(name, [new_override](nb::handle_t<Tensor> t_obj, const DimList& s, std::optional<DType> dt,      \
+                               std::optional<Device> dev) -> nb::object {                                  \
     if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]]                                \
       return new_override(name, t_obj, s, nullptr, dt);                                                    \
-    return nb::cast(make(s.dims, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));                     \
-  }, nb::arg("size"), nb::arg("dtype").none() = nb::none());
+    const Tensor& self = *nb::inst_ptr<Tensor>(t_obj);                                                     \
+    return nb::cast(make(s.dims, dt.value_or(self.dtype()), dev.value_or(self.device()), false));          \
+  }, nb::arg("size"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
   KINDLE_NEW_FACTORY("new_zeros", zeros)
   KINDLE_NEW_FACTORY("new_ones", ones)
   KINDLE_NEW_FACTORY("new_empty", empty)
 #undef KINDLE_NEW_FACTORY
   cls.def("new_full", [new_override](nb::handle_t<Tensor> t_obj, const DimList& s, const Scalar& v,
-                                     std::optional<DType> dt) -> nb::object {
+                                     std::optional<DType> dt, std::optional<Device> dev) -> nb::object {
     if (torch_function_hint() && override_in({t_obj.ptr()})) [[unlikely]]
       return new_override("new_full", t_obj, s, &v, dt);
-    return nb::cast(full(s.dims, v, dt.value_or(nb::inst_ptr<Tensor>(t_obj)->dtype())));
-  }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none());
+    const Tensor& self = *nb::inst_ptr<Tensor>(t_obj);
+    return nb::cast(full(s.dims, v, dt.value_or(self.dtype()), dev.value_or(self.device()), false));
+  }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
   cls.def("__repr__", [](const Tensor& t) { return t.to_string(); });
   cls.def("__len__", [](const Tensor& t) {
     KINDLE_CHECK_TYPE(t.dim() > 0, "len() of a 0-d tensor");

@@ -5,6 +5,7 @@ that uses the parts Kindle implements. Everything numeric happens in kindle._C.
 """
 import builtins as _builtins
 import os as _os
+import threading as _threading
 
 # OpenMP threads that finish a parallel region spin for a long while by default (libgomp: about
 # 300k iterations) before sleeping. On a machine shared with other work that spinning steals the
@@ -145,14 +146,16 @@ class device:
         return hash((self.type, self.index))
 
     def __enter__(self):
-        stack = self.__dict__.setdefault("_previous", [])
-        stack.append(_C._get_default_device())
+        _device_contexts.__dict__.setdefault("stack", []).append(_C._get_default_device())
         _C._set_default_device(str(self))
         return self
 
     def __exit__(self, *exc):
-        _C._set_default_device(self.__dict__["_previous"].pop())
+        _C._set_default_device(_device_contexts.stack.pop())
         return False
+
+
+_device_contexts = _threading.local()  # each thread's stack of the defaults `with device(...)` replaced
 
 
 

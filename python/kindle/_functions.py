@@ -581,6 +581,7 @@ def install(Tensor):
     Tensor.resize_as = lambda self, tensor: _resize(self, *tensor.shape)
     Tensor.new_empty_strided = lambda self, size, stride, *, dtype=None, device=None, requires_grad=False, \
         layout=None, pin_memory=False: _C.empty_strided(size, stride, dtype=dtype or self.dtype,
+                                                         device=self.device if device is None else device,
                                                          requires_grad=requires_grad)
     Tensor.unsafe_chunk = unsafe_chunk
     Tensor.unsafe_split = unsafe_split

@@ -62,17 +62,17 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values)
 
 
-def _full_window(window, win_length, n_fft, dtype, op):
+def _full_window(window, win_length, n_fft, dtype, op, device):
     """The window centred in n_fft points (zeros either side), ones when none is given."""
     if window is None:
-        window = _C.ones(win_length, dtype=dtype)
+        window = _C.ones(win_length, dtype=dtype, device=device)
     elif window.dim() != 1 or window.shape[0] != win_length:
         raise RuntimeError(f"{op}: expected a 1D window tensor of size equal to win_length={win_length}, but got "
                            f"window with size {list(window.shape)}")
     if win_length < n_fft:
         left = (n_fft - win_length) // 2
-        window = _C.cat([_C.zeros(left, dtype=window.dtype), window,
-                         _C.zeros(n_fft - win_length - left, dtype=window.dtype)])
+        window = _C.cat([_C.zeros(left, dtype=window.dtype, device=window.device), window,
+                         _C.zeros(n_fft - win_length - left, dtype=window.dtype, device=window.device)])
     return window
 
 
@@ -100,7 +100,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         x = F.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
     if x.shape[-1] < n_fft:
         raise RuntimeError(f"stft: expected 0 < n_fft <= {x.shape[-1]}, but got n_fft={n_fft}")
-    w = _full_window(window, win_length, n_fft, x.dtype if not x.is_complex() else _C.real(x).dtype, "stft")
+    w = _full_window(window, win_length, n_fft, x.dtype if not x.is_complex() else _C.real(x).dtype, "stft", x.device)
     frames = x.unfold(-1, n_fft, hop_length) * w  # (B, n_frames, n_fft)
     if onesided is None:
         onesided = not (x.is_complex() or w.is_complex())
@@ -149,7 +149,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         if not return_complex:
             frames = _C.real(frames)
     real_dt = _C.real(spec).dtype
-    w = _full_window(window, win_length, n_fft, real_dt, "istft")
+    w = _full_window(window, win_length, n_fft, real_dt, "istft", spec.device)
     frames = frames * w
     B = frames.shape[0]
     expected = n_fft + hop_length * (n_frames - 1)

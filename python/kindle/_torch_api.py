@@ -136,7 +136,7 @@ def get_default_device():
 
 def set_default_device(device):
     """The device factories use when none is given (None: the CPU), as torch's."""
-    _C._set_default_device(None if device is None else str(device) if not isinstance(device, int) else f"cuda:{device}")
+    _C._set_default_device(_device_str(device))
 
 
 _matmul_precision = "highest"
@@ -323,12 +323,9 @@ def _sizes(size):
     return list(size)
 
 
-def _check_cpu(device, op):
-    if device is not None:
-        from . import device as _device
-        d = _device(device)
-        if d.type != "cpu":
-            raise RuntimeError(f"{op}: Kindle was built without support for device '{d}' (only cpu is available)")
+def _device_str(device):
+    """A device argument as the bindings take it (None stays None; an int is a CUDA index)."""
+    return None if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
 
 
 def _finish(t, requires_grad):
@@ -341,8 +338,7 @@ def _make_new(name):
     c_method = getattr(_C.Tensor, name)
 
     def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):  # noqa: ARG001
-        _check_cpu(device, name)
-        return _finish(c_method(self, _sizes(size), dtype), requires_grad)
+        return _finish(c_method(self, _sizes(size), dtype, _device_str(device)), requires_grad)
     new.__name__ = name
     return new
 
@@ -350,18 +346,17 @@ def _make_new(name):
 def _make_new_full(c_new_full):
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,  # noqa: ARG001
                  pin_memory=False):  # noqa: ARG001
-        _check_cpu(device, "new_full")
-        return _finish(c_new_full(self, list(size), fill_value, dtype), requires_grad)
+        return _finish(c_new_full(self, list(size), fill_value, dtype, _device_str(device)), requires_grad)
     return new_full
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):  # noqa: ARG001
-    _check_cpu(device, "new_tensor")
     if isinstance(data, _C.Tensor):
         t = data.detach().clone().to(dtype or data.dtype)
     else:
-        t = _C.tensor(data, dtype=dtype or self.dtype)
-    return _finish(t, requires_grad)
+        t = _C.tensor(data, dtype=dtype or self.dtype, device="cpu")
+    device = _device_str(device) or str(self.device)  # (self's device by default, as torch's)
+    return _finish(t if str(t.device) == device else t.to(device), requires_grad)
 
 
 def _cuda(self, device=None, non_blocking=False, memory_format=None):  # noqa: ARG001

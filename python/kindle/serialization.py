@@ -175,6 +175,9 @@ def byte_view(t):
 
     The caller keeps `t` alive while it uses the view.
     """
+    if not t.is_cpu:  # (a meta tensor has no bytes; a device tensor's are not host memory)
+        raise NotImplementedError(f"cannot read the bytes of a {t.device} tensor: move it with .cpu() first"
+                                  + (" (a meta tensor has no data to save)" if t.is_meta else ""))
     n = t.numel() * t.element_size()
     if n == 0:
         return memoryview(bytearray())

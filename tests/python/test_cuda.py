@@ -213,7 +213,9 @@ def test_mlp_training_on_cuda_matches_cpu():
     assert all(p.is_cuda for p in gmodel.parameters())
     x, y = kindle.randn(128, 20), kindle.randn(128, 1)
     gx, gy = x.cuda(), y.cuda()
-    for opt_cls, kw in ((kindle.optim.SGD, {"lr": 0.05, "momentum": 0.9}), (kindle.optim.Adam, {"lr": 1e-3})):
+    for opt_cls, kw in ((kindle.optim.SGD, {"lr": 0.05, "momentum": 0.9}), (kindle.optim.Adam, {"lr": 1e-3}),
+                        (kindle.optim.RMSprop, {"lr": 1e-3, "momentum": 0.5, "centered": True}),
+                        (kindle.optim.Adagrad, {"lr": 1e-2, "lr_decay": 0.1, "weight_decay": 0.01})):
         opt, gopt = opt_cls(model.parameters(), **kw), opt_cls(gmodel.parameters(), **kw)
         for _ in range(5):
             for m, o, xx, yy in ((model, opt, x, y), (gmodel, gopt, gx, gy)):

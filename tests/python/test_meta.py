@@ -75,9 +75,10 @@ def _tensors(x, out=None, path="out"):
 
 def _call(op, lib, sample, variant, meta, leaves=None):
     inp, args, kwargs = (_materialize(x, lib, meta, leaves) for x in (sample.input, sample.args, sample.kwargs))
-    if not meta:
+    if not meta or _tensors((inp, args, list(kwargs.values()))):
+        # (with meta inputs and no device context: what an op makes for itself follows its inputs)
         return run(op.invoke, lib, variant, inp, args, kwargs)
-    with lib.device("meta"):  # factories make meta tensors too
+    with lib.device("meta"):  # a factory: made on meta by the device context
         return run(op.invoke, lib, variant, inp, args, kwargs)
 
 
@@ -465,3 +466,45 @@ def test_optimizers_step_on_meta(name):
     for v in opt.state[model.weight].values():
         if isinstance(v, kindle.Tensor) and v.dim():
             assert v.is_meta and v.shape == model.weight.shape
+
+
+def test_new_factories_follow_the_tensor_device():
+    x = kindle.empty(3, device="meta")
+    for t in (x.new_zeros(2), x.new_ones(2), x.new_empty(2), x.new_full((2,), 1.0), x.new_tensor([1, 2]),
+              x.new_empty_strided((2,), (1,)), kindle.ones(2).new_ones(3, device="meta")):
+        assert t.is_meta, t
+    assert not x.new_zeros(2, device="cpu").is_meta
+
+
+def test_saving_a_meta_tensor_refuses_cleanly(tmp_path):
+    for dt in (kindle.float32, kindle.bfloat16):
+        with pytest.raises((NotImplementedError, TypeError, RuntimeError)):
+            kindle.save(kindle.ones(4, device="meta", dtype=dt), tmp_path / "m.pt")
+
+
+def test_tri_indices_on_meta_are_counted_not_built():
+    for row, col, off in ((4, 5, 1), (4, 5, -1), (3, 3, 0), (0, 3, 0), (5, 2, -10), (5, 2, 10)):
+        for f in (kindle.tril_indices, kindle.triu_indices):
+            assert f(row, col, off, device="meta").shape == f(row, col, off).shape
+    assert kindle.tril_indices(100000, 100000, device="meta").shape == (2, 5000050000)
+
+
+def test_default_device_is_per_thread():
+    import threading
+    seen = []
+    with kindle.device("meta"):
+        t = threading.Thread(target=lambda: seen.append(kindle.zeros(1).is_meta))
+        t.start()
+        t.join()
+        assert kindle.zeros(1).is_meta
+    assert seen == [False]
+
+
+@pytest.mark.parametrize("name", ["slogdet", "logdet", "svd", "inv", "cholesky", "eigh", "solve", "det"])
+def test_linalg_backward_on_meta(name):
+    A = kindle.empty(2, 4, 4, dtype=kindle.float64, device="meta", requires_grad=True)
+    B = kindle.empty(2, 4, 2, dtype=kindle.float64, device="meta")
+    out = _LINALG[name](kindle, A, B)
+    outs = [t for t in (out if isinstance(out, tuple) else (out,)) if t.requires_grad]
+    kindle.autograd.backward(outs, [kindle.ones_like(t) for t in outs])
+    assert A.grad.is_meta and A.grad.shape == A.shape

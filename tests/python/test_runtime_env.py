@@ -32,3 +32,12 @@ def test_set_num_threads_is_process_wide():
         assert seen == [1, 2]
     finally:
         kindle.set_num_threads(before)
+
+
+def test_thread_count_default_is_not_taken_from_a_limited_thread():
+    """A small factorisation limits its own thread to one; the process's default stays OpenMP's."""
+    code = ("import kindle; kindle.linalg.cholesky(kindle.tensor([[4., 1.], [1., 3.]])); "
+            "print(kindle.get_num_threads())")
+    env = dict(os.environ, OMP_NUM_THREADS="3")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "3", (r.stdout, r.stderr[-2000:])

@@ -25,17 +25,19 @@ def _ctc_nll(log_probs, targets, input_lengths, target_lengths, blank):
     T, N, _ = log_probs.shape
     S = targets.shape[1] if targets.dim() == 2 else 0
     L = 2 * S + 1
-    ext = _C.full((N, L), blank, dtype=_C.int64)
+    dev = log_probs.device  # (lengths given as Python lists are CPU tensors: they join log_probs' device)
+    input_lengths, target_lengths, targets = input_lengths.to(dev), target_lengths.to(dev), targets.to(dev)
+    ext = _C.full((N, L), blank, dtype=_C.int64, device=dev)
     if S:
         ext[:, 1::2] = targets
     # s may come from s - 2 when it is a label different from the label two back
-    skip = _C.zeros((N, L), dtype=_C.bool)
+    skip = _C.zeros((N, L), dtype=_C.bool, device=dev)
     if S > 1:
         skip[:, 3::2] = ext[:, 3::2] != ext[:, 1:-2:2]
-    pos = _C.arange(L)
+    pos = _C.arange(L, device=dev)
     valid = pos.unsqueeze(0) < (2 * target_lengths + 1).unsqueeze(1)  # positions of each sample's targets
-    neg = _C.full((N, L), _NEG_INF, dtype=log_probs.dtype)
-    pad2 = _C.full((N, 2), _NEG_INF, dtype=log_probs.dtype)
+    neg = _C.full((N, L), _NEG_INF, dtype=log_probs.dtype, device=dev)
+    pad2 = _C.full((N, 2), _NEG_INF, dtype=log_probs.dtype, device=dev)
     idx = ext.unsqueeze(0).expand(T, N, L)
     emit = log_probs.gather(2, idx)  # (T, N, L): log p(ext[s] at time t)
     alpha = _C.where(pos.unsqueeze(0) < 2, emit[0], neg)
@@ -74,7 +76,8 @@ class _CTCLoss(Function):
             loss = _ctc_nll(lp, targets, input_lengths, target_lengths, ctx.blank)
             (occ,) = _grad(loss, lp, g)  # minus the occupancy, weighted by g
         T = log_probs.shape[0]
-        in_time = (_C.arange(T).unsqueeze(1) < input_lengths.unsqueeze(0)).unsqueeze(2)  # (T, N, 1)
+        in_time = (_C.arange(T, device=log_probs.device).unsqueeze(1)
+                   < input_lengths.to(log_probs.device).unsqueeze(0)).unsqueeze(2)  # (T, N, 1)
         out = log_probs.detach().exp() * g.reshape(1, -1, 1) + occ
         out = _C.where(in_time, out, _C.zeros_like(out))
         infinite = (nll == float("inf")).reshape(1, -1, 1)
@@ -124,7 +127,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
             raise RuntimeError(f"ctc_loss: the sum of target_lengths ({int(tl.sum())}) must equal the number of "
                                f"targets ({targets.numel()})")
         smax = int(tl.max()) if N else 0
-        padded = _C.full((N, smax), blank, dtype=_C.int64)
+        padded = _C.full((N, smax), blank, dtype=_C.int64, device=targets.device)
         start = 0
         for b in range(N):
             n = int(tl[b])

@@ -9,12 +9,12 @@ from .. import _C
 def _intervals(sample, in_size, out_size, pool):
     """Window starts (N, C, out_size) for one dim: torch's generate_intervals, in the input dtype."""
     if out_size == 1:
-        return _C.full(tuple(sample.shape) + (1,), in_size - pool, dtype=_C.int64)
-    alpha = _C.tensor(float(in_size - pool), dtype=sample.dtype) / float(out_size - 1)
-    i = _C.arange(out_size - 1, dtype=sample.dtype)
+        return _C.full(tuple(sample.shape) + (1,), in_size - pool, dtype=_C.int64, device=sample.device)
+    alpha = _C.tensor(float(in_size - pool), dtype=sample.dtype, device=sample.device) / float(out_size - 1)
+    i = _C.arange(out_size - 1, dtype=sample.dtype, device=sample.device)
     s = sample.unsqueeze(-1)
     seq = ((i + s) * alpha).to(_C.int64) - (s * alpha).to(_C.int64)
-    last = _C.full(tuple(sample.shape) + (1,), in_size - pool, dtype=_C.int64)
+    last = _C.full(tuple(sample.shape) + (1,), in_size - pool, dtype=_C.int64, device=sample.device)
     return _C.cat([seq, last], -1)
 
 
@@ -55,7 +55,7 @@ def _fractional(input, kernel_size, output_size, output_ratio, return_indices, s
         strides[d] = strides[d + 1] * sizes[d + 1]
     flat = None
     for d in range(nd):
-        offs = starts[d].unsqueeze(-1) + _C.arange(k[d])  # (N, C, out_d, k_d)
+        offs = starts[d].unsqueeze(-1) + _C.arange(k[d], device=starts[d].device)  # (N, C, out_d, k_d)
         shape = [n, c] + [1] * nd + [1] * nd
         shape[2 + d], shape[2 + nd + d] = out[d], k[d]
         term = (offs * strides[d]).reshape(shape)

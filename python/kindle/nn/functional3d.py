@@ -186,7 +186,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         y = F.conv_transpose2d(xf, weight[:, :, kd], None, s[1:], p[1:], op[1:], groups, d[1:])
         y = y.reshape(n, depth, *y.shape[1:])  # (N, D, O, Ho, Wo)
         if full is None:
-            full = _C.zeros((n, full_depth) + tuple(y.shape[2:]), dtype=y.dtype)
+            full = _C.zeros((n, full_depth) + tuple(y.shape[2:]), dtype=y.dtype, device=y.device)
         start = kd * d[0]
         full[:, start:start + s[0] * (depth - 1) + 1:s[0]] += y
     out = full[:, p[0]:p[0] + d_out].transpose(1, 2)
@@ -243,7 +243,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     v2, i2 = F.max_pool2d(_fold_depth(x), k[1:], s[1:], p[1:], d[1:], ceil_mode, return_indices=True)
     v2, i2 = _unfold_depth(v2, n, depth), _unfold_depth(i2, n, depth)
     # index into the whole volume: depth * H * W + the 2-d index within the slice
-    di = _C.arange(depth).reshape(1, 1, depth, 1, 1) * (h * w)
+    di = _C.arange(depth, device=x.device).reshape(1, 1, depth, 1, 1) * (h * w)
     i3 = i2 + di
     from .._torch_api import iinfo  # lazily: kindle.nn is imported before it
     lowest = float("-inf") if x.is_floating_point() else iinfo(x.dtype).min
@@ -284,7 +284,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         outs = [d_out, total.shape[3], total.shape[4]]
         counts = []
         for dim in range(3):
-            idx = _C.arange(outs[dim]) * s[dim] - p[dim]
+            idx = _C.arange(outs[dim], device=total.device) * s[dim] - p[dim]
             end_pad = _C.clamp(idx + k[dim], max=sizes[dim] + p[dim])
             if count_include_pad:
                 cnt = end_pad - idx
@@ -329,7 +329,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
     n, _, depth, h, w = x.shape
     v2, i2 = F.adaptive_max_pool2d(_fold_depth(x), [oh, ow], return_indices=True)
     v2, i2 = _unfold_depth(v2, n, depth), _unfold_depth(i2, n, depth)
-    i3 = i2 + _C.arange(depth).reshape(1, 1, depth, 1, 1) * (h * w)
+    i3 = i2 + _C.arange(depth, device=x.device).reshape(1, 1, depth, 1, 1) * (h * w)
     vals, idxs = [], []
     for a, b in _adaptive_ranges(depth, od):
         win = v2[:, :, a:b]
@@ -361,9 +361,9 @@ def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     x = input if batched else input.unsqueeze(0)
     shape = tuple(x.shape[:2]) + (1,) * (x.dim() - 2)
     if p == 1:
-        mask = _C.zeros(shape, dtype=x.dtype)
+        mask = _C.zeros(shape, dtype=x.dtype, device=x.device)
     else:
-        mask = _C.empty(shape, dtype=x.dtype).bernoulli_(1 - p) / (1 - p)
+        mask = _C.empty(shape, dtype=x.dtype, device=x.device).bernoulli_(1 - p) / (1 - p)
     out = x.mul_(mask) if inplace else x * mask
     if inplace:
         return input

@@ -10,11 +10,11 @@ from .. import _C
 __all__ = ["affine_grid", "grid_sample"]
 
 
-def _base_coords(steps, align_corners, dtype):
+def _base_coords(steps, align_corners, dtype, device):
     """The normalised coordinates of `steps` pixel centres (or corners) in [-1, 1]."""
     if steps <= 1:
-        return _C.zeros(max(steps, 1), dtype=dtype)[:steps]
-    r = _C.linspace(-1, 1, steps, dtype=dtype)
+        return _C.zeros(max(steps, 1), dtype=dtype, device=device)[:steps]
+    r = _C.linspace(-1, 1, steps, dtype=dtype, device=device)
     return r if align_corners else r * ((steps - 1) / steps)
 
 
@@ -49,11 +49,11 @@ def affine_grid(theta, size, align_corners=None):
         raise ValueError(f"Expected theta batch size {theta.shape[0]} to match size[0] {size[0]}")
     dt = theta.dtype
     # coordinates in (x, y[, z]) order: x runs along the last spatial dim
-    axes = [_base_coords(s, align_corners, dt) for s in reversed(spatial)]
+    axes = [_base_coords(s, align_corners, dt, theta.device) for s in reversed(spatial)]
     grids = _C.meshgrid(*axes, indexing="ij")  # dims in (x, y, z) order
     nd = len(spatial)
     perm = list(reversed(range(nd)))  # back to (z, y, x) dim order
-    coords = [g.permute(perm) for g in grids] + [_C.ones(spatial, dtype=dt)]
+    coords = [g.permute(perm) for g in grids] + [_C.ones(spatial, dtype=dt, device=theta.device)]
     base = _C.stack(coords, -1).reshape(1, -1, nd + 1)
     out = base.matmul(theta.transpose(1, 2))  # (N, points, nd)
     return out.reshape([size[0]] + spatial + [nd])
