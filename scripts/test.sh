@@ -33,7 +33,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir bu
 stage "Python tests"
 $PY -m pytest -q tests/python
 
-stage "Python op database and differential fuzz run (AddressSanitizer + UndefinedBehaviorSanitizer)"
+stage "Python op database, differential fuzz and meta-device run (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # The sanitized extension beside a copy of the Python package; the interpreter (not built with
 # ASan) gets the runtime preloaded. Leak checking is off: CPython's own allocations look leaked;
 # huge requests return NULL (torch, the reference, allocates what the tests ask it to refuse).
@@ -44,5 +44,5 @@ cp build/asan/_C*.so build/asan/libkindle.so "$ASAN_PKG/kindle/"
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
   PYTHONPATH="$ASAN_PKG" $PY -m pytest -q -p no:cacheprovider tests/python/test_ops.py tests/python/test_ops_consistency.py \
-  tests/python/test_robustness.py tests/python/test_fuzz_differential.py
+  tests/python/test_robustness.py tests/python/test_fuzz_differential.py tests/python/test_meta.py
 stage "done"
