@@ -174,16 +174,8 @@ std::string Tensor::to_string() const {
     ds << "device='" << device() << "'";
     suffixes.push_back(ds.str());
   }
-  if (device().is_meta()) {
-    std::ostringstream ss;
-    ss << "size=(";
-    for (int64_t i = 0; i < dim(); ++i) ss << (i ? ", " : "") << sizes()[i];
-    ss << (dim() == 1 ? ",)" : ")");
-    suffixes.push_back(ss.str());
-    if (dt != default_dtype()) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
-    body = "...";
-  } else if (numel() == 0) {
-    if (dim() != 1) {
+  if (device().is_meta() || numel() == 0) {  // "[]" for an empty tensor ("..." on meta): the size says it
+    if (device().is_meta() || dim() != 1) {
       std::ostringstream ss;
       ss << "size=(";
       for (int64_t i = 0; i < dim(); ++i) ss << (i ? ", " : "") << sizes()[i];
@@ -191,7 +183,7 @@ std::string Tensor::to_string() const {
       suffixes.push_back(ss.str());
     }
     if (dt != default_dtype()) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
-    body = "[]";
+    body = device().is_meta() ? "..." : "[]";
   } else {
     if (!default_dtype_shown) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
     bool summarize = numel() > kThreshold;

@@ -155,12 +155,15 @@ DimVector dims_by_stride(const Tensor& t) {
 }
 
 Tensor empty_tensor_like_layout(const Tensor& like, DType dtype) {
+  return empty_tensor_like_layout(like, dtype, like.device());
+}
+Tensor empty_tensor_like_layout(const Tensor& like, DType dtype, Device device) {
   DimVector perm = dims_by_stride(like), sizes, inv(like.sizes());
   for (size_t i = 0; i < perm.size(); ++i) {
     sizes.push_back(like.size(perm[i]));
     inv[size_t(perm[i])] = int64_t(i);
   }
-  return empty_tensor(sizes, dtype, like.device()).permute(inv);
+  return empty_tensor(sizes, dtype, device).permute(inv);
 }
 
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {

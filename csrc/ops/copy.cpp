@@ -8,13 +8,17 @@ namespace kindle {
 namespace {
 
 // src's values (broadcast to dst's shape, in dst's dtype) copied into dst on another device:
-// the source made dense on its own device, the bytes moved, then written into dst's layout.
-void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
-  if (dst.device().is_meta()) {  // nothing to write; the shapes must still broadcast
-    (void)src.expand(dst.sizes());
+// the source made dense on its own device, the bytes moved, then written into dst's layout. A
+// dst that is dense in the order of its strides (a transposed or permuted result) takes the bytes
+// directly, both sides viewed in that order.
+void copy_across_devices(const Tensor& dst_in, const Tensor& src_in, bool non_blocking) {
+  if (dst_in.device().is_meta()) {  // nothing to write; the shapes must still broadcast
+    (void)src_in.expand(dst_in.sizes());
     return;
   }
-  Tensor s = src.expand(dst.sizes()).to(dst.dtype()).contiguous();
+  DimVector perm = dims_by_stride(dst_in);
+  Tensor dst = dst_in.permute(perm);
+  Tensor s = src_in.expand(dst_in.sizes()).permute(perm).to(dst.dtype()).contiguous();
   if (dst.is_contiguous()) {
     copy_bytes(dst.raw_data_ptr(), dst.device(), s.raw_data_ptr(), s.device(), s.nbytes(), non_blocking);
     return;
@@ -33,19 +37,11 @@ Tensor native__to_device(const Tensor& self, std::optional<Device> device, bool 
   if (self.device() == d) return self;
   bool broadcast = false;  // (an expanded input's copy is contiguous, as torch's)
   for (int64_t i = 0; i < self.dim(); ++i) broadcast = broadcast || (self.stride(i) == 0 && self.size(i) > 1);
-  if (self.is_contiguous() || broadcast) {
-    Tensor out = empty_tensor(self.sizes(), self.dtype(), d);
-    copy_across_devices(out, self, non_blocking);
-    return out;
-  }
-  // Otherwise the result keeps the input's layout (torch's preserve_format): allocated dense in
-  // the order of the input's strides, and filled from the input viewed in that order.
-  DimVector perm = dims_by_stride(self), inv(self.sizes());
-  for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
-  Tensor ordered = self.permute(perm);
-  Tensor out = empty_tensor(ordered.sizes(), self.dtype(), d);
-  copy_across_devices(out, ordered, non_blocking);
-  return out.permute(inv);
+  // otherwise the input's layout (torch's preserve_format): dense in the order of its strides
+  Tensor out = self.is_contiguous() || broadcast ? empty_tensor(self.sizes(), self.dtype(), d)
+                                                 : empty_tensor_like_layout(self, self.dtype(), d);
+  copy_across_devices(out, self, non_blocking);
+  return out;
 }
 
 const Tensor& native_copy_(const Tensor& self, const Tensor& src) {

@@ -73,13 +73,19 @@ struct Group {
 
 // The same steps written with ops, for a device without the fused kernel (CUDA): each line is one
 // elementwise kernel on the device. (Tested on a GPU by scripts/gpu_check.sh.)
+Tensor scalar_for(const Tensor& p, double v) { return scalar_tensor_of(v, p.dtype(), p.device()); }
+// The gradient a step follows: negated to maximize, plus `decay` * p (coupled weight decay).
+Tensor step_grad(const Tensor& p, const Tensor& grad, bool maximize, double decay) {
+  Tensor g = maximize ? grad.neg() : grad;
+  return decay != 0 ? g.add(p, decay) : g;
+}
+
 void sgd_step_ops(TensorList params, TensorList grads, std::vector<Tensor>& bufs, const SGDHyper& h) {
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
-    Tensor g = h.maximize ? grads[i].neg() : grads[i];
-    if (h.weight_decay != 0) g = g.add(p, h.weight_decay);
+    auto c = [&](double v) { return scalar_for(p, v); };
+    Tensor g = step_grad(p, grads[i], h.maximize, h.weight_decay);
     if (h.momentum != 0) {
       if (!bufs[i].defined()) bufs[i] = g.clone();
       else bufs[i].mul_(c(h.momentum)).add_(g, 1 - h.dampening);
@@ -94,12 +100,9 @@ void adam_step_ops(TensorList params, TensorList grads, TensorList exp_avgs, Ten
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
-    Tensor g = h.maximize ? grads[i].neg() : grads[i];
-    if (h.weight_decay != 0) {
-      if (h.decoupled_weight_decay) p.mul_(c(1 - h.lr * h.weight_decay));
-      else g = g.add(p, h.weight_decay);
-    }
+    auto c = [&](double v) { return scalar_for(p, v); };
+    if (h.weight_decay != 0 && h.decoupled_weight_decay) p.mul_(c(1 - h.lr * h.weight_decay));
+    Tensor g = step_grad(p, grads[i], h.maximize, h.decoupled_weight_decay ? 0.0 : h.weight_decay);
     exp_avgs[i].mul_(c(h.beta1)).add_(g, 1 - h.beta1);
     exp_avg_sqs[i].mul_(c(h.beta2)).add_(g.mul(g), 1 - h.beta2);
     const double bc1 = 1 - std::pow(h.beta1, double(steps[i])), bc2 = 1 - std::pow(h.beta2, double(steps[i]));
@@ -118,9 +121,8 @@ void rmsprop_step_ops(TensorList params, TensorList grads, TensorList square_avg
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
-    Tensor g = h.maximize ? grads[i].neg() : grads[i];
-    if (h.weight_decay != 0) g = g.add(p, h.weight_decay);
+    auto c = [&](double v) { return scalar_for(p, v); };
+    Tensor g = step_grad(p, grads[i], h.maximize, h.weight_decay);
     square_avgs[i].mul_(c(h.alpha)).add_(g.mul(g), 1 - h.alpha);
     Tensor avg;
     if (h.centered) {
@@ -143,9 +145,8 @@ void adagrad_step_ops(TensorList params, TensorList grads, TensorList state_sums
   autograd::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    auto c = [&](double v) { return scalar_tensor_of(v, p.dtype(), p.device()); };
-    Tensor g = h.maximize ? grads[i].neg() : grads[i];
-    if (h.weight_decay != 0) g = g.add(p, h.weight_decay);
+    auto c = [&](double v) { return scalar_for(p, v); };
+    Tensor g = step_grad(p, grads[i], h.maximize, h.weight_decay);
     state_sums[i].add_(g.mul(g));
     const double clr = h.lr / (1 + double(steps[i] - 1) * h.lr_decay);
     p.add_(g.div(state_sums[i].sqrt().add(c(h.eps))), -clr);

@@ -8,6 +8,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "kindle/cuda.h"
 #include "kindle/kindle.h"
 
 namespace nb = nanobind;
@@ -28,6 +29,13 @@ struct DimList {
 // per thread, as torch's (a context entered on one thread does not move another's tensors).
 inline thread_local std::optional<Device> g_default_device;
 inline std::optional<Device> factory_device(const std::optional<Device>& d) { return d ? d : g_default_device; }
+// A CUDA device asked for where none can serve it: NotImplementedError saying why.
+inline void check_device_usable(Device d, const char* op) {
+  if (d.is_cuda())
+    KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), op, ": no CUDA device: ",
+                                 cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
+                                 " (only cpu is available)");
+}
 
 inline nb::object py_source(const DimList& d) { return d.src ? nb::borrow(d.src) : nb::cast(d); }
 inline nb::object py_source(const std::optional<DimList>& d) { return d ? py_source(*d) : nb::none(); }

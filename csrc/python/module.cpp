@@ -4,7 +4,6 @@
 
 #include <nanobind/stl/string_view.h>
 
-#include "kindle/cuda.h"
 #include "kindle/random_guard.h"
 #include "ops/tensor_iter.h"
 
@@ -277,8 +276,7 @@ NB_MODULE(_C, m) {
   m.def("set_default_dtype", &set_default_dtype, nb::arg("d"));
   m.def("_get_default_device", []() { return g_default_device; });
   m.def("_set_default_device", [](std::optional<Device> d) {
-    if (d && d->is_cuda()) KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "set_default_device: no CUDA device: ",
-                                                         cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA");
+    if (d) check_device_usable(*d, "set_default_device");
     g_default_device = d && d->is_cpu() ? std::nullopt : d;
   }, nb::arg("device").none());
   m.def("promote_types", &promote_types, nb::arg("type1"), nb::arg("type2"));

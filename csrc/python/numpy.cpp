@@ -238,8 +238,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     Tensor t = from_data(data, dtype, true);
     device = factory_device(device);
     if (device && !device->is_cpu()) {
-      KINDLE_CHECK_NOT_IMPLEMENTED(!device->is_cuda() || cuda::is_available(), "tensor: no CUDA device: ",
-                                   cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA");
+      check_device_usable(*device, "tensor");
       t = t._to_device(*device);
     }
     if (requires_grad) {

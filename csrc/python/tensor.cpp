@@ -59,10 +59,7 @@ nb::object to_any(nb::handle_t<Tensor> self_obj, nb::args args, nb::kwargs kwarg
     if (nb::try_cast<Tensor>(h, other, false)) { dtype = other.dtype(); device = other.device(); return; }
     Device dev;
     if (nb::try_cast<Device>(h, dev)) {
-      if (dev.is_cuda())
-        KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), "to: no CUDA device: ",
-                                     cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
-                                     " (only cpu is available)");
+      check_device_usable(dev, "to");
       device = dev;
       return;
     }

@@ -242,6 +242,7 @@ DimVector dims_by_stride(const Tensor& t);
 // A dense uninitialised tensor of `like`'s shape laid out in `like`'s memory order (empty_like
 // with preserve_format).
 Tensor empty_tensor_like_layout(const Tensor& like, DType dtype);
+Tensor empty_tensor_like_layout(const Tensor& like, DType dtype, Device device);  // (on `device`)
 // A tensor with the given strides over a fresh storage big enough for them.
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device = kCPU);
 // A new TensorImpl viewing `base`'s storage (shares the version counter).

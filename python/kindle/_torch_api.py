@@ -7,6 +7,7 @@ import numpy as _np
 
 from . import _C
 from ._legacy import _type_name, tensor_type
+from .nn.modules.module import _device_arg
 
 __all__ = [
     "broadcast_shapes", "is_complex", "is_nonzero", "is_same_size", "isreal", "conj", "conj_physical",
@@ -136,7 +137,7 @@ def get_default_device():
 
 def set_default_device(device):
     """The device factories use when none is given (None: the CPU), as torch's."""
-    _C._set_default_device(_device_str(device))
+    _C._set_default_device(_device_arg(device))
 
 
 _matmul_precision = "highest"
@@ -323,11 +324,6 @@ def _sizes(size):
     return list(size)
 
 
-def _device_str(device):
-    """A device argument as the bindings take it (None stays None; an int is a CUDA index)."""
-    return None if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
-
-
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -338,7 +334,7 @@ def _make_new(name):
     c_method = getattr(_C.Tensor, name)
 
     def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):  # noqa: ARG001
-        return _finish(c_method(self, _sizes(size), dtype, _device_str(device)), requires_grad)
+        return _finish(c_method(self, _sizes(size), dtype, _device_arg(device)), requires_grad)
     new.__name__ = name
     return new
 
@@ -346,7 +342,7 @@ def _make_new(name):
 def _make_new_full(c_new_full):
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,  # noqa: ARG001
                  pin_memory=False):  # noqa: ARG001
-        return _finish(c_new_full(self, list(size), fill_value, dtype, _device_str(device)), requires_grad)
+        return _finish(c_new_full(self, list(size), fill_value, dtype, _device_arg(device)), requires_grad)
     return new_full
 
 
@@ -355,7 +351,7 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
         t = data.detach().clone().to(dtype or data.dtype)
     else:
         t = _C.tensor(data, dtype=dtype or self.dtype, device="cpu")
-    device = _device_str(device) or str(self.device)  # (self's device by default, as torch's)
+    device = _device_arg(device) or str(self.device)  # (self's device by default, as torch's)
     return _finish(t if str(t.device) == device else t.to(device), requires_grad)
 
 

@@ -127,9 +127,15 @@ class TArg:
         return self.numpy().shape
 
     def make(self, lib):
+        return self.viewed(self.base(lib))
+
+    def base(self, lib):
+        """The contiguous tensor the views start from (the leaf, for autograd tests)."""
         t = lib.tensor(self.data)
-        if self.dtype == "bfloat16":
-            t = t.to(lib.bfloat16)
+        return t.to(lib.bfloat16) if self.dtype == "bfloat16" else t
+
+    def viewed(self, t):
+        """`t` (this argument's base, on any device) with the view ops applied."""
         for v in self.views:
             t = _lib_view(t, v)
         return t

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),
 
 import kindle  # noqa: E402
 from common import compare, report  # noqa: E402
-from opdb import COMPLEX, FLOATS, OPS, Dt, TArg, _lib_view, _map_args, leaves  # noqa: E402
+from opdb import COMPLEX, FLOATS, OPS, Dt, TArg, _map_args, leaves  # noqa: E402
 
 GRADCHECK_MAX_ELEMS = 60     # floating elements (logical) across a sample's tensor args, test 1
 TORCH_MAX_ELEMS = 110000     # test 2, 3, 4: every sample, up to two or three LARGE (131, 263) operands
@@ -73,10 +73,7 @@ def _float_elems(sample):
 
 
 def _make_leaf(lib, targ):
-    t = lib.tensor(targ.data)
-    if targ.dtype == "bfloat16":
-        t = t.to(lib.bfloat16)
-    return t.requires_grad_()
+    return targ.base(lib).requires_grad_()
 
 
 class Built:
@@ -92,15 +89,11 @@ class Built:
                 return getattr(lib, leaf.name)
             t = by_id.get(id(leaf))
             if t is None:
-                t = lib.tensor(leaf.data)
-                if leaf.dtype == "bfloat16":
-                    t = t.to(lib.bfloat16)
+                t = leaf.base(lib)
             if is_input and inplace_input:
                 t = t * 1
                 self.base = t
-            for v in leaf.views:
-                t = _lib_view(t, v)
-            return t
+            return leaf.viewed(t)
 
         if inplace_input and isinstance(sample.input, TArg):
             self.inp = f(sample.input, True)

@@ -100,6 +100,11 @@ def _merged(global_hooks, local_hooks):
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
+def _device_arg(device):
+    """A device argument as the bindings take it (None stays None; an int is a CUDA index)."""
+    return None if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
+
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
@@ -786,7 +791,7 @@ class Module:
     def to_empty(self, *, device, recurse=True):
         """Parameters and buffers moved to `device` without their values (uninitialised memory):
         how a model built on the meta device gets real storage before its weights are loaded."""
-        device = str(device) if not isinstance(device, int) else f"cuda:{device}"
+        device = _device_arg(device)
         return self._apply(lambda t: _C.empty_like(t, device=device), recurse=recurse)
 
     def to(self, *args, **kwargs):
@@ -810,8 +815,7 @@ class Module:
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
-        if device is not None:
-            device = str(device) if not isinstance(device, int) else f"cuda:{device}"
+        device = _device_arg(device)
 
         def convert(t):
             if device is not None:
