@@ -11,6 +11,9 @@ Outputs (into the build folder, never into git):
   kindle/ops.h            free functions `kindle::add(...)` and inline Tensor method bodies
   kindle/tensor_methods.inc  method declarations, included inside class Tensor
   bind_ops.cpp            nanobind bindings for kindle._C (functions and Tensor methods)
+  native_ops.h, autograd_ops.cpp  the autograd layer (tools/gen_autograd.py)
+  elementwise_codes.h, elementwise_ops.cpp  the elementwise op codes, dtype rules and plain ops
+                          (tools/gen_kernels.py)
 """
 import os
 import re
@@ -20,6 +23,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_autograd  # noqa: E402
+import gen_kernels  # noqa: E402
 
 # schema type -> (C++ parameter type, binding parameter type, how the binding passes it on)
 TYPES = {
@@ -235,10 +239,13 @@ def gen(ops, entries, outdir):
         args = ", ".join(f'{{"{a.name}", "{a.type}", {str(a.kw_only).lower()}}}' for a in op.args)
         schemas.append(f'  {{"{op.name}", "{op.vmap or ""}", {op.returns_self and "true" or "false"}, {{{args}}}}},')
     write(os.path.join(outdir, "bind_ops.cpp"), BIND_CPP.format(binds="\n".join(binds), schemas="\n".join(schemas)))
-    _, ndecls, nodes, wrappers = gen_autograd.build(ops, entries)
+    aops, ndecls, nodes, wrappers = gen_autograd.build(ops, entries)
     write(os.path.join(outdir, "native_ops.h"), gen_autograd.NATIVE_H.format(decls="\n".join(ndecls)))
     write(os.path.join(outdir, "autograd_ops.cpp"),
           gen_autograd.AUTOGRAD_CPP.format(nodes="\n".join(nodes), wrappers="\n".join(wrappers)))
+    codes_h, elementwise_cpp = gen_kernels.build(ops, entries, {a.op.name for a in aops})
+    write(os.path.join(outdir, "elementwise_codes.h"), codes_h)
+    write(os.path.join(outdir, "elementwise_ops.cpp"), elementwise_cpp)
 
 
 def gen_binding(op, variant, varargs=None):

@@ -1,6 +1,6 @@
-#include "kindle/ops.h"
-
 #include <algorithm>
+
+#include "kindle/tensor.h"
 
 namespace kindle {
 
@@ -158,12 +158,15 @@ Tensor empty_tensor_like_layout(const Tensor& like, DType dtype) {
   return empty_tensor_like_layout(like, dtype, like.device());
 }
 Tensor empty_tensor_like_layout(const Tensor& like, DType dtype, Device device) {
-  DimVector perm = dims_by_stride(like), sizes, inv(like.sizes());
-  for (size_t i = 0; i < perm.size(); ++i) {
-    sizes.push_back(like.size(perm[i]));
-    inv[size_t(perm[i])] = int64_t(i);
+  // contiguous in the order perm gives (outermost first), then each stride put back on its dim
+  checked_numel(like.sizes(), "empty");  // (then no product below overflows)
+  DimVector perm = dims_by_stride(like), strides(like.sizes());
+  int64_t step = 1;
+  for (size_t i = perm.size(); i-- > 0;) {
+    strides[size_t(perm[i])] = step;
+    step *= std::max<int64_t>(like.size(perm[i]), 1);
   }
-  return empty_tensor(sizes, dtype, device).permute(inv);
+  return empty_strided_tensor(like.sizes(), strides, dtype, device);
 }
 
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {

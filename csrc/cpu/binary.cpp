@@ -105,7 +105,7 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
           return b == M(2) ? a * a : b == M(0.5) ? std::sqrt(a) : b == M(-0.5) ? M(1) / std::sqrt(a) : vm::pow(a, b);
         });
       else if constexpr (!is_bool) return run([](M a, M b) { return int_pow(a, b); });
-      else return run([](M a, M b) { return b ? a : true; });  // a Python bool exponent only
+      break;
     case BinaryOp::Atan2: if constexpr (is_float) return run([](M a, M b) { return vm::atan2(a, b); }); break;
     case BinaryOp::Hypot: if constexpr (is_float) return run([](M a, M b) { return vm::hypot(a, b); }); break;
     case BinaryOp::Copysign: if constexpr (is_float) return run([](M a, M b) { return std::copysign(a, b); }); break;
@@ -146,7 +146,7 @@ void binary_typed(const TensorIter& it, BinaryOp op) {
   // The op layer checks divisors for zeros before anything is written; this is the backstop.
   KINDLE_CHECK(!zero_div.load(), "ZeroDivisionError: integer division or modulo by zero");
   if (!is_bool && (op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder || op == BinaryOp::Fmod)) return;
-  KINDLE_CHECK_NOT_IMPLEMENTED(false, binary_op_name(op), ": not implemented for ", it.input_dtype(0), " tensors");
+  KINDLE_CHECK_NOT_IMPLEMENTED(false, op_code_name(op), ": not implemented for ", it.input_dtype(0), " tensors");
 }
 
 void binary_kernel(TensorIter& it, BinaryOp op) {

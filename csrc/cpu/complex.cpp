@@ -117,7 +117,7 @@ void binary_typed(TensorIter& it, BinaryOp op) {
     case BinaryOp::LogicalXor: return run_bool([](C a, C b) { return (a != C(0)) != (b != C(0)); });
     default: break;
   }
-  throw NotImplementedError(detail::str_cat("\"", binary_op_name(op), "_cpu\" not implemented for '",
+  throw NotImplementedError(detail::str_cat("\"", op_code_name(op), "_cpu\" not implemented for '",
                                             scalar_type_name(it.input_dtype(0)), "'"));
 }
 

@@ -42,27 +42,18 @@ ck::Loop make_loop(const TensorIter& it, const char* op) {
   return l;
 }
 
-const char* unary_name(UnaryOp op) {
-  static const char* names[] = {
-      "neg", "abs", "sign", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
-      "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu", "silu", "gelu", "gelu", "erf",
-      "erfinv", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square", "logical_not", "bitwise_not",
-      "isnan", "isinf", "isfinite", "signbit", "sgn", "asinh", "acosh", "atanh", "conj"};
-  return names[int(op)];
-}
-
 void unary_cuda(TensorIter& it, UnaryOp op) {
-  ck::Loop l = make_loop(it, unary_name(op));
+  ck::Loop l = make_loop(it, op_code_name(op));
   if (!ck::unary(l, int(it.input_dtype(0)), int(it.output().dtype()), op, cuda::current_cuda_stream()))
-    no_kernel(unary_name(op), it.input_dtype(0));
-  check_launch(unary_name(op));
+    no_kernel(op_code_name(op), it.input_dtype(0));
+  check_launch(op_code_name(op));
 }
 
 void binary_cuda(TensorIter& it, BinaryOp op) {
-  ck::Loop l = make_loop(it, binary_op_name(op));
+  ck::Loop l = make_loop(it, op_code_name(op));
   if (!ck::binary(l, int(it.input_dtype(0)), int(it.output().dtype()), op, cuda::current_cuda_stream()))
-    no_kernel(binary_op_name(op), it.input_dtype(0));
-  check_launch(binary_op_name(op));
+    no_kernel(op_code_name(op), it.input_dtype(0));
+  check_launch(op_code_name(op));
 }
 
 void add_alpha_cuda(TensorIter& it, const Scalar& alpha) {

@@ -67,11 +67,6 @@ Tensor positive(const Tensor& self) {
   KINDLE_CHECK(self.dtype() != kBool, "The `+` operator, on a bool tensor is not supported.");
   return self;
 }
-const Tensor& greater_(const Tensor& self, const Tensor& other) { return gt_(self, other); }
-const Tensor& greater_equal_(const Tensor& self, const Tensor& other) { return ge_(self, other); }
-const Tensor& less_(const Tensor& self, const Tensor& other) { return lt_(self, other); }
-const Tensor& less_equal_(const Tensor& self, const Tensor& other) { return le_(self, other); }
-const Tensor& not_equal_(const Tensor& self, const Tensor& other) { return ne_(self, other); }
 const Tensor& divide_(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode) {
   return div_(self, other, rounding_mode);
 }

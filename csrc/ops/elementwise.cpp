@@ -3,51 +3,42 @@
 #include <limits>
 
 #include "native_ops.h"
+#include "ops/elementwise.h"
 #include "ops/kernels.h"
 
 namespace kindle {
-namespace {
 
-// FloatOnly: float inputs only (PyTorch has no integer kernel: silu); Float promotes integers.
-enum class UKind { Float, FloatOnly, Numeric, Any, BoolOut, Integral };
-
-// The unary ops PyTorch defines on complex numbers (abs gives the real magnitude).
-bool has_complex_kernel(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Sgn: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
-    case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Log: case UnaryOp::Log2: case UnaryOp::Log10:
-    case UnaryOp::Log1p: case UnaryOp::Expm1: case UnaryOp::Sin: case UnaryOp::Cos: case UnaryOp::Tan:
-    case UnaryOp::Asin: case UnaryOp::Acos: case UnaryOp::Atan: case UnaryOp::Sinh: case UnaryOp::Cosh:
-    case UnaryOp::Tanh: case UnaryOp::Asinh: case UnaryOp::Acosh: case UnaryOp::Atanh: case UnaryOp::Sigmoid:
-    case UnaryOp::Silu: case UnaryOp::Reciprocal: case UnaryOp::Square: case UnaryOp::LogicalNot:
-    case UnaryOp::Isnan: case UnaryOp::Isinf: case UnaryOp::Isfinite: return true;
-    default: return false;
+void check_kernel_dtype(const char* name, const KernelRule& rule, DType dt) {
+  DTypeClass c = dt == kBool ? DTypeClass::Bool
+               : is_complex(dt) ? DTypeClass::Complex
+               : is_floating_point(dt) ? DTypeClass::Floating : DTypeClass::Integral;
+  if (rule.dtypes & class_bit(c)) return;
+  if (const char* refusal = rule.refuse[int(c)]) {
+    std::string_view r(refusal);
+    size_t colon = r.find(": ");
+    std::string msg(r.substr(colon + 2));
+    std::string_view type = r.substr(0, colon);
+    if (type == "NotImplementedError") throw NotImplementedError(msg);
+    if (type == "TypeError") throw TypeError(msg);
+    if (type == "ValueError") throw ValueError(msg);
+    throw Error(msg);
   }
+  throw NotImplementedError(detail::str_cat("\"", name, "_cpu\" not implemented for '", scalar_type_name(dt), "'"));
 }
 
-Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const Tensor& out = {}) {
+Tensor unary(const char* name, const Tensor& self, UnaryOp op, const Tensor& out) {
+  const KernelRule& rule = kernel_rule(op);
   DType dt = self.dtype();
-  if (is_complex(dt)) {
-    KINDLE_CHECK(op != UnaryOp::Sign, "Unlike NumPy, torch.sign is not intended to support complex numbers. "
-                 "Please use torch.sgn instead.");
-    KINDLE_CHECK_NOT_IMPLEMENTED(has_complex_kernel(op), name, ": \"", name, "_cpu\" not implemented for '",
-                                 scalar_type_name(dt), "'");
-    KINDLE_CHECK(!(op == UnaryOp::Abs && out.defined() && out.is_same(self)),
-                 "In-place abs is not supported for complex tensors.");
-    if (kind == UKind::FloatOnly) kind = UKind::Float;
-  }
-  if (kind == UKind::Numeric)
-    KINDLE_CHECK(dt != kBool, name, ": not supported for bool tensors (got a tensor of dtype ", dt, ")");
-  if (kind == UKind::Integral)
-    KINDLE_CHECK(!is_floating_point(dt), name, ": only integer and bool tensors are supported, got ", dt);
-  if (kind == UKind::FloatOnly)
-    KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt), name, ": \"", name, "_cpu\" not implemented for '",
-                                 scalar_type_name(dt), "'");
+  bool promote = rule.promote_float && !is_floating_point(dt) && !is_complex(dt);
+  check_kernel_dtype(name, rule, promote ? default_dtype() : dt);
+  bool real_out = rule.output == KernelOutput::Real && is_complex(dt);
+  KINDLE_CHECK(!(real_out && out.defined() && out.is_same(self)), "In-place ", rule.name,
+               " is not supported for complex tensors.");
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self);
-  cfg.int_to_float = kind == UKind::Float || kind == UKind::FloatOnly;
-  if (kind == UKind::BoolOut) cfg.output_dtype = kBool;
-  if (op == UnaryOp::Abs && is_complex(dt)) cfg.output_dtype = to_real_value_type(dt);
+  cfg.int_to_float = rule.promote_float;
+  if (rule.output == KernelOutput::Bool) cfg.output_dtype = kBool;
+  if (real_out) cfg.output_dtype = to_real_value_type(dt);
   TensorIter it = cfg.build(name);
   if (it.numel) unary_stub[it.device()](it, op);
   it.finish();
@@ -55,11 +46,7 @@ Tensor unary(const char* name, const Tensor& self, UnaryOp op, UKind kind, const
   return it.output();
 }
 
-// FloatOnly: float inputs only (hypot); Float promotes integers to the default float type.
-enum class BKind { Arith, TrueDiv, Compare, Logical, Bitwise, Float, FloatOnly };
-
-Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, BKind kind,
-              const Tensor& out = {});
+namespace {
 
 // A float16/bfloat16 tensor multiplied or divided by a Python number (`h * 65536.0`, loss
 // scaling): PyTorch computes in float32 with the number unrounded and rounds the result once;
@@ -67,7 +54,7 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
 // do round the number first, and so does Kindle.) Called for mul and the divisions; returns an
 // undefined tensor when the operands are not one reduced-float tensor and one scalar.
 Tensor reduced_float_with_number(const char* name, const Tensor& a, const Tensor& b, BinaryOp op,
-                                 BKind kind, const Tensor& out) {
+                                 const Tensor& out) {
   // The scalar is a Python number or any 0-d tensor (PyTorch's CPU-scalar path reads its value
   // unrounded); for the divisions only as the divisor.
   bool wa = a.impl()->wrapped_number || (op == BinaryOp::Mul && a.dim() == 0 && b.dim() > 0);
@@ -77,42 +64,28 @@ Tensor reduced_float_with_number(const char* name, const Tensor& a, const Tensor
   if ((t != kFloat16 && t != kBFloat16) || result_type({a, b}) != t) return {};
   const Tensor& s = wa ? a : b;
   Tensor sv = s.impl()->wrapped_number ? s : s.to(kFloat32);
-  Tensor r = binary(name, wa ? sv : a.to(kFloat32), wb ? sv : b.to(kFloat32), op, kind);
+  Tensor r = binary(name, wa ? sv : a.to(kFloat32), wb ? sv : b.to(kFloat32), op);
   if (!out.defined()) return r.to(t);
   out.copy_(r);
   return out;
 }
 
-Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, BKind kind,
-              const Tensor& out) {
+}  // namespace
+
+Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, const Tensor& out) {
   if ((op == BinaryOp::Mul || op == BinaryOp::Div || op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor) &&
       (a.dim() == 0 || b.dim() == 0))
-    if (Tensor r = reduced_float_with_number(name, a, b, op, kind, out); r.defined()) return r;
+    if (Tensor r = reduced_float_with_number(name, a, b, op, out); r.defined()) return r;
+  const KernelRule& rule = kernel_rule(op);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(a).add_input(b);
-  if (kind == BKind::TrueDiv || kind == BKind::Float) cfg.int_to_float = true;
-  if (kind == BKind::FloatOnly) {
-    DType ct = result_type({a, b});
-    KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(ct), name, ": \"", name, "_cpu\" not implemented for '",
-                                 scalar_type_name(ct), "'");
-  }
-  if (kind == BKind::Compare || kind == BKind::Logical) cfg.output_dtype = kBool;
+  cfg.int_to_float = rule.promote_float;
+  if (rule.output == KernelOutput::Bool) cfg.output_dtype = kBool;
   TensorIter it = cfg.build(name);
   DType ct = it.common_dtype;
-  if (is_complex(ct)) {
-    bool ok = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
-              op == BinaryOp::Pow || op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::LogicalAnd ||
-              op == BinaryOp::LogicalOr || op == BinaryOp::LogicalXor;
-    KINDLE_CHECK_NOT_IMPLEMENTED(ok, name, ": \"", name, "_cpu\" not implemented for '", scalar_type_name(ct), "'");
-  }
-  if (kind == BKind::Bitwise)
-    KINDLE_CHECK(!is_floating_point(ct), name, ": only integer and bool tensors are supported, got ",
-                      a.dtype(), " and ", b.dtype());
+  check_kernel_dtype(name, rule, ct);
   bool int_division = op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder ||
                       op == BinaryOp::Fmod;
-  // (bool ** Python bool is x ** 1 or x ** 0, which PyTorch answers before choosing a kernel)
-  if (int_division || (op == BinaryOp::Pow && !b.impl()->wrapped_number))
-    KINDLE_CHECK_NOT_IMPLEMENTED(ct != kBool, name, ": \"", name, "_cpu\" not implemented for 'Bool'");
   // Integer division by zero raises before anything is written (no half-updated in-place result).
   if (int_division && it.numel && is_integral(ct, false) && !b.is_meta()) {
     bool zero;
@@ -131,12 +104,14 @@ Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, B
   return it.output();
 }
 
+namespace {
+
 Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar& alpha, bool sub,
                 const Tensor& out = {}) {
   KINDLE_CHECK(!sub || (a.dtype() != kBool && b.dtype() != kBool), name, ": subtraction, the `-` operator, with a bool "
                "tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   bool unit = alpha.is_integral() && alpha.to_int() == 1;
-  if (unit) return binary(name, a, b, sub ? BinaryOp::Sub : BinaryOp::Add, BKind::Arith, out);
+  if (unit) return binary(name, a, b, sub ? BinaryOp::Sub : BinaryOp::Add, out);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(a).add_input(b);
   TensorIter it = cfg.build(name);
@@ -147,7 +122,7 @@ Tensor add_impl(const char* name, const Tensor& a, const Tensor& b, const Scalar
   KINDLE_CHECK(!alpha.is_bool() || it.common_dtype == kBool, name, ": Boolean alpha only supported for Boolean results, got ",
                it.common_dtype);
   if (it.common_dtype == kBool) {  // alpha acts as a bool too: a or (alpha and b)
-    return alpha.to_bool() ? binary(name, a, b, BinaryOp::Add, BKind::Arith, out) : (out.defined() ? out.copy_(a) : a.clone());
+    return alpha.to_bool() ? binary(name, a, b, BinaryOp::Add, out) : (out.defined() ? out.copy_(a) : a.clone());
   }
   Scalar al = !sub ? alpha : alpha.is_complex() ? Scalar(-alpha.to_complex())
              : alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
@@ -182,90 +157,25 @@ Tensor float_param(const char* name, const Tensor& self, ParamOp op, std::initia
 
 }  // namespace
 
-#define KINDLE_UNARY(name, OP, KIND)                                                             \
-  Tensor native_##name(const Tensor& self) { return unary(#name, self, UnaryOp::OP, UKind::KIND); } \
-  const Tensor& native_##name##_(const Tensor& self) {                                            \
-    unary(#name "_", self, UnaryOp::OP, UKind::KIND, self);                              \
-    return self;                                                                         \
-  }
-KINDLE_UNARY(sqrt, Sqrt, Float)
-KINDLE_UNARY(rsqrt, Rsqrt, Float)
-KINDLE_UNARY(exp, Exp, Float)
-KINDLE_UNARY(exp2, Exp2, Float)
-KINDLE_UNARY(log, Log, Float)
-KINDLE_UNARY(log2, Log2, Float)
-KINDLE_UNARY(log10, Log10, Float)
-KINDLE_UNARY(log1p, Log1p, Float)
-KINDLE_UNARY(expm1, Expm1, Float)
-KINDLE_UNARY(sin, Sin, Float)
-KINDLE_UNARY(cos, Cos, Float)
-KINDLE_UNARY(tan, Tan, Float)
-KINDLE_UNARY(asin, Asin, Float)
-KINDLE_UNARY(acos, Acos, Float)
-KINDLE_UNARY(atan, Atan, Float)
-KINDLE_UNARY(asinh, Asinh, Float)
-KINDLE_UNARY(acosh, Acosh, Float)
-KINDLE_UNARY(atanh, Atanh, Float)
-KINDLE_UNARY(sinh, Sinh, Float)
-KINDLE_UNARY(cosh, Cosh, Float)
-KINDLE_UNARY(tanh, Tanh, Float)
-KINDLE_UNARY(sigmoid, Sigmoid, Float)
-KINDLE_UNARY(silu, Silu, FloatOnly)
-KINDLE_UNARY(erf, Erf, Float)
-KINDLE_UNARY(erfinv, Erfinv, Float)
-KINDLE_UNARY(reciprocal, Reciprocal, Float)
-KINDLE_UNARY(neg, Neg, Numeric)
-KINDLE_UNARY(abs, Abs, Numeric)
-KINDLE_UNARY(sign, Sign, Any)
-KINDLE_UNARY(sgn, Sgn, Any)
-KINDLE_UNARY(floor, Floor, Numeric)
-KINDLE_UNARY(ceil, Ceil, Numeric)
-KINDLE_UNARY(trunc, Trunc, Numeric)
 Tensor native_square(const Tensor& self) {  // bool squares to int64, as pow(self, 2) does in PyTorch
-  return unary("square", self.dtype() == kBool ? self.to(kInt64) : self, UnaryOp::Square, UKind::Any);
+  return unary("square", self.dtype() == kBool ? self.to(kInt64) : self, UnaryOp::Square);
 }
 const Tensor& native_square_(const Tensor& self) {
   KINDLE_CHECK(self.dtype() != kBool, "square_: result type Long can't be cast to the desired output type Bool");
-  unary("square_", self, UnaryOp::Square, UKind::Any, self);
-  return self;
-}
-KINDLE_UNARY(relu, Relu, Numeric)
-#undef KINDLE_UNARY
-
-Tensor native_frac(const Tensor& self) {
-  KINDLE_CHECK(self.is_floating_point(), "frac: only floating point tensors are supported, got ", self.dtype());
-  return unary("frac", self, UnaryOp::Frac, UKind::Float);
-}
-const Tensor& native_frac_(const Tensor& self) {
-  KINDLE_CHECK(self.is_floating_point(), "frac_: only floating point tensors are supported, got ", self.dtype());
-  unary("frac_", self, UnaryOp::Frac, UKind::Float, self);
-  return self;
-}
-Tensor isnan(const Tensor& self) { return unary("isnan", self, UnaryOp::Isnan, UKind::BoolOut); }
-Tensor isinf(const Tensor& self) { return unary("isinf", self, UnaryOp::Isinf, UKind::BoolOut); }
-Tensor isfinite(const Tensor& self) { return unary("isfinite", self, UnaryOp::Isfinite, UKind::BoolOut); }
-Tensor signbit(const Tensor& self) { return unary("signbit", self, UnaryOp::Signbit, UKind::BoolOut); }
-Tensor logical_not(const Tensor& self) { return unary("logical_not", self, UnaryOp::LogicalNot, UKind::BoolOut); }
-const Tensor& logical_not_(const Tensor& self) {
-  self.copy_(logical_not(self));
-  return self;
-}
-Tensor bitwise_not(const Tensor& self) { return unary("bitwise_not", self, UnaryOp::BitwiseNot, UKind::Integral); }
-const Tensor& bitwise_not_(const Tensor& self) {
-  unary("bitwise_not_", self, UnaryOp::BitwiseNot, UKind::Integral, self);
+  unary("square_", self, UnaryOp::Square, self);
   return self;
 }
 
 Tensor native_round(const Tensor& self, int64_t decimals) {
   KINDLE_CHECK_NOT_IMPLEMENTED(decimals == 0 || self.is_floating_point(), "round(): decimals=", decimals,
                                " is not implemented for ", self.dtype());
-  if (decimals == 0) return unary("round", self, UnaryOp::Round, UKind::Numeric);
+  if (decimals == 0) return unary("round", self, UnaryOp::Round);
   return float_param("round", self, ParamOp::RoundDecimals, {double(decimals)});
 }
 const Tensor& native_round_(const Tensor& self, int64_t decimals) {
   KINDLE_CHECK_NOT_IMPLEMENTED(decimals == 0 || self.is_floating_point(), "round_(): decimals=", decimals,
                                " is not implemented for ", self.dtype());
-  if (decimals == 0) unary("round_", self, UnaryOp::Round, UKind::Numeric, self);
+  if (decimals == 0) unary("round_", self, UnaryOp::Round, self);
   else float_param("round_", self, ParamOp::RoundDecimals, {double(decimals)}, self);
   return self;
 }
@@ -274,7 +184,7 @@ Tensor native_gelu(const Tensor& self, std::string_view approximate) {
   KINDLE_CHECK(approximate == "none" || approximate == "tanh",
                      "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
   KINDLE_CHECK(self.is_floating_point(), "gelu: expected a floating point tensor, got ", self.dtype());
-  return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, UKind::Float);
+  return unary("gelu", self, approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf);
 }
 
 Tensor native_softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
@@ -386,11 +296,11 @@ static BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {
 }
 Tensor native_div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div", rounding_mode);
-  return binary("div", a, b, op, op == BinaryOp::Div ? BKind::TrueDiv : BKind::Arith);
+  return binary("div", a, b, op);
 }
 const Tensor& native_div_(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div_", rounding_mode);
-  binary("div_", a, b, op, op == BinaryOp::Div ? BKind::TrueDiv : BKind::Arith, a);
+  binary("div_", a, b, op, a);
   return a;
 }
 Tensor divide(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) { return div(a, b, rounding_mode); }
@@ -409,73 +319,32 @@ static void check_pow_exponent(const Tensor& a, const Tensor& b, const char* nam
   DType rt = result_type({a, b});
   if (rt != kFloat32 && rt != kFloat64) check_scalar_fits(b.item(), rt, name);
 }
+// A bool tensor to a Python bool power is x ** 1 or x ** 0, which PyTorch answers before choosing
+// a kernel (there is none for bool: ops.yaml).
+static bool bool_to_number_power(const Tensor& a, const Tensor& b) {
+  return a.dtype() == kBool && b.dtype() == kBool && b.impl()->wrapped_number;
+}
 Tensor native_pow(const Tensor& a, const Tensor& b) {
   check_pow_exponent(a, b, "pow");
-  return binary("pow", a, b, BinaryOp::Pow, BKind::Arith);
+  if (bool_to_number_power(a, b)) return b.item().to_bool() ? a.clone() : ones_like(a);
+  return binary("pow", a, b, BinaryOp::Pow);
 }
 const Tensor& native_pow_(const Tensor& a, const Tensor& b) {
   check_pow_exponent(a, b, "pow_");
-  binary("pow_", a, b, BinaryOp::Pow, BKind::Arith, a);
+  if (bool_to_number_power(a, b)) {
+    if (!b.item().to_bool()) a.fill_(true);
+    return a;
+  }
+  binary("pow_", a, b, BinaryOp::Pow, a);
   return a;
 }
-
-// Comparisons: the in-place form has a (zero) derivative, as in PyTorch.
-#define KINDLE_COMPARE(name, OP)                                                                   \
-  Tensor name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::Compare); } \
-  const Tensor& native_##name##_(const Tensor& a, const Tensor& b) {                               \
-    binary(#name "_", a, b, BinaryOp::OP, BKind::Compare, a);                                       \
-    return a;                                                                                      \
-  }
-// NS is `native_` for the ops with derivatives (their autograd wrappers are generated).
-#define KINDLE_BINARY(NS, name, OP, KIND)                                                          \
-  Tensor NS##name(const Tensor& a, const Tensor& b) { return binary(#name, a, b, BinaryOp::OP, BKind::KIND); }
-#define KINDLE_BINARY_INPLACE(NS, name, OP, KIND)                                                  \
-  KINDLE_BINARY(NS, name, OP, KIND)                                                                \
-  const Tensor& NS##name##_(const Tensor& a, const Tensor& b) {                                     \
-    binary(#name "_", a, b, BinaryOp::OP, BKind::KIND, a);                                          \
-    return a;                                                                                      \
-  }
-KINDLE_BINARY_INPLACE(native_, mul, Mul, Arith)
-
-KINDLE_BINARY_INPLACE(native_, atan2, Atan2, Float)
-KINDLE_BINARY_INPLACE(native_, hypot, Hypot, FloatOnly)
-KINDLE_BINARY_INPLACE(native_, copysign, Copysign, Float)
-KINDLE_BINARY_INPLACE(native_, xlogy, Xlogy, Float)
-KINDLE_BINARY_INPLACE(native_, fmod, Fmod, Arith)
-KINDLE_BINARY_INPLACE(native_, remainder, Remainder, Arith)
-KINDLE_COMPARE(eq, Eq)
-KINDLE_COMPARE(ne, Ne)
-KINDLE_COMPARE(lt, Lt)
-KINDLE_COMPARE(le, Le)
-KINDLE_COMPARE(gt, Gt)
-KINDLE_COMPARE(ge, Ge)
-KINDLE_BINARY(, greater, Gt, Compare)
-KINDLE_BINARY(, greater_equal, Ge, Compare)
-KINDLE_BINARY(, less, Lt, Compare)
-KINDLE_BINARY(, less_equal, Le, Compare)
-KINDLE_BINARY(, not_equal, Ne, Compare)
-KINDLE_BINARY_INPLACE(, logical_and, LogicalAnd, Logical)
-KINDLE_BINARY_INPLACE(, logical_or, LogicalOr, Logical)
-KINDLE_BINARY_INPLACE(, logical_xor, LogicalXor, Logical)
-KINDLE_BINARY_INPLACE(, bitwise_and, BitAnd, Bitwise)
-KINDLE_BINARY_INPLACE(, bitwise_or, BitOr, Bitwise)
-KINDLE_BINARY_INPLACE(, bitwise_xor, BitXor, Bitwise)
-KINDLE_BINARY_INPLACE(, bitwise_left_shift, Shl, Bitwise)
-KINDLE_BINARY_INPLACE(, bitwise_right_shift, Shr, Bitwise)
-KINDLE_BINARY(native_, maximum, Maximum, Arith)
-KINDLE_BINARY(native_, minimum, Minimum, Arith)
-KINDLE_BINARY(native_, fmax, Fmax, Arith)
-KINDLE_BINARY(native_, fmin, Fmin, Arith)
-#undef KINDLE_BINARY
-#undef KINDLE_BINARY_INPLACE
-#undef KINDLE_COMPARE
 Tensor multiply(const Tensor& a, const Tensor& b) { return mul(a, b); }
 const Tensor& multiply_(const Tensor& a, const Tensor& b) { return mul_(a, b); }
 
 // Backward kernels of relu, tanh and sigmoid: one fused pass instead of three or four.
 Tensor native_threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
   if (threshold.to_double() == 0.0 && is_floating_point(promote_types(grad_output.dtype(), self.dtype())))
-    return binary("threshold_backward", grad_output, self, BinaryOp::ReluGrad, BKind::Arith);
+    return binary("threshold_backward", grad_output, self, BinaryOp::ReluGrad);
   return where(le(self, scalar_to_tensor(threshold)), scalar_tensor_of(0, grad_output.dtype()), grad_output);
 }
 // One pass (it was two comparisons, a logical_or and a where: a third of a MobileNet's training
@@ -498,10 +367,10 @@ Tensor native_hardtanh_backward(const Tensor& grad_output, const Tensor& self, c
                grad_output);
 }
 Tensor native_tanh_backward(const Tensor& grad_output, const Tensor& output) {
-  return binary("tanh_backward", grad_output, output, BinaryOp::TanhGrad, BKind::Float);
+  return binary("tanh_backward", grad_output, output, BinaryOp::TanhGrad);
 }
 Tensor native_sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
-  return binary("sigmoid_backward", grad_output, output, BinaryOp::SigmoidGrad, BKind::Float);
+  return binary("sigmoid_backward", grad_output, output, BinaryOp::SigmoidGrad);
 }
 
 Tensor native_where(const Tensor& condition, const Tensor& self, const Tensor& other) {

@@ -30,16 +30,6 @@ struct KernelStub {
 #define KINDLE_REGISTER_KERNEL(stub, device, fn) \
   static const bool stub##_registered_ = (::kindle::stub.fns[int(device)] = (fn), true)
 
-inline const char* binary_op_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "div", "floor_divide", "pow", "atan2",
-                                "maximum", "minimum", "fmod", "remainder", "eq", "ne", "lt", "le", "gt",
-                                "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-                                "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
-                                "hypot", "copysign", "fmax", "fmin", "xlogy", "threshold_backward",
-                                "tanh_backward", "sigmoid_backward"};
-  return names[int(op)];
-}
-
 // out = op(in) (op(a, b) for binary); inputs are in the iterator's common dtype.
 extern KernelStub<void (*)(TensorIter&, UnaryOp)> unary_stub;
 extern KernelStub<void (*)(TensorIter&, BinaryOp)> binary_stub;

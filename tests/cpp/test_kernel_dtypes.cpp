@@ -1,0 +1,98 @@
+// The dtypes ops.yaml declares for each elementwise kernel code are the dtypes its CPU kernel
+// computes: every declared (code, dtype) runs, every other one is refused by the op layer before
+// a kernel runs (NotImplementedError, or the refusal ops.yaml names). A kernel switch that lacks a
+// declared case, or a declaration the kernel does not back, fails here for every code at once.
+#include <gtest/gtest.h>
+
+#include <iterator>
+#include <string>
+
+#include <kindle/kindle.h>
+
+#include "ops/elementwise.h"
+
+using namespace kindle;
+
+namespace {
+
+const DType kAllDtypes[] = {kBool,    kUInt8,   kInt8,    kInt16,   kInt32,     kInt64,
+                            kFloat16, kBFloat16, kFloat32, kFloat64, kComplex64, kComplex128};
+
+DTypeClass class_of(DType dt) {
+  if (dt == kBool) return DTypeClass::Bool;
+  if (is_complex(dt)) return DTypeClass::Complex;
+  return is_floating_point(dt) ? DTypeClass::Floating : DTypeClass::Integral;
+}
+
+// Values every kernel accepts: positive and nonzero (integer division, shifts, logs).
+Tensor operand(DType dt) { return full({5}, 1, TensorOptions().dtype(dt)).add(dt == kBool ? 0 : 1); }
+
+// Which rule decides: the dtype the kernel computes in (bool and integers become the default
+// float for promoting codes).
+DType computed_dtype(const KernelRule& r, DType dt) {
+  return r.promote_float && !is_floating_point(dt) && !is_complex(dt) ? default_dtype() : dt;
+}
+
+template <typename Fn>
+std::string outcome(Fn&& fn) {
+  try {
+    fn();
+    return "ok";
+  } catch (const NotImplementedError&) {
+    return "NotImplementedError";
+  } catch (const Error& e) {
+    return "RuntimeError";
+  }
+}
+
+std::string expected(const KernelRule& r, DType dt) {
+  DTypeClass c = class_of(computed_dtype(r, dt));
+  if (r.dtypes & class_bit(c)) return "ok";
+  const char* refusal = r.refuse[int(c)];
+  if (!refusal) return "NotImplementedError";
+  return std::string(refusal).rfind("NotImplementedError", 0) == 0 ? "NotImplementedError" : "RuntimeError";
+}
+
+}  // namespace
+
+TEST(KernelDtypes, UnaryCodesComputeExactlyTheirDeclaredDtypes) {
+  for (size_t i = 0; i < std::size(kUnaryOpRules); ++i) {
+    auto op = UnaryOp(i);
+    const KernelRule& r = kernel_rule(op);
+    for (DType dt : kAllDtypes) {
+      Tensor x = operand(dt);
+      EXPECT_EQ(outcome([&] { unary(r.name, x, op); }), expected(r, dt)) << r.name << " on " << dt;
+    }
+  }
+}
+
+TEST(KernelDtypes, BinaryCodesComputeExactlyTheirDeclaredDtypes) {
+  for (size_t i = 0; i < std::size(kBinaryOpRules); ++i) {
+    auto op = BinaryOp(i);
+    const KernelRule& r = kernel_rule(op);
+    for (DType dt : kAllDtypes) {
+      Tensor x = operand(dt);
+      EXPECT_EQ(outcome([&] { binary(r.name, x, x, op); }), expected(r, dt)) << r.name << " on " << dt;
+    }
+  }
+}
+
+TEST(KernelDtypes, ResultDtypesFollowTheDeclaredOutput) {
+  EXPECT_EQ(unary("isnan", operand(kFloat32), UnaryOp::Isnan).dtype(), kBool);
+  EXPECT_EQ(unary("abs", operand(kComplex64), UnaryOp::Abs).dtype(), kFloat32);
+  EXPECT_EQ(unary("sqrt", operand(kInt32), UnaryOp::Sqrt).dtype(), default_dtype());
+  EXPECT_EQ(binary("lt", operand(kInt64), operand(kInt64), BinaryOp::Lt).dtype(), kBool);
+  EXPECT_EQ(binary("div", operand(kInt64), operand(kInt64), BinaryOp::Div).dtype(), default_dtype());
+  EXPECT_EQ(binary("fmod", operand(kInt16), operand(kInt16), BinaryOp::Fmod).dtype(), kInt16);
+}
+
+TEST(KernelDtypes, RefusalsNameTheOpAndTheDtype) {
+  try {
+    kindle::floor_divide(operand(kBool), operand(kBool));
+    FAIL() << "floor_divide on bool computed a result";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("not implemented for 'Bool'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(kindle::neg(operand(kBool)), Error);
+  EXPECT_THROW(kindle::bitwise_and(operand(kFloat32), operand(kFloat32)), NotImplementedError);
+}
