@@ -15,6 +15,10 @@ $PY -m pip install -q scikit-build-core nanobind mkl mkl-include pyyaml numpy py
 # PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.
 $PY -m pip install -q torch==2.13.0 || echo "note: torch==2.13.0 not installable here; torch comparisons will skip"
 
+# One compiler cache for every build below: paths relative to the checkout, so the C++ release
+# build reuses the Python package's objects (same flags, build/<wheel tag> and build/release).
+export CCACHE_BASEDIR="$PWD"
+
 stage "build and install the Python package"
 $PY -m pip install -q --no-build-isolation .
 
@@ -25,13 +29,24 @@ ctest --test-dir build/release --output-on-failure
 
 stage "C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # The same build also makes a sanitized kindle._C for the Python stage below.
+# (Its CPU kernels in two builds only, baseline and AVX2: sanitized compiles are the slowest.)
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKINDLE_SANITIZE=ON -DKINDLE_BUILD_PYTHON=ON \
-  -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
+  -DKINDLE_CPU_ISAS=avx2 -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
 cmake --build build/asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build/asan --output-on-failure
+# The baseline x86-64 kernels (libkindle's own, chosen on a CPU without AVX2) under the sanitizers.
+KINDLE_CPU_CAPABILITY=default ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/asan --output-on-failure -R '^(Ops|KernelDtypes|Sgemm|Autograd|Core|CpuCapability)\.'
 
 stage "Python tests"
 $PY -m pytest -q tests/python
+
+stage "Python op database with the CPU kernels forced to baseline x86-64 and to AVX2"
+# (the full run above used the widest set this CPU has: kindle.backends.cpu.get_cpu_capability())
+for cap in default avx2; do
+  KINDLE_CPU_CAPABILITY=$cap $PY -m pytest -q -p no:cacheprovider tests/python/test_ops.py \
+    tests/python/test_ops_consistency.py tests/python/test_runtime_env.py
+done
 
 stage "Python op database, differential fuzz and meta-device run (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # The sanitized extension beside a copy of the Python package; the interpreter (not built with
@@ -40,7 +55,7 @@ stage "Python op database, differential fuzz and meta-device run (AddressSanitiz
 ASAN_PKG=build/asan/pypkg
 rm -rf "$ASAN_PKG" && mkdir -p "$ASAN_PKG"
 cp -r python/kindle "$ASAN_PKG/kindle"
-cp build/asan/_C*.so build/asan/libkindle.so "$ASAN_PKG/kindle/"
+cp build/asan/_C*.so build/asan/libkindle.so build/asan/libkindle_cpu_*.so "$ASAN_PKG/kindle/"
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
   PYTHONPATH="$ASAN_PKG" $PY -m pytest -q -p no:cacheprovider tests/python/test_ops.py tests/python/test_ops_consistency.py \

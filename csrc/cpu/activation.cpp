@@ -84,9 +84,6 @@ void gelu_backward_kernel(const Tensor& grad, const Tensor& x, const Tensor& out
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> gelu_backward_stub{"gelu_backward"};
 KINDLE_REGISTER_KERNEL(gelu_backward_stub, DeviceType::CPU, &cpu::gelu_backward_kernel);
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, bool)> softmax_backward_stub{
-    "softmax_backward"};
 KINDLE_REGISTER_KERNEL(softmax_backward_stub, DeviceType::CPU, &cpu::softmax_backward_kernel);
 }  // namespace kindle

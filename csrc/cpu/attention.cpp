@@ -162,11 +162,6 @@ void flash_attention_backward_kernel(const Tensor& go, const Tensor& q, const Te
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionGeom&)>
-    flash_attention_stub{"scaled_dot_product_attention"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                    const Tensor&, const Tensor&, const Tensor&, const AttentionGeom&)>
-    flash_attention_backward_stub{"scaled_dot_product_attention_backward"};
 KINDLE_REGISTER_KERNEL(flash_attention_stub, DeviceType::CPU, &cpu::flash_attention_kernel);
 KINDLE_REGISTER_KERNEL(flash_attention_backward_stub, DeviceType::CPU, &cpu::flash_attention_backward_kernel);
 }  // namespace kindle

@@ -320,12 +320,6 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(TensorIter&, BinaryOp)> binary_stub{"binary"};
-KernelStub<void (*)(TensorIter&, const Scalar&)> add_alpha_stub{"add"};
-KernelStub<void (*)(TensorIter&)> copy_stub{"copy_"};
-KernelStub<void (*)(TensorIter&)> where_stub{"where"};
-KernelStub<void (*)(TensorIter&, const Scalar&)> fill_stub{"fill_"};
-KernelStub<void (*)(TensorIter&, ParamOp, const double*)> param_stub{"elementwise"};
 KINDLE_REGISTER_KERNEL(binary_stub, DeviceType::CPU, &cpu::binary_kernel);
 KINDLE_REGISTER_KERNEL(add_alpha_stub, DeviceType::CPU, &cpu::add_alpha_kernel);
 KINDLE_REGISTER_KERNEL(copy_stub, DeviceType::CPU, &cpu::copy_kernel);

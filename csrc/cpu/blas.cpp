@@ -510,6 +510,5 @@ template class PackedGemm<double>;
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(DType, const GemmArgs*, int64_t, int64_t, int64_t, int64_t)> gemm_stub{"matmul"};
 KINDLE_REGISTER_KERNEL(gemm_stub, DeviceType::CPU, &cpu::gemm_kernel);
 }  // namespace kindle

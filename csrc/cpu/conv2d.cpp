@@ -273,6 +273,7 @@ struct Depthwise {
       std::fill(r + g.W, r + Wp, T(0));  // right margin, then the next row's left margin
     }
     std::fill(xp + (g.H + g.ph) * Wp + g.pw, xp + (Hp + 1) * Wp, T(0));
+#ifdef __AVX2__
     if constexpr (std::is_same_v<T, float>) {
       if (g.sw == 1) {  // the common case, by hand: 8 outputs in one register, all taps
         for (int64_t oy = 0; oy < g.oh; ++oy) {
@@ -296,6 +297,7 @@ struct Depthwise {
         return;
       }
     }
+#endif
     for (int64_t oy = 0; oy < g.oh; ++oy) {
       for (int64_t ox = 0; ox < owr; ++ox) acc[ox] = bias;
       for (int64_t ki = 0; ki < g.kh; ++ki)
@@ -592,11 +594,6 @@ void conv2d_backward_weight_kernel(const Tensor& grad_out, const Tensor& input, 
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor*, const Tensor&, const ConvGeom&)> conv2d_stub{"conv2d"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const ConvGeom&)> conv2d_backward_input_stub{
-    "conv2d_backward_input"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const ConvGeom&)> conv2d_backward_weight_stub{
-    "conv2d_backward_weight"};
 KINDLE_REGISTER_KERNEL(conv2d_stub, DeviceType::CPU, &cpu::conv2d_kernel);
 KINDLE_REGISTER_KERNEL(conv2d_backward_input_stub, DeviceType::CPU, &cpu::conv2d_backward_input_kernel);
 KINDLE_REGISTER_KERNEL(conv2d_backward_weight_stub, DeviceType::CPU, &cpu::conv2d_backward_weight_kernel);

@@ -130,6 +130,5 @@ void fft_kernel(FftKind kind, const Tensor& in, const Tensor& out, IntArrayRef s
 #endif
 
 namespace kindle {
-KernelStub<void (*)(FftKind, const Tensor&, const Tensor&, IntArrayRef, bool, double)> fft_stub{"fft"};
 KINDLE_REGISTER_KERNEL(fft_stub, DeviceType::CPU, &cpu::fft_kernel);
 }  // namespace kindle

@@ -79,8 +79,6 @@ void col2im_kernel(const Tensor& cols, const Tensor& image, const WindowGeom& g)
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const WindowGeom&)> im2col_stub{"im2col"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const WindowGeom&)> col2im_stub{"col2im"};
 KINDLE_REGISTER_KERNEL(im2col_stub, DeviceType::CPU, &cpu::im2col_kernel);
 KINDLE_REGISTER_KERNEL(col2im_stub, DeviceType::CPU, &cpu::col2im_kernel);
 }  // namespace kindle

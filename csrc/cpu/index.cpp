@@ -108,10 +108,7 @@ void bincount_kernel(const Tensor& x, const Tensor* w, const Tensor& out) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor*, const Tensor&)> bincount_stub{"bincount"};
 KINDLE_REGISTER_KERNEL(bincount_stub, DeviceType::CPU, &cpu::bincount_kernel);
-KernelStub<void (*)(TensorIter&, const IndexDims&)> index_stub{"index"};
-KernelStub<void (*)(TensorIter&, const IndexDims&, PutReduce)> index_put_stub{"index_put_"};
 KINDLE_REGISTER_KERNEL(index_stub, DeviceType::CPU, &cpu::index_kernel);
 KINDLE_REGISTER_KERNEL(index_put_stub, DeviceType::CPU, &cpu::index_put_kernel);
 }  // namespace kindle

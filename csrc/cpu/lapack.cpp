@@ -535,6 +535,5 @@ void lapack_kernel(Lapack op, const LapackArgs& g) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(Lapack, const LapackArgs&)> lapack_stub{"linalg"};
 KINDLE_REGISTER_KERNEL(lapack_stub, DeviceType::CPU, &cpu::lapack_kernel);
 }  // namespace kindle

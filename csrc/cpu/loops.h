@@ -95,8 +95,10 @@ inline void widen(const T* src, float* dst, int64_t n) {
     }
   } else {
     int64_t i = 0;
+#ifdef __F16C__
     for (; i + 8 <= n; i += 8)
       _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u + i))));
+#endif
     for (; i < n; ++i) dst[i] = float(src[i]);
   }
 }
@@ -115,9 +117,11 @@ inline void narrow(const float* src, T* dst, int64_t n) {
     }
   } else {
     int64_t i = 0;
+#ifdef __F16C__
     for (; i + 8 <= n; i += 8)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(u + i),
                        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
     for (; i < n; ++i) dst[i] = T(src[i]);
   }
 }
@@ -159,6 +163,7 @@ void unary_loop(const TensorIter& it, const F& f) {
   });
 }
 
+#ifdef __AVX2__
 // float32 -> float32 with an 8-wide AVX2 body `v` on contiguous runs and `f` elsewhere.
 template <typename F, typename V>
 void unary_loop_f32x8(const TensorIter& it, const F& f, const V& v) {
@@ -175,6 +180,7 @@ void unary_loop_f32x8(const TensorIter& it, const F& f, const V& v) {
     }
   });
 }
+#endif
 
 template <typename Out, typename In, typename F>
 void binary_loop(const TensorIter& it, const F& f) {

@@ -75,10 +75,6 @@ void cross_entropy_backward_kernel(const Tensor& x, const Tensor& target, const 
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, int64_t, const Tensor&, const Tensor&)> cross_entropy_stub{
-    "cross_entropy"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>
-    cross_entropy_backward_stub{"cross_entropy_backward"};
 KINDLE_REGISTER_KERNEL(cross_entropy_stub, DeviceType::CPU, &cpu::cross_entropy_kernel);
 KINDLE_REGISTER_KERNEL(cross_entropy_backward_stub, DeviceType::CPU, &cpu::cross_entropy_backward_kernel);
 }  // namespace kindle

@@ -192,16 +192,8 @@ void lstm_pointwise_backward_kernel(const Tensor* ghy, const Tensor* gcy, const 
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&)> lstm_pointwise_stub{"lstm_cell"};
-KernelStub<void (*)(const Tensor*, const Tensor*, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                    const Tensor&)> lstm_pointwise_backward_stub{"lstm_cell_backward"};
 KINDLE_REGISTER_KERNEL(lstm_pointwise_stub, DeviceType::CPU, &cpu::lstm_pointwise_kernel);
 KINDLE_REGISTER_KERNEL(lstm_pointwise_backward_stub, DeviceType::CPU, &cpu::lstm_pointwise_backward_kernel);
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool)>
-    lstm_recurrence_stub{"lstm_recurrence"};
-KernelStub<void (*)(const Tensor*, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                    const Tensor&, const Tensor&, bool)>
-    lstm_recurrence_backward_stub{"lstm_recurrence_backward"};
 KINDLE_REGISTER_KERNEL(lstm_recurrence_stub, DeviceType::CPU, &cpu::lstm_recurrence_kernel);
 KINDLE_REGISTER_KERNEL(lstm_recurrence_backward_stub, DeviceType::CPU, &cpu::lstm_recurrence_backward_kernel);
 }  // namespace kindle

@@ -272,21 +272,6 @@ void batch_norm_backward_input_kernel(const Tensor& grad, const Tensor& x, const
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor*, const Tensor*, const Tensor&, const Tensor&, const Tensor&,
-                    const RowsGeom&)> layer_norm_stub{"layer_norm"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor&,
-                    const Tensor*, const Tensor*, const RowsGeom&)> layer_norm_backward_input_stub{"layer_norm_backward"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
-                    const RowsGeom&)> layer_norm_backward_param_stub{"layer_norm_backward"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const ChannelsGeom&)> batch_norm_stats_stub{
-    "batch_norm"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor*, const Tensor&,
-                    const ChannelsGeom&)> batch_norm_apply_stub{"batch_norm"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                    const ChannelsGeom&)> batch_norm_reduce_stub{"batch_norm_backward"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
-                    const Tensor*, const Tensor&, const ChannelsGeom&)> batch_norm_backward_input_stub{
-    "batch_norm_backward"};
 KINDLE_REGISTER_KERNEL(layer_norm_stub, DeviceType::CPU, &cpu::layer_norm_kernel);
 KINDLE_REGISTER_KERNEL(layer_norm_backward_input_stub, DeviceType::CPU, &cpu::layer_norm_backward_input_kernel);
 KINDLE_REGISTER_KERNEL(layer_norm_backward_param_stub, DeviceType::CPU, &cpu::layer_norm_backward_param_kernel);

@@ -235,6 +235,5 @@ void fused_step_kernel(const FusedStepArgs& a) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const FusedStepArgs&)> fused_step_stub{"fused optimizer step"};
 KINDLE_REGISTER_KERNEL(fused_step_stub, DeviceType::CPU, &cpu::fused_step_kernel);
 }  // namespace kindle

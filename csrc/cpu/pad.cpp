@@ -78,8 +78,6 @@ void pad_scatter_kernel(const Tensor& grad_out, const Tensor& grad_in, const Pad
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const PadGather&)> pad_gather_stub{"pad"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const PadGather&)> pad_scatter_stub{"pad_backward"};
 KINDLE_REGISTER_KERNEL(pad_gather_stub, DeviceType::CPU, &cpu::pad_gather_kernel);
 KINDLE_REGISTER_KERNEL(pad_scatter_stub, DeviceType::CPU, &cpu::pad_scatter_kernel);
 }  // namespace kindle

@@ -173,11 +173,7 @@ void avg_pool2d_backward_kernel(const Tensor& grad, const Tensor& gin, const Win
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const WindowGeom&)> max_pool2d_stub{"max_pool2d"};
 KINDLE_REGISTER_KERNEL(max_pool2d_stub, DeviceType::CPU, &cpu::max_pool2d_kernel);
-KernelStub<void (*)(const Tensor&, const Tensor&, const WindowGeom&, AvgPoolOptions)> avg_pool2d_stub{"avg_pool2d"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const WindowGeom&, AvgPoolOptions)> avg_pool2d_backward_stub{
-    "avg_pool2d_backward"};
 KINDLE_REGISTER_KERNEL(avg_pool2d_stub, DeviceType::CPU, &cpu::avg_pool2d_kernel);
 KINDLE_REGISTER_KERNEL(avg_pool2d_backward_stub, DeviceType::CPU, &cpu::avg_pool2d_backward_kernel);
 }  // namespace kindle

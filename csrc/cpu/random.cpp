@@ -47,6 +47,7 @@ inline double u53(uint64_t w) { return double(w & ((uint64_t(1) << 53) - 1)) * 0
 
 // ---- normal_: Box-Muller over blocks of 16 uniforms (u[j] gives the radius, u[j + 8] the angle)
 
+#ifdef __AVX2__
 // log and sin/cos of 8 floats: the Cephes polynomials of the public "avx_mathfun" routines that
 // torch's AVX2 normal_ uses, with the multiply-adds fused exactly where torch's build fuses them.
 inline __m256 log8(__m256 x) {
@@ -121,6 +122,19 @@ inline void normal16(float* p, __m256 mean, __m256 std) {
   _mm256_storeu_ps(p, _mm256_fmadd_ps(_mm256_mul_ps(r, c), std, mean));
   _mm256_storeu_ps(p + 8, _mm256_fmadd_ps(_mm256_mul_ps(r, s), std, mean));
 }
+inline void normal16(float* p, float mean, float std) {
+  normal16(p, _mm256_set1_ps(mean), _mm256_set1_ps(std));
+}
+#else
+// The baseline build: the same transform in float with libm, as torch's build without AVX2 has it.
+inline void normal16(float* p, float mean, float std) {
+  for (int j = 0; j < 8; ++j) {
+    float r = std::sqrt(-2.0f * std::log(1.0f - p[j])), th = float(2.0 * M_PI) * p[j + 8];
+    p[j] = r * std::cos(th) * std + mean;
+    p[j + 8] = r * std::sin(th) * std + mean;
+  }
+}
+#endif
 
 inline void normal16(double* p, double mean, double std) {
   for (int j = 0; j < 8; ++j) {
@@ -147,7 +161,7 @@ void normal_fill(T* p, int64_t n, double mean, double std, GeneratorImpl& g) {
     }
   }
   auto block = [&](T* q) {
-    if constexpr (std::is_same_v<T, float>) normal16(q, _mm256_set1_ps(float(mean)), _mm256_set1_ps(float(std)));
+    if constexpr (std::is_same_v<T, float>) normal16(q, float(mean), float(std));
     else normal16(q, mean, std);
   };
   int64_t blocks = n / 16;
@@ -325,10 +339,6 @@ void range_kernel(const Tensor& out, double start, double step, double end, bool
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const RandomArgs&, GeneratorImpl&)> random_stub{"random"};
-KernelStub<void (*)(const Tensor&, GeneratorImpl&)> randperm_stub{"randperm"};
-KernelStub<void (*)(const Tensor&, const Tensor&, GeneratorImpl&)> multinomial_stub{"multinomial"};
-KernelStub<void (*)(const Tensor&, double, double, double, bool)> range_stub{"arange"};
 KINDLE_REGISTER_KERNEL(random_stub, DeviceType::CPU, &cpu::random_kernel);
 KINDLE_REGISTER_KERNEL(randperm_stub, DeviceType::CPU, &cpu::randperm_kernel);
 KINDLE_REGISTER_KERNEL(multinomial_stub, DeviceType::CPU, &cpu::multinomial_kernel);

@@ -306,11 +306,6 @@ void sort_kernel(const Tensor& in, const Tensor& values, const Tensor& indices, 
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const ReducePlan&, ReduceOp)> reduce_stub{"reduce"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> arg_reduce_stub{"argmax"};
-KernelStub<void (*)(const Tensor&, const Tensor&, bool)> softmax_stub{"softmax"};
-KernelStub<void (*)(const Tensor&, const Tensor&, bool)> scan_stub{"cumsum"};
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> sort_stub{"sort"};
 KINDLE_REGISTER_KERNEL(reduce_stub, DeviceType::CPU, &cpu::reduce_kernel);
 KINDLE_REGISTER_KERNEL(arg_reduce_stub, DeviceType::CPU, &cpu::arg_reduce_kernel);
 KINDLE_REGISTER_KERNEL(softmax_stub, DeviceType::CPU, &cpu::softmax_kernel);

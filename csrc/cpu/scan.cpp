@@ -98,8 +98,6 @@ void logcumsumexp_kernel(const Tensor& in, const Tensor& out) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, bool)> cum_extreme_stub{"cummax"};
-KernelStub<void (*)(const Tensor&, const Tensor&)> logcumsumexp_stub{"logcumsumexp"};
 KINDLE_REGISTER_KERNEL(cum_extreme_stub, DeviceType::CPU, &cpu::cum_extreme_kernel);
 KINDLE_REGISTER_KERNEL(logcumsumexp_stub, DeviceType::CPU, &cpu::logcumsumexp_kernel);
 }  // namespace kindle

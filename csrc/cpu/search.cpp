@@ -41,6 +41,5 @@ void searchsorted_kernel(const Tensor& seq, const Tensor& values, const Tensor* 
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor*, const Tensor&, bool)> searchsorted_stub{"searchsorted"};
 KINDLE_REGISTER_KERNEL(searchsorted_stub, DeviceType::CPU, &cpu::searchsorted_kernel);
 }  // namespace kindle

@@ -18,6 +18,7 @@
 
 #include <immintrin.h>
 
+#include "kindle/cpu_capability.h"
 #include "kindle/tensor.h"
 
 namespace kindle::cpu::sgemm {
@@ -61,8 +62,9 @@ void release_packed(void* storage) { delete static_cast<Tensor*>(storage); }
 bool detect() {
   const char* env = std::getenv("KINDLE_SGEMM");
   if (env && std::strcmp(env, "mkl") == 0) return false;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
+  // AVX-512 only where it is the kernels' chosen set (KINDLE_CPU_CAPABILITY=avx2 or default on
+  // an AVX-512 CPU means none of it)
+  return cpu_capability() == CpuCapability::AVX512;
 }
 
 }  // namespace

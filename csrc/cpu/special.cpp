@@ -152,6 +152,5 @@ void special_kernel(TensorIter& it, SpecialOp op, const double* p) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(TensorIter&, SpecialOp, const double*)> special_stub{"special"};
 KINDLE_REGISTER_KERNEL(special_stub, DeviceType::CPU, &cpu::special_kernel);
 }  // namespace kindle

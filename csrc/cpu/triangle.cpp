@@ -33,6 +33,5 @@ void triangle_kernel(const Tensor& in, const Tensor& out, int64_t diagonal, bool
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(const Tensor&, const Tensor&, int64_t, bool)> triangle_stub{"tril/triu"};
 KINDLE_REGISTER_KERNEL(triangle_stub, DeviceType::CPU, &cpu::triangle_kernel);
 }  // namespace kindle

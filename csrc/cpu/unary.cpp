@@ -35,8 +35,10 @@ void float_unary(const TensorIter& it, UnaryOp op) {
     case UnaryOp::Atanh: return run([](M x) { return std::atanh(x); });
     case UnaryOp::Cosh: return run([](M x) { return vm::cosh(x); });
     case UnaryOp::Tanh:
+#ifdef __AVX2__
       if constexpr (std::is_same_v<T, float>) return unary_loop_f32x8(it, [](float x) { return std::tanh(x); }, vm::tanh8);
-      else return run([](M x) { return vm::tanh(x); });
+#endif
+      return run([](M x) { return vm::tanh(x); });
     case UnaryOp::Erf: return run([](M x) { return vm::erf(x); });
     case UnaryOp::Erfinv: return run([](M x) { return vm::erfinv(x); });
     case UnaryOp::Sigmoid: return run([](M x) { return M(1) / (M(1) + vm::exp(-x)); });
@@ -112,6 +114,5 @@ void unary_kernel(TensorIter& it, UnaryOp op) {
 }  // namespace kindle::cpu
 
 namespace kindle {
-KernelStub<void (*)(TensorIter&, UnaryOp)> unary_stub{"unary"};
 KINDLE_REGISTER_KERNEL(unary_stub, DeviceType::CPU, &cpu::unary_kernel);
 }  // namespace kindle

@@ -43,8 +43,10 @@ inline M gelu_erf(M x) {
   return std::copysign(r, x);  // not a select: GCC would not vectorise the loop
 }
 
+#ifdef __AVX2__
 // GCC does not vectorise a select that follows a libmvec call, so functions that need one are
-// written with AVX2 intrinsics over libmvec's 8-wide entry points.
+// written with AVX2 intrinsics over libmvec's 8-wide entry points (only in the AVX2 build of the
+// kernels; the baseline build calls libm).
 extern "C" __m256 _ZGVdN8v_expf(__m256) noexcept;
 
 // tanh: (1 - e^-2|x|) / (1 + e^-2|x|), and its Taylor series where that cancels (|x| < 0.3).
@@ -66,6 +68,7 @@ inline __m256 tanh8(__m256 x) {
   __m256 r = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.3f), _CMP_LT_OQ));
   return _mm256_or_ps(r, sign);
 }
+#endif
 
 // erfinv: Giles' single-precision approximation, refined by Newton steps on erf.
 template <typename T>

@@ -1,6 +1,7 @@
 // The interface between ops/ and the device kernels: one stub per kernel family, filled in by
 // each device's folder (csrc/cpu/ today). Ops never call a device's kernels directly.
 #pragma once
+#include "kindle/cpu_capability.h"
 #include "ops/op_codes.h"
 #include "ops/tensor_iter.h"
 
@@ -27,8 +28,21 @@ struct KernelStub {
   }
   bool has(Device d) const { return fns[int(d.type())] || d.is_meta(); }
 };
+#if defined(KINDLE_CPU_KERNELS)
+// csrc/cpu/ is compiled once per instruction set (KINDLE_CPU_ISA: 0 for baseline x86-64, in
+// libkindle; 1 AVX2 and 2 AVX-512, each a module): a build's kernels register only when its set is
+// the one chosen at load (kindle/cpu_capability.h), so each stub holds the chosen set's kernel.
+#include "kindle/cpu_capability.h"
+#ifndef KINDLE_CPU_ISA
+#define KINDLE_CPU_ISA 0
+#endif
+#define KINDLE_REGISTER_KERNEL(stub, device, fn)                                                          \
+  static const bool stub##_registered_ =                                                                 \
+      ::kindle::detail::cpu_kernels_selected(KINDLE_CPU_ISA) && (::kindle::stub.fns[int(device)] = (fn), true)
+#else
 #define KINDLE_REGISTER_KERNEL(stub, device, fn) \
   static const bool stub##_registered_ = (::kindle::stub.fns[int(device)] = (fn), true)
+#endif
 
 // out = op(in) (op(a, b) for binary); inputs are in the iterator's common dtype.
 extern KernelStub<void (*)(TensorIter&, UnaryOp)> unary_stub;

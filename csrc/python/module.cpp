@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/string_view.h>
 
+#include "kindle/cpu_capability.h"
 #include "kindle/random_guard.h"
 #include "ops/tensor_iter.h"
 
@@ -272,6 +273,7 @@ NB_MODULE(_C, m) {
   m.def("initial_seed", []() { return default_generator()->seed(); });
   m.def("set_num_threads", &set_num_threads, nb::arg("num"));
   m.def("get_num_threads", &get_num_threads);
+  m.def("_get_cpu_capability", []() { return cpu_capability_name(cpu_capability()); });
   m.def("get_default_dtype", []() { return default_dtype(); });
   m.def("set_default_dtype", &set_default_dtype, nb::arg("d"));
   m.def("_get_default_device", []() { return g_default_device; });

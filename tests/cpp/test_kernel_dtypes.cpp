@@ -25,7 +25,7 @@ DTypeClass class_of(DType dt) {
 }
 
 // Values every kernel accepts: positive and nonzero (integer division, shifts, logs).
-Tensor operand(DType dt) { return full({5}, 1, TensorOptions().dtype(dt)).add(dt == kBool ? 0 : 1); }
+Tensor operand(DType dt) { return full({5}, dt == kBool ? 1 : 2, TensorOptions().dtype(dt)); }
 
 // Which rule decides: the dtype the kernel computes in (bool and integers become the default
 // float for promoting codes).

@@ -77,21 +77,10 @@ opt_einsum.is_available = lambda: False
 opt_einsum.strategy = None
 
 
-def _cpu_capability():
-    """The widest vector ISA Kindle's kernels use here, in PyTorch's naming."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        return "DEFAULT"
-    if "avx512f" in flags and "avx512bw" in flags and "avx512vl" in flags:
-        return "AVX512"
-    if "avx2" in flags:
-        return "AVX2"
-    return "DEFAULT"
-
-
 cpu = _Flags("kindle.backends.cpu")
-cpu.get_cpu_capability = _cpu_capability
+# The instruction set Kindle's CPU kernels were chosen for when the library loaded ("DEFAULT",
+# "AVX2" or "AVX512", PyTorch's names): the widest this CPU runs, lowered by the environment
+# variable KINDLE_CPU_CAPABILITY (or ATEN_CPU_CAPABILITY) = default | avx2 | avx512.
+cpu.get_cpu_capability = _C._get_cpu_capability
 
 del _C
