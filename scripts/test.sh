@@ -16,8 +16,9 @@ $PY -m pip install -q scikit-build-core nanobind mkl mkl-include pyyaml numpy py
 $PY -m pip install -q torch==2.13.0 || echo "note: torch==2.13.0 not installable here; torch comparisons will skip"
 
 # One compiler cache for every build below: paths relative to the checkout, so the C++ release
-# build reuses the Python package's objects (same flags, build/<wheel tag> and build/release).
-export CCACHE_BASEDIR="$PWD"
+# build reuses the Python package's objects (same flags, build/<wheel tag> and build/release);
+# the same compiler name too (ccache hashes it: the package build calls g++, CMake's default c++).
+export CCACHE_BASEDIR="$PWD" CC=gcc CXX=g++
 
 stage "build and install the Python package"
 $PY -m pip install -q --no-build-isolation .
