@@ -8,10 +8,14 @@
 
 namespace kindle {
 
+DTypeClass dtype_class(DType dt) {
+  return dt == kBool ? DTypeClass::Bool
+       : is_complex(dt) ? DTypeClass::Complex
+       : is_floating_point(dt) ? DTypeClass::Floating : DTypeClass::Integral;
+}
+
 void check_kernel_dtype(const char* name, const KernelRule& rule, DType dt) {
-  DTypeClass c = dt == kBool ? DTypeClass::Bool
-               : is_complex(dt) ? DTypeClass::Complex
-               : is_floating_point(dt) ? DTypeClass::Floating : DTypeClass::Integral;
+  DTypeClass c = dtype_class(dt);
   if (rule.dtypes & class_bit(c)) return;
   if (const char* refusal = rule.refuse[int(c)]) {
     std::string_view r(refusal);

@@ -11,6 +11,8 @@ namespace kindle {
 Tensor unary(const char* name, const Tensor& self, UnaryOp op, const Tensor& out = {});
 // out = op(a, b), broadcast and promoted.
 Tensor binary(const char* name, const Tensor& a, const Tensor& b, BinaryOp op, const Tensor& out = {});
+// The class of ops.yaml's `dtypes:` a dtype belongs to.
+DTypeClass dtype_class(DType dt);
 // Raises what PyTorch raises when the rule's kernel does not compute `dt` (the dtype it would
 // compute in): the declared refusal, else NotImplementedError naming the op and the dtype.
 void check_kernel_dtype(const char* name, const KernelRule& rule, DType dt);

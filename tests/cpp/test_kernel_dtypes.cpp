@@ -4,7 +4,6 @@
 // declared case, or a declaration the kernel does not back, fails here for every code at once.
 #include <gtest/gtest.h>
 
-#include <iterator>
 #include <string>
 
 #include <kindle/kindle.h>
@@ -17,12 +16,6 @@ namespace {
 
 const DType kAllDtypes[] = {kBool,    kUInt8,   kInt8,    kInt16,   kInt32,     kInt64,
                             kFloat16, kBFloat16, kFloat32, kFloat64, kComplex64, kComplex128};
-
-DTypeClass class_of(DType dt) {
-  if (dt == kBool) return DTypeClass::Bool;
-  if (is_complex(dt)) return DTypeClass::Complex;
-  return is_floating_point(dt) ? DTypeClass::Floating : DTypeClass::Integral;
-}
 
 // Values every kernel accepts: positive and nonzero (integer division, shifts, logs).
 Tensor operand(DType dt) { return full({5}, dt == kBool ? 1 : 2, TensorOptions().dtype(dt)); }
@@ -46,7 +39,7 @@ std::string outcome(Fn&& fn) {
 }
 
 std::string expected(const KernelRule& r, DType dt) {
-  DTypeClass c = class_of(computed_dtype(r, dt));
+  DTypeClass c = dtype_class(computed_dtype(r, dt));
   if (r.dtypes & class_bit(c)) return "ok";
   const char* refusal = r.refuse[int(c)];
   if (!refusal) return "NotImplementedError";
@@ -55,26 +48,23 @@ std::string expected(const KernelRule& r, DType dt) {
 
 }  // namespace
 
-TEST(KernelDtypes, UnaryCodesComputeExactlyTheirDeclaredDtypes) {
-  for (size_t i = 0; i < std::size(kUnaryOpRules); ++i) {
-    auto op = UnaryOp(i);
-    const KernelRule& r = kernel_rule(op);
+// Every code of a family on every dtype: `call(op, x)` runs the op layer on operand x.
+template <typename Op, size_t N, typename Call>
+void check_family(const KernelRule (&rules)[N], Call call) {
+  for (size_t i = 0; i < N; ++i)
     for (DType dt : kAllDtypes) {
       Tensor x = operand(dt);
-      EXPECT_EQ(outcome([&] { unary(r.name, x, op); }), expected(r, dt)) << r.name << " on " << dt;
+      EXPECT_EQ(outcome([&] { call(Op(i), x); }), expected(rules[i], dt)) << rules[i].name << " on " << dt;
     }
-  }
+}
+
+TEST(KernelDtypes, UnaryCodesComputeExactlyTheirDeclaredDtypes) {
+  check_family<UnaryOp>(kUnaryOpRules, [](UnaryOp op, const Tensor& x) { unary(kernel_rule(op).name, x, op); });
 }
 
 TEST(KernelDtypes, BinaryCodesComputeExactlyTheirDeclaredDtypes) {
-  for (size_t i = 0; i < std::size(kBinaryOpRules); ++i) {
-    auto op = BinaryOp(i);
-    const KernelRule& r = kernel_rule(op);
-    for (DType dt : kAllDtypes) {
-      Tensor x = operand(dt);
-      EXPECT_EQ(outcome([&] { binary(r.name, x, x, op); }), expected(r, dt)) << r.name << " on " << dt;
-    }
-  }
+  check_family<BinaryOp>(kBinaryOpRules,
+                         [](BinaryOp op, const Tensor& x) { binary(kernel_rule(op).name, x, x, op); });
 }
 
 TEST(KernelDtypes, ResultDtypesFollowTheDeclaredOutput) {
