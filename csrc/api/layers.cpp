@@ -81,35 +81,27 @@ void ConvNdImpl<D>::reset_parameters() {
 template <size_t D>
 Tensor ConvNdImpl<D>::forward(const Tensor& input) {
   const auto& o = options;
-  std::vector<int64_t> padding(D, 0);
-  // F.pad's order: last spatial dimension first, left then right.
-  std::vector<int64_t> pad_lr(2 * D, 0);
   const std::string& pmode = o.padding().mode();
+  auto conv = [&](const Tensor& x, IntArrayRef padding) {
+    if constexpr (D == 1) return conv1d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+    else return conv2d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+  };
+  if (o.padding_mode() == "zeros") {
+    if (pmode.empty()) return conv(input, o.padding());
+    // 'same' / 'valid': the op resolves it (as F.conv2d's string padding does)
+    if constexpr (D == 1) return _conv1d_padding(input, weight, opt(bias), o.stride(), pmode, o.dilation(), o.groups());
+    else return _conv2d_padding(input, weight, opt(bias), o.stride(), pmode, o.dilation(), o.groups());
+  }
+  // Other padding modes pad explicitly, in F.pad's order (last spatial dimension first, left then
+  // right), with 'same''s odd element at the end, then convolve unpadded.
+  std::vector<int64_t> pad_lr(2 * D, 0);
   for (size_t i = 0; i < D; ++i) {
-    int64_t total = pmode == "same" ? o.dilation()[i] * (o.kernel_size()[i] - 1) : 2 * o.padding()[i];
-    int64_t left = pmode == "valid" ? 0 : pmode == "same" ? total / 2 : o.padding()[i];
-    padding[i] = left;
-    pad_lr[2 * (D - 1 - i)] = left;
-    pad_lr[2 * (D - 1 - i) + 1] = pmode == "valid" ? 0 : total - left;
+    int64_t total = pmode == "same" ? o.dilation()[i] * (o.kernel_size()[i] - 1)
+                    : pmode == "valid" ? 0 : 2 * o.padding()[i];
+    pad_lr[2 * (D - 1 - i)] = total / 2;
+    pad_lr[2 * (D - 1 - i) + 1] = total - total / 2;
   }
-  Tensor x = input;
-  if (o.padding_mode() != "zeros") {
-    x = pad(x, pad_lr, o.padding_mode());
-    std::fill(padding.begin(), padding.end(), 0);
-  } else if (pmode == "same") {
-    // An odd total pads the extra element at the end, as PyTorch does.
-    std::vector<int64_t> extra(2 * D, 0);
-    bool any = false;
-    for (size_t i = 0; i < D; ++i) {
-      extra[2 * (D - 1 - i) + 1] = pad_lr[2 * (D - 1 - i) + 1] - pad_lr[2 * (D - 1 - i)];
-      any = any || extra[2 * (D - 1 - i) + 1] != 0;
-    }
-    if (any) x = pad(x, extra);
-  }
-  if constexpr (D == 1)
-    return conv1d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
-  else
-    return conv2d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+  return conv(pad(input, pad_lr, o.padding_mode()), IntArrayRef(std::vector<int64_t>(D, 0)));
 }
 
 template <size_t D>

@@ -1,7 +1,6 @@
-// MultiheadAttention (multi_head_attention_forward) and the Transformer encoder, ported from
-// python/kindle/nn/modules/attention.py and transformer.py: projections, head splitting and
-// masks arranged with kindle ops; attention itself is scaled_dot_product_attention unless the
-// weights are asked for.
+// MultiheadAttention and the Transformer encoder, with Python's parameter names and construction
+// order. The attention is the core op multi_head_attention_forward (csrc/nn), which Python's
+// nn.MultiheadAttention runs too.
 #include "kindle/nn/transformer.h"
 
 #include <cmath>
@@ -27,41 +26,37 @@ Tensor canonical_mask(const Tensor& mask, const char* name, DType target) {
   return zeros_like(mask, target).masked_fill_(mask, scalar_to_tensor(-INFINITY));
 }
 
-bool mha_shape_check(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& kpm, const Tensor& mask,
-                     int64_t num_heads) {
-  if (q.dim() == 3) {
-    KINDLE_CHECK(k.dim() == 3 && v.dim() == 3,
-                 "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found ", k.dim(), "-D and ",
-                 v.dim(), "-D tensors respectively");
-    KINDLE_CHECK(!kpm.defined() || kpm.dim() == 2,
-                 "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but found ", kpm.dim(),
-                 "-D tensor instead");
-    KINDLE_CHECK(!mask.defined() || mask.dim() == 2 || mask.dim() == 3,
-                 "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found ", mask.dim(),
-                 "-D tensor instead");
-    return true;
+// n layers built from one options, all starting from the first one's weights: Python deep-copies
+// one layer, so the random stream advances once. The copies are built with the stream rewound,
+// then given the weights.
+template <typename Layer>
+void add_clones(ModuleListImpl& list, const TransformerEncoderLayerOptions& o, int64_t n) {
+  Layer first(o);
+  StateDict weights = first->state_dict();
+  Generator& gen = default_generator();
+  std::vector<uint8_t> state(GeneratorImpl::kStateBytes);
+  gen->get_state(state.data());
+  list.push_back(std::move(first));
+  for (int64_t i = 1; i < n; ++i) {
+    Layer copy(o);
+    copy->load_state_dict(weights);
+    gen->set_state(state.data(), state.size());
+    list.push_back(std::move(copy));
   }
-  KINDLE_CHECK(q.dim() == 2, "query should be unbatched 2D or batched 3D tensor but received ", q.dim(),
-               "-D query tensor");
-  KINDLE_CHECK(k.dim() == 2 && v.dim() == 2,
-               "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found ", k.dim(), "-D and ",
-               v.dim(), "-D tensors respectively");
-  KINDLE_CHECK(!kpm.defined() || kpm.dim() == 1,
-               "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but found ", kpm.dim(),
-               "-D tensor instead");
-  if (mask.defined()) {
-    KINDLE_CHECK(mask.dim() == 2 || mask.dim() == 3,
-                 "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found ", mask.dim(),
-                 "-D tensor instead");
-    if (mask.dim() == 3)
-      KINDLE_CHECK(mask.size(0) == num_heads && mask.size(1) == q.size(0) && mask.size(2) == k.size(0),
-                   "Expected `attn_mask` shape to be (", num_heads, ", ", q.size(0), ", ", k.size(0), ") but got ",
-                   mask.sizes());
-  }
-  return false;
 }
 
-Tensor bias_part(const Tensor& b, int64_t start, int64_t len) { return b.defined() ? b.narrow(0, start, len) : b; }
+LayerNormOptions final_norm_options(const TransformerEncoderLayerOptions& o) {
+  return LayerNormOptions(o.d_model()).eps(o.layer_norm_eps()).bias(o.bias()).dtype(o.dtype());
+}
+
+int64_t seq_len(const Tensor& x, bool batch_first) { return x.dim() == 2 ? x.size(0) : x.size(batch_first ? 1 : 0); }
+
+// is_causal unset: whether mask is exactly the causal mask of the sequence.
+bool detect_causal(const Tensor& mask, std::optional<bool> is_causal, int64_t seq) {
+  if (is_causal || !mask.defined()) return is_causal.value_or(false);
+  Tensor c = generate_square_subsequent_mask(seq, mask.dtype());
+  return mask.sizes() == c.sizes() && equal(mask, c);
+}
 
 }  // namespace
 
@@ -133,116 +128,11 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_,
     value = kv_same ? key : value.transpose(1, 0);
   }
 
-  // ---- multi_head_attention_forward
-  int64_t heads = o.num_heads();
-  bool batched = mha_shape_check(query, key, value, kpm, attn_mask, heads);
-  if (!batched) {
-    bool kv_same = key.is_same(value), qk_same = query.is_same(key);
-    query = query.unsqueeze(1);
-    key = qk_same ? query : key.unsqueeze(1);
-    value = kv_same ? key : value.unsqueeze(1);
-    if (kpm.defined()) kpm = kpm.unsqueeze(0);
-  }
-  int64_t tgt_len = query.size(0), bsz = query.size(1), embed_dim = query.size(2);
-  int64_t src_len = key.size(0);
-  if (is_causal && !attn_mask.defined())
-    throw Error("Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
-                "`generate_square_subsequent_mask` to create this mask.");
-  if (is_causal && !kpm.defined() && !need_weights) attn_mask = Tensor();  // the hint alone drives the kernel
-  else if (kpm.defined()) is_causal = false;
-  KINDLE_CHECK(embed_dim == o.embed_dim(), "was expecting embedding dimension of ", o.embed_dim(), ", but got ",
-               embed_dim);
-  int64_t E = embed_dim;
-  Tensor q, k, v;
-  if (!in_proj_weight.defined()) {
-    KINDLE_CHECK(key.size(0) == value.size(0) && key.size(1) == value.size(1), "key's sequence and batch dims (",
-                 key.size(0), ", ", key.size(1), ") do not match value's (", value.size(0), ", ", value.size(1), ")");
-    q = linear(query, q_proj_weight, opt(bias_part(in_proj_bias, 0, E)));
-    k = linear(key, k_proj_weight, opt(bias_part(in_proj_bias, E, E)));
-    v = linear(value, v_proj_weight, opt(bias_part(in_proj_bias, 2 * E, E)));
-  } else {
-    KINDLE_CHECK(key.sizes() == value.sizes(), "key shape ", key.sizes(), " does not match value shape ",
-                 value.sizes());
-    if (query.is_same(key) && key.is_same(value)) {
-      auto qkv = linear(query, in_proj_weight, opt(in_proj_bias)).chunk(3, -1);
-      q = qkv[0], k = qkv[1], v = qkv[2];
-    } else if (key.is_same(value)) {
-      q = linear(query, in_proj_weight.narrow(0, 0, E), opt(bias_part(in_proj_bias, 0, E)));
-      auto kv = linear(key, in_proj_weight.narrow(0, E, 2 * E), opt(bias_part(in_proj_bias, E, 2 * E))).chunk(2, -1);
-      k = kv[0], v = kv[1];
-    } else {
-      q = linear(query, in_proj_weight.narrow(0, 0, E), opt(bias_part(in_proj_bias, 0, E)));
-      k = linear(key, in_proj_weight.narrow(0, E, E), opt(bias_part(in_proj_bias, E, E)));
-      v = linear(value, in_proj_weight.narrow(0, 2 * E, E), opt(bias_part(in_proj_bias, 2 * E, E)));
-    }
-  }
-  if (attn_mask.defined()) {
-    if (attn_mask.dim() == 2) {
-      KINDLE_CHECK(attn_mask.size(0) == tgt_len && attn_mask.size(1) == src_len, "The shape of the 2D attn_mask is ",
-                   attn_mask.sizes(), ", but should be (", tgt_len, ", ", src_len, ").");
-      attn_mask = attn_mask.unsqueeze(0);
-    } else {
-      KINDLE_CHECK(attn_mask.size(0) == bsz * heads && attn_mask.size(1) == tgt_len && attn_mask.size(2) == src_len,
-                   "The shape of the 3D attn_mask is ", attn_mask.sizes(), ", but should be (", bsz * heads, ", ",
-                   tgt_len, ", ", src_len, ").");
-    }
-  }
-  if (bias_k.defined()) {
-    k = cat({k, bias_k.repeat({1, bsz, 1})});
-    v = cat({v, bias_v.repeat({1, bsz, 1})});
-    if (attn_mask.defined()) attn_mask = pad(attn_mask, {0, 1});
-    if (kpm.defined()) kpm = pad(kpm, {0, 1});
-  }
-  // (L, N, E) -> (N * heads, L, head_dim)
-  q = q.reshape({tgt_len, bsz * heads, head_dim}).transpose(0, 1);
-  k = k.reshape({k.size(0), bsz * heads, head_dim}).transpose(0, 1);
-  v = v.reshape({v.size(0), bsz * heads, head_dim}).transpose(0, 1);
-  if (o.add_zero_attn()) {
-    Tensor z = zeros({bsz * heads, 1, head_dim}, k.dtype());
-    k = cat({k, z}, 1);
-    v = cat({v, z}, 1);
-    if (attn_mask.defined()) attn_mask = pad(attn_mask, {0, 1});
-    if (kpm.defined()) kpm = pad(kpm, {0, 1});
-  }
-  src_len = k.size(1);
-  if (kpm.defined()) {
-    KINDLE_CHECK(kpm.size(0) == bsz, "Expected key_padded_mask.shape[0] to be ", bsz, ", but got ", kpm.size(0));
-    KINDLE_CHECK(kpm.size(1) == src_len, "Expected key_padded_mask.shape[1] to be ", src_len, ", but got ",
-                 kpm.size(1));
-    kpm = kpm.reshape({bsz, 1, 1, src_len}).expand({-1, heads, -1, -1}).reshape({bsz * heads, 1, src_len});
-    attn_mask = attn_mask.defined() ? attn_mask + kpm : kpm;
-  }
-  double dropout_p = is_training() ? o.dropout() : 0.0;
-
-  Tensor out, weights;
-  if (need_weights) {
-    // The explicit path: the weights are a result, so they are materialised.
-    Tensor q_scaled = q * std::sqrt(1.0 / double(head_dim));
-    weights = attn_mask.defined() ? baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
-                                  : bmm(q_scaled, k.transpose(-2, -1));
-    weights = softmax(weights, -1);
-    if (dropout_p > 0.0) weights = dropout(weights, dropout_p);
-    out = bmm(weights, v).transpose(0, 1).reshape({tgt_len * bsz, embed_dim});
-    out = linear(out, out_proj->weight, opt(out_proj->bias)).reshape({tgt_len, bsz, -1});
-    weights = weights.reshape({bsz, heads, tgt_len, src_len});
-    if (average_attn_weights) weights = weights.mean(std::vector<int64_t>{1});
-    if (!batched) {
-      out = out.squeeze(std::vector<int64_t>{1});
-      weights = weights.squeeze(std::vector<int64_t>{0});
-    }
-  } else {
-    if (attn_mask.defined()) {
-      if (attn_mask.size(0) == 1 && attn_mask.dim() == 3) attn_mask = attn_mask.unsqueeze(0);
-      else attn_mask = attn_mask.reshape({bsz, heads, -1, src_len});
-    }
-    q = q.reshape({bsz, heads, tgt_len, head_dim});
-    k = k.reshape({bsz, heads, src_len, head_dim});
-    v = v.reshape({bsz, heads, src_len, head_dim});
-    out = scaled_dot_product_attention(q, k, v, opt(attn_mask), dropout_p, is_causal);
-    out = out.permute({2, 0, 1, 3}).reshape({bsz * tgt_len, embed_dim});
-    out = linear(out, out_proj->weight, opt(out_proj->bias)).reshape({tgt_len, bsz, -1});
-    if (!batched) out = out.squeeze(std::vector<int64_t>{1});
-  }
+  auto [out, weights] = kindle::multi_head_attention_forward(
+      query, key, value, o.embed_dim(), o.num_heads(), opt(in_proj_weight), opt(in_proj_bias), opt(bias_k),
+      opt(bias_v), o.add_zero_attn(), o.dropout(), out_proj->weight, opt(out_proj->bias), is_training(), opt(kpm),
+      need_weights, opt(attn_mask), !in_proj_weight.defined(), opt(q_proj_weight), opt(k_proj_weight),
+      opt(v_proj_weight), std::nullopt, std::nullopt, average_attn_weights, is_causal);
   if (o.batch_first() && batched_input) out = out.transpose(1, 0);
   return {out, weights};
 }
@@ -298,24 +188,8 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderLayerOpti
     : num_layers(n) {
   KINDLE_CHECK_VALUE(n > 0, "TransformerEncoder: num_layers must be positive, got ", n);
   layers = register_module("layers", ModuleList());
-  TransformerEncoderLayer first(layer);
-  StateDict weights = first->state_dict();
-  // Python deep-copies one layer: the random stream advances once, and every copy starts from
-  // the same weights. The copies here are built with the stream rewound, then given the weights.
-  Generator& gen = default_generator();
-  std::vector<uint8_t> state(GeneratorImpl::kStateBytes);
-  gen->get_state(state.data());
-  layers->push_back(std::move(first));
-  for (int64_t i = 1; i < n; ++i) {
-    TransformerEncoderLayer copy(layer);
-    copy->load_state_dict(weights);
-    gen->set_state(state.data(), state.size());
-    layers->push_back(std::move(copy));
-  }
-  if (final_norm)
-    norm = register_module("norm", LayerNorm(LayerNormOptions(layer.d_model()).eps(layer.layer_norm_eps())
-                                                 .bias(layer.bias())
-                                                 .dtype(layer.dtype())));
+  add_clones<TransformerEncoderLayer>(*layers, layer, n);
+  if (final_norm) norm = register_module("norm", LayerNorm(final_norm_options(layer)));
 }
 
 Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& mask_, const Tensor& kpm_,
@@ -323,16 +197,115 @@ Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& mask_, c
   Tensor kpm = canonical_mask(kpm_, "src_key_padding_mask", src.dtype());
   Tensor mask = canonical_mask(mask_, "mask", src.dtype());
   auto first = layers->ptr<TransformerEncoderLayerImpl>(0);
-  bool causal = is_causal.value_or(false);
-  if (!is_causal && mask.defined()) {
-    int64_t seq = src.dim() == 2 ? src.size(0) : src.size(first->options.batch_first() ? 1 : 0);
-    Tensor c = generate_square_subsequent_mask(seq, mask.dtype());
-    causal = mask.sizes() == c.sizes() && equal(mask, c);
-  }
+  bool causal = detect_causal(mask, is_causal, seq_len(src, first->options.batch_first()));
   Tensor out = src;
   for (auto& m : *layers) out = std::static_pointer_cast<TransformerEncoderLayerImpl>(m)->forward(out, mask, kpm, causal);
   if (norm) out = norm->forward(out);
   return out;
+}
+
+// ---- decoder layer
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerDecoderLayerOptions& o) : options(o) {
+  KINDLE_CHECK(o.activation() == "relu" || o.activation() == "gelu", "activation should be relu/gelu, not ",
+               o.activation());
+  auto attn = MultiheadAttentionOptions(o.d_model(), o.nhead())
+                  .dropout(o.dropout())
+                  .bias(o.bias())
+                  .batch_first(o.batch_first())
+                  .dtype(o.dtype());
+  // Construction order is Python's: the same seed draws the same weights.
+  self_attn = register_module("self_attn", MultiheadAttention(attn));
+  multihead_attn = register_module("multihead_attn", MultiheadAttention(attn));
+  linear1 = register_module("linear1", Linear(LinearOptions(o.d_model(), o.dim_feedforward()).bias(o.bias()).dtype(o.dtype())));
+  dropout = register_module("dropout", Dropout(o.dropout()));
+  linear2 = register_module("linear2", Linear(LinearOptions(o.dim_feedforward(), o.d_model()).bias(o.bias()).dtype(o.dtype())));
+  norm1 = register_module("norm1", LayerNorm(final_norm_options(o)));
+  norm2 = register_module("norm2", LayerNorm(final_norm_options(o)));
+  norm3 = register_module("norm3", LayerNorm(final_norm_options(o)));
+  dropout1 = register_module("dropout1", Dropout(o.dropout()));
+  dropout2 = register_module("dropout2", Dropout(o.dropout()));
+  dropout3 = register_module("dropout3", Dropout(o.dropout()));
+}
+
+Tensor TransformerDecoderLayerImpl::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
+                                            const Tensor& memory_mask, const Tensor& tgt_kpm, const Tensor& memory_kpm,
+                                            bool tgt_is_causal, bool memory_is_causal) {
+  auto sa = [&](const Tensor& x) {
+    return dropout1(std::get<0>(self_attn->forward(x, x, x, tgt_kpm, false, tgt_mask, true, tgt_is_causal)));
+  };
+  auto mha = [&](const Tensor& x) {
+    return dropout2(
+        std::get<0>(multihead_attn->forward(x, memory, memory, memory_kpm, false, memory_mask, true, memory_is_causal)));
+  };
+  auto ff = [&](const Tensor& x) {
+    Tensor h = linear1->forward(x);
+    return dropout3(linear2->forward(dropout(options.activation() == "relu" ? relu(h) : gelu(h))));
+  };
+  Tensor x = tgt;
+  if (options.norm_first()) {
+    x = x + sa(norm1->forward(x));
+    x = x + mha(norm2->forward(x));
+    x = x + ff(norm3->forward(x));
+  } else {
+    x = norm1->forward(x + sa(x));
+    x = norm2->forward(x + mha(x));
+    x = norm3->forward(x + ff(x));
+  }
+  return x;
+}
+
+// ---- decoder
+
+TransformerDecoderImpl::TransformerDecoderImpl(const TransformerDecoderLayerOptions& layer, int64_t n, bool final_norm)
+    : num_layers(n) {
+  KINDLE_CHECK_VALUE(n > 0, "TransformerDecoder: num_layers must be positive, got ", n);
+  layers = register_module("layers", ModuleList());
+  add_clones<TransformerDecoderLayer>(*layers, layer, n);
+  if (final_norm) norm = register_module("norm", LayerNorm(final_norm_options(layer)));
+}
+
+Tensor TransformerDecoderImpl::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
+                                       const Tensor& memory_mask, const Tensor& tgt_kpm, const Tensor& memory_kpm,
+                                       std::optional<bool> tgt_is_causal, bool memory_is_causal) {
+  auto first = layers->ptr<TransformerDecoderLayerImpl>(0);
+  bool causal = detect_causal(tgt_mask, tgt_is_causal, seq_len(tgt, first->options.batch_first()));
+  Tensor out = tgt;
+  for (auto& m : *layers)
+    out = std::static_pointer_cast<TransformerDecoderLayerImpl>(m)->forward(out, memory, tgt_mask, memory_mask, tgt_kpm,
+                                                                           memory_kpm, causal, memory_is_causal);
+  if (norm) out = norm->forward(out);
+  return out;
+}
+
+// ---- Transformer
+
+TransformerImpl::TransformerImpl(const TransformerOptions& o) : options(o) {
+  auto layer = TransformerEncoderLayerOptions(o.d_model(), o.nhead())
+                   .dim_feedforward(o.dim_feedforward())
+                   .dropout(o.dropout())
+                   .activation(o.activation())
+                   .layer_norm_eps(o.layer_norm_eps())
+                   .batch_first(o.batch_first())
+                   .norm_first(o.norm_first())
+                   .bias(o.bias())
+                   .dtype(o.dtype());
+  encoder = register_module("encoder", TransformerEncoder(layer, o.num_encoder_layers(), true));
+  decoder = register_module("decoder", TransformerDecoder(layer, o.num_decoder_layers(), true));
+  for (auto& p : parameters())
+    if (p.dim() > 1) init::xavier_uniform_(p);
+}
+
+Tensor TransformerImpl::forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask, const Tensor& tgt_mask,
+                                const Tensor& memory_mask, const Tensor& src_kpm, const Tensor& tgt_kpm,
+                                const Tensor& memory_kpm) {
+  const int64_t batch_dim = options.batch_first() ? 0 : 1;
+  KINDLE_CHECK(src.dim() != 3 || src.size(batch_dim) == tgt.size(batch_dim),
+               "the batch number of src and tgt must be equal");
+  KINDLE_CHECK(src.size(-1) == options.d_model() && tgt.size(-1) == options.d_model(),
+               "the feature number of src and tgt must be equal to d_model");
+  Tensor memory = encoder->forward(src, src_mask, src_kpm);
+  return decoder->forward(tgt, memory, tgt_mask, memory_mask, tgt_kpm, memory_kpm);
 }
 
 }  // namespace kindle::nn

@@ -202,6 +202,47 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Ten
       .squeeze(IntArrayRef{2});
 }
 
+namespace {
+
+// padding='valid' is no padding; 'same' pads dilation * (kernel - 1) per spatial dim, half on
+// each side, the odd element at the end (by padding the input there, as PyTorch does). Returns
+// the (maybe padded) input and the symmetric padding for the convolution.
+std::pair<Tensor, DimVector> padding_from_string(const Tensor& input, const Tensor& weight, IntArrayRef stride,
+                                                 std::string_view padding, IntArrayRef dilation, size_t n,
+                                                 const char* op) {
+  DimVector sym(n, 0);
+  if (padding == "valid") return {input, sym};
+  KINDLE_CHECK(padding == "same", op, ": Invalid padding string '", padding, "', should be one of ['valid', 'same']");
+  for (int64_t s : stride)
+    KINDLE_CHECK(s == 1, op, ": padding='same' is not supported for strided convolutions (stride ", stride, ")");
+  KINDLE_CHECK(weight.dim() == int64_t(n) + 2 && dilation.size() == n, op, ": expected a weight of ", n + 2,
+               " dimensions and ", n, " dilation values for padding='same', got weight ", weight.sizes(),
+               " and dilation ", dilation);
+  DimVector extra(2 * n, 0);  // F.pad's order: last spatial dim first, (left, right) pairs
+  bool odd = false;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t total = dilation[i] * (weight.size(int64_t(2 + i)) - 1);
+    sym[i] = total / 2;
+    extra[2 * (n - 1 - i) + 1] = total - 2 * sym[i];
+    odd = odd || total % 2 != 0;
+  }
+  return {odd ? pad(input, extra) : input, sym};
+}
+
+}  // namespace
+
+Tensor _conv1d_padding(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                       IntArrayRef stride, std::string_view padding, IntArrayRef dilation, int64_t groups) {
+  auto [x, p] = padding_from_string(input, weight, stride, padding, dilation, 1, "conv1d");
+  return conv1d(x, weight, bias, stride, p, dilation, groups);
+}
+
+Tensor _conv2d_padding(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                       IntArrayRef stride, std::string_view padding, IntArrayRef dilation, int64_t groups) {
+  auto [x, p] = padding_from_string(input, weight, stride, padding, dilation, 2, "conv2d");
+  return conv2d(x, weight, bias, stride, p, dilation, groups);
+}
+
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
                         IntArrayRef dilation) {

@@ -223,6 +223,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(g_linalg_error, e.what());
     } catch (const OutOfMemoryError& e) {
       PyErr_SetString(g_oom_error, e.what());
+    } catch (const AssertionError& e) {
+      PyErr_SetString(PyExc_AssertionError, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }

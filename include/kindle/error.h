@@ -21,6 +21,9 @@ class LinAlgError : public Error { public: using Error::Error; };
 // A device allocation that failed even after the allocator released its cached blocks:
 // torch.OutOfMemoryError (a RuntimeError).
 class OutOfMemoryError : public Error { public: using Error::Error; };
+// A broken precondition that PyTorch checks with a Python `assert` (multi_head_attention_forward's
+// shape checks): AssertionError.
+class AssertionError : public Error { public: using Error::Error; };
 
 namespace detail {
 template <typename... Args>
@@ -45,6 +48,7 @@ template <typename E>
 #define KINDLE_CHECK_VALUE(cond, ...) KINDLE_CHECK_AS(::kindle::ValueError, cond, __VA_ARGS__)
 #define KINDLE_CHECK_INDEX(cond, ...) KINDLE_CHECK_AS(::kindle::IndexError, cond, __VA_ARGS__)
 #define KINDLE_CHECK_TYPE(cond, ...) KINDLE_CHECK_AS(::kindle::TypeError, cond, __VA_ARGS__)
+#define KINDLE_CHECK_ASSERT(cond, ...) KINDLE_CHECK_AS(::kindle::AssertionError, cond, __VA_ARGS__)
 #define KINDLE_CHECK_NOT_IMPLEMENTED(cond, ...) \
   KINDLE_CHECK_AS(::kindle::NotImplementedError, cond, __VA_ARGS__)
 #define KINDLE_ERROR(...) ::kindle::detail::throw_as<::kindle::Error>(::kindle::detail::str_cat(__VA_ARGS__))

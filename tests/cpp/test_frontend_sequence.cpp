@@ -201,3 +201,55 @@ TEST(FrontendAttention, TransformerEncoderLayerAndEncoder) {
   x2.narrow(0, 1, 4).normal_();
   EXPECT_TRUE(allclose(enc(x2, mask).select(0, 0), e1.select(0, 0), 1e-5, 1e-6));
 }
+
+TEST(FrontendAttention, TransformerDecoderLayerDecoderAndTransformer) {
+  manual_seed(0);
+  auto opts = nn::TransformerDecoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0);
+  nn::TransformerDecoderLayer layer(opts);
+  Tensor tgt = randn({4, 2, 8}), memory = randn({6, 2, 8});
+  Tensor y = layer(tgt, memory);
+  EXPECT_EQ(y.sizes(), IntArrayRef({4, 2, 8}));
+  // By hand (post-norm): self-attention, attention over memory, feed-forward.
+  auto ln = [](const Tensor& x, const nn::LayerNorm& n) { return layer_norm(x, {8}, n->weight, n->bias); };
+  Tensor h1 = ln(tgt + std::get<0>(layer->self_attn->forward(tgt, tgt, tgt, Tensor(), false)), layer->norm1);
+  Tensor h2 = ln(h1 + std::get<0>(layer->multihead_attn->forward(h1, memory, memory, Tensor(), false)), layer->norm2);
+  Tensor ff = linear(relu(linear(h2, layer->linear1->weight, layer->linear1->bias)), layer->linear2->weight,
+                     layer->linear2->bias);
+  EXPECT_TRUE(allclose(y, ln(h2 + ff, layer->norm3), 1e-5, 1e-5));
+  // Pre-norm and gelu run too, and a causal tgt_mask hides the future.
+  nn::TransformerDecoderLayer pre(nn::TransformerDecoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0)
+                                      .norm_first(true).activation("gelu"));
+  Tensor mask = nn::generate_square_subsequent_mask(4);
+  Tensor c1 = pre(tgt, memory, mask);
+  Tensor tgt2 = tgt.clone();
+  tgt2.narrow(0, 2, 2).normal_();
+  EXPECT_TRUE(allclose(pre(tgt2, memory, mask).narrow(0, 0, 2), c1.narrow(0, 0, 2), 1e-5, 1e-6));
+  EXPECT_THROW(nn::TransformerDecoderLayer(nn::TransformerDecoderLayerOptions(8, 2).activation("tanh")), Error);
+
+  // The stack: equal copies, the causal hint detected from the mask, the final norm.
+  nn::TransformerDecoder dec(opts, 2, /*final_norm=*/true);
+  StateDict sd = dec->state_dict();
+  for (const char* k : {"layers.1.multihead_attn.out_proj.weight", "layers.0.norm3.bias", "norm.weight"})
+    EXPECT_TRUE(sd.contains(k)) << k;
+  EXPECT_TRUE(equal(sd["layers.0.multihead_attn.in_proj_weight"], sd["layers.1.multihead_attn.in_proj_weight"]));
+  EXPECT_TRUE(allclose(dec(tgt, memory, mask), dec(tgt, memory, mask, Tensor(), Tensor(), Tensor(), true), 1e-5, 1e-6));
+
+  // Transformer: encoder and decoder stacks with final norms, xavier-initialised matrices.
+  nn::Transformer model(nn::TransformerOptions(8, 2).num_encoder_layers(2).num_decoder_layers(1)
+                            .dim_feedforward(16).dropout(0.0));
+  StateDict msd = model->state_dict();
+  for (const char* k : {"encoder.layers.1.linear2.weight", "encoder.norm.bias", "decoder.layers.0.norm3.weight",
+                        "decoder.norm.weight"})
+    EXPECT_TRUE(msd.contains(k)) << k;
+  // xavier_uniform_ re-draws each matrix independently: the encoder's copies differ after it
+  EXPECT_FALSE(equal(msd["encoder.layers.0.linear1.weight"], msd["encoder.layers.1.linear1.weight"]));
+  double bound = std::sqrt(6.0 / (8 + 16));
+  EXPECT_LE(msd["encoder.layers.0.linear1.weight"].abs().max().item<double>(), bound);
+  Tensor src = randn({6, 2, 8});
+  Tensor out = model(src, tgt, Tensor(), mask);
+  EXPECT_EQ(out.sizes(), IntArrayRef({4, 2, 8}));
+  Tensor memory2 = model->encoder(src);
+  EXPECT_TRUE(allclose(out, model->decoder(tgt, memory2, mask), 1e-5, 1e-6));
+  EXPECT_THROW(model(src, randn({4, 3, 8})), Error);  // batch sizes differ
+  EXPECT_THROW(model(src, randn({4, 2, 6})), Error);  // not d_model features
+}

@@ -1181,8 +1181,10 @@ NN_OPS: list[OpInfo] = [
     fop("native_channel_shuffle", _channel_shuffle_samples, ALL, op_names=()),
 
     # ---- convolution
-    fop("conv1d", _conv1d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(1), kind="nn_conv"),
-    fop("conv2d", _conv2d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(2), kind="nn_conv"),
+    fop("conv1d", _conv1d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(1), kind="nn_conv",
+        op_names=("conv1d", "_conv1d_padding")),
+    fop("conv2d", _conv2d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(2), kind="nn_conv",
+        op_names=("conv2d", "_conv2d_padding")),
     fop("conv_transpose1d", _conv_t1d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, errors=_conv_t_errors(1), kind="nn_conv"),
     fop("conv_transpose2d", _conv_t2d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, errors=_conv_t_errors(2), kind="nn_conv"),
     fop("unfold", _unfold_samples, FLOATS + COMPLEX + ("bool",), dtypes_gap=("bool",), op_names=("im2col",), errors=_unfold_errors, kind="nn_conv"),

@@ -249,6 +249,25 @@ struct TransformerEncoderLayerOptions {
   KINDLE_ARG(std::optional<DType>, dtype);
 };
 
+// The decoder layer takes the encoder layer's arguments (libtorch has a separate type of the same shape).
+using TransformerDecoderLayerOptions = TransformerEncoderLayerOptions;
+
+struct TransformerOptions {
+  TransformerOptions(int64_t d_model = 512, int64_t nhead = 8) : d_model_(d_model), nhead_(nhead) {}
+  KINDLE_ARG(int64_t, d_model);
+  KINDLE_ARG(int64_t, nhead);
+  KINDLE_ARG(int64_t, num_encoder_layers) = 6;
+  KINDLE_ARG(int64_t, num_decoder_layers) = 6;
+  KINDLE_ARG(int64_t, dim_feedforward) = 2048;
+  KINDLE_ARG(double, dropout) = 0.1;
+  KINDLE_ARG(std::string, activation) = "relu";  // relu or gelu
+  KINDLE_ARG(double, layer_norm_eps) = 1e-5;
+  KINDLE_ARG(bool, batch_first) = false;
+  KINDLE_ARG(bool, norm_first) = false;
+  KINDLE_ARG(bool, bias) = true;
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+
 // Losses: reduction is "none", "mean" or "sum" (or kindle::kNone, kMean, kSum).
 struct CrossEntropyLossOptions {
   KINDLE_ARG(Tensor, weight);  // undefined: no class weights

@@ -1,4 +1,4 @@
-// MultiheadAttention, TransformerEncoderLayer and TransformerEncoder with Python's parameter and
+// MultiheadAttention, the Transformer encoder and decoder (layers and stacks) and Transformer, with Python's parameter and
 // submodule names (in_proj_weight, out_proj.weight, self_attn.in_proj_bias, linear1, norm2, ...),
 // mask conventions and initialisation, so their state dicts are torch's and kindle.nn's.
 //
@@ -71,6 +71,59 @@ class TransformerEncoderImpl : public Module {
   int64_t num_layers;
 };
 KINDLE_MODULE(TransformerEncoder);
+
+class TransformerDecoderLayerImpl : public Module {
+ public:
+  explicit TransformerDecoderLayerImpl(const TransformerDecoderLayerOptions& options);
+  TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead)
+      : TransformerDecoderLayerImpl(TransformerDecoderLayerOptions(d_model, nhead)) {}
+  Tensor forward(const Tensor& tgt) override { return forward(tgt, tgt); }
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
+                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {},
+                 bool tgt_is_causal = false, bool memory_is_causal = false);
+  KINDLE_MODULE_CALL
+
+  TransformerDecoderLayerOptions options;
+  MultiheadAttention self_attn{nullptr}, multihead_attn{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr};
+  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+};
+KINDLE_MODULE(TransformerDecoderLayer);
+
+// num_layers copies of one decoder layer (equal initial weights), then an optional final norm.
+class TransformerDecoderImpl : public Module {
+ public:
+  TransformerDecoderImpl(const TransformerDecoderLayerOptions& layer, int64_t num_layers, bool final_norm = false);
+  Tensor forward(const Tensor& tgt) override { return forward(tgt, tgt); }
+  // tgt_is_causal: nullopt detects whether tgt_mask is exactly the causal mask.
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
+                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {},
+                 std::optional<bool> tgt_is_causal = std::nullopt, bool memory_is_causal = false);
+  KINDLE_MODULE_CALL
+
+  ModuleList layers{nullptr};
+  LayerNorm norm{nullptr};
+  int64_t num_layers;
+};
+KINDLE_MODULE(TransformerDecoder);
+
+// The encoder-decoder model of "Attention Is All You Need": encoder and decoder stacks with
+// final norms, every weight matrix re-drawn xavier_uniform_ (as Python's nn.Transformer).
+class TransformerImpl : public Module {
+ public:
+  explicit TransformerImpl(const TransformerOptions& options = {});
+  Tensor forward(const Tensor& src) override { return forward(src, src); }
+  Tensor forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask = {}, const Tensor& tgt_mask = {},
+                 const Tensor& memory_mask = {}, const Tensor& src_key_padding_mask = {},
+                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+  KINDLE_MODULE_CALL
+
+  TransformerOptions options;
+  TransformerEncoder encoder{nullptr};
+  TransformerDecoder decoder{nullptr};
+};
+KINDLE_MODULE(Transformer);
 
 // (sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere.
 Tensor generate_square_subsequent_mask(int64_t sz, DType dtype = kFloat32);

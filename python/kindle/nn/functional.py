@@ -408,41 +408,16 @@ def _pair(x, n=2):
     return x
 
 
-def _same_padding(input, weight, stride, dilation, n):  # noqa: A002
-    """padding='same': total padding d*(k-1) per dim; an odd total pads the extra element at
-    the end (as PyTorch). Returns (input padded if needed, symmetric padding)."""
-    if any(s != 1 for s in _pair(stride, n)):
-        raise RuntimeError("conv: padding='same' is not supported for strided convolutions")
-    dil = _pair(dilation, n)
-    ks = list(weight.shape[2:])
-    total = [d * (k - 1) for d, k in zip(dil, ks)]
-    left = [t // 2 for t in total]
-    extra = []
-    for t, lft in zip(reversed(total), reversed(left)):
-        extra += [0, t - 2 * lft]
-    if any(extra):
-        input = pad(input, extra)  # noqa: A001
-    return input, left
-
-
-def _conv_padding(input, weight, padding, stride, dilation, n):  # noqa: A002
-    if isinstance(padding, str):
-        if padding == "valid":
-            return input, [0] * n
-        if padding == "same":
-            return _same_padding(input, weight, stride, dilation, n)
-        raise RuntimeError(f"conv: Invalid padding string '{padding}', should be one of ['valid', 'same']")
-    return input, _pair(padding, n)
-
-
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    input, p = _conv_padding(input, weight, padding, stride, dilation, 1)  # noqa: A001
-    return _nn.conv1d(input, weight, bias, _pair(stride, 1), p, _pair(dilation, 1), groups)
+    if isinstance(padding, str):  # 'same' / 'valid', resolved by the op
+        return _nn._conv1d_padding(input, weight, bias, _pair(stride, 1), padding, _pair(dilation, 1), groups)
+    return _nn.conv1d(input, weight, bias, _pair(stride, 1), _pair(padding, 1), _pair(dilation, 1), groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    input, p = _conv_padding(input, weight, padding, stride, dilation, 2)  # noqa: A001
-    return _nn.conv2d(input, weight, bias, _pair(stride), p, _pair(dilation), groups)
+    if isinstance(padding, str):
+        return _nn._conv2d_padding(input, weight, bias, _pair(stride), padding, _pair(dilation), groups)
+    return _nn.conv2d(input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
