@@ -46,7 +46,10 @@ const char* mode_name(CyclicLROptions::Mode m) {
 CyclicLR::CyclicLR(Optimizer& optimizer, CyclicLROptions options) : LRScheduler(optimizer), options_(std::move(options)) {
   size_t groups = optimizer.num_param_groups();
   std::vector<double> base = per_group(options_.base_lr(), groups, "base_lr");
-  for (size_t g = 0; g < groups; ++g) optimizer.set_lr(g, base[g]);
+  for (size_t g = 0; g < groups; ++g) {
+    optimizer.set_lr(g, base[g]);
+    optimizer.set_initial_lr(g, base[g]);  // its cycle's base, whatever came before
+  }
   max_lrs_ = per_group(options_.max_lr(), groups, "max_lr");
   KINDLE_CHECK_VALUE(options_.step_size_up() > 0, "CyclicLR: step_size_up must be positive, got ", options_.step_size_up());
   double up = double(options_.step_size_up());
@@ -154,6 +157,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, OneCycleLROptions options)
     double initial = max_lr[g] / o.div_factor();
     lrs_.push_back({initial, max_lr[g], initial / o.final_div_factor()});
     optimizer.set_lr(g, initial);  // so that base_lrs are the initial lrs, as Python's
+    optimizer.set_initial_lr(g, initial);
   }
   if (o.cycle_momentum()) {
     std::vector<double> max_m = per_group(o.max_momentum(), groups, "max_momentum");

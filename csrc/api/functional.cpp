@@ -120,8 +120,10 @@ Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptio
   return kindle::adaptive_avg_pool2d(input, o.output_size());
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& o) {
-  return kindle::conv2d(input, weight, o.bias().defined() ? std::optional<Tensor>(o.bias()) : std::nullopt, o.stride(),
-                        o.padding(), o.dilation(), o.groups());
+  auto bias = o.bias().defined() ? std::optional<Tensor>(o.bias()) : std::nullopt;
+  if (!o.padding().mode().empty())  // 'same' / 'valid', resolved by the op (as Python's F.conv2d)
+    return kindle::_conv2d_padding(input, weight, bias, o.stride(), o.padding().mode(), o.dilation(), o.groups());
+  return kindle::conv2d(input, weight, bias, o.stride(), o.padding(), o.dilation(), o.groups());
 }
 
 namespace {

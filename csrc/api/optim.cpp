@@ -642,8 +642,24 @@ std::vector<double> LRScheduler::group_lrs() const {
   return out;
 }
 
+double Optimizer::initial_lr(size_t group) {
+  KINDLE_CHECK_INDEX(group < num_param_groups(), "initial_lr: group ", group, " of ", num_param_groups());
+  if (initial_lrs_.size() < num_param_groups()) initial_lrs_.resize(num_param_groups());
+  if (!initial_lrs_[group]) initial_lrs_[group] = lr(group);
+  return *initial_lrs_[group];
+}
+
+void Optimizer::set_initial_lr(size_t group, double value) {
+  KINDLE_CHECK_INDEX(group < num_param_groups(), "set_initial_lr: group ", group, " of ", num_param_groups());
+  if (initial_lrs_.size() < num_param_groups()) initial_lrs_.resize(num_param_groups());
+  initial_lrs_[group] = value;
+}
+
 void LRScheduler::initialize() {
-  base_lrs_ = group_lrs();
+  // Python's base_lrs: each group's initial_lr (set by the first scheduler attached), not its
+  // current lr, which an earlier scheduler's first step may already have changed.
+  base_lrs_.clear();
+  for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) base_lrs_.push_back(optimizer_.initial_lr(g));
   initial_ = true;
   step();
   initial_ = false;
@@ -694,8 +710,8 @@ StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
   KINDLE_CHECK_VALUE(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
   // libtorch's StepLR does not step when built (Python's does): the first step() is epoch 0, so
   // the rate decays on the calls after each step_size calls (call 3, 5, ... for step_size 2).
-  base_lrs_ = group_lrs();
-  last_lr_ = base_lrs_;
+  for (size_t g = 0; g < optimizer.num_param_groups(); ++g) base_lrs_.push_back(optimizer.initial_lr(g));
+  last_lr_ = group_lrs();
 }
 
 std::vector<double> StepLR::get_lr() {
@@ -1059,6 +1075,47 @@ void ReduceLROnPlateauScheduler::load_state_dict(const Value& sd) {
   cooldown_counter_ = sd.at("cooldown_counter", what).to_int("cooldown_counter");
   num_bad_epochs_ = sd.at("num_bad_epochs", what).to_int("num_bad_epochs");
   threshold_ = sd.at("threshold", what).to_double("threshold");
+  if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
+}
+
+// ---- ChainedScheduler
+
+namespace {
+Optimizer& chained_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& schedulers) {
+  KINDLE_CHECK_VALUE(!schedulers.empty(),
+                     "ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.");
+  Optimizer& opt = schedulers[0]->optimizer();
+  for (size_t i = 0; i < schedulers.size(); ++i) {
+    KINDLE_CHECK_VALUE(schedulers[i] != nullptr, "ChainedScheduler: the scheduler at index ", i, " is null");
+    KINDLE_CHECK_VALUE(&schedulers[i]->optimizer() == &opt,
+                       "ChainedScheduler expects all schedulers to belong to the same optimizer, but got the "
+                       "scheduler at index ", i, " with a different one");
+  }
+  return opt;
+}
+}  // namespace
+
+ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers)
+    : LRScheduler(chained_optimizer(schedulers)), schedulers_(std::move(schedulers)) {
+  last_lr_ = group_lrs();
+}
+
+void ChainedScheduler::step() {
+  for (auto& s : schedulers_) s->step();
+  last_lr_ = group_lrs();
+}
+
+Value ChainedScheduler::state_dict() const {
+  std::vector<Value> each;
+  for (auto& s : schedulers_) each.push_back(s->state_dict());
+  return Value::dict({{Value("_last_lr"), doubles(last_lr_)}, {Value("_schedulers"), Value::list(std::move(each))}});
+}
+
+void ChainedScheduler::load_state_dict(const Value& sd) {
+  const auto& each = sd.at("_schedulers", "ChainedScheduler state_dict").items("_schedulers");
+  KINDLE_CHECK_VALUE(each.size() == schedulers_.size(), "ChainedScheduler.load_state_dict: the state has ",
+                     each.size(), " schedulers, this one chains ", schedulers_.size());
+  for (size_t i = 0; i < each.size(); ++i) schedulers_[i]->load_state_dict(each[i]);
   if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
 }
 

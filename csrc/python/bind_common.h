@@ -100,6 +100,7 @@ Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, c
 void bind_optim(nb::module_& m);
 void bind_distributed(nb::module_& m);
 void bind_cuda(nb::module_& m);
+void bind_init(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);
 int tensor_tp_clear(PyObject* self);
 

@@ -317,6 +317,7 @@ NB_MODULE(_C, m) {
   bind_autograd(m, cls);
   bind_generated_ops(m, cls);
   bind_optim(m);
+  bind_init(m);
   bind_distributed(m);
   bind_cuda(m);
 }

@@ -123,6 +123,11 @@ class Optimizer {
   std::vector<Tensor> all_params() const;
   virtual double lr(size_t group) const = 0;
   virtual void set_lr(size_t group, double lr) = 0;
+  // The lr a group had when the first scheduler was attached (Python's group["initial_lr"]): the
+  // base every later scheduler starts from, so schedulers stepped together compose as in Python.
+  // The first call for a group records its current lr.
+  double initial_lr(size_t group);
+  void set_initial_lr(size_t group, double lr);
   // The momentum a cyclic schedule drives (CyclicLR, OneCycleLR): momentum for SGD and RMSprop,
   // beta1 for the Adam family. ValueError for an optimizer without either.
   virtual double momentum(size_t group) const;
@@ -142,6 +147,9 @@ class Optimizer {
   // so an archive holding only an optimizer saves the file Python's kindle.load reads as one.
   void save(serialize::OutputArchive& archive) const;
   void load(serialize::InputArchive& archive);
+
+ private:
+  std::vector<std::optional<double>> initial_lrs_;
 };
 
 // A group of parameters whose options are not fixed yet (libtorch's OptimizerParamGroup): the
@@ -345,15 +353,16 @@ class LRScheduler {
   explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {}
   virtual ~LRScheduler() = default;
   // Advances one epoch and sets every group's lr.
-  void step();
+  virtual void step();
   std::vector<double> get_last_lr() const { return last_lr_; }
   int64_t last_epoch() const { return last_epoch_; }
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+  Optimizer& optimizer() const { return optimizer_; }
   // Python's scheduler state dict ({"base_lrs", "last_epoch", "_step_count", "_last_lr", ...}
   // plus the subclass's hyperparameters), so a schedule saved on either side resumes on the other.
-  Value state_dict() const;
+  virtual Value state_dict() const;
   // ValueError when base_lrs does not have one entry per parameter group.
-  void load_state_dict(const Value& state_dict);
+  virtual void load_state_dict(const Value& state_dict);
   void save(const std::string& path) const { kindle::save(state_dict(), path); }
   void load(const std::string& path) { load_state_dict(load_value(path)); }
 
@@ -585,6 +594,24 @@ class OneCycleLR : public LRScheduler {
   // per group: {initial_lr, max_lr, min_lr} and {max_momentum, base_momentum}
   std::vector<std::array<double, 3>> lrs_;
   std::vector<std::array<double, 2>> momentums_;
+};
+
+// Steps every scheduler of the list at each step, so their effects multiply (Python's
+// ChainedScheduler). They must all drive `optimizer`.
+class ChainedScheduler : public LRScheduler {
+ public:
+  explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers);
+  void step() override;
+  // Python's: {"_last_lr", "_schedulers": [each one's state dict]}.
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ private:
+  std::vector<double> get_lr() override { return group_lrs(); }
+  Value::Entries hyperparameters() const override { return {}; }
+  void load_hyperparameters(const Value&) override {}
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
 
 // libtorch's ReduceLROnPlateauScheduler (Python's ReduceLROnPlateau): lr * factor once the

@@ -357,3 +357,19 @@ TEST(FrontendLibtorch, AccessorsReadAndWriteThroughStrides) {
   EXPECT_THROW((t.accessor<double, 2>()), TypeError);
   EXPECT_THROW((t.accessor<float, 3>()), Error);
 }
+
+TEST(FrontendLibtorch, ConvPaddingSameAndValid) {
+  namespace F = nn::functional;
+  Tensor x = randn({1, 2, 6, 5}), w = randn({3, 2, 2, 3});
+  Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().padding(kSame));
+  EXPECT_EQ(y.sizes(), IntArrayRef({1, 3, 6, 5}));
+  // kernel height 2: a total padding of 1, put at the end (as PyTorch); width 3: one each side
+  EXPECT_TRUE(allclose(y, conv2d(pad(x, {1, 1, 0, 1}), w), 1e-5, 1e-6));
+  EXPECT_TRUE(equal(F::conv2d(x, w, F::Conv2dFuncOptions().padding("valid")), conv2d(x, w)));
+  EXPECT_THROW(F::conv2d(x, w, F::Conv2dFuncOptions().padding(kSame).stride(2)), Error);
+  EXPECT_THROW(F::conv2d(x, w, F::Conv2dFuncOptions().padding("full")), Error);
+  // The module takes the same path.
+  nn::Conv2d conv(nn::Conv2dOptions(2, 3, {2, 3}).padding(kSame).bias(false));
+  conv->weight.detach().copy_(w);
+  EXPECT_TRUE(allclose(conv(x), y, 1e-5, 1e-6));
+}

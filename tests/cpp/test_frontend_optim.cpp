@@ -551,3 +551,38 @@ TEST(FrontendOptim, AdagradFollowsItsUpdateRule) {
   EXPECT_THROW(optim::Adagrad({p}, optim::AdagradOptions(-1.0)), ValueError);
   EXPECT_THROW(optim::CyclicLR(opt, optim::CyclicLROptions(0.1, 1.0)), ValueError);  // no momentum to cycle
 }
+
+// Two schedulers on one optimizer: the second starts from the group's initial lr (Python's
+// group["initial_lr"]), not the lr the first one's warm-up start left, and ChainedScheduler steps
+// both. The expected rates are torch 2.13's for the same program.
+TEST(FrontendOptim, ChainedSchedulerComposesFromTheInitialLr) {
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(1.0));
+  auto warmup = std::make_shared<optim::LinearLR>(opt, 0.1, 1.0, 3);
+  auto cosine = std::make_shared<optim::CosineAnnealingLR>(opt, 4);
+  EXPECT_EQ(cosine->base_lrs(), std::vector<double>{1.0});
+  optim::ChainedScheduler chained({warmup, cosine});
+  EXPECT_NEAR(chained.get_last_lr()[0], 0.1, 1e-15);
+  const double torch_lrs[] = {0.34142135623730946, 0.35, 0.14644660940672627, 0.0, 0.1464466094067262,
+                              0.5000000000000001, 0.8535533905932742};
+  for (double want : torch_lrs) {
+    chained.step();
+    EXPECT_NEAR(chained.get_last_lr()[0], want, 1e-12);
+    EXPECT_NEAR(opt.lr(0), want, 1e-12);
+  }
+  // The state dict holds each scheduler's, and a fresh chain resumes from it.
+  Value sd = chained.state_dict();
+  EXPECT_EQ(sd.at("_schedulers", "test").items("test").size(), 2u);
+  Tensor q = ones({1}).requires_grad_();
+  optim::SGD opt2({q}, optim::SGDOptions(1.0));
+  auto w2 = std::make_shared<optim::LinearLR>(opt2, 0.1, 1.0, 3);
+  auto c2 = std::make_shared<optim::CosineAnnealingLR>(opt2, 4);
+  optim::ChainedScheduler resumed({w2, c2});
+  resumed.load_state_dict(sd);
+  opt2.set_lr(0, opt.lr(0));
+  chained.step();
+  resumed.step();
+  EXPECT_NEAR(resumed.get_last_lr()[0], chained.get_last_lr()[0], 1e-12);
+  EXPECT_THROW(optim::ChainedScheduler({}), ValueError);
+  EXPECT_THROW(optim::ChainedScheduler({warmup, c2}), ValueError);  // another optimizer
+}

@@ -34,6 +34,8 @@ KINDLE_ENUM_TAG(kReflect, "reflect")
 KINDLE_ENUM_TAG(kReplicate, "replicate")
 KINDLE_ENUM_TAG(kCircular, "circular")
 KINDLE_ENUM_TAG(kConstant, "constant")
+KINDLE_ENUM_TAG(kSame, "same")
+KINDLE_ENUM_TAG(kValid, "valid")
 #undef KINDLE_ENUM_TAG
 }  // namespace enumtype
 
@@ -60,6 +62,8 @@ inline constexpr enumtype::kReflect kReflect{};
 inline constexpr enumtype::kReplicate kReplicate{};
 inline constexpr enumtype::kCircular kCircular{};
 inline constexpr enumtype::kConstant kConstant{};
+inline constexpr enumtype::kSame kSame{};
+inline constexpr enumtype::kValid kValid{};
 
 // A name given as Python spells it ("fan_out") or as libtorch's tag (kindle::kFanOut).
 class EnumName {

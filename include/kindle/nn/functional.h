@@ -115,7 +115,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptio
 struct Conv2dFuncOptions {
   KINDLE_ARG(Tensor, bias);
   KINDLE_ARG(ExpandingArray<2>, stride) = 1;
-  KINDLE_ARG(ExpandingArray<2>, padding) = 0;
+  KINDLE_ARG(ConvPadding<2>, padding) = 0;  // or kSame / kValid
   KINDLE_ARG(ExpandingArray<2>, dilation) = 1;
   KINDLE_ARG(int64_t, groups) = 1;
 };

@@ -54,7 +54,7 @@ class ExpandingArray {
   std::array<int64_t, D> values_{};
 };
 
-// Convolution padding: D integers, or the strings "valid" / "same" (checked by the layer).
+// Convolution padding: D integers, or "valid" / "same" (kindle::kValid / kSame; checked by the op).
 template <size_t D>
 class ConvPadding : public ExpandingArray<D> {
  public:
@@ -63,6 +63,8 @@ class ConvPadding : public ExpandingArray<D> {
   ConvPadding(std::initializer_list<int64_t> list) : ExpandingArray<D>(list) {}
   ConvPadding(const char* mode) : ExpandingArray<D>(0), mode_(mode) {}
   ConvPadding(std::string mode) : ExpandingArray<D>(0), mode_(std::move(mode)) {}
+  ConvPadding(enumtype::kSame) : ConvPadding("same") {}
+  ConvPadding(enumtype::kValid) : ConvPadding("valid") {}
   // "" when given as integers.
   const std::string& mode() const { return mode_; }
 
