@@ -660,9 +660,67 @@ void LRScheduler::initialize() {
   // current lr, which an earlier scheduler's first step may already have changed.
   base_lrs_.clear();
   for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) base_lrs_.push_back(optimizer_.initial_lr(g));
+  initial_step();
+}
+
+void LRScheduler::initial_step() {
+  step_count_ = 0;
   initial_ = true;
   step();
   initial_ = false;
+}
+
+void LRScheduler::update_lr_at(int64_t epoch) {
+  last_epoch_ = epoch;
+  std::optional<std::vector<double>> closed = closed_form_lr();
+  std::vector<double> lrs = closed ? std::move(*closed) : get_lr();
+  for (size_t g = 0; g < lrs.size(); ++g) optimizer_.set_lr(g, lrs[g]);
+  last_lr_ = group_lrs();
+}
+
+// ---- closed forms (Python's _get_closed_form_lr)
+
+namespace {
+template <typename F>
+std::vector<double> each_base(const std::vector<double>& base_lrs, F f) {
+  std::vector<double> out;
+  for (double b : base_lrs) out.push_back(f(b));
+  return out;
+}
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+}  // namespace
+
+std::optional<std::vector<double>> StepLR::closed_form_lr() const {
+  double f = std::pow(gamma_, double(floor_div(last_epoch_, step_size_)));
+  return each_base(base_lrs_, [&](double b) { return b * f; });
+}
+std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() const {
+  double c = (1 + std::cos(M_PI * double(last_epoch_) / double(T_max_))) / 2;
+  return each_base(base_lrs_, [&](double b) { return eta_min_ + (b - eta_min_) * c; });
+}
+std::optional<std::vector<double>> MultiStepLR::closed_form_lr() const {
+  int64_t passed = 0;  // bisect_right over the milestones, each counted as often as listed
+  for (auto [epoch, times] : milestones_)
+    if (epoch <= last_epoch_) passed += times;
+  double f = std::pow(gamma_, double(passed));
+  return each_base(base_lrs_, [&](double b) { return b * f; });
+}
+std::optional<std::vector<double>> ConstantLR::closed_form_lr() const {
+  double f = factor_ + (last_epoch_ >= total_iters_ ? 1.0 - factor_ : 0.0);
+  return each_base(base_lrs_, [&](double b) { return b * f; });
+}
+std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
+  double f = start_factor_ +
+             (end_factor_ - start_factor_) * double(std::min(total_iters_, last_epoch_)) / double(total_iters_);
+  return each_base(base_lrs_, [&](double b) { return b * f; });
+}
+std::optional<std::vector<double>> ExponentialLR::closed_form_lr() const {
+  double f = std::pow(gamma_, double(last_epoch_));
+  return each_base(base_lrs_, [&](double b) { return b * f; });
+}
+std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
+  double f = std::pow(1.0 - double(std::min(total_iters_, last_epoch_)) / double(total_iters_), power_);
+  return each_base(base_lrs_, [&](double b) { return b * f; });
 }
 
 void LRScheduler::step() {
@@ -1078,19 +1136,90 @@ void ReduceLROnPlateauScheduler::load_state_dict(const Value& sd) {
   if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
 }
 
+// ---- SequentialLR
+
+namespace {
+void check_same_optimizer(const char* owner, Optimizer& opt, const std::vector<std::shared_ptr<LRScheduler>>& ss) {
+  for (size_t i = 0; i < ss.size(); ++i) {
+    KINDLE_CHECK_VALUE(ss[i] != nullptr, owner, ": the scheduler at index ", i, " is null");
+    KINDLE_CHECK_VALUE(&ss[i]->optimizer() == &opt, owner,
+                       " expects all schedulers to belong to the same optimizer, but got the scheduler at index ",
+                       i, " with a different one");
+  }
+}
+}  // namespace
+
+SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+                           std::vector<int64_t> milestones)
+    : LRScheduler(optimizer), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+  KINDLE_CHECK_VALUE(!schedulers_.empty(), "SequentialLR expects at least one scheduler, but got no scheduler.");
+  check_same_optimizer("SequentialLR", optimizer, schedulers_);
+  KINDLE_CHECK_VALUE(milestones_.size() == schedulers_.size() - 1,
+                     "Sequential Schedulers expects number of schedulers provided to be one more than the number "
+                     "of milestone points, but got number of schedulers ", schedulers_.size(),
+                     " and the number of milestones to be equal to ", milestones_.size());
+  last_epoch_ = 0;
+  // Undo the initial steps the schedulers took when they were built, then start the first.
+  for (size_t g = 0; g < optimizer.num_param_groups(); ++g) optimizer.set_lr(g, optimizer.initial_lr(g));
+  for (auto& s : schedulers_) undo_initial_steps(*s);
+  size_t idx = size_t(std::upper_bound(milestones_.begin(), milestones_.end(), int64_t(0)) - milestones_.begin());
+  schedulers_[idx]->initial_step();
+  last_lr_ = schedulers_[idx]->get_last_lr();
+}
+
+void SequentialLR::undo_initial_steps(LRScheduler& s) {
+  if (auto* seq = dynamic_cast<SequentialLR*>(&s)) {
+    for (auto& c : seq->schedulers_) undo_initial_steps(*c);
+  } else if (auto* chain = dynamic_cast<ChainedScheduler*>(&s)) {
+    for (auto& c : chain->schedulers()) undo_initial_steps(*c);
+  } else {
+    --s.last_epoch_;
+  }
+}
+
+void SequentialLR::step() {
+  ++last_epoch_;
+  size_t idx = size_t(std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin());
+  LRScheduler& s = *schedulers_[idx];
+  if (idx > 0 && milestones_[idx - 1] == last_epoch_) s.update_lr_at(0);  // the next one starts over
+  else s.step();
+  last_lr_ = s.get_last_lr();
+}
+
+Value SequentialLR::state_dict() const {
+  std::vector<Value> each, milestones;
+  for (auto& s : schedulers_) each.push_back(s->state_dict());
+  for (int64_t m : milestones_) milestones.emplace_back(m);
+  return Value::dict({{Value("_milestones"), Value::list(std::move(milestones))},
+                      {Value("last_epoch"), Value(last_epoch_)},
+                      {Value("_last_lr"), doubles(last_lr_)},
+                      {Value("_schedulers"), Value::list(std::move(each))}});
+}
+
+void SequentialLR::load_state_dict(const Value& sd) {
+  const char* what = "SequentialLR state_dict";
+  const auto& each = sd.at("_schedulers", what).items("_schedulers");
+  KINDLE_CHECK_VALUE(each.size() == schedulers_.size(), "SequentialLR.load_state_dict: the state has ", each.size(),
+                     " schedulers, this one runs ", schedulers_.size());
+  std::vector<int64_t> milestones;
+  for (const Value& m : sd.at("_milestones", what).items("_milestones")) milestones.push_back(m.to_int("_milestones"));
+  KINDLE_CHECK_VALUE(milestones.size() == schedulers_.size() - 1, "SequentialLR.load_state_dict: ",
+                     milestones.size(), " milestones for ", schedulers_.size(), " schedulers");
+  for (size_t i = 0; i < each.size(); ++i) schedulers_[i]->load_state_dict(each[i]);
+  milestones_ = std::move(milestones);
+  last_epoch_ = sd.at("last_epoch", what).to_int("last_epoch");
+  if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
+}
+
 // ---- ChainedScheduler
 
 namespace {
 Optimizer& chained_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& schedulers) {
   KINDLE_CHECK_VALUE(!schedulers.empty(),
                      "ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.");
+  KINDLE_CHECK_VALUE(schedulers[0] != nullptr, "ChainedScheduler: the scheduler at index 0 is null");
   Optimizer& opt = schedulers[0]->optimizer();
-  for (size_t i = 0; i < schedulers.size(); ++i) {
-    KINDLE_CHECK_VALUE(schedulers[i] != nullptr, "ChainedScheduler: the scheduler at index ", i, " is null");
-    KINDLE_CHECK_VALUE(&schedulers[i]->optimizer() == &opt,
-                       "ChainedScheduler expects all schedulers to belong to the same optimizer, but got the "
-                       "scheduler at index ", i, " with a different one");
-  }
+  check_same_optimizer("ChainedScheduler", opt, schedulers);
   return opt;
 }
 }  // namespace

@@ -375,6 +375,14 @@ class LRScheduler {
   std::vector<double> group_lrs() const;
   // True during the step taken at construction (Python's `_is_initial`).
   bool initial() const { return initial_; }
+  // Python's _get_closed_form_lr: the rates at last_epoch_ from base_lrs_, for the schedulers
+  // that have one (nullopt otherwise).
+  virtual std::optional<std::vector<double>> closed_form_lr() const { return std::nullopt; }
+  // Python's _initial_step (the step taken at construction) and _update_lr(epoch) (a jump to
+  // `epoch`: the closed form where there is one, else get_lr), as SequentialLR drives them.
+  void initial_step();
+  void update_lr_at(int64_t epoch);
+  friend class SequentialLR;
   Optimizer& optimizer_;
   std::vector<double> base_lrs_, last_lr_;
   int64_t last_epoch_ = -1;
@@ -389,6 +397,7 @@ class StepLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   int64_t step_size_;
@@ -402,6 +411,7 @@ class CosineAnnealingLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   int64_t T_max_;
@@ -444,6 +454,7 @@ class MultiStepLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   std::vector<std::pair<int64_t, int64_t>> milestones_;  // epoch -> times listed, sorted
@@ -457,6 +468,7 @@ class ConstantLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   double factor_;
@@ -471,6 +483,7 @@ class LinearLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   double start_factor_, end_factor_;
@@ -484,6 +497,7 @@ class ExponentialLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   double gamma_;
@@ -496,6 +510,7 @@ class PolynomialLR : public LRScheduler {
 
  protected:
   std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
   Value::Entries hyperparameters() const override;
   void load_hyperparameters(const Value& state_dict) override;
   int64_t total_iters_;
@@ -612,6 +627,27 @@ class ChainedScheduler : public LRScheduler {
   Value::Entries hyperparameters() const override { return {}; }
   void load_hyperparameters(const Value&) override {}
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
+// Runs schedulers one after another, switching to the next at each milestone epoch, where that
+// one restarts from epoch 0 (Python's SequentialLR). They must all drive `optimizer`.
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones);
+  void step() override;
+  // Python's: {"_milestones", "last_epoch", "_last_lr", "_schedulers": [each one's state dict]}.
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ private:
+  std::vector<double> get_lr() override { return group_lrs(); }
+  Value::Entries hyperparameters() const override { return {}; }
+  void load_hyperparameters(const Value&) override {}
+  void undo_initial_steps(LRScheduler& s);
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
 };
 
 // libtorch's ReduceLROnPlateauScheduler (Python's ReduceLROnPlateau): lr * factor once the

@@ -586,3 +586,48 @@ TEST(FrontendOptim, ChainedSchedulerComposesFromTheInitialLr) {
   EXPECT_THROW(optim::ChainedScheduler({}), ValueError);
   EXPECT_THROW(optim::ChainedScheduler({warmup, c2}), ValueError);  // another optimizer
 }
+
+// SequentialLR: the warm-up, then the next scheduler from its epoch 0 at each milestone. The
+// expected rates are torch 2.13's for the same programs.
+TEST(FrontendOptim, SequentialLRSwitchesAtMilestones) {
+  auto run = [](auto make, const std::vector<double>& want) {
+    Tensor p = ones({1}).requires_grad_();
+    optim::SGD opt({p}, optim::SGDOptions(1.0));
+    auto sched = make(opt);
+    std::vector<double> seen{sched->get_last_lr()[0]};
+    for (size_t i = 1; i < want.size(); ++i) {
+      sched->step();
+      seen.push_back(opt.lr(0));
+    }
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(seen[i], want[i], 1e-12) << "epoch " << i;
+    return sched;
+  };
+  auto warmup_cosine = run(
+      [](optim::Optimizer& opt) {
+        return std::make_shared<optim::SequentialLR>(
+            opt,
+            std::vector<std::shared_ptr<optim::LRScheduler>>{std::make_shared<optim::LinearLR>(opt, 0.1, 1.0, 3),
+                                                             std::make_shared<optim::CosineAnnealingLR>(opt, 5)},
+            std::vector<int64_t>{3});
+      },
+      {0.1, 0.39999999999999997, 0.7, 1.0, 0.9045084971874737, 0.6545084971874737, 0.3454915028125263,
+       0.09549150281252632, 0.0});
+  Value sd = warmup_cosine->state_dict();
+  EXPECT_EQ(sd.at("last_epoch", "test").to_int("last_epoch"), 8);
+  EXPECT_EQ(sd.at("_schedulers", "test").items("test").size(), 2u);
+  run(
+      [](optim::Optimizer& opt) {
+        return std::make_shared<optim::SequentialLR>(
+            opt,
+            std::vector<std::shared_ptr<optim::LRScheduler>>{
+                std::make_shared<optim::ConstantLR>(opt, 0.5, 2), std::make_shared<optim::ExponentialLR>(opt, 0.9),
+                std::make_shared<optim::MultiStepLR>(opt, std::vector<int64_t>{0, 2}, 0.5)},
+            std::vector<int64_t>{2, 5});
+      },
+      {0.5, 0.5, 1.0, 0.9, 0.81, 0.5, 0.5, 0.25, 0.25});
+  Tensor p = ones({1}).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(1.0));
+  auto a = std::make_shared<optim::ExponentialLR>(opt, 0.9);
+  EXPECT_THROW(optim::SequentialLR(opt, {}, {}), ValueError);
+  EXPECT_THROW(optim::SequentialLR(opt, {a}, {3}), ValueError);  // one milestone too many
+}
