@@ -453,4 +453,89 @@ PReLUImpl::PReLUImpl(int64_t num_parameters, double init_value) : num_parameters
 }
 Tensor PReLUImpl::forward(const Tensor& x) { return prelu(x, weight); }
 
+// ---- more layers over single core ops
+
+std::string ThresholdImpl::extra_repr() const {
+  return "threshold=" + py_float(threshold) + ", value=" + py_float(value);
+}
+
+std::string UnflattenImpl::extra_repr() const { return "dim=" + std::to_string(dim) + ", unflattened_size=" + py_tuple(sizes); }
+
+BilinearImpl::BilinearImpl(const BilinearOptions& o) : options(o) {
+  weight = register_parameter("weight", new_weight({o.out_features(), o.in1_features(), o.in2_features()}, o.dtype()));
+  bias = register_parameter("bias", o.bias() ? new_weight({o.out_features()}, o.dtype()) : Tensor());
+  reset_parameters();
+}
+
+void BilinearImpl::reset_parameters() {
+  double bound = 1 / std::sqrt(double(weight.size(1)));
+  init::uniform_(weight, -bound, bound);
+  if (bias.defined()) init::uniform_(bias, -bound, bound);
+}
+
+Tensor BilinearImpl::forward(const Tensor& x1, const Tensor& x2) { return bilinear(x1, x2, weight, opt(bias)); }
+
+std::string BilinearImpl::extra_repr() const {
+  return "in1_features=" + std::to_string(options.in1_features()) + ", in2_features=" +
+         std::to_string(options.in2_features()) + ", out_features=" + std::to_string(options.out_features()) +
+         ", bias=" + py_bool(bias.defined());
+}
+
+Dropout1dImpl::Dropout1dImpl(double p) : p(p) { check_p(p); }
+std::string Dropout1dImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+AlphaDropoutImpl::AlphaDropoutImpl(double p) : p(p) { check_p(p); }
+std::string AlphaDropoutImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+
+template <size_t D>
+InstanceNormImpl<D>::InstanceNormImpl(const InstanceNormOptions& o) : options(o) {
+  const int64_t C = o.num_features();
+  weight = register_parameter("weight", o.affine() ? ones({C}, o.dtype()) : Tensor());
+  bias = register_parameter("bias", o.affine() ? zeros({C}, o.dtype()) : Tensor());
+  if (o.track_running_stats()) {
+    running_mean = register_buffer("running_mean", zeros({C}, o.dtype()));
+    running_var = register_buffer("running_var", ones({C}, o.dtype()));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, kInt64));
+  }
+}
+
+template <size_t D>
+Tensor InstanceNormImpl<D>::forward(const Tensor& input) {
+  const int64_t unbatched = int64_t(D) + 1;
+  KINDLE_CHECK_VALUE(input.dim() == unbatched || input.dim() == unbatched + 1, "expected ", unbatched, "D or ",
+                     unbatched + 1, "D input (got ", input.dim(), "D input)");
+  const int64_t feature_dim = input.dim() - unbatched;
+  KINDLE_CHECK_VALUE(!options.affine() || input.size(feature_dim) == options.num_features(),
+                     "expected input's size at dim=", feature_dim, " to match num_features (", options.num_features(),
+                     "), but got: ", input.size(feature_dim), ".");
+  Tensor x = input.dim() == unbatched ? input.unsqueeze(0) : input;
+  bool use_input_stats = is_training() || !options.track_running_stats();
+  Tensor y = instance_norm(x, opt(running_mean), opt(running_var), opt(weight), opt(bias), use_input_stats,
+                           options.momentum(), options.eps());
+  return input.dim() == unbatched ? y.squeeze(IntArrayRef{0}) : y;
+}
+
+template <size_t D>
+std::string InstanceNormImpl<D>::extra_repr() const {
+  return std::to_string(options.num_features()) + ", eps=" + py_float(options.eps()) + ", momentum=" +
+         py_float(options.momentum()) + ", affine=" + py_bool(options.affine()) +
+         ", track_running_stats=" + py_bool(options.track_running_stats());
+}
+
+template class InstanceNormImpl<1>;
+template class InstanceNormImpl<2>;
+template class InstanceNormImpl<3>;
+
+RMSNormImpl::RMSNormImpl(const RMSNormOptions& o) : options(o) {
+  weight = register_parameter("weight", o.elementwise_affine() ? ones(o.normalized_shape(), o.dtype()) : Tensor());
+}
+
+Tensor RMSNormImpl::forward(const Tensor& input) {
+  return rms_norm(input, options.normalized_shape(), opt(weight), options.eps());
+}
+
+std::string RMSNormImpl::extra_repr() const {
+  return py_tuple(options.normalized_shape()) + ", eps=" + (options.eps() ? py_float(*options.eps()) : "None") +
+         ", elementwise_affine=" + py_bool(options.elementwise_affine());
+}
+
 }  // namespace kindle::nn

@@ -53,4 +53,40 @@ Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
   return kl_div(input, target, reduction, log_target);
 }
 
+// ---- the other losses
+
+Tensor HingeEmbeddingLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return hinge_embedding_loss(input, target, margin, reduction);
+}
+Tensor PoissonNLLLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return poisson_nll_loss(input, target, options.log_input(), options.full(), options.eps(), reduction);
+}
+MultiMarginLossImpl::MultiMarginLossImpl(const MultiMarginLossOptions& o) : Loss(o.reduction()), options(o) {
+  KINDLE_CHECK_VALUE(o.p() == 1 || o.p() == 2, "only p == 1 and p == 2 supported");
+  KINDLE_CHECK_VALUE(!o.weight().defined() || o.weight().dim() == 1,
+                     "MultiMarginLoss: weight must be 1-D or undefined, got ", o.weight().sizes());
+  weight = register_buffer("weight", o.weight());
+}
+Tensor MultiMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  std::optional<Tensor> w;
+  if (weight.defined()) w = weight;
+  return multi_margin_loss(input, target, options.p(), options.margin(), w, reduction);
+}
+Tensor MultiLabelMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return multilabel_margin_loss(input, target, reduction);
+}
+Tensor MarginRankingLossImpl::forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+  return margin_ranking_loss(input1, input2, target, options.margin(), options.reduction().name());
+}
+Tensor CosineEmbeddingLossImpl::forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+  return cosine_embedding_loss(input1, input2, target, options.margin(), options.reduction().name());
+}
+Tensor TripletMarginLossImpl::forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+  const auto& o = options;
+  return triplet_margin_loss(anchor, positive, negative, o.margin(), o.p(), o.eps(), o.swap(), o.reduction().name());
+}
+Tensor GaussianNLLLossImpl::forward(const Tensor& input, const Tensor& target, const Tensor& var) {
+  return gaussian_nll_loss(input, target, var, options.full(), options.eps(), options.reduction().name());
+}
+
 }  // namespace kindle::nn

@@ -9,5 +9,6 @@
 #include "kindle/nn/module.h"
 #include "kindle/nn/options.h"
 #include "kindle/nn/rnn.h"
+#include "kindle/nn/spatial.h"
 #include "kindle/nn/transformer.h"
 #include "kindle/nn/utils.h"

@@ -380,4 +380,172 @@ class PReLUImpl : public Module {
 };
 KINDLE_MODULE(PReLU);
 
+// ---- more layers over single core ops (Python's names, arguments and defaults)
+
+// x where x > threshold, else value.
+class ThresholdImpl : public Module {
+ public:
+  ThresholdImpl(double threshold, double value) : threshold(threshold), value(value) {}
+  Tensor forward(const Tensor& input) override { return kindle::threshold(input, threshold, value); }
+  std::string extra_repr() const override;
+  double threshold, value;
+};
+KINDLE_MODULE(Threshold);
+
+// The first half of `dim` gated by the sigmoid of the second.
+class GLUImpl : public Module {
+ public:
+  explicit GLUImpl(int64_t dim = -1) : dim(dim) {}
+  Tensor forward(const Tensor& input) override { return glu(input, dim); }
+  std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
+  int64_t dim;
+};
+KINDLE_MODULE(GLU);
+
+class SoftminImpl : public Module {
+ public:
+  explicit SoftminImpl(int64_t dim) : dim(dim) {}
+  Tensor forward(const Tensor& input) override { return softmin(input, dim); }
+  std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
+  int64_t dim;
+};
+KINDLE_MODULE(Softmin);
+
+// Dimension `dim` split into `sizes`.
+class UnflattenImpl : public Module {
+ public:
+  UnflattenImpl(int64_t dim, std::vector<int64_t> sizes) : dim(dim), sizes(std::move(sizes)) {}
+  Tensor forward(const Tensor& input) override { return unflatten(input, dim, sizes); }
+  std::string extra_repr() const override;
+  int64_t dim;
+  std::vector<int64_t> sizes;
+};
+KINDLE_MODULE(Unflatten);
+
+struct CosineSimilarityOptions {
+  KINDLE_ARG(int64_t, dim) = 1;
+  KINDLE_ARG(double, eps) = 1e-8;
+};
+class CosineSimilarityImpl : public Module {
+ public:
+  explicit CosineSimilarityImpl(const CosineSimilarityOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& x1, const Tensor& x2) { return cosine_similarity(x1, x2, options.dim(), options.eps()); }
+  KINDLE_MODULE_CALL
+  CosineSimilarityOptions options;
+};
+KINDLE_MODULE(CosineSimilarity);
+
+struct PairwiseDistanceOptions {
+  KINDLE_ARG(double, p) = 2.0;
+  KINDLE_ARG(double, eps) = 1e-6;
+  KINDLE_ARG(bool, keepdim) = false;
+};
+class PairwiseDistanceImpl : public Module {
+ public:
+  explicit PairwiseDistanceImpl(const PairwiseDistanceOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& x1, const Tensor& x2) {
+    return pairwise_distance(x1, x2, options.p(), options.eps(), options.keepdim());
+  }
+  KINDLE_MODULE_CALL
+  PairwiseDistanceOptions options;
+};
+KINDLE_MODULE(PairwiseDistance);
+
+// y = x1^T A x2 + b: weight (out, in1, in2) and bias (out) ~ U(-1/sqrt(in1), 1/sqrt(in1)).
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  KINDLE_ARG(int64_t, in1_features);
+  KINDLE_ARG(int64_t, in2_features);
+  KINDLE_ARG(int64_t, out_features);
+  KINDLE_ARG(bool, bias) = true;
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+class BilinearImpl : public Module {
+ public:
+  explicit BilinearImpl(const BilinearOptions& options);
+  BilinearImpl(int64_t in1, int64_t in2, int64_t out) : BilinearImpl(BilinearOptions(in1, in2, out)) {}
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  KINDLE_MODULE_CALL
+  void reset_parameters();
+  std::string extra_repr() const override;
+  BilinearOptions options;
+  Tensor weight, bias;
+};
+KINDLE_MODULE(Bilinear);
+
+// Zeroes whole channels of (N, C, L) inputs.
+class Dropout1dImpl : public Module {
+ public:
+  explicit Dropout1dImpl(double p = 0.5);
+  Tensor forward(const Tensor& input) override { return dropout1d(input, p, is_training()); }
+  std::string extra_repr() const override;
+  double p;
+};
+KINDLE_MODULE(Dropout1d);
+
+// Dropout that keeps SELU's mean and variance.
+class AlphaDropoutImpl : public Module {
+ public:
+  explicit AlphaDropoutImpl(double p = 0.5);
+  Tensor forward(const Tensor& input) override { return alpha_dropout(input, p, is_training()); }
+  std::string extra_repr() const override;
+  double p;
+};
+KINDLE_MODULE(AlphaDropout);
+
+// Normalises each channel of each example over its spatial dims: InstanceNorm1d (N, C, L) or
+// (C, L), 2d (N, C, H, W) or (C, H, W), 3d. Without affine and tracked statistics by default.
+struct InstanceNormOptions {
+  InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
+  KINDLE_ARG(int64_t, num_features);
+  KINDLE_ARG(double, eps) = 1e-5;
+  KINDLE_ARG(double, momentum) = 0.1;
+  KINDLE_ARG(bool, affine) = false;
+  KINDLE_ARG(bool, track_running_stats) = false;
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+template <size_t D>
+class InstanceNormImpl : public Module {
+ public:
+  explicit InstanceNormImpl(const InstanceNormOptions& options);
+  explicit InstanceNormImpl(int64_t num_features) : InstanceNormImpl(InstanceNormOptions(num_features)) {}
+  Tensor forward(const Tensor& input) override;
+  std::string name() const override { return "InstanceNorm" + std::to_string(D) + "d"; }
+  std::string extra_repr() const override;
+  InstanceNormOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+};
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
+using InstanceNorm1dImpl = InstanceNormImpl<1>;
+using InstanceNorm2dImpl = InstanceNormImpl<2>;
+using InstanceNorm3dImpl = InstanceNormImpl<3>;
+KINDLE_MODULE(InstanceNorm1d);
+KINDLE_MODULE(InstanceNorm2d);
+KINDLE_MODULE(InstanceNorm3d);
+extern template class InstanceNormImpl<1>;
+extern template class InstanceNormImpl<2>;
+extern template class InstanceNormImpl<3>;
+
+// x / sqrt(mean(x^2) + eps) over the trailing normalized_shape, times weight (ones).
+struct RMSNormOptions {
+  RMSNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  RMSNormOptions(int64_t normalized_shape) : normalized_shape_({normalized_shape}) {}
+  KINDLE_ARG(std::vector<int64_t>, normalized_shape);
+  KINDLE_ARG(std::optional<double>, eps);  // unset: the dtype's machine epsilon, as Python's
+  KINDLE_ARG(bool, elementwise_affine) = true;
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+class RMSNormImpl : public Module {
+ public:
+  explicit RMSNormImpl(const RMSNormOptions& options);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  RMSNormOptions options;
+  Tensor weight;
+};
+KINDLE_MODULE(RMSNorm);
+
 }  // namespace kindle::nn

@@ -95,4 +95,112 @@ class KLDivLossImpl : public Loss {
 };
 KINDLE_MODULE(KLDivLoss);
 
+// ---- the other losses of torch.nn, each over its core op
+
+struct HingeEmbeddingLossOptions {
+  KINDLE_ARG(double, margin) = 1.0;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class HingeEmbeddingLossImpl : public Loss {
+ public:
+  explicit HingeEmbeddingLossImpl(const HingeEmbeddingLossOptions& o = {}) : Loss(o.reduction()), margin(o.margin()) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  double margin;
+};
+KINDLE_MODULE(HingeEmbeddingLoss);
+
+struct PoissonNLLLossOptions {
+  KINDLE_ARG(bool, log_input) = true;
+  KINDLE_ARG(bool, full) = false;
+  KINDLE_ARG(double, eps) = 1e-8;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class PoissonNLLLossImpl : public Loss {
+ public:
+  explicit PoissonNLLLossImpl(const PoissonNLLLossOptions& o = {}) : Loss(o.reduction()), options(o) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  PoissonNLLLossOptions options;
+};
+KINDLE_MODULE(PoissonNLLLoss);
+
+struct MultiMarginLossOptions {
+  KINDLE_ARG(int64_t, p) = 1;
+  KINDLE_ARG(double, margin) = 1.0;
+  KINDLE_ARG(Tensor, weight);  // undefined: no class weights
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class MultiMarginLossImpl : public Loss {
+ public:
+  explicit MultiMarginLossImpl(const MultiMarginLossOptions& o = {});
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  MultiMarginLossOptions options;
+  Tensor weight;  // the buffer "weight", as Python's
+};
+KINDLE_MODULE(MultiMarginLoss);
+
+struct MultiLabelMarginLossOptions {
+  MultiLabelMarginLossOptions(EnumName reduction = "mean") : reduction_(std::move(reduction)) {}
+  KINDLE_ARG(EnumName, reduction);
+};
+class MultiLabelMarginLossImpl : public Loss {
+ public:
+  explicit MultiLabelMarginLossImpl(const MultiLabelMarginLossOptions& o = {}) : Loss(o.reduction()) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+KINDLE_MODULE(MultiLabelMarginLoss);
+
+// Losses of three tensors: forward(a, b, c).
+struct MarginRankingLossOptions {
+  KINDLE_ARG(double, margin) = 0.0;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class MarginRankingLossImpl : public Module {
+ public:
+  explicit MarginRankingLossImpl(const MarginRankingLossOptions& o = {}) : options(o) {}
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
+  KINDLE_MODULE_CALL
+  MarginRankingLossOptions options;
+};
+KINDLE_MODULE(MarginRankingLoss);
+
+using CosineEmbeddingLossOptions = MarginRankingLossOptions;  // margin (default 0) and reduction
+class CosineEmbeddingLossImpl : public Module {
+ public:
+  explicit CosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& o = {}) : options(o) {}
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
+  KINDLE_MODULE_CALL
+  CosineEmbeddingLossOptions options;
+};
+KINDLE_MODULE(CosineEmbeddingLoss);
+
+struct TripletMarginLossOptions {
+  KINDLE_ARG(double, margin) = 1.0;
+  KINDLE_ARG(double, p) = 2.0;
+  KINDLE_ARG(double, eps) = 1e-6;
+  KINDLE_ARG(bool, swap) = false;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class TripletMarginLossImpl : public Module {
+ public:
+  explicit TripletMarginLossImpl(const TripletMarginLossOptions& o = {}) : options(o) {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  KINDLE_MODULE_CALL
+  TripletMarginLossOptions options;
+};
+KINDLE_MODULE(TripletMarginLoss);
+
+struct GaussianNLLLossOptions {
+  KINDLE_ARG(bool, full) = false;
+  KINDLE_ARG(double, eps) = 1e-6;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class GaussianNLLLossImpl : public Module {
+ public:
+  explicit GaussianNLLLossImpl(const GaussianNLLLossOptions& o = {}) : options(o) {}
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var);
+  KINDLE_MODULE_CALL
+  GaussianNLLLossOptions options;
+};
+KINDLE_MODULE(GaussianNLLLoss);
+
 }  // namespace kindle::nn
