@@ -199,6 +199,17 @@ def build_workloads(cfg):
                    target=1.0,
                    make=lambda rng: {n: randn(rng, 16, 4, 256, 32) for n in ("q", "k", "v")},
                    leaves=("q", "k", "v"), outputs=("out",)),
+        # nn.MultiheadAttention's body (one C++ op since issue 14 part 3; Python before): the
+        # small shape is dominated by per-call overhead, the larger one by the GEMMs.
+        NNWorkload("multi_head_attention_forward fwd [seq 16, batch 2, E 64, 4 heads]", "attention", {},
+                   both(MHA_CALL.format(w="False", h=4)), target=1.0,
+                   make=mha_inputs(16, 2, 64), outputs=("out",)),
+        NNWorkload("multi_head_attention_forward fwd, weights [seq 64, batch 8, E 256, 8 heads]", "attention", {},
+                   both(MHA_CALL.format(w="True", h=8)), target=1.0,
+                   make=mha_inputs(64, 8, 256), outputs=("out", "attn")),
+        NNWorkload("multi_head_attention_forward fwd+bwd [seq 64, batch 8, E 256, 8 heads]", "attention", {},
+                   both(clear("x", "w_in", "w_out") + MHA_CALL.format(w="False", h=8) + fb), target=1.0,
+                   make=mha_inputs(64, 8, 256), leaves=("x", "w_in", "w_out"), outputs=("out",)),
         NNWorkload("conv3d 3x3x3 16->32 fwd+bwd [4x16x16x32x32]", "conv3d", {},
                    both(clear(*xwb) + "out = F.conv3d(x, w, b, padding=1)" + fb), target=None,
                    make=lambda rng: {"x": randn(rng, 4, 16, 16, 32, 32),
@@ -214,6 +225,18 @@ def build_workloads(cfg):
                    setup={"kindle": lstm_setup_module(kindle), "torch": lstm_setup_module(torch)}),
     ]
     return W
+
+
+MHA_CALL = ("out, attn = F.multi_head_attention_forward(x, x, x, x.shape[-1], {h}, w_in, b_in, None, None, False, "
+            "0.0, w_out, b_out, training=False, need_weights={w})")
+
+
+def mha_inputs(seq, batch, embed):
+    def make(rng):
+        return {"x": randn(rng, seq, batch, embed), "w_in": randn(rng, 3 * embed, embed, scale=embed ** -0.5),
+                "b_in": randn(rng, 3 * embed, scale=0.1), "w_out": randn(rng, embed, embed, scale=embed ** -0.5),
+                "b_out": randn(rng, embed, scale=0.1)}
+    return make
 
 
 def make_spaces(wl, libs=("kindle", "torch"), seed=0):
