@@ -600,9 +600,9 @@ TEST(FrontendOptim, SequentialLRSwitchesAtMilestones) {
       seen.push_back(opt.lr(0));
     }
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(seen[i], want[i], 1e-12) << "epoch " << i;
-    return sched;
+    return sched->state_dict();  // (the scheduler refers to `opt`: it must not outlive this call)
   };
-  auto warmup_cosine = run(
+  Value sd = run(
       [](optim::Optimizer& opt) {
         return std::make_shared<optim::SequentialLR>(
             opt,
@@ -612,7 +612,6 @@ TEST(FrontendOptim, SequentialLRSwitchesAtMilestones) {
       },
       {0.1, 0.39999999999999997, 0.7, 1.0, 0.9045084971874737, 0.6545084971874737, 0.3454915028125263,
        0.09549150281252632, 0.0});
-  Value sd = warmup_cosine->state_dict();
   EXPECT_EQ(sd.at("last_epoch", "test").to_int("last_epoch"), 8);
   EXPECT_EQ(sd.at("_schedulers", "test").items("test").size(), 2u);
   run(
