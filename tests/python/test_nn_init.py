@@ -192,3 +192,16 @@ def test_trunc_normal_far_mean_warns():
         warnings.simplefilter("always")
         init.trunc_normal_(_big(2, 2), mean=10.0, a=-1.0, b=1.0)
     assert any("mean is more than 2 std" in str(x.message) for x in w)
+
+
+def test_draws_dispatch_torch_function_and_return_their_argument():
+    """uniform_/normal_/trunc_normal_ hand a __torch_function__ tensor-like to it, as torch's do;
+    on tensors (Parameters included) they fill in place and return the same object."""
+    class Like:
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func.__name__
+
+    for fn in (init.uniform_, init.normal_, init.trunc_normal_):
+        assert fn(Like()) == fn.__name__
+        w = nn.Parameter(kindle.empty(3, 4))
+        assert fn(w) is w and w.requires_grad and w.grad_fn is None

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
+from ..overrides import handle_torch_function, has_torch_function_variadic
 
 _init = _C._init
 
@@ -35,17 +36,24 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    if has_torch_function_variadic(tensor):  # a tensor-like with __torch_function__, as torch's
+        return handle_torch_function(uniform_, (tensor,), tensor=tensor, a=a, b=b, generator=generator)
     _init.uniform_(tensor, a, b, generator)
     return tensor
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(normal_, (tensor,), tensor=tensor, mean=mean, std=std, generator=generator)
     _init.normal_(tensor, mean, std, generator)
     return tensor
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Normal(mean, std) truncated to [a, b], drawn as torch 2.13 draws it (csrc/nn/init.cpp)."""
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(trunc_normal_, (tensor,), tensor=tensor, mean=mean, std=std, a=a, b=b,
+                                     generator=generator)
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
                       "be incorrect.", stacklevel=2)
