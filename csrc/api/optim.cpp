@@ -1136,24 +1136,47 @@ void ReduceLROnPlateauScheduler::load_state_dict(const Value& sd) {
   if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
 }
 
-// ---- SequentialLR
+// ---- composite schedulers
 
 namespace {
-void check_same_optimizer(const char* owner, Optimizer& opt, const std::vector<std::shared_ptr<LRScheduler>>& ss) {
-  for (size_t i = 0; i < ss.size(); ++i) {
-    KINDLE_CHECK_VALUE(ss[i] != nullptr, owner, ": the scheduler at index ", i, " is null");
-    KINDLE_CHECK_VALUE(&ss[i]->optimizer() == &opt, owner,
+Optimizer& first_optimizer(const char* owner, const std::vector<std::shared_ptr<LRScheduler>>& schedulers) {
+  KINDLE_CHECK_VALUE(!schedulers.empty(), owner, " expects at least one scheduler, but got no scheduler.");
+  KINDLE_CHECK_VALUE(schedulers[0] != nullptr, owner, ": the scheduler at index 0 is null");
+  return schedulers[0]->optimizer();
+}
+}  // namespace
+
+CompositeScheduler::CompositeScheduler(const char* owner, Optimizer& optimizer,
+                                       std::vector<std::shared_ptr<LRScheduler>> schedulers)
+    : LRScheduler(optimizer), schedulers_(std::move(schedulers)) {
+  first_optimizer(owner, schedulers_);
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    KINDLE_CHECK_VALUE(schedulers_[i] != nullptr, owner, ": the scheduler at index ", i, " is null");
+    KINDLE_CHECK_VALUE(&schedulers_[i]->optimizer() == &optimizer, owner,
                        " expects all schedulers to belong to the same optimizer, but got the scheduler at index ",
                        i, " with a different one");
   }
 }
-}  // namespace
+
+Value CompositeScheduler::parts_state_dict() const {
+  std::vector<Value> each;
+  for (auto& s : schedulers_) each.push_back(s->state_dict());
+  return Value::list(std::move(each));
+}
+
+void CompositeScheduler::load_parts_state_dict(const Value& sd, const char* owner) {
+  const auto& each = sd.at("_schedulers", owner).items("_schedulers");
+  KINDLE_CHECK_VALUE(each.size() == schedulers_.size(), owner, ".load_state_dict: the state has ", each.size(),
+                     " schedulers, this one has ", schedulers_.size());
+  for (size_t i = 0; i < each.size(); ++i) schedulers_[i]->load_state_dict(each[i]);
+  if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
+}
+
+// ---- SequentialLR
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones)
-    : LRScheduler(optimizer), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
-  KINDLE_CHECK_VALUE(!schedulers_.empty(), "SequentialLR expects at least one scheduler, but got no scheduler.");
-  check_same_optimizer("SequentialLR", optimizer, schedulers_);
+    : CompositeScheduler("SequentialLR", optimizer, std::move(schedulers)), milestones_(std::move(milestones)) {
   KINDLE_CHECK_VALUE(milestones_.size() == schedulers_.size() - 1,
                      "Sequential Schedulers expects number of schedulers provided to be one more than the number "
                      "of milestone points, but got number of schedulers ", schedulers_.size(),
@@ -1168,10 +1191,8 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
 }
 
 void SequentialLR::undo_initial_steps(LRScheduler& s) {
-  if (auto* seq = dynamic_cast<SequentialLR*>(&s)) {
-    for (auto& c : seq->schedulers_) undo_initial_steps(*c);
-  } else if (auto* chain = dynamic_cast<ChainedScheduler*>(&s)) {
-    for (auto& c : chain->schedulers()) undo_initial_steps(*c);
+  if (auto* composite = dynamic_cast<CompositeScheduler*>(&s)) {
+    for (auto& part : composite->schedulers()) undo_initial_steps(*part);
   } else {
     --s.last_epoch_;
   }
@@ -1187,45 +1208,30 @@ void SequentialLR::step() {
 }
 
 Value SequentialLR::state_dict() const {
-  std::vector<Value> each, milestones;
-  for (auto& s : schedulers_) each.push_back(s->state_dict());
+  std::vector<Value> milestones;
   for (int64_t m : milestones_) milestones.emplace_back(m);
   return Value::dict({{Value("_milestones"), Value::list(std::move(milestones))},
                       {Value("last_epoch"), Value(last_epoch_)},
                       {Value("_last_lr"), doubles(last_lr_)},
-                      {Value("_schedulers"), Value::list(std::move(each))}});
+                      {Value("_schedulers"), parts_state_dict()}});
 }
 
 void SequentialLR::load_state_dict(const Value& sd) {
-  const char* what = "SequentialLR state_dict";
-  const auto& each = sd.at("_schedulers", what).items("_schedulers");
-  KINDLE_CHECK_VALUE(each.size() == schedulers_.size(), "SequentialLR.load_state_dict: the state has ", each.size(),
-                     " schedulers, this one runs ", schedulers_.size());
+  const char* what = "SequentialLR";
   std::vector<int64_t> milestones;
   for (const Value& m : sd.at("_milestones", what).items("_milestones")) milestones.push_back(m.to_int("_milestones"));
   KINDLE_CHECK_VALUE(milestones.size() == schedulers_.size() - 1, "SequentialLR.load_state_dict: ",
                      milestones.size(), " milestones for ", schedulers_.size(), " schedulers");
-  for (size_t i = 0; i < each.size(); ++i) schedulers_[i]->load_state_dict(each[i]);
+  load_parts_state_dict(sd, what);
   milestones_ = std::move(milestones);
   last_epoch_ = sd.at("last_epoch", what).to_int("last_epoch");
-  if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
 }
 
 // ---- ChainedScheduler
 
-namespace {
-Optimizer& chained_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& schedulers) {
-  KINDLE_CHECK_VALUE(!schedulers.empty(),
-                     "ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.");
-  KINDLE_CHECK_VALUE(schedulers[0] != nullptr, "ChainedScheduler: the scheduler at index 0 is null");
-  Optimizer& opt = schedulers[0]->optimizer();
-  check_same_optimizer("ChainedScheduler", opt, schedulers);
-  return opt;
-}
-}  // namespace
-
 ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers)
-    : LRScheduler(chained_optimizer(schedulers)), schedulers_(std::move(schedulers)) {
+    // (a copy, not a move: the optimizer is read from the list in the same call)
+    : CompositeScheduler("ChainedScheduler", first_optimizer("ChainedScheduler", schedulers), schedulers) {
   last_lr_ = group_lrs();
 }
 
@@ -1235,17 +1241,9 @@ void ChainedScheduler::step() {
 }
 
 Value ChainedScheduler::state_dict() const {
-  std::vector<Value> each;
-  for (auto& s : schedulers_) each.push_back(s->state_dict());
-  return Value::dict({{Value("_last_lr"), doubles(last_lr_)}, {Value("_schedulers"), Value::list(std::move(each))}});
+  return Value::dict({{Value("_last_lr"), doubles(last_lr_)}, {Value("_schedulers"), parts_state_dict()}});
 }
 
-void ChainedScheduler::load_state_dict(const Value& sd) {
-  const auto& each = sd.at("_schedulers", "ChainedScheduler state_dict").items("_schedulers");
-  KINDLE_CHECK_VALUE(each.size() == schedulers_.size(), "ChainedScheduler.load_state_dict: the state has ",
-                     each.size(), " schedulers, this one chains ", schedulers_.size());
-  for (size_t i = 0; i < each.size(); ++i) schedulers_[i]->load_state_dict(each[i]);
-  if (const Value* l = sd.get("_last_lr")) last_lr_ = to_doubles(*l, "_last_lr");
-}
+void ChainedScheduler::load_state_dict(const Value& sd) { load_parts_state_dict(sd, "ChainedScheduler"); }
 
 }  // namespace kindle::optim

@@ -113,13 +113,11 @@ Tensor MultiheadAttentionImpl::forward(const Tensor& x) { return std::get<0>(for
 
 std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_, const Tensor& key_, const Tensor& value_,
                                                        const Tensor& key_padding_mask, bool need_weights,
-                                                       const Tensor& attn_mask_, bool average_attn_weights,
+                                                       const Tensor& attn_mask, bool average_attn_weights,
                                                        bool is_causal) {
   const auto& o = options;
   Tensor query = query_, key = key_, value = value_;
   bool batched_input = query.dim() == 3;
-  Tensor kpm = canonical_mask(key_padding_mask, "key_padding_mask", query.dtype());
-  Tensor attn_mask = canonical_mask(attn_mask_, "attn_mask", query.dtype());
   if (o.batch_first() && batched_input) {
     // Keep the identities (q is k is v) that let the projection run as one GEMM.
     bool kv_same = key.is_same(value), qk_same = query.is_same(key);
@@ -130,9 +128,9 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_,
 
   auto [out, weights] = kindle::multi_head_attention_forward(
       query, key, value, o.embed_dim(), o.num_heads(), opt(in_proj_weight), opt(in_proj_bias), opt(bias_k),
-      opt(bias_v), o.add_zero_attn(), o.dropout(), out_proj->weight, opt(out_proj->bias), is_training(), opt(kpm),
-      need_weights, opt(attn_mask), !in_proj_weight.defined(), opt(q_proj_weight), opt(k_proj_weight),
-      opt(v_proj_weight), std::nullopt, std::nullopt, average_attn_weights, is_causal);
+      opt(bias_v), o.add_zero_attn(), o.dropout(), out_proj->weight, opt(out_proj->bias), is_training(),
+      opt(key_padding_mask), need_weights, opt(attn_mask), !in_proj_weight.defined(), opt(q_proj_weight),
+      opt(k_proj_weight), opt(v_proj_weight), std::nullopt, std::nullopt, average_attn_weights, is_causal);
   if (o.batch_first() && batched_input) out = out.transpose(1, 0);
   return {out, weights};
 }

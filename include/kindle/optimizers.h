@@ -611,27 +611,39 @@ class OneCycleLR : public LRScheduler {
   std::vector<std::array<double, 2>> momentums_;
 };
 
+// A scheduler made of schedulers (ChainedScheduler, SequentialLR): it sets no rate of its own, and
+// its state dict holds each part's under "_schedulers", as Python's.
+class CompositeScheduler : public LRScheduler {
+ public:
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  // ValueError for no scheduler, a null one, or one that drives another optimizer than `optimizer`.
+  CompositeScheduler(const char* owner, Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers);
+  Value parts_state_dict() const;
+  void load_parts_state_dict(const Value& state_dict, const char* owner);
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+
+ private:
+  std::vector<double> get_lr() override { return group_lrs(); }
+  Value::Entries hyperparameters() const override { return {}; }
+  void load_hyperparameters(const Value&) override {}
+};
+
 // Steps every scheduler of the list at each step, so their effects multiply (Python's
-// ChainedScheduler). They must all drive `optimizer`.
-class ChainedScheduler : public LRScheduler {
+// ChainedScheduler). They must all drive one optimizer.
+class ChainedScheduler : public CompositeScheduler {
  public:
   explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers);
   void step() override;
   // Python's: {"_last_lr", "_schedulers": [each one's state dict]}.
   Value state_dict() const override;
   void load_state_dict(const Value& state_dict) override;
-  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
-
- private:
-  std::vector<double> get_lr() override { return group_lrs(); }
-  Value::Entries hyperparameters() const override { return {}; }
-  void load_hyperparameters(const Value&) override {}
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
 
 // Runs schedulers one after another, switching to the next at each milestone epoch, where that
 // one restarts from epoch 0 (Python's SequentialLR). They must all drive `optimizer`.
-class SequentialLR : public LRScheduler {
+class SequentialLR : public CompositeScheduler {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
@@ -639,14 +651,9 @@ class SequentialLR : public LRScheduler {
   // Python's: {"_milestones", "last_epoch", "_last_lr", "_schedulers": [each one's state dict]}.
   Value state_dict() const override;
   void load_state_dict(const Value& state_dict) override;
-  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
 
  private:
-  std::vector<double> get_lr() override { return group_lrs(); }
-  Value::Entries hyperparameters() const override { return {}; }
-  void load_hyperparameters(const Value&) override {}
-  void undo_initial_steps(LRScheduler& s);
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  static void undo_initial_steps(LRScheduler& s);
   std::vector<int64_t> milestones_;
 };
 
