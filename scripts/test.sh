@@ -7,11 +7,13 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 stage() { echo "== $1 (${SECONDS}s since start)"; }
 
-# libgloo-dev: Gloo, the collective engine under kindle.distributed (without it, distributed is off).
-if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/include/gloo/allreduce.h ] || ! command -v ninja >/dev/null; then
-  (apt-get update -qq && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache) >/dev/null
+# libgloo-dev: Gloo, the collective engine under kindle.distributed (without it, distributed is off);
+# strace: the test that a save fsyncs its file and folder traces the system calls.
+if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/include/gloo/allreduce.h ] || ! command -v ninja >/dev/null \
+    || ! command -v strace >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache strace) >/dev/null
 fi
-$PY -m pip install -q scikit-build-core nanobind mkl mkl-include pyyaml numpy pytest hypothesis safetensors scikit-learn tqdm matplotlib tensorboard
+$PY -m pip install -q scikit-build-core nanobind mkl mkl-include nlohmann-json pyyaml numpy pytest hypothesis safetensors scikit-learn tqdm matplotlib tensorboard
 # PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.
 $PY -m pip install -q torch==2.13.0 || echo "note: torch==2.13.0 not installable here; torch comparisons will skip"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "json.h"
+#include "serialize/json.h"
 #include "kindle/serialize.h"
 #include "kindle/tensor.h"
 

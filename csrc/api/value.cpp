@@ -1,7 +1,7 @@
 // kindle::Value: the object model of checkpoints (see serialize.h).
 #include <sstream>
 
-#include "json.h"
+#include "serialize/json.h"
 #include "kindle/serialize.h"
 
 namespace kindle {

@@ -101,6 +101,7 @@ void bind_optim(nb::module_& m);
 void bind_distributed(nb::module_& m);
 void bind_cuda(nb::module_& m);
 void bind_init(nb::module_& m);
+void bind_serialize(nb::module_& m);
 int tensor_tp_traverse(PyObject* self, visitproc visit, void* arg);
 int tensor_tp_clear(PyObject* self);
 

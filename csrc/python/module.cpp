@@ -225,6 +225,9 @@ NB_MODULE(_C, m) {
       PyErr_SetString(g_oom_error, e.what());
     } catch (const AssertionError& e) {
       PyErr_SetString(PyExc_AssertionError, e.what());
+    } catch (const kindle::OSError& e) {  // OSError(errno, message, filename) picks the subclass
+      nb::object args = nb::make_tuple(e.err, e.message, e.filename);
+      PyErr_SetObject(PyExc_OSError, args.ptr());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
@@ -318,6 +321,7 @@ NB_MODULE(_C, m) {
   bind_generated_ops(m, cls);
   bind_optim(m);
   bind_init(m);
+  bind_serialize(m);
   bind_distributed(m);
   bind_cuda(m);
 }

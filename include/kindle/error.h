@@ -24,6 +24,15 @@ class OutOfMemoryError : public Error { public: using Error::Error; };
 // A broken precondition that PyTorch checks with a Python `assert` (multi_head_attention_forward's
 // shape checks): AssertionError.
 class AssertionError : public Error { public: using Error::Error; };
+// A failed system call on a file (open, write, rename): Python's OSError, whose errno picks the
+// subclass (FileNotFoundError, IsADirectoryError, ...). what() ends with the file's name.
+class OSError : public Error {
+ public:
+  OSError(int err, const std::string& msg, const std::string& filename)
+      : Error(filename.empty() ? msg : msg + ": '" + filename + "'"), err(err), message(msg), filename(filename) {}
+  int err;
+  std::string message, filename;
+};
 
 namespace detail {
 template <typename... Args>

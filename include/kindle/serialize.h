@@ -1,6 +1,6 @@
-// kindle::save / kindle::load: checkpoints in the safetensors format, byte for byte as Python's
-// kindle.save writes them (python/kindle/serialization.py), so a model or optimizer saved in C++
-// loads with kindle.load in Python and the reverse.
+// kindle::save / kindle::load: checkpoints in the safetensors format. The file format (header,
+// validation, atomic write) has one implementation below both front ends (csrc/serialize/), so a
+// model or optimizer saved in C++ loads with kindle.load in Python and the reverse.
 //
 // A flat name -> tensor map (a module's state_dict) is a plain safetensors file: an 8-byte
 // little-endian header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__":
@@ -10,7 +10,8 @@
 //
 // Writes to a path are atomic (temporary file in the same folder, fsync, rename). Reads validate
 // the whole header before allocating anything: header length, JSON, dtypes, shapes, offsets
-// tiling the data exactly; a hostile or truncated file raises ValueError naming the file.
+// tiling the data exactly; a hostile or truncated file raises ValueError naming the file, and a
+// file that cannot be opened kindle::OSError.
 #pragma once
 #include <memory>
 #include <string>

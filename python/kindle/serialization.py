@@ -33,13 +33,9 @@ linear in the file's size:
   at most _VIEW_FACTOR times the file's size.
 """
 import ctypes
-import errno
 import io
 import json
 import os
-import re
-import secrets
-import struct
 import sys
 
 from . import _C
@@ -59,7 +55,6 @@ _DTYPE_TO_ST = {
     _C.int64: "I64", _C.int32: "I32", _C.int16: "I16", _C.int8: "I8",
     _C.uint8: "U8", _C.bool: "BOOL", _C.complex64: "C64",
 }
-_ST_TO_DTYPE = {v: k for k, v in _DTYPE_TO_ST.items()}
 _DTYPE_NAMES = {str(d).split(".")[-1]: d for d in _DTYPE_TO_ST}
 
 _FORMAT_VERSION = 1
@@ -161,6 +156,21 @@ def _check_view(size, stride, offset, available):
     return None
 
 
+def _checked_numel(shape):
+    """numel of a shape, or None if it is negative, too long, or its strides overflow int64."""
+    if len(shape) > _MAX_DIMS:
+        return None
+    numel, span = 1, 1
+    for s in shape:
+        if s < 0 or s > _MAX_NUMEL:
+            return None
+        numel *= s
+        span *= max(s, 1)
+        if span > _MAX_NUMEL:
+            return None
+    return numel
+
+
 def _view_budget(file_size):
     """Bytes that all the tensors loaded from a file of `file_size` bytes may address together."""
     return _VIEW_FACTOR * file_size + _VIEW_SLACK
@@ -222,7 +232,7 @@ def write_all(out, data):
 # ---------------------------------------------------------------------------------------
 
 class _Plan:
-    """What a save writes: the tensors (in file order) and the header bytes.
+    """What a save writes: the "kindle" tree of `obj` and the tensors it names, as a core plan.
 
     Built entirely before the file is opened, so an object that cannot be saved leaves
     the disk untouched.
@@ -236,7 +246,7 @@ class _Plan:
         if flat:
             for key, t in obj.items():
                 self._add(key, t)
-        self.header = self._header(flat, None if flat else self._encode(obj, [], 0))
+        self.file = self._header(flat, None if flat else self._encode(obj, [], 0))
 
     @staticmethod
     def _is_flat(obj):
@@ -312,22 +322,8 @@ class _Plan:
         if not flat:
             metadata["kindle"] = json.dumps({"version": _FORMAT_VERSION, "tree": tree},
                                             separators=(",", ":"), allow_nan=False)
-        header = {"__metadata__": metadata}
-        # Widest dtypes first: with the header padded to 8 bytes, every tensor starts at a
-        # multiple of its element size, so readers can map the file without copying.
-        order = sorted(range(len(self.tensors)), key=lambda i: -self.tensors[i][1].element_size())
-        offsets, pos = {}, 0
-        for i in order:
-            t = self.tensors[i][1]
-            n = t.numel() * t.element_size()
-            offsets[i] = (pos, pos + n)
-            pos += n
-        for i, (name, t) in enumerate(self.tensors):
-            header[name] = {"dtype": _DTYPE_TO_ST[t.dtype], "shape": list(t.shape),
-                            "data_offsets": list(offsets[i])}
-        self.tensors = [self.tensors[i] for i in order]
-        raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-        return raw + b" " * (-len(raw) % 8)
+        # The header, the file order and the byte stream are the core's (csrc/serialize/), as for C++.
+        return _C._serialize.SafetensorsPlan(self.tensors, metadata)
 
 
 class _NeedsPickle(TypeError):
@@ -353,17 +349,7 @@ def _write_plan(out, plan):
     if not isinstance(plan, _Plan):  # a pickled object: its own zip layout
         plan.write(out)
         return
-    write_all(out, struct.pack("<Q", len(plan.header)))
-    write_all(out, plan.header)
-    for name, t in plan.tensors:
-        t = t.detach()
-        if not t.is_contiguous():
-            t = t.contiguous()  # one tensor's copy at a time, never the whole file
-        view = byte_view(t)
-        if len(view) != t.numel() * t.element_size():
-            raise RuntimeError(f"kindle.save: tensor '{name}' changed size while it was being saved")
-        write_all(out, view)
-        del view
+    plan.file.write(lambda view: write_all(out, view))
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
@@ -419,132 +405,18 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
 
 def _atomic_save(path, plan):
-    target = _resolve_target(path)
-    folder, base = os.path.split(target)
-    if not os.path.isdir(folder):
-        raise RuntimeError(f"kindle.save: parent directory {folder} does not exist")
-    mode = _new_file_mode(target)
-    _remove_stale_temps(folder, base)
-    fd, tmp = _create_temp(folder, base)
-    try:
-        with open(fd, "wb", buffering=0) as out:
+    """Replace `path` atomically (csrc/serialize/atomic_file.h): a temporary file next to the
+    target (through symlinks), fsync'ed, given the target's mode and renamed over it; stale
+    temporaries of dead writers are removed first, and a failed save leaves the old file intact."""
+    def write(fd):
+        with open(fd, "wb", buffering=0, closefd=False) as out:
             _write_plan(out, plan)
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_folder(folder)
 
-
-def _resolve_target(path):
-    """The file a save to `path` replaces: through a symlink, its target (as open() would write).
-
-    The temporary file then lives in the target's folder, so the rename is atomic and the
-    link stays a link, as with torch.save.
-    """
-    path = os.path.abspath(path)
-    if not os.path.islink(path):
-        return path
-    real = os.path.realpath(path)
-    if os.path.islink(real):  # realpath stops at a symlink loop
-        raise OSError(errno.ELOOP, "kindle.save: too many levels of symbolic links", path)
-    return real
-
-
-# A save writes ".<name>.<host>.<pid>.<random>.tmp" next to its target. A save killed before
-# its rename leaves that file behind; the next save of the same target removes the ones whose
-# writer (same host, pid no longer running) is gone, never a live writer's.
-def _host_tag():
-    import hashlib
-    import socket
-    try:
-        host = socket.gethostname()
-    except OSError:
-        host = ""
-    return hashlib.sha256(host.encode("utf-8", "replace")).hexdigest()[:8]
+    _C._serialize.atomic_write(path, write)
 
 
 def _temp_name(base, pid):
-    return f".{base}.{_host_tag()}.{pid}.{secrets.token_hex(8)}.tmp"
-
-
-def _create_temp(folder, base):
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-    while True:
-        tmp = os.path.join(folder, _temp_name(base, os.getpid()))
-        try:
-            return os.open(tmp, flags, 0o600), tmp
-        except FileExistsError:  # 64 random bits: practically never
-            continue
-
-
-def _pid_alive(pid):
-    if os.name == "nt" or pid <= 0:  # on Windows os.kill(pid, 0) would terminate the process
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError):  # PermissionError: it exists, under another user
-        return True
-    return True
-
-
-def _remove_stale_temps(folder, base):
-    pattern = re.compile(re.escape(f".{base}.{_host_tag()}.") + r"(\d{1,10})\.[0-9a-f]{16}\.tmp\Z")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for entry in names:
-        m = pattern.match(entry)
-        if m is None:
-            continue
-        pid = int(m.group(1))
-        if pid == os.getpid() or _pid_alive(pid):
-            continue
-        try:
-            os.unlink(os.path.join(folder, entry))
-        except OSError:
-            pass
-
-
-def _new_file_mode(path):
-    """The mode an ordinary open() would give: keep an existing file's, else 0o666 & ~umask."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        pass
-    try:  # reading the umask without setting it (Linux)
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _fsync_folder(folder):
-    # Makes the rename itself durable. Not every platform can open a folder.
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    return _C._serialize.temp_name(base, pid)
 
 
 # ---------------------------------------------------------------------------------------
@@ -698,108 +570,21 @@ def _fail(name, what):
 
 
 def _load_safetensors(src, name, base, size, map_location):
-    if size < 8:
-        raise _fail(name, f"file is {size} bytes, too short for a safetensors header")
-    (n,) = struct.unpack("<Q", src.read(8))
-    if n > size - 8:
-        raise _fail(name, f"header length {n} is larger than the rest of the file ({size - 8} bytes); "
-                          "the file is truncated or not a safetensors file")
-    if n > _MAX_HEADER:
-        raise _fail(name, f"header length {n} exceeds the {_MAX_HEADER}-byte limit")
-    raw = src.read(n)
-    if len(raw) != n:
-        raise _fail(name, "file truncated inside the header")
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise _fail(name, f"header is not valid JSON ({type(e).__name__}: {e})") from None
-    if not isinstance(header, dict):
-        raise _fail(name, f"header must be a JSON object, got {type(header).__name__}")
-    metadata = header.pop("__metadata__", None)
-    if metadata is not None and not (isinstance(metadata, dict) and
-                                     all(isinstance(v, str) for v in metadata.values())):
-        raise _fail(name, "__metadata__ must be an object of string values")
-    specs = [_check_entry(name, key, entry) for key, entry in header.items()]
-    _check_layout(name, specs, size - 8 - n)
-
-    tensors = {}
-    for key, dtype, shape, begin, end in sorted(specs, key=lambda s: s[3]):
-        t = _C.empty(shape, dtype=dtype)
-        if end > begin:
-            src.seek(base + 8 + n + begin)
-            if not readinto_exact(src, byte_view(t)):
-                raise _fail(name, f"file truncated inside tensor '{key}'")
-        tensors[key] = _map_tensor(t, "cpu", map_location)
+    # The core reads and validates the file (csrc/serialize/safetensors.h): straight from the
+    # descriptor of a real file, through read_at for any other file object.
+    if type(src) is io.FileIO:
+        source = src.fileno()
+    else:
+        def source(offset, view):
+            src.seek(base + offset)
+            return readinto_exact(src, view)
+    named, metadata = _C._serialize.read_safetensors(source, base, size, name, _MAX_HEADER)
     src.seek(base + size)
-
+    tensors = {key: _map_tensor(t, "cpu", map_location) for key, t in named}
     tree = (metadata or {}).get("kindle")
     if tree is None:
-        return {key: tensors[key] for key in header}  # the header's order
+        return tensors  # the header's order
     return _decode_tree(name, tree, tensors)
-
-
-def _check_entry(name, key, entry):
-    what = f"tensor '{key}'"
-    if not isinstance(entry, dict):
-        raise _fail(name, f"{what}: entry must be an object, got {type(entry).__name__}")
-    dtype = entry.get("dtype")
-    if not isinstance(dtype, str) or dtype not in _ST_TO_DTYPE:
-        raise _fail(name, f"{what}: unsupported dtype {dtype!r}; expected one of {sorted(_ST_TO_DTYPE)}")
-    shape = entry.get("shape")
-    if not isinstance(shape, list) or not all(type(s) is int for s in shape):
-        raise _fail(name, f"{what}: shape must be a list of integers, got {shape!r:.200}")
-    offsets = entry.get("data_offsets")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
-        raise _fail(name, f"{what}: data_offsets must be a list of two integers, got {offsets!r:.200}")
-    dtype = _ST_TO_DTYPE[dtype]
-    numel = _checked_numel(shape)
-    if numel is None:
-        raise _fail(name, f"{what}: invalid shape {shape!r:.200} (negative, too many dimensions, "
-                          "or more elements than fit in 64 bits)")
-    stride, step = [], 1
-    for s in reversed(shape):  # contiguous strides, as _C.empty makes them
-        stride.append(step)
-        step *= max(s, 1)
-    why = _check_view(tuple(shape), tuple(reversed(stride)), 0, numel)
-    if why is not None:
-        raise _fail(name, f"{what}: {why}")
-    begin, end = offsets
-    if begin < 0 or end < begin:
-        raise _fail(name, f"{what}: data_offsets {offsets} are out of order")
-    if end - begin != numel * dtype.itemsize:
-        raise _fail(name, f"{what}: data_offsets {offsets} span {end - begin} bytes but shape {shape} of "
-                          f"{entry['dtype']} needs {numel * dtype.itemsize}")
-    return key, dtype, shape, begin, end
-
-
-def _checked_numel(shape):
-    """numel of a shape, or None if it is negative, too long, or its strides overflow int64."""
-    if len(shape) > _MAX_DIMS:
-        return None
-    numel, span = 1, 1
-    for s in shape:
-        if s < 0 or s > _MAX_NUMEL:
-            return None
-        numel *= s
-        span *= max(s, 1)
-        if span > _MAX_NUMEL:
-            return None
-    return numel
-
-
-def _check_layout(name, specs, data_len):
-    # Tensors must tile the data section exactly: no gaps, no overlaps, nothing past the end.
-    pos = 0
-    for key, _, _, begin, end in sorted(specs, key=lambda s: (s[3], s[4])):
-        if begin != pos:
-            what = "overlaps the previous tensor" if begin < pos else "leaves a gap before it"
-            raise _fail(name, f"tensor '{key}': data_offsets start at {begin}, which {what} (expected {pos})")
-        pos = end
-    if pos > data_len:
-        raise _fail(name, f"tensor data ends at byte {pos} but the file holds only {data_len} bytes of data; "
-                          "the file is truncated")
-    if pos != data_len:
-        raise _fail(name, f"{data_len - pos} bytes after the last tensor are not described by the header")
 
 
 def _decode_tree(name, text, tensors):
