@@ -1,6 +1,8 @@
 // Activations of torch.nn.functional that are compositions of core ops.
 #include "nn/common.h"
 
+#include <sstream>
+
 namespace kindle {
 
 Tensor relu6(const Tensor& self) { return hardtanh(self, 0, 6); }
@@ -32,6 +34,23 @@ Tensor softsign(const Tensor& self) { return self / (self.abs() + 1); }
 Tensor tanhshrink(const Tensor& self) { return self - self.tanh(); }
 
 Tensor logsigmoid(const Tensor& self) { return -softplus(-self); }
+
+// NaN stays NaN (times zero) with a zero gradient, as torch's kernels do.
+Tensor hardshrink(const Tensor& self, const Scalar& lambd) {
+  check_kernel_dtype(self.dtype(), "hardshrink_cpu", false, false);
+  return where(self.abs() > lambd, self, self * 0);
+}
+
+Tensor softshrink(const Tensor& self, const Scalar& lambd) {
+  check_kernel_dtype(self.dtype(), "softshrink_check", false, false);
+  double l = lambd.to_double();
+  if (l < 0) {
+    std::ostringstream v;
+    v << l << (l == double(int64_t(l)) ? ".0" : "");  // Python's float spelling in torch's message
+    throw Error("softshrink: lambda must be greater or equal to 0, but found to be " + v.str() + ".");
+  }
+  return where(self.abs() > lambd, self - self.sign() * lambd, self * 0);
+}
 
 Tensor softmin(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   return softmax(dtype ? -self.to(*dtype) : -self, dim);

@@ -328,6 +328,24 @@ Tensor hinge_embedding_loss(const Tensor& self, const Tensor& target, double mar
   return reduce_loss(margin_part + self_part, reduction, "hinge_embedding_loss");
 }
 
+Tensor soft_margin_loss(const Tensor& self, const Tensor& target, std::string_view reduction) {
+  KINDLE_CHECK(self.is_floating_point(), "result type Float can't be cast to the desired output type ",
+               scalar_type_name(self.dtype()));
+  KINDLE_CHECK_VALUE(self.sizes() == target.sizes(), "soft_margin_loss: input size ", self.sizes(),
+                     " and target size ", target.sizes(), " must be the same");
+  return reduce_loss(log1p(exp(-target * self)), reduction, "soft_margin_loss");
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                                   std::string_view reduction) {
+  nn_detail::check_reduction(reduction, "multilabel_soft_margin_loss");
+  Tensor loss = -(target * logsigmoid(self) + (1 - target) * logsigmoid(-self));
+  if (weight) loss = loss * *weight;
+  int64_t last = self.dim() - 1;  // the classes
+  loss = loss.sum(IntArrayRef{last}) / self.size(last);
+  return reduce_loss(loss, reduction, "multilabel_soft_margin_loss");
+}
+
 Tensor cosine_similarity(const Tensor& x1_in, const Tensor& x2_in, int64_t dim, double eps) {
   check_kernel_dtype(x1_in.dtype(), "cosine_similarity", true, true);  // no complex kernel
   // Normalise first (as PyTorch), which keeps the result within [-1, 1]; broadcast first so

@@ -347,4 +347,26 @@ Tensor batch_norm_grad_param(const Tensor& grad, const Tensor& input, const Tens
 
 }  // namespace autograd
 
+// Each element divided by (k + alpha * mean of the squares over `size` neighbouring channels)**beta,
+// zero-padded at the channel ends with the window centred as torch's.
+Tensor local_response_norm(const Tensor& self, int64_t size, double alpha, double beta, double k) {
+  KINDLE_CHECK_VALUE(self.dim() >= 3, "Expected 3D or higher dimensionality input (got ", self.dim(), " dimensions)");
+  if (self.numel() == 0) return self;
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "local_response_norm: Kindle has no integer form (got ",
+                               self.dtype(), ")");
+  // torch's kernel (a 3-d average pool) has no half form above 3 dimensions; neither does this one, to agree
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.dim() == 3 || (self.dtype() != kFloat16 && self.dtype() != kBFloat16),
+                               "\"avg_pool3d_out_frame\" not implemented for '", scalar_type_name(self.dtype()), "'");
+  KINDLE_CHECK_VALUE(size > 0, "local_response_norm: size must be positive, got ", size);
+  Tensor sq = self * self;
+  auto pad = [&](int64_t n) {
+    DimVector shape(sq.sizes());
+    shape[1] = n;
+    return zeros(shape, sq.dtype(), sq.device());
+  };
+  Tensor padded = cat({pad(size / 2), sq, pad((size - 1) / 2)}, 1);
+  Tensor window = padded.unfold(1, size, 1).sum(IntArrayRef{-1}) / double(size);
+  return self / (window * alpha + k).pow(beta);
+}
+
 }  // namespace kindle

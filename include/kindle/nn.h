@@ -5,6 +5,7 @@
 #include "kindle/nn/functional.h"
 #include "kindle/nn/init.h"
 #include "kindle/nn/layers.h"
+#include "kindle/nn/layers_extra.h"
 #include "kindle/nn/loss.h"
 #include "kindle/nn/module.h"
 #include "kindle/nn/options.h"

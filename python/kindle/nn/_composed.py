@@ -1,6 +1,6 @@
-"""torch.nn.functional ops composed in Python from Kindle's ops (shrinkage, gumbel_softmax,
-local_response_norm, the soft-margin losses, rrelu, pdist, max_unpool, the in-place activation
-forms). Autograd flows through the ops they call. Random ones draw as torch's CPU kernels do
+"""torch.nn.functional ops composed in Python from Kindle's ops (gumbel_softmax, rrelu, pdist,
+max_unpool, the in-place activation forms), and the Python signatures of those that moved into the
+core (csrc/nn: shrinkage, local_response_norm, the soft-margin losses). Autograd flows through the ops they call. Random ones draw as torch's CPU kernels do
 (the same distributions over the same elements in the same order), so a seed gives torch's values."""
 import math
 import warnings
@@ -17,11 +17,6 @@ __all__ = ["softshrink", "hardshrink", "gumbel_softmax", "local_response_norm", 
            "fractional_max_pool3d_with_indices"]
 
 
-def _check_lambd(op, lambd):
-    if lambd < 0:
-        raise RuntimeError(f"{op}: lambda must be greater or equal to 0, but found to be {lambd}.")
-
-
 def _check_floating(input, kernel):  # noqa: A002
     if not input.is_floating_point():
         name = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
@@ -30,15 +25,11 @@ def _check_floating(input, kernel):  # noqa: A002
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002
-    _check_floating(input, "softshrink_check")
-    _check_lambd("softshrink", lambd)
-    # NaN stays NaN and gets a zero gradient, as torch's kernels do
-    return _C.where(input.abs() > lambd, input - _C.sign(input) * lambd, input * 0)
+    return _C._nn.softshrink(input, lambd)
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
-    _check_floating(input, "hardshrink_cpu")
-    return _C.where(input.abs() > lambd, input, input * 0)  # NaN stays NaN, with a zero gradient
+    return _C._nn.hardshrink(input, lambd)
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):  # noqa: ARG001  (eps: deprecated, unused, as torch)
@@ -52,55 +43,16 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):  # noqa: ARG
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
-    """Each element divided by (k + alpha * mean of the squares over `size` neighbouring channels)**beta
-    (zero-padded at the channel ends, the window centred as torch's)."""
-    if input.dim() < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
-    if input.numel() == 0:
-        return input
-    if not input.is_floating_point():
-        raise NotImplementedError(f"local_response_norm: Kindle has no integer form (got {input.dtype})")
-    if input.dim() > 3 and input.dtype in (_C.float16, _C.bfloat16):
-        # torch's kernel (a 3-d average pool) has no half form; neither does this one, to agree
-        half = "Half" if input.dtype == _C.float16 else "BFloat16"
-        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for '{half}'")
-    sq = input * input
-    shape = list(sq.shape)
-    before, after = size // 2, (size - 1) // 2
-    pads = [_C.zeros([shape[0], n] + shape[2:], dtype=sq.dtype, device=sq.device) for n in (before, after)]
-    padded = _C.cat([pads[0], sq, pads[1]], 1)
-    window = padded.unfold(1, size, 1).sum(-1) / size
-    return input / (window * alpha + k).pow(beta)
-
-
-def _reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _C._nn.local_response_norm(input, size, alpha, beta, k)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    reduction = F._reduction(size_average, reduce, reduction)
-    if not input.is_floating_point():
-        raise RuntimeError(f"result type Float can't be cast to the desired output type {input.dtype}")
-    if input.shape != target.shape:
-        raise ValueError(f"soft_margin_loss: input size {list(input.shape)} and target size {list(target.shape)} "
-                         "must be the same")
-    return _reduce(_C.log1p(_C.exp(-target * input)), reduction)
+    return _C._nn.soft_margin_loss(input, target, F._reduction(size_average, reduce, reduction))
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                                 reduction="mean"):
-    reduction = F._reduction(size_average, reduce, reduction)
-    loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
-    if weight is not None:
-        loss = loss * weight
-    loss = loss.sum(dim=input.dim() - 1) / input.size(input.dim() - 1)
-    return _reduce(loss, reduction)
+    return _C._nn.multilabel_soft_margin_loss(input, target, weight, F._reduction(size_average, reduce, reduction))
 
 
 def _rrelu(input, lower, upper, training, inplace, generator=None):  # noqa: A002

@@ -1,0 +1,127 @@
+// include/kindle/nn/layers_extra.h: each forward is the core op Python's layer calls.
+#include "kindle/nn/layers_extra.h"
+
+#include "kindle/ops.h"
+#include "util.h"
+
+namespace kindle::nn {
+
+using detail::opt;
+using detail::py_bool;
+using detail::py_float;
+
+namespace {
+// An argument as Python prints what the user most likely passed: one int, or a tuple.
+template <size_t D>
+std::string arg(const ExpandingArray<D>& a) {
+  return a.all_equal(a[0]) ? std::to_string(a[0]) : a.str();
+}
+}  // namespace
+
+Tensor HardshrinkImpl::forward(const Tensor& input) { return hardshrink(input, options.lambda()); }
+std::string HardshrinkImpl::extra_repr() const { return py_float(options.lambda()); }
+
+SoftshrinkImpl::SoftshrinkImpl(const SoftshrinkOptions& options) : options(options) {
+  KINDLE_CHECK(options.lambda() >= 0, "softshrink: lambda must be greater or equal to 0, but found to be ",
+               py_float(options.lambda()), ".");
+}
+Tensor SoftshrinkImpl::forward(const Tensor& input) { return softshrink(input, options.lambda()); }
+std::string SoftshrinkImpl::extra_repr() const { return py_float(options.lambda()); }
+
+Tensor LocalResponseNormImpl::forward(const Tensor& input) {
+  return local_response_norm(input, options.size(), options.alpha(), options.beta(), options.k());
+}
+std::string LocalResponseNormImpl::extra_repr() const {
+  return std::to_string(options.size()) + ", alpha=" + py_float(options.alpha()) + ", beta=" + py_float(options.beta()) +
+         ", k=" + py_float(options.k());
+}
+
+Tensor Softmax2dImpl::forward(const Tensor& input) {
+  KINDLE_CHECK_VALUE(input.dim() == 3 || input.dim() == 4, "Softmax2d: expected input to be 3D or 4D, got ",
+                     input.dim(), "D instead");
+  return input.softmax(-3);
+}
+
+Tensor SoftMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return soft_margin_loss(input, target, reduction);
+}
+
+MultiLabelSoftMarginLossImpl::MultiLabelSoftMarginLossImpl(const MultiLabelSoftMarginLossOptions& o)
+    : Loss(o.reduction()) {
+  weight = register_buffer("weight", o.weight());
+}
+Tensor MultiLabelSoftMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return multilabel_soft_margin_loss(input, target, opt(weight), reduction);
+}
+
+Tensor AdaptiveAvgPool1dImpl::forward(const Tensor& input) {
+  return adaptive_avg_pool2d(input.unsqueeze(-2), {1, options.output_size()[0]}).squeeze(-2);
+}
+std::string AdaptiveAvgPool1dImpl::extra_repr() const { return "output_size=" + arg(options.output_size()); }
+
+template <size_t D>
+std::tuple<Tensor, Tensor> AdaptiveMaxPoolNdImpl<D>::forward_with_indices(const Tensor& input) {
+  if constexpr (D == 1) {
+    auto [values, indices] = adaptive_max_pool2d(input.unsqueeze(-2), {1, options.output_size()[0]});
+    return {values.squeeze(-2), indices.squeeze(-2)};
+  } else {
+    return adaptive_max_pool2d(input, options.output_size());
+  }
+}
+template <size_t D>
+std::string AdaptiveMaxPoolNdImpl<D>::extra_repr() const {
+  return "output_size=" + arg(options.output_size());
+}
+template class AdaptiveMaxPoolNdImpl<1>;
+template class AdaptiveMaxPoolNdImpl<2>;
+
+template <size_t D>
+Tensor LPPoolNdImpl<D>::forward(const Tensor& input) {
+  const auto& o = options;
+  if constexpr (D == 1)
+    return lp_pool2d(input.unsqueeze(-2), o.norm_type(), {1, o.kernel_size()[0]}, {1, o.stride()[0]}, o.ceil_mode())
+        .squeeze(-2);
+  else
+    return lp_pool2d(input, o.norm_type(), o.kernel_size(), o.stride(), o.ceil_mode());
+}
+template <size_t D>
+std::string LPPoolNdImpl<D>::extra_repr() const {
+  const auto& o = options;
+  return "norm_type=" + py_float(o.norm_type()) + ", kernel_size=" + arg(o.kernel_size()) +
+         ", stride=" + arg(o.stride()) + ", ceil_mode=" + py_bool(o.ceil_mode());
+}
+template class LPPoolNdImpl<1>;
+template class LPPoolNdImpl<2>;
+
+Tensor UnfoldImpl::forward(const Tensor& input) {
+  KINDLE_CHECK_INDEX(input.dim() >= 3, "unfold: expected a 3-D (unbatched) or 4-D (batched) input, got shape ",
+                     input.sizes());
+  bool batched = input.dim() == 4;
+  const auto& o = options;
+  Tensor cols = im2col(batched ? input : input.unsqueeze(0), o.kernel_size(), o.dilation(), o.padding(), o.stride())
+                    .transpose(1, 2);
+  return batched ? cols : cols.squeeze(0);
+}
+std::string UnfoldImpl::extra_repr() const {
+  const auto& o = options;
+  return "kernel_size=" + arg(o.kernel_size()) + ", dilation=" + arg(o.dilation()) + ", padding=" +
+         arg(o.padding()) + ", stride=" + arg(o.stride());
+}
+
+Tensor FoldImpl::forward(const Tensor& input) {
+  KINDLE_CHECK(input.dim() == 2 || input.dim() == 3,
+               "fold: Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+               "dimensions, but got: ", input.sizes());
+  bool batched = input.dim() == 3;
+  const auto& o = options;
+  Tensor img = col2im((batched ? input : input.unsqueeze(0)).transpose(1, 2), o.output_size(), o.kernel_size(),
+                      o.dilation(), o.padding(), o.stride());
+  return batched ? img : img.squeeze(0);
+}
+std::string FoldImpl::extra_repr() const {
+  const auto& o = options;
+  return "output_size=" + arg(o.output_size()) + ", kernel_size=" + arg(o.kernel_size()) + ", dilation=" +
+         arg(o.dilation()) + ", padding=" + arg(o.padding()) + ", stride=" + arg(o.stride());
+}
+
+}  // namespace kindle::nn

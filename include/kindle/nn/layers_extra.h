@@ -1,0 +1,199 @@
+// Shrinkage, local response normalisation, the soft-margin losses and the remaining pooling and
+// patch layers of torch.nn, with Python's names, arguments and defaults (and libtorch's options
+// spellings), each a thin module over the core op Python's layer calls too.
+//   nn::Hardshrink shrink(nn::HardshrinkOptions().lambda(0.3));
+//   nn::AdaptiveMaxPool1d pool(3);  auto [values, indices] = pool->forward_with_indices(x);
+#pragma once
+#include <tuple>
+
+#include "kindle/nn/loss.h"
+#include "kindle/nn/module.h"
+#include "kindle/nn/options.h"
+
+namespace kindle::nn {
+
+struct HardshrinkOptions {
+  HardshrinkOptions(double lambda = 0.5) : lambda_(lambda) {}
+  KINDLE_ARG(double, lambda);
+};
+using SoftshrinkOptions = HardshrinkOptions;
+
+// x where |x| > lambda, else 0.
+class HardshrinkImpl : public Module {
+ public:
+  explicit HardshrinkImpl(const HardshrinkOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  HardshrinkOptions options;
+};
+KINDLE_MODULE(Hardshrink);
+
+// x - lambda * sign(x) where |x| > lambda, else 0.
+class SoftshrinkImpl : public Module {
+ public:
+  explicit SoftshrinkImpl(const SoftshrinkOptions& options = {});
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  SoftshrinkOptions options;
+};
+KINDLE_MODULE(Softshrink);
+
+struct LocalResponseNormOptions {
+  LocalResponseNormOptions(int64_t size) : size_(size) {}
+  KINDLE_ARG(int64_t, size);
+  KINDLE_ARG(double, alpha) = 1e-4;
+  KINDLE_ARG(double, beta) = 0.75;
+  KINDLE_ARG(double, k) = 1.0;
+};
+class LocalResponseNormImpl : public Module {
+ public:
+  explicit LocalResponseNormImpl(const LocalResponseNormOptions& options) : options(options) {}
+  LocalResponseNormImpl(int64_t size) : options(size) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  LocalResponseNormOptions options;
+};
+KINDLE_MODULE(LocalResponseNorm);
+
+// Softmax over the channels of (C, H, W) or (N, C, H, W).
+class Softmax2dImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input) override;
+};
+KINDLE_MODULE(Softmax2d);
+
+struct SoftMarginLossOptions {
+  SoftMarginLossOptions(EnumName reduction = "mean") : reduction_(std::move(reduction)) {}
+  KINDLE_ARG(EnumName, reduction);
+};
+class SoftMarginLossImpl : public Loss {
+ public:
+  explicit SoftMarginLossImpl(const SoftMarginLossOptions& o = {}) : Loss(o.reduction()) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+KINDLE_MODULE(SoftMarginLoss);
+
+struct MultiLabelSoftMarginLossOptions {
+  KINDLE_ARG(Tensor, weight);  // undefined: no class weights
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class MultiLabelSoftMarginLossImpl : public Loss {
+ public:
+  explicit MultiLabelSoftMarginLossImpl(const MultiLabelSoftMarginLossOptions& o = {});
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  Tensor weight;  // the buffer "weight", as Python's
+};
+KINDLE_MODULE(MultiLabelSoftMarginLoss);
+
+// ---- pooling over the last dims (1-d layers run the 2-d ops on a height of one, as Python's)
+
+template <size_t D>
+struct AdaptivePoolOptions {
+  AdaptivePoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}
+  KINDLE_ARG(ExpandingArray<D>, output_size);
+};
+using AdaptiveAvgPool1dOptions = AdaptivePoolOptions<1>;
+using AdaptiveMaxPool1dOptions = AdaptivePoolOptions<1>;
+using AdaptiveMaxPool2dOptions = AdaptivePoolOptions<2>;
+
+class AdaptiveAvgPool1dImpl : public Module {
+ public:
+  AdaptiveAvgPool1dImpl(const AdaptiveAvgPool1dOptions& options) : options(options) {}
+  AdaptiveAvgPool1dImpl(ExpandingArray<1> output_size) : options(output_size) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  AdaptiveAvgPool1dOptions options;
+};
+KINDLE_MODULE(AdaptiveAvgPool1d);
+
+// forward gives the maxima; forward_with_indices also their flat positions in each plane.
+template <size_t D>
+class AdaptiveMaxPoolNdImpl : public Module {
+ public:
+  AdaptiveMaxPoolNdImpl(const AdaptivePoolOptions<D>& options) : options(options) {}
+  AdaptiveMaxPoolNdImpl(ExpandingArray<D> output_size) : options(output_size) {}
+  Tensor forward(const Tensor& input) override { return std::get<0>(forward_with_indices(input)); }
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  std::string name() const override {
+    return typeid(*this) == typeid(AdaptiveMaxPoolNdImpl) ? "AdaptiveMaxPool" + std::to_string(D) + "d"
+                                                          : Module::name();
+  }
+  std::string extra_repr() const override;
+  AdaptivePoolOptions<D> options;
+};
+using AdaptiveMaxPool1dImpl = AdaptiveMaxPoolNdImpl<1>;
+KINDLE_MODULE(AdaptiveMaxPool1d);
+using AdaptiveMaxPool2dImpl = AdaptiveMaxPoolNdImpl<2>;
+KINDLE_MODULE(AdaptiveMaxPool2d);
+extern template class AdaptiveMaxPoolNdImpl<1>;
+extern template class AdaptiveMaxPoolNdImpl<2>;
+
+// The p-norm of each window: (sum x^p)^(1/p).
+template <size_t D>
+struct LPPoolOptions {
+  LPPoolOptions(double norm_type, ExpandingArray<D> kernel_size)
+      : norm_type_(norm_type), kernel_size_(kernel_size), stride_(kernel_size) {}
+  KINDLE_ARG(double, norm_type);
+  KINDLE_ARG(ExpandingArray<D>, kernel_size);
+  KINDLE_ARG(ExpandingArray<D>, stride);  // default: the kernel size
+  KINDLE_ARG(bool, ceil_mode) = false;
+};
+using LPPool1dOptions = LPPoolOptions<1>;
+using LPPool2dOptions = LPPoolOptions<2>;
+template <size_t D>
+class LPPoolNdImpl : public Module {
+ public:
+  LPPoolNdImpl(const LPPoolOptions<D>& options) : options(options) {}
+  Tensor forward(const Tensor& input) override;
+  std::string name() const override {
+    return typeid(*this) == typeid(LPPoolNdImpl) ? "LPPool" + std::to_string(D) + "d" : Module::name();
+  }
+  std::string extra_repr() const override;
+  LPPoolOptions<D> options;
+};
+using LPPool1dImpl = LPPoolNdImpl<1>;
+KINDLE_MODULE(LPPool1d);
+using LPPool2dImpl = LPPoolNdImpl<2>;
+KINDLE_MODULE(LPPool2d);
+extern template class LPPoolNdImpl<1>;
+extern template class LPPoolNdImpl<2>;
+
+// ---- sliding-window patches: Unfold (image -> columns) and Fold (columns -> image, summing overlaps)
+
+struct UnfoldOptions {
+  UnfoldOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size) {}
+  KINDLE_ARG(ExpandingArray<2>, kernel_size);
+  KINDLE_ARG(ExpandingArray<2>, dilation) = 1;
+  KINDLE_ARG(ExpandingArray<2>, padding) = 0;
+  KINDLE_ARG(ExpandingArray<2>, stride) = 1;
+};
+class UnfoldImpl : public Module {
+ public:
+  UnfoldImpl(const UnfoldOptions& options) : options(options) {}
+  UnfoldImpl(ExpandingArray<2> kernel_size) : options(kernel_size) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  UnfoldOptions options;
+};
+KINDLE_MODULE(Unfold);
+
+struct FoldOptions {
+  FoldOptions(ExpandingArray<2> output_size, ExpandingArray<2> kernel_size)
+      : output_size_(output_size), kernel_size_(kernel_size) {}
+  KINDLE_ARG(ExpandingArray<2>, output_size);
+  KINDLE_ARG(ExpandingArray<2>, kernel_size);
+  KINDLE_ARG(ExpandingArray<2>, dilation) = 1;
+  KINDLE_ARG(ExpandingArray<2>, padding) = 0;
+  KINDLE_ARG(ExpandingArray<2>, stride) = 1;
+};
+class FoldImpl : public Module {
+ public:
+  FoldImpl(const FoldOptions& options) : options(options) {}
+  FoldImpl(ExpandingArray<2> output_size, ExpandingArray<2> kernel_size) : options(output_size, kernel_size) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  FoldOptions options;
+};
+KINDLE_MODULE(Fold);
+
+}  // namespace kindle::nn
