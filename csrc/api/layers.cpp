@@ -284,7 +284,7 @@ Tensor BatchNormNdImpl<D>::forward(const Tensor& input) {
   if constexpr (D == 1)
     KINDLE_CHECK_VALUE(input.dim() == 2 || input.dim() == 3, "expected 2D or 3D input (got ", input.dim(), "D input)");
   else
-    KINDLE_CHECK_VALUE(input.dim() == 4, "expected 4D input (got ", input.dim(), "D input)");
+    KINDLE_CHECK_VALUE(input.dim() == int64_t(D) + 2, "expected ", D + 2, "D input (got ", input.dim(), "D input)");
   double factor = options.momentum().value_or(0.0);
   if (is_training() && options.track_running_stats()) {
     autograd::NoGradGuard g;
@@ -307,6 +307,7 @@ std::string BatchNormNdImpl<D>::extra_repr() const {
 
 template class BatchNormNdImpl<1>;
 template class BatchNormNdImpl<2>;
+template class BatchNormNdImpl<3>;
 
 LayerNormImpl::LayerNormImpl(const LayerNormOptions& o) : options(o) {
   bool affine = o.elementwise_affine();

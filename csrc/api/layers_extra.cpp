@@ -1,6 +1,8 @@
 // include/kindle/nn/layers_extra.h: each forward is the core op Python's layer calls.
 #include "kindle/nn/layers_extra.h"
 
+#include "kindle/autograd.h"
+#include "kindle/nn/init.h"
 #include "kindle/ops.h"
 #include "util.h"
 
@@ -122,6 +124,47 @@ std::string FoldImpl::extra_repr() const {
   const auto& o = options;
   return "output_size=" + arg(o.output_size()) + ", kernel_size=" + arg(o.kernel_size()) + ", dilation=" +
          arg(o.dilation()) + ", padding=" + arg(o.padding()) + ", stride=" + arg(o.stride());
+}
+
+EmbeddingBagImpl::EmbeddingBagImpl(const EmbeddingBagOptions& o) : options(o) {
+  int64_t n = o.num_embeddings();
+  std::optional<int64_t> idx = o.padding_idx();
+  if (idx) {
+    KINDLE_CHECK_VALUE(*idx < n && *idx >= -n, "padding_idx must be within num_embeddings");
+    if (*idx < 0) options.padding_idx(*idx + n);
+  }
+  if (o._weight().defined()) {
+    KINDLE_CHECK_VALUE(o._weight().sizes() == IntArrayRef({n, o.embedding_dim()}),
+                       "Shape of weight does not match num_embeddings and embedding_dim");
+    weight = register_parameter("weight", o._weight().detach());
+  } else {
+    weight = register_parameter("weight", detail::new_weight({n, o.embedding_dim()}, o.dtype()));
+    reset_parameters();
+  }
+}
+
+void EmbeddingBagImpl::reset_parameters() {
+  init::normal_(weight);
+  if (options.padding_idx()) {
+    autograd::NoGradGuard g;
+    weight.select(0, *options.padding_idx()).fill_(Scalar(0));
+  }
+}
+
+Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights) {
+  const auto& o = options;
+  return embedding_bag(input, weight, opt(offsets), o.mode().name(), opt(per_sample_weights), o.include_last_offset(),
+                       o.padding_idx(), o.max_norm(), o.norm_type());
+}
+
+std::string EmbeddingBagImpl::extra_repr() const {
+  const auto& o = options;
+  std::string s = std::to_string(o.num_embeddings()) + ", " + std::to_string(o.embedding_dim());
+  if (o.max_norm()) s += ", max_norm=" + py_float(*o.max_norm());
+  if (o.norm_type() != 2) s += ", norm_type=" + py_float(o.norm_type());
+  s += ", mode='" + o.mode().name() + "'";
+  if (o.padding_idx()) s += ", padding_idx=" + std::to_string(*o.padding_idx());
+  return s;
 }
 
 }  // namespace kindle::nn

@@ -92,3 +92,30 @@ TEST(FrontendLayersExtra, FoldUnfold) {
   EXPECT_THROW(fold(randn({2, 2, 2, 2})), Error);
   EXPECT_THROW(unfold(randn({4, 6})), IndexError);
 }
+
+TEST(FrontendLayersExtra, EmbeddingBagAndBatchNorm3d) {
+  Tensor w = arange(0, 12, 1, kFloat32).reshape({4, 3});
+  nn::EmbeddingBag sum(nn::EmbeddingBagOptions(4, 3).mode(kSum)._weight(w));
+  Tensor input = tensor({0, 2, 1, 3, 3}, kInt64), offsets = tensor({0, 2}, kInt64);
+  // Bags [0, 2] and [1, 3, 3].
+  Tensor want = stack({w[0] + w[2], w[1] + w[3] + w[3]});
+  EXPECT_TRUE(equal(sum(input, offsets), want));
+  nn::EmbeddingBag mx(nn::EmbeddingBagOptions(4, 3).mode(kMax)._weight(w));
+  EXPECT_TRUE(equal(mx(input, offsets), stack({w[2], w[3]})));
+  nn::EmbeddingBag mean(nn::EmbeddingBagOptions(4, 3)._weight(w).padding_idx(-1));
+  EXPECT_EQ(*mean->options.padding_idx(), 3);
+  Tensor bags = tensor({0, 3, 2, 1}, kInt64).reshape({2, 2});  // 2-d: each row a bag; index 3 is padding
+  EXPECT_TRUE(allclose(mean(bags), stack({w[0], (w[2] + w[1]) / 2.0})));
+  EXPECT_EQ(mean->repr(), "EmbeddingBag(4, 3, mode='mean', padding_idx=3)");
+  nn::EmbeddingBag fresh(10, 4);
+  EXPECT_EQ(fresh->weight.sizes(), IntArrayRef({10, 4}));
+  EXPECT_TRUE(fresh->weight.requires_grad());
+  EXPECT_THROW(nn::EmbeddingBag(nn::EmbeddingBagOptions(4, 3).padding_idx(4)), ValueError);
+
+  nn::BatchNorm3d bn(3);
+  Tensor x = randn({2, 3, 2, 2, 2});
+  Tensor y = bn(x);
+  EXPECT_TRUE(allclose(y.mean(IntArrayRef{0, 2, 3, 4}), zeros({3}), 1e-5, 1e-5));
+  EXPECT_EQ(bn->name(), "BatchNorm3d");
+  EXPECT_THROW(bn(randn({2, 3, 4, 4})), ValueError);
+}

@@ -14,6 +14,7 @@ namespace enumtype {
 KINDLE_ENUM_TAG(kNone, "none")
 KINDLE_ENUM_TAG(kMean, "mean")
 KINDLE_ENUM_TAG(kSum, "sum")
+KINDLE_ENUM_TAG(kMax, "max")
 KINDLE_ENUM_TAG(kFanIn, "fan_in")
 KINDLE_ENUM_TAG(kFanOut, "fan_out")
 KINDLE_ENUM_TAG(kLinear, "linear")
@@ -42,6 +43,7 @@ KINDLE_ENUM_TAG(kValid, "valid")
 inline constexpr enumtype::kNone kNone{};
 inline constexpr enumtype::kMean kMean{};
 inline constexpr enumtype::kSum kSum{};
+inline constexpr enumtype::kMax kMax{};
 inline constexpr enumtype::kFanIn kFanIn{};
 inline constexpr enumtype::kFanOut kFanOut{};
 inline constexpr enumtype::kLinear kLinear{};

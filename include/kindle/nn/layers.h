@@ -147,7 +147,7 @@ KINDLE_MODULE(AdaptiveAvgPool2d);
 
 // Batch normalisation with running statistics (buffers running_mean, running_var,
 // num_batches_tracked); D is the expected input rank family: BatchNorm1d takes (N, C) or
-// (N, C, L), BatchNorm2d (N, C, H, W).
+// (N, C, L), BatchNorm2d (N, C, H, W), BatchNorm3d (N, C, D, H, W).
 template <size_t D>
 class BatchNormNdImpl : public Module {
  public:
@@ -169,8 +169,11 @@ using BatchNorm1dImpl = BatchNormNdImpl<1>;
 KINDLE_MODULE(BatchNorm1d);
 using BatchNorm2dImpl = BatchNormNdImpl<2>;
 KINDLE_MODULE(BatchNorm2d);
+using BatchNorm3dImpl = BatchNormNdImpl<3>;
+KINDLE_MODULE(BatchNorm3d);
 extern template class BatchNormNdImpl<1>;
 extern template class BatchNormNdImpl<2>;
+extern template class BatchNormNdImpl<3>;
 
 class LayerNormImpl : public Module {
  public:

@@ -4,6 +4,7 @@
 //   nn::Hardshrink shrink(nn::HardshrinkOptions().lambda(0.3));
 //   nn::AdaptiveMaxPool1d pool(3);  auto [values, indices] = pool->forward_with_indices(x);
 #pragma once
+#include <optional>
 #include <tuple>
 
 #include "kindle/nn/loss.h"
@@ -195,5 +196,38 @@ class FoldImpl : public Module {
   FoldOptions options;
 };
 KINDLE_MODULE(Fold);
+
+// ---- bags of embeddings: the sum, mean or max of each bag's rows
+
+struct EmbeddingBagOptions {
+  EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  KINDLE_ARG(int64_t, num_embeddings);
+  KINDLE_ARG(int64_t, embedding_dim);
+  KINDLE_ARG(std::optional<double>, max_norm);
+  KINDLE_ARG(double, norm_type) = 2.0;
+  KINDLE_ARG(EnumName, mode) = "mean";  // kSum, kMean or kMax
+  KINDLE_ARG(bool, include_last_offset) = false;
+  KINDLE_ARG(std::optional<int64_t>, padding_idx);
+  KINDLE_ARG(Tensor, _weight);  // a given weight instead of N(0, 1) draws
+  KINDLE_ARG(std::optional<DType>, dtype);
+};
+// input: 2-d (each row a bag) or 1-d with offsets (where each bag starts); per_sample_weights
+// scale the rows (mode sum only).
+class EmbeddingBagImpl : public Module {
+ public:
+  explicit EmbeddingBagImpl(const EmbeddingBagOptions& options);
+  EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingBagImpl(EmbeddingBagOptions(num_embeddings, embedding_dim)) {}
+  Tensor forward(const Tensor& input, const Tensor& offsets = {}, const Tensor& per_sample_weights = {});
+  void reset_parameters();
+  std::string extra_repr() const override;
+  EmbeddingBagOptions options;
+  Tensor weight;
+
+ private:
+  using Module::forward;
+};
+KINDLE_MODULE(EmbeddingBag);
 
 }  // namespace kindle::nn
