@@ -2,7 +2,8 @@
 
 SGD, Adam, AdamW, RMSprop and Adagrad update a whole parameter group in one fused C++ call
 (kindle._C._optim); Adadelta, Adafactor, Adamax, ASGD, Muon, NAdam, RAdam, Rprop, SparseAdam
-and LBFGS are written with kindle tensor ops.
+and LBFGS are written with kindle tensor ops. swa_utils: weight averaging (AveragedModel, SWALR,
+update_bn), as torch.optim.swa_utils.
 
 The implementation-choice arguments torch's constructors take are accepted everywhere torch
 accepts them: foreach and fused (fused also on the CPU, as torch allows for SGD, Adam, AdamW and
@@ -28,6 +29,7 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
+from . import swa_utils  # noqa: E402,F401  (after the optimizers it builds on)
 
 __all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "LBFGS",
            "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam",
