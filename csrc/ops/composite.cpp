@@ -547,6 +547,17 @@ const Tensor& clip_(const Tensor& self, const std::optional<Tensor>& min, const 
   return assign_result(self, clamp(input_of(self), min, max), "clip_");
 }
 
+Tensor clamp_min(const Tensor& self, const Tensor& min) { return clamp(self, min, std::nullopt); }
+Tensor clamp_max(const Tensor& self, const Tensor& max) { return clamp(self, std::nullopt, max); }
+const Tensor& clamp_min_(const Tensor& self, const Tensor& min) {
+  return assign_result(self, clamp(input_of(self), min, std::nullopt), "clamp_min_");
+}
+const Tensor& clamp_max_(const Tensor& self, const Tensor& max) {
+  return assign_result(self, clamp(input_of(self), std::nullopt, max), "clamp_max_");
+}
+
+const Tensor& copy_(const Tensor& self, const Tensor& src, bool /*non_blocking*/) { return copy_(self, src); }
+
 // ---- normal with tensor parameters: standard normal draws scaled and shifted, as PyTorch draws
 // them. Like PyTorch's, the result is differentiable with a zero gradient (not reparameterised).
 static Tensor normal_impl(const Tensor& mean, const Tensor& std, const std::optional<Generator>& generator) {

@@ -257,6 +257,8 @@ for _alias, _name in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan")
     if _name + "_" in globals():
         globals()[_alias + "_"] = globals()[_name + "_"]
 from . import linalg  # noqa: E402,F401
+from ._foreach import FUNCTIONS as _foreach_functions  # noqa: E402  (torch._foreach_*)
+globals().update(_foreach_functions)
 globals().update(linalg.install(Tensor))  # kindle.det, kindle.svd, ...; Tensor.det, ...
 
 
