@@ -4,6 +4,7 @@ cudnn and cuda: their flags are settable (scripts set torch.backends.cudnn.bench
 unconditionally) and change nothing (Kindle's CUDA backend has no cuDNN path yet).
 mkl and openmp report what Kindle's CPU kernels use."""
 import contextlib as _contextlib
+import sys as _sys
 import types as _types
 
 from .. import _C
@@ -83,4 +84,7 @@ cpu = _Flags("kindle.backends.cpu")
 # variable KINDLE_CPU_CAPABILITY (or ATEN_CPU_CAPABILITY) = default | avx2 | avx512.
 cpu.get_cpu_capability = _C._get_cpu_capability
 
-del _C
+# Importable as modules too (`import torch.backends.cudnn as cudnn`, in many published scripts).
+for _name in __all__:
+    _sys.modules.setdefault(f"{__name__}.{_name}", globals()[_name])
+del _C, _name
