@@ -273,3 +273,5 @@ def _sampler(name):
 
 poisson, binomial, _standard_gamma, _standard_gamma_grad, _sample_dirichlet = (
     _sampler(n) for n in ("poisson", "binomial", "_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet"))
+
+from . import types  # noqa: E402,F401  (torch.types; needs Size and device above)

@@ -385,7 +385,7 @@ NOT_YET = {
         "mtia", "get_device_module", "thread_safe_generator", "prepare_multiprocessing_environment",
         "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12", "get_file_path", "from_file", "USE_GLOBAL_DEPS",
         "USE_RTLD_GLOBAL_WITH_LIBTORCH", "TYPE_CHECKING", "classproperty", "version", "torch_version",
-        "return_types", "functional", "storage", "types", "quantization", "windows",
+        "return_types", "functional", "storage", "quantization", "windows",
         "AnyType", "AwaitType", "BoolType", "ClassType", "ComplexType", "ConcreteModuleType",
         "ConcreteModuleTypeBuilder", "DeserializationStorageContext", "DeviceObjType", "DictType", "EnumType",
         "FloatType", "FutureType", "InferredType", "IntType", "InterfaceType", "ListType", "NoneType", "NumberType",
