@@ -13,6 +13,7 @@ namespace kindle::nn {
 
 using detail::new_weight;
 using detail::opt;
+using detail::py_arg;
 using detail::py_bool;
 using detail::py_float;
 using detail::py_tuple;
@@ -187,12 +188,6 @@ template class ConvTransposeNdImpl<2>;
 
 // ---- pooling (1-D runs as 2-D over a unit height, as the Python front end does)
 
-// A pooling argument as Python usually holds it: one int when all dimensions agree.
-template <size_t D>
-static std::string pool_arg(const ExpandingArray<D>& a) {
-  return a.all_equal(a[0]) ? std::to_string(a[0]) : a.str();
-}
-
 template <size_t D>
 Tensor MaxPoolNdImpl<D>::forward(const Tensor& input) {
   const auto& o = options;
@@ -209,8 +204,8 @@ Tensor MaxPoolNdImpl<D>::forward(const Tensor& input) {
 template <size_t D>
 std::string MaxPoolNdImpl<D>::extra_repr() const {
   const auto& o = options;
-  return "kernel_size=" + pool_arg(o.kernel_size()) + ", stride=" + pool_arg(o.stride()) +
-         ", padding=" + pool_arg(o.padding()) + ", dilation=" + pool_arg(o.dilation()) +
+  return "kernel_size=" + py_arg(o.kernel_size()) + ", stride=" + py_arg(o.stride()) +
+         ", padding=" + py_arg(o.padding()) + ", dilation=" + py_arg(o.dilation()) +
          ", ceil_mode=" + py_bool(o.ceil_mode());
 }
 
@@ -230,8 +225,8 @@ Tensor AvgPoolNdImpl<D>::forward(const Tensor& input) {
 template <size_t D>
 std::string AvgPoolNdImpl<D>::extra_repr() const {
   const auto& o = options;
-  return "kernel_size=" + pool_arg(o.kernel_size()) + ", stride=" + pool_arg(o.stride()) +
-         ", padding=" + pool_arg(o.padding());
+  return "kernel_size=" + py_arg(o.kernel_size()) + ", stride=" + py_arg(o.stride()) +
+         ", padding=" + py_arg(o.padding());
 }
 
 template class MaxPoolNdImpl<1>;
@@ -367,20 +362,30 @@ std::string Dropout2dImpl::extra_repr() const { return "p=" + py_float(p) + ", i
 
 // ---- embedding
 
-static std::optional<int64_t> check_padding_idx(std::optional<int64_t> idx, int64_t n) {
+namespace detail {
+std::optional<int64_t> check_padding_idx(std::optional<int64_t> idx, int64_t n) {
   if (!idx) return idx;
   KINDLE_CHECK_VALUE(!(*idx > 0 && *idx >= n) && *idx >= -n, "Padding_idx must be within num_embeddings");
   return *idx < 0 ? *idx + n : *idx;
 }
 
+void init_embedding_(const Tensor& weight, std::optional<int64_t> padding_idx) {
+  init::normal_(weight);
+  if (padding_idx) {
+    autograd::NoGradGuard g;
+    weight.select(0, *padding_idx).fill_(Scalar(0));
+  }
+}
+}  // namespace detail
+
 EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& o) : options(o) {
-  options.padding_idx(check_padding_idx(o.padding_idx(), o.num_embeddings()));
+  options.padding_idx(detail::check_padding_idx(o.padding_idx(), o.num_embeddings()));
   weight = register_parameter("weight", new_weight({o.num_embeddings(), o.embedding_dim()}, o.dtype()));
   reset_parameters();
 }
 
 EmbeddingImpl::EmbeddingImpl(Pretrained, const EmbeddingOptions& o, const Tensor& w, bool freeze) : options(o) {
-  options.padding_idx(check_padding_idx(o.padding_idx(), o.num_embeddings()));
+  options.padding_idx(detail::check_padding_idx(o.padding_idx(), o.num_embeddings()));
   weight = register_parameter("weight", w.detach(), !freeze);
 }
 
@@ -390,13 +395,7 @@ Embedding Embedding::from_pretrained(const Tensor& embeddings, bool freeze, std:
                    embeddings, freeze);
 }
 
-void EmbeddingImpl::reset_parameters() {
-  init::normal_(weight);
-  if (options.padding_idx()) {
-    autograd::NoGradGuard g;
-    weight.select(0, *options.padding_idx()).fill_(Scalar(0));
-  }
-}
+void EmbeddingImpl::reset_parameters() { detail::init_embedding_(weight, options.padding_idx()); }
 
 Tensor EmbeddingImpl::forward(const Tensor& input) {
   return embedding(input, weight, options.padding_idx(), options.max_norm(), options.norm_type(),

@@ -1,32 +1,20 @@
 // include/kindle/nn/layers_extra.h: each forward is the core op Python's layer calls.
 #include "kindle/nn/layers_extra.h"
 
-#include "kindle/autograd.h"
-#include "kindle/nn/init.h"
 #include "kindle/ops.h"
 #include "util.h"
 
 namespace kindle::nn {
 
+using detail::check_padding_idx;
 using detail::opt;
+using detail::py_arg;
 using detail::py_bool;
 using detail::py_float;
-
-namespace {
-// An argument as Python prints what the user most likely passed: one int, or a tuple.
-template <size_t D>
-std::string arg(const ExpandingArray<D>& a) {
-  return a.all_equal(a[0]) ? std::to_string(a[0]) : a.str();
-}
-}  // namespace
 
 Tensor HardshrinkImpl::forward(const Tensor& input) { return hardshrink(input, options.lambda()); }
 std::string HardshrinkImpl::extra_repr() const { return py_float(options.lambda()); }
 
-SoftshrinkImpl::SoftshrinkImpl(const SoftshrinkOptions& options) : options(options) {
-  KINDLE_CHECK(options.lambda() >= 0, "softshrink: lambda must be greater or equal to 0, but found to be ",
-               py_float(options.lambda()), ".");
-}
 Tensor SoftshrinkImpl::forward(const Tensor& input) { return softshrink(input, options.lambda()); }
 std::string SoftshrinkImpl::extra_repr() const { return py_float(options.lambda()); }
 
@@ -59,7 +47,7 @@ Tensor MultiLabelSoftMarginLossImpl::forward(const Tensor& input, const Tensor& 
 Tensor AdaptiveAvgPool1dImpl::forward(const Tensor& input) {
   return adaptive_avg_pool2d(input.unsqueeze(-2), {1, options.output_size()[0]}).squeeze(-2);
 }
-std::string AdaptiveAvgPool1dImpl::extra_repr() const { return "output_size=" + arg(options.output_size()); }
+std::string AdaptiveAvgPool1dImpl::extra_repr() const { return "output_size=" + py_arg(options.output_size()); }
 
 template <size_t D>
 std::tuple<Tensor, Tensor> AdaptiveMaxPoolNdImpl<D>::forward_with_indices(const Tensor& input) {
@@ -72,7 +60,7 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPoolNdImpl<D>::forward_with_indices(const 
 }
 template <size_t D>
 std::string AdaptiveMaxPoolNdImpl<D>::extra_repr() const {
-  return "output_size=" + arg(options.output_size());
+  return "output_size=" + py_arg(options.output_size());
 }
 template class AdaptiveMaxPoolNdImpl<1>;
 template class AdaptiveMaxPoolNdImpl<2>;
@@ -89,8 +77,8 @@ Tensor LPPoolNdImpl<D>::forward(const Tensor& input) {
 template <size_t D>
 std::string LPPoolNdImpl<D>::extra_repr() const {
   const auto& o = options;
-  return "norm_type=" + py_float(o.norm_type()) + ", kernel_size=" + arg(o.kernel_size()) +
-         ", stride=" + arg(o.stride()) + ", ceil_mode=" + py_bool(o.ceil_mode());
+  return "norm_type=" + py_float(o.norm_type()) + ", kernel_size=" + py_arg(o.kernel_size()) +
+         ", stride=" + py_arg(o.stride()) + ", ceil_mode=" + py_bool(o.ceil_mode());
 }
 template class LPPoolNdImpl<1>;
 template class LPPoolNdImpl<2>;
@@ -106,8 +94,8 @@ Tensor UnfoldImpl::forward(const Tensor& input) {
 }
 std::string UnfoldImpl::extra_repr() const {
   const auto& o = options;
-  return "kernel_size=" + arg(o.kernel_size()) + ", dilation=" + arg(o.dilation()) + ", padding=" +
-         arg(o.padding()) + ", stride=" + arg(o.stride());
+  return "kernel_size=" + py_arg(o.kernel_size()) + ", dilation=" + py_arg(o.dilation()) + ", padding=" +
+         py_arg(o.padding()) + ", stride=" + py_arg(o.stride());
 }
 
 Tensor FoldImpl::forward(const Tensor& input) {
@@ -122,17 +110,13 @@ Tensor FoldImpl::forward(const Tensor& input) {
 }
 std::string FoldImpl::extra_repr() const {
   const auto& o = options;
-  return "output_size=" + arg(o.output_size()) + ", kernel_size=" + arg(o.kernel_size()) + ", dilation=" +
-         arg(o.dilation()) + ", padding=" + arg(o.padding()) + ", stride=" + arg(o.stride());
+  return "output_size=" + py_arg(o.output_size()) + ", kernel_size=" + py_arg(o.kernel_size()) + ", dilation=" +
+         py_arg(o.dilation()) + ", padding=" + py_arg(o.padding()) + ", stride=" + py_arg(o.stride());
 }
 
 EmbeddingBagImpl::EmbeddingBagImpl(const EmbeddingBagOptions& o) : options(o) {
   int64_t n = o.num_embeddings();
-  std::optional<int64_t> idx = o.padding_idx();
-  if (idx) {
-    KINDLE_CHECK_VALUE(*idx < n && *idx >= -n, "padding_idx must be within num_embeddings");
-    if (*idx < 0) options.padding_idx(*idx + n);
-  }
+  options.padding_idx(check_padding_idx(o.padding_idx(), n));
   if (o._weight().defined()) {
     KINDLE_CHECK_VALUE(o._weight().sizes() == IntArrayRef({n, o.embedding_dim()}),
                        "Shape of weight does not match num_embeddings and embedding_dim");
@@ -143,13 +127,7 @@ EmbeddingBagImpl::EmbeddingBagImpl(const EmbeddingBagOptions& o) : options(o) {
   }
 }
 
-void EmbeddingBagImpl::reset_parameters() {
-  init::normal_(weight);
-  if (options.padding_idx()) {
-    autograd::NoGradGuard g;
-    weight.select(0, *options.padding_idx()).fill_(Scalar(0));
-  }
-}
+void EmbeddingBagImpl::reset_parameters() { detail::init_embedding_(weight, options.padding_idx()); }
 
 Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights) {
   const auto& o = options;

@@ -65,7 +65,6 @@ class Tree {
   }
 
   std::string add(std::string name, const Tensor& t) {
-    KINDLE_CHECK_VALUE(t.defined(), "kindle.save: tensor '", name, "' is undefined");
     std::string base = name;
     for (int n = 1; names_.count(name) || name == "__metadata__"; ++n) name = base + "#" + std::to_string(n);
     names_.insert(name);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "serialize/json.h"
+#include "kindle/nn/options.h"
 #include "kindle/serialize.h"
 #include "kindle/tensor.h"
 
@@ -30,6 +31,17 @@ inline std::string py_tuple(const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + (v.size() == 1 ? ",)" : ")");
 }
+
+// A size argument as Python usually holds it: one int when all dimensions agree, else a tuple.
+template <size_t D>
+std::string py_arg(const ExpandingArray<D>& a) {
+  return a.all_equal(a[0]) ? std::to_string(a[0]) : a.str();
+}
+
+// padding_idx in [-n, n), made non-negative (ValueError otherwise); Embedding and EmbeddingBag.
+std::optional<int64_t> check_padding_idx(std::optional<int64_t> idx, int64_t n);
+// N(0, 1) draws with the padding row zeroed: an embedding table's initial weight.
+void init_embedding_(const Tensor& weight, std::optional<int64_t> padding_idx);
 
 // A fresh parameter-to-be of the given shape (filled by the caller's initialiser).
 inline Tensor new_weight(IntArrayRef sizes, std::optional<DType> dtype) {

@@ -1,7 +1,7 @@
 // Activations of torch.nn.functional that are compositions of core ops.
 #include "nn/common.h"
 
-#include <sstream>
+#include <charconv>
 
 namespace kindle {
 
@@ -45,9 +45,10 @@ Tensor softshrink(const Tensor& self, const Scalar& lambd) {
   check_kernel_dtype(self.dtype(), "softshrink_check", false, false);
   double l = lambd.to_double();
   if (l < 0) {
-    std::ostringstream v;
-    v << l << (l == double(int64_t(l)) ? ".0" : "");  // Python's float spelling in torch's message
-    throw Error("softshrink: lambda must be greater or equal to 0, but found to be " + v.str() + ".");
+    char buf[32];  // the shortest round-trip digits, ".0" when integral: Python's float in torch's message
+    std::string v(buf, std::to_chars(buf, buf + sizeof(buf), l).ptr);
+    if (v.find_first_of(".en") == std::string::npos) v += ".0";
+    throw Error("softshrink: lambda must be greater or equal to 0, but found to be " + v + ".");
   }
   return where(self.abs() > lambd, self - self.sign() * lambd, self * 0);
 }

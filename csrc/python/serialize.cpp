@@ -42,12 +42,6 @@ void bind_serialize(nb::module_& m) {
       .def("__init__", [](safetensors::Plan* p, safetensors::Named tensors, const nb::dict& metadata) {
         new (p) safetensors::Plan(std::move(tensors), metadata_of(metadata));
       }, nb::arg("tensors"), nb::arg("metadata"))
-      .def_prop_ro("header", [](const safetensors::Plan& p) { return nb::bytes(p.header().data(), p.header().size()); })
-      .def_prop_ro("names", [](const safetensors::Plan& p) {
-        std::vector<std::string> names;
-        for (auto& [n, t] : p.tensors()) names.push_back(n);
-        return names;
-      })
       // sink(memoryview) for each piece of the file, in order; the view is valid during the call.
       .def("write", [](const safetensors::Plan& p, nb::callable sink) {
         p.write([&](const void* data, size_t n) {

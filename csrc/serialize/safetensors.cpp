@@ -37,6 +37,7 @@ bool is_int(const json::Node& n) { return n.type == json::Node::Type::Int || n.t
 bool is_negative(const json::Node& n) { return n.type == json::Node::Type::BigInt ? n.s[0] == '-' : n.i < 0; }
 
 struct Spec {
+  size_t index;  // position in the header
   std::string key;
   DType dtype;
   std::vector<int64_t> shape;
@@ -236,6 +237,7 @@ Contents read(const Source& src, uint64_t max_header) {
   for (auto& [key, entry] : header.object) {
     if (key != "__metadata__") {
       specs.push_back(check_entry(name, key, entry));
+      specs.back().index = specs.size() - 1;
       continue;
     }
     if (entry.type == T::Null) continue;
@@ -246,19 +248,14 @@ Contents read(const Source& src, uint64_t max_header) {
     for (auto& [k, v] : entry.object) m.emplace_back(k, v.s);
     out.metadata = std::move(m);
   }
-  std::vector<std::string> order;
-  for (auto& s : specs) order.push_back(s.key);
   check_layout(name, specs, src.size - 8 - n);  // (sorts specs by offset: reads go front to back)
-  std::vector<Tensor> by_offset;
+  out.tensors.resize(specs.size());
   for (auto& s : specs) {
     Tensor t = empty_tensor(s.shape, s.dtype);
     if (s.end > s.begin && !src.read_at(8 + n + uint64_t(s.begin), t.data_ptr(), size_t(s.end - s.begin)))
       fail(name, "file truncated inside tensor '" + s.key + "'");
-    by_offset.push_back(std::move(t));
+    out.tensors[s.index] = {s.key, std::move(t)};
   }
-  std::unordered_map<std::string, size_t> at;
-  for (size_t i = 0; i < specs.size(); ++i) at.emplace(specs[i].key, i);
-  for (auto& k : order) out.tensors.emplace_back(k, by_offset[at.at(k)]);
   return out;
 }
 

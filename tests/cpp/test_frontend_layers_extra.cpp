@@ -16,7 +16,7 @@ TEST(FrontendLayersExtra, Shrinkage) {
   EXPECT_TRUE(allclose(nn::Softshrink(nn::SoftshrinkOptions().lambda(0.25))(x),
                        tensor({-0.75, -0.05, 0.0, 0.0, 0.55}, kFloat32)));
   EXPECT_EQ(nn::Hardshrink(nn::HardshrinkOptions(0.3))->repr(), "Hardshrink(0.3)");
-  EXPECT_THROW(nn::Softshrink(nn::SoftshrinkOptions(-1.0)), Error);
+  EXPECT_THROW(nn::Softshrink(nn::SoftshrinkOptions(-1.0))(x), Error);  // the op checks lambda
   EXPECT_THROW(nn::Hardshrink()(tensor({1, 2}, kInt64)), NotImplementedError);
   Tensor g = x.clone().requires_grad_();
   nn::Hardshrink()(g).sum().backward();

@@ -32,7 +32,7 @@ KINDLE_MODULE(Hardshrink);
 // x - lambda * sign(x) where |x| > lambda, else 0.
 class SoftshrinkImpl : public Module {
  public:
-  explicit SoftshrinkImpl(const SoftshrinkOptions& options = {});
+  explicit SoftshrinkImpl(const SoftshrinkOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   SoftshrinkOptions options;
