@@ -86,14 +86,15 @@ std::vector<Tensor> args_to_tensors(const nb::args& args) {
   return v;
 }
 
+// The types live in kindle.return_types (their one registry, shared with the Python ops); the
+// lookup is cached here, since results are built on every call of max, sort, ...
 static nb::object named_tuple_type(const char* name, std::initializer_list<const char*> fields) {
   static std::map<std::string, nb::object>* types = new std::map<std::string, nb::object>();
   auto it = types->find(name);
   if (it != types->end()) return it->second;
   nb::list f;
   for (const char* s : fields) f.append(nb::str(s));
-  nb::object t = nb::module_::import_("collections").attr("namedtuple")(nb::str(name), f);
-  t.attr("__module__") = nb::str("kindle.return_types");
+  nb::object t = nb::module_::import_("kindle.return_types").attr("_get")(nb::str(name), f);
   (*types)[name] = t;
   return t;
 }

@@ -54,14 +54,15 @@ _install_tensor_methods(Tensor)
 from . import _functions, _aten_nn  # noqa: E402
 globals().update({n: getattr(_aten_nn, n) for n in _aten_nn.__all__})  # torch.conv2d, torch.batch_norm, ...
 globals().update(_functions.install(Tensor))  # atleast_1d, tensor_split, histogram, ...; Tensor.where, ...
-from . import random, testing, hub, jit, profiler  # noqa: E402,F401
+from . import random, testing, hub, jit, profiler, signal  # noqa: E402,F401
 from .random import get_rng_state, set_rng_state  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A001  (torch.compile: runs eagerly)
 _is_kindle = True  # how kindle.install_as_torch tells Kindle from PyTorch under the name torch
 
 default_generator = _C.default_generator()  # shares its state with kindle.manual_seed
 
-__version__ = "0.1.0"
+from .torch_version import __version__  # noqa: E402  (a str that compares as a version)
+from . import torch_version, version, return_types  # noqa: E402,F401
 _builtin_int = _builtins.int
 
 float32 = _C.float32
@@ -275,3 +276,5 @@ poisson, binomial, _standard_gamma, _standard_gamma_grad, _sample_dirichlet = (
     _sampler(n) for n in ("poisson", "binomial", "_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet"))
 
 from . import types  # noqa: E402,F401  (torch.types; needs Size and device above)
+from ._lowrank import svd_lowrank, pca_lowrank  # noqa: E402,F401
+from . import functional  # noqa: E402,F401  (torch.functional: re-exports the functions above)

@@ -4,11 +4,10 @@ argument (tensor_split), optional extra outputs (unique_consecutive), torch's re
 (histogram), plus a few Tensor methods that are conversions or device queries. The numerics are
 the C++ ops of csrc/ops/composite_numpy.cpp."""
 import builtins
-import collections
 import math
 import warnings
 
-from . import _C
+from . import _C, return_types
 from ._torch_api import write_out
 from .autograd import Function
 
@@ -96,7 +95,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
                           return_counts)
 
 
-_histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
+_histogram_result = return_types.histogram
 
 
 class Histogram(Function):  # (its grad_fn prints as HistogramBackward)

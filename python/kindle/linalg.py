@@ -1,10 +1,9 @@
 """kindle.linalg (torch.linalg): factorisations are C++ ops over LAPACK (csrc/ops/linalg_decomp.cpp)
 with their derivatives; the rest composes them. Batch dims broadcast as in torch."""
 import builtins
-import collections
 import math
 
-from . import _C, _torch_api
+from . import _C, _torch_api, return_types
 from ._torch_api import write_out as _write
 
 LinAlgError = _C.LinAlgError
@@ -19,9 +18,7 @@ __all__ = [
 
 
 def _named(name, fields):
-    t = collections.namedtuple(name, fields)
-    t.__module__ = "kindle.return_types"
-    return t
+    return return_types._get(name, fields)
 
 
 _inv_ex_t = _named("linalg_inv_ex", ["inverse", "info"])

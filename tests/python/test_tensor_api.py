@@ -623,6 +623,9 @@ def test_return_types_match_torch(torch):
         assert isinstance(k, tuple), f"{type(k).__name__} where torch returns {type(t).__name__}"
         for name in fields or ():
             assert compare(getattr(k, name), getattr(t, name)) == []
+        if fields:  # the same type name in kindle.return_types, printed as torch prints it
+            assert type(k) is getattr(kindle.return_types, type(t).__name__)
+            assert repr(k) == repr(t).replace("torch.", "kindle.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from .. import _C
 from ..autograd import forward_ad as _fw
 from ..nn.utils.stateless import _functional_call
 from . import _vmap as _vm
+from ..utils import _pytree
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
            "stack_module_state", "functionalize", "linearize"]
@@ -71,37 +72,14 @@ def stack_module_state(models):
     return params, buffers
 
 
-# ---- pytrees of tensors (tuples, lists, dicts; anything else is a leaf)
+# ---- pytrees of tensors: kindle.utils._pytree (tuples, lists, dicts, namedtuples; anything else is a leaf)
 
 def _flatten(x):
-    if isinstance(x, (tuple, list)) and not hasattr(x, "_fields"):
-        leaves, specs = [], []
-        for e in x:
-            lv, sp = _flatten(e)
-            leaves += lv
-            specs.append(sp)
-        return leaves, (type(x), specs)
-    if isinstance(x, dict):
-        leaves, specs = [], []
-        for k in x:
-            lv, sp = _flatten(x[k])
-            leaves += lv
-            specs.append((k, sp))
-        return leaves, (dict, specs)
-    return [x], None
+    return _pytree.tree_flatten(x)
 
 
 def _unflatten(leaves, spec):
-    it = iter(leaves)
-
-    def build(sp):
-        if sp is None:
-            return next(it)
-        kind, children = sp
-        if kind is dict:
-            return {k: build(c) for k, c in children}
-        return kind(build(c) for c in children)
-    return build(spec)
+    return spec.unflatten(leaves)
 
 
 def _fresh(t, fn):
