@@ -1,5 +1,7 @@
-// Sequential, ModuleList, ModuleDict.
+// Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict.
 #include "kindle/nn/container.h"
+
+#include <sstream>
 
 namespace kindle::nn {
 
@@ -49,5 +51,87 @@ std::vector<Ptr<Module>> ModuleDictImpl::values() const {
   for (const auto& k : order_) out.push_back((*this)[k]);
   return out;
 }
+
+namespace {
+// Python's line for a parameter in these containers' reprs: ParameterList names the dtype,
+// ParameterDict the legacy tensor type ("kindle.FloatTensor"), as torch.nn does.
+std::string size_text(const Tensor& t) {
+  std::string s;
+  for (int64_t d : t.sizes()) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+const char* legacy_type(DType d) {
+  switch (d) {
+    case kFloat32: return "FloatTensor";
+    case kFloat64: return "DoubleTensor";
+    case kFloat16: return "HalfTensor";
+    case kBFloat16: return "BFloat16Tensor";
+    case kInt64: return "LongTensor";
+    case kInt32: return "IntTensor";
+    case kInt16: return "ShortTensor";
+    case kInt8: return "CharTensor";
+    case kUInt8: return "ByteTensor";
+    case kBool: return "BoolTensor";
+    case kComplex64: return "ComplexFloatTensor";
+    case kComplex128: return "ComplexDoubleTensor";
+    default: return dtype_name(d);
+  }
+}
+
+std::string parameter_lines(const OrderedDict<Tensor>& params, bool legacy_names) {
+  std::ostringstream os;
+  bool first = true;
+  for (const auto& item : params) {
+    const Tensor& t = item.value();
+    os << (first ? "" : "\n") << "  (" << item.key() << "): Parameter containing: "
+       << "[kindle." << (legacy_names ? legacy_type(t.dtype()) : dtype_name(t.dtype())) << " of size "
+       << size_text(t) << "]";
+    first = false;
+  }
+  return os.str();
+}
+}  // namespace
+
+void ParameterListImpl::append(const Tensor& param) {
+  KINDLE_CHECK_VALUE(param.defined(), "ParameterList.append: got an undefined tensor");
+  register_parameter(std::to_string(size()), param, param.requires_grad());
+}
+
+Tensor& ParameterListImpl::at(int64_t index) {
+  int64_t i = detail::wrap_index(index, size(), "ParameterList");
+  return own_parameter(std::to_string(i));
+}
+
+std::string ParameterListImpl::extra_repr() const { return parameter_lines(own_parameters(), false); }
+
+Tensor& ParameterDictImpl::insert(const std::string& key, const Tensor& param) {
+  KINDLE_CHECK_VALUE(param.defined(), "ParameterDict.insert: got an undefined tensor for '", key, "'");
+  if (contains(key)) {
+    replace_parameter(key, param);
+    Tensor& slot = own_parameter(key);
+    slot.requires_grad_(param.requires_grad());
+    return slot;
+  }
+  register_parameter(key, param, param.requires_grad());
+  return own_parameter(key);
+}
+
+Tensor ParameterDictImpl::pop(const std::string& key) {
+  Tensor t = get(key);  // KeyError when absent
+  erase_parameter(key);
+  return t;
+}
+
+void ParameterDictImpl::clear() {
+  for (const std::string& k : keys()) erase_parameter(k);
+}
+
+Tensor& ParameterDictImpl::own_parameter_at(const std::string& key) {
+  KINDLE_CHECK_AS(KeyError, contains(key), "'", key, "'");
+  return own_parameter(key);
+}
+
+std::string ParameterDictImpl::extra_repr() const { return parameter_lines(own_parameters(), true); }
 
 }  // namespace kindle::nn

@@ -207,7 +207,7 @@ Tensor GRUCellImpl::forward(const Tensor& input, const Tensor& hx) {
   return batched ? r : r.squeeze(std::vector<int64_t>{0});
 }
 
-std::tuple<Tensor, Tensor> LSTMCellImpl::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
+RNNStateOutput LSTMCellImpl::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
   auto [batched, x, h] = batch("LSTMCell", input, h0, "hx[0]");
   auto [batched2, x2, c] = batch("LSTMCell", input, c0, "hx[1]");
   auto [hn, cn] = lstm_cell(x, h, c, weight_ih, weight_hh, opt(bias_ih), opt(bias_hh));

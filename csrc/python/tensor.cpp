@@ -3,6 +3,7 @@
 #include <nanobind/stl/string_view.h>
 
 #include "kindle/autocast.h"
+#include "kindle/autograd.h"
 #include "kindle/cuda.h"
 #include "kindle/profiler.h"
 #include "python/bind_common.h"
@@ -160,6 +161,42 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::arg("cls"));
   cls.def("share_memory_", [](nb::handle_t<Tensor> h) { share_memory_(*nb::inst_ptr<Tensor>(h)); return nb::borrow(h); });
   cls.def("is_shared", [](const Tensor& t) { return is_shared(t); });
+  // Storages for Python's UntypedStorage / TypedStorage (python/kindle/storage.py): the whole
+  // storage as a byte tensor, and set_, which points a tensor at part of such a storage after
+  // checking that the geometry stays inside it (PyTorch would grow the storage instead).
+  m.def("_storage_bytes", [](const Tensor& t) {
+    const Storage& st = t.impl()->storage();
+    int64_t n = int64_t(st->nbytes()), one = 1;
+    return Tensor(intrusive_ptr<TensorImpl>::make(st, kUInt8, IntArrayRef(n), IntArrayRef(one), 0));
+  });
+  m.def("_set_storage", [](const Tensor& self, const Tensor& bytes, int64_t offset, std::vector<int64_t> sizes,
+                           std::vector<int64_t> strides) {
+    KINDLE_CHECK(self.defined() && bytes.defined(), "set_: undefined tensor");
+    KINDLE_CHECK(!(autograd::GradMode::is_enabled() && self.requires_grad()), "set_: ", self.is_leaf() ? "a leaf Variable" :
+                 "a tensor", " that requires grad cannot be pointed at another storage while grad mode is enabled "
+                 "(wrap the call in torch.no_grad())");
+    KINDLE_CHECK(sizes.size() == strides.size(), "set_: got ", sizes.size(), " sizes but ", strides.size(), " strides");
+    KINDLE_CHECK(offset >= 0, "set_: storage offset must be non-negative, got ", offset);
+    const Storage& st = bytes.impl()->storage();
+    KINDLE_CHECK(self.device() == st->device(), "set_: expected a storage on ", self.device().str(), ", got one on ",
+                 st->device().str());
+    int64_t last = offset;
+    bool empty = false;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      KINDLE_CHECK(sizes[i] >= 0, "set_: negative size ", sizes[i], " at dim ", i);
+      KINDLE_CHECK(strides[i] >= 0, "set_: negative stride ", strides[i], " at dim ", i);
+      if (sizes[i] == 0) empty = true;
+      else last += (sizes[i] - 1) * strides[i];
+    }
+    int64_t item = int64_t(itemsize(self.dtype()));
+    KINDLE_CHECK(empty || (last + 1) * item <= int64_t(st->nbytes()), "set_: a tensor of dtype ",
+                 dtype_name(self.dtype()), " with size ", IntArrayRef(sizes), ", stride ", IntArrayRef(strides),
+                 " and storage offset ", offset, " needs ", (last + 1) * item, " bytes, but the storage holds ",
+                 st->nbytes());
+    TensorImpl view(st, self.dtype(), sizes, strides, offset);
+    self.impl()->set_data(view);
+    self.bump_version();
+  }, nb::arg("self"), nb::arg("bytes"), nb::arg("offset"), nb::arg("sizes"), nb::arg("strides"));
   m.def("_share_fd", [](const Tensor& t) {
     return std::make_tuple(shared_memory_fd(t), t.impl()->storage()->nbytes());
   });

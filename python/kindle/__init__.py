@@ -34,6 +34,12 @@ from . import overrides  # noqa: E402,F401  (__torch_function__: Tensor's defaul
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import _tensor  # noqa: E402,F401  (installs Tensor.__deepcopy__ and pickling)
+from . import storage  # noqa: E402  (torch.storage; installs Tensor.untyped_storage, storage, set_)
+from .storage import UntypedStorage, TypedStorage  # noqa: E402,F401
+StorageBase = UntypedStorage
+globals().update(storage.LEGACY_CLASSES)
+Storage = storage.LEGACY_CLASSES["FloatStorage"]  # torch.Storage: the default dtype's legacy class
+storage.install(Tensor)
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: F401,E402
 from .autograd import is_inference_mode_enabled  # noqa: F401,E402
 from .serialization import save, load  # noqa: E402,F401

@@ -234,6 +234,60 @@ TEST(FrontendModule, SequentialModuleListModuleDict) {
   EXPECT_EQ(keys(dict->state_dict()), (std::vector<std::string>{"enc.weight", "enc.bias"}));
 }
 
+TEST(FrontendModule, ParameterListAndParameterDict) {
+  // libtorch's containers of parameters: registered under "0", "1", ... / their keys, each
+  // keeping its own requires_grad, trained by an optimizer like any parameter.
+  struct Net : nn::Module {
+    nn::ParameterList plist =
+        register_module("plist", nn::ParameterList(randn({3}).requires_grad_(), randn({2, 3}).requires_grad_()));
+    nn::ParameterDict pdict = register_module("pdict", nn::ParameterDict());
+  };
+  Net net;
+  net.plist->append(zeros({4}).requires_grad_(false));
+  net.pdict->insert("scale", ones({3}).requires_grad_());
+  net.pdict->insert("count", zeros({2}, kLong));
+  EXPECT_EQ(keys(net.state_dict()),
+            (std::vector<std::string>{"plist.0", "plist.1", "plist.2", "pdict.scale", "pdict.count"}));
+  EXPECT_EQ(net.plist->size(), 3u);
+  EXPECT_TRUE(net.plist[0].requires_grad() && !net.plist[-1].requires_grad());
+  EXPECT_EQ(net.plist->at(1).sizes(), IntArrayRef({2, 3}));
+  EXPECT_THROW(net.plist[3], IndexError);
+  int n = 0;
+  for (const auto& item : *net.plist) n += item.key() == std::to_string(n);
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(net.parameters().size(), 5u);
+  EXPECT_TRUE(net.pdict->contains("scale") && !net.pdict["count"].requires_grad());
+  EXPECT_EQ(net.pdict->keys(), (std::vector<std::string>{"scale", "count"}));
+  EXPECT_THROW(net.pdict["missing"], KeyError);
+
+  optim::SGD opt(net.parameters(), optim::SGDOptions(0.5));
+  Tensor loss = (net.plist[0] * net.pdict["scale"]).sum() + net.plist[1].sum();
+  loss.backward();
+  Tensor before = net.pdict["scale"].detach().clone();
+  opt.step();
+  EXPECT_FALSE(equal(net.pdict["scale"], before));  // the dict's entry is the live parameter
+
+  Tensor popped = net.pdict->pop("count");
+  EXPECT_EQ(popped.dtype(), kLong);
+  EXPECT_FALSE(net.pdict->contains("count"));
+  EXPECT_THROW(net.pdict->pop("count"), KeyError);
+  nn::ParameterDict other;
+  other->insert("scale", full({3}, 7.0));
+  other->insert("shift", zeros({1}));
+  net.pdict->update(*other);
+  EXPECT_EQ(net.pdict->keys(), (std::vector<std::string>{"scale", "shift"}));
+  EXPECT_EQ(net.pdict["scale"][0].item<double>(), 7.0);
+  EXPECT_EQ(net.plist->repr(),
+            "ParameterList(\n    (0): Parameter containing: [kindle.float32 of size 3]\n"
+            "    (1): Parameter containing: [kindle.float32 of size 2x3]\n"
+            "    (2): Parameter containing: [kindle.float32 of size 4]\n)");
+  EXPECT_EQ(net.pdict->repr(), "ParameterDict(\n    (scale): Parameter containing: [kindle.FloatTensor of size 3]\n"
+                               "    (shift): Parameter containing: [kindle.FloatTensor of size 1]\n)");
+  net.pdict->clear();
+  EXPECT_TRUE(net.pdict->empty());
+  EXPECT_EQ(nn::ParameterList()->repr(), "ParameterList()");
+}
+
 TEST(FrontendModule, BracedListsBuildLeftToRight) {
   // The layers draw their weights in the order written (Python's), whatever the compiler.
   manual_seed(11);

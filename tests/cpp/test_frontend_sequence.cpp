@@ -89,6 +89,16 @@ TEST(FrontendRNN, Cells) {
   auto [h, c] = cell(x, Tensor(), Tensor());
   auto [h1, c1] = cell->forward(x, std::make_tuple(zeros({2, 5}), zeros({2, 5})));  // libtorch's form
   EXPECT_TRUE(equal(h1, h) && equal(c1, c));
+  auto [h3, c3] = cell->forward(x);  // libtorch: (h', c') from zero states
+  EXPECT_TRUE(equal(h3, h) && equal(c3, c));
+  Tensor only_h = cell(x);
+  EXPECT_TRUE(equal(only_h, h));
+  std::shared_ptr<nn::Module> as_module = cell.ptr();  // Module's one-tensor forward: h'
+  EXPECT_TRUE(equal(as_module->forward(x), h));
+  Tensor hs = h, cs = c;
+  std::tie(hs, cs) = cell(x, std::make_tuple(hs, cs));  // a libtorch training loop's step
+  EXPECT_EQ(hs.sizes(), IntArrayRef({2, 5}));
+  EXPECT_FALSE(equal(hs, h));
   auto [h2, c2] = lstm_cell(x, zeros({2, 5}), zeros({2, 5}), cell->weight_ih, cell->weight_hh, cell->bias_ih, cell->bias_hh);
   EXPECT_TRUE(equal(h, h2));
   EXPECT_TRUE(equal(c, c2));
@@ -97,6 +107,9 @@ TEST(FrontendRNN, Cells) {
   nn::RNNCell rcell(nn::RNNCellOptions(3, 5).bias(false));
   EXPECT_EQ(keys(rcell->state_dict()), (std::vector<std::string>{"weight_ih", "weight_hh"}));
   EXPECT_TRUE(equal(rcell(x), tanh(matmul(x, rcell->weight_ih.t()))));
+  EXPECT_TRUE(equal(rcell->forward(x, zeros({2, 5})), rcell(x)));
+  std::shared_ptr<nn::Module> g = gcell.ptr();
+  EXPECT_TRUE(equal(g->forward(x), gcell->forward(x)));
   EXPECT_THROW(gcell(randn({1, 2, 3})), ValueError);
 }
 

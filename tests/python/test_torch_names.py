@@ -384,17 +384,13 @@ NOT_YET = {
         "cpp", "export", "package", "monitor", "ao", "quasirandom", "masked", "nested", "jagged",
         "mtia", "get_device_module", "thread_safe_generator", "prepare_multiprocessing_environment",
         "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12", "get_file_path", "from_file", "USE_GLOBAL_DEPS",
-        "USE_RTLD_GLOBAL_WITH_LIBTORCH", "TYPE_CHECKING", "classproperty", "storage", "quantization", "windows",
+        "USE_RTLD_GLOBAL_WITH_LIBTORCH", "TYPE_CHECKING", "classproperty", "quantization", "windows",
         "AnyType", "AwaitType", "BoolType", "ClassType", "ComplexType", "ConcreteModuleType",
         "ConcreteModuleTypeBuilder", "DeserializationStorageContext", "DeviceObjType", "DictType", "EnumType",
         "FloatType", "FutureType", "InferredType", "IntType", "InterfaceType", "ListType", "NoneType", "NumberType",
         "OptionalType", "PyObjectType", "RRefType", "SerializationStorageContext", "StreamObjType", "StringType",
         "SymBoolType", "SymIntType", "TensorType", "TupleType", "Type", "UnionType",
-        # storages (Tensor.untyped_storage and the typed storage classes)
-        "Storage", "StorageBase", "TypedStorage", "UntypedStorage", "BFloat16Storage", "BoolStorage",
-        "ByteStorage", "CharStorage", "ComplexDoubleStorage", "ComplexFloatStorage", "DoubleStorage",
-        "FloatStorage", "HalfStorage", "IntStorage", "LongStorage", "ShortStorage", "QInt32Storage",
-        "QInt8Storage", "QUInt2x4Storage", "QUInt4x2Storage", "QUInt8Storage",
+        "QInt32Storage", "QInt8Storage", "QUInt2x4Storage", "QUInt4x2Storage", "QUInt8Storage",
         # quantization
         "qint32", "qint8", "quint2x4", "quint4x2", "quint8", "qscheme", "per_channel_affine",
         "per_channel_affine_float_qparams", "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric",
@@ -448,8 +444,8 @@ NOT_YET["Tensor"] = {
     "is_sparse_csr", "resize_as_sparse_", "row_indices", "smm", "sparse_dim", "sparse_mask", "sparse_resize_",
     "sparse_resize_and_clear_", "sspaddmm", "to_sparse_bsc", "to_sparse_bsr", "to_sparse_csc", "to_sparse_csr",
     "values", "to_padded_tensor",
-    # storages, set_ and in-place restriding
-    "storage", "storage_type", "untyped_storage", "set_", "as_strided_", "as_strided_scatter",
+    # in-place restriding
+    "as_strided_", "as_strided_scatter",
     # quantization, oneDNN layouts
     "dequantize", "int_repr", "q_per_channel_axis", "q_per_channel_scales", "q_per_channel_zero_points", "q_scale",
     "q_zero_point", "qscheme", "to_mkldnn",

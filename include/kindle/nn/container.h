@@ -1,4 +1,4 @@
-// Containers: Sequential, ModuleList, ModuleDict (children named "0", "1", ... or by key, as in
+// Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict (children named "0", "1", ... or by key, as in
 // Python, so state-dict keys match: "0.weight", "layers.2.bias"). A child is given as a holder
 // (nn::Linear(3, 4)), a shared pointer to a module, or a temporary module object (moved in).
 #pragma once
@@ -228,5 +228,66 @@ class ModuleDictImpl : public Module {
   std::vector<std::string> order_;
 };
 KINDLE_MODULE(ModuleDict);
+
+// Holds parameters in a list, named "0", "1", ... (state-dict keys "plist.0"). Each keeps its
+// own requires_grad, as libtorch's. Iterating gives OrderedDict items (item.key(), item.value()).
+class ParameterListImpl : public Module {
+ public:
+  ParameterListImpl() = default;
+  template <typename... Ts, typename = std::enable_if_t<(sizeof...(Ts) > 0) &&
+                                                        (std::is_convertible_v<const Ts&, const Tensor&> && ...)>>
+  explicit ParameterListImpl(const Ts&... params) {
+    (append(params), ...);
+  }
+  void append(const Tensor& param);
+  void append(const OrderedDict<Tensor>::Item& item) { append(item.value()); }
+  template <typename C>
+  void extend(const C& container) {
+    for (const auto& p : container) append(p);
+  }
+  Tensor& at(int64_t index);
+  const Tensor& at(int64_t index) const { return const_cast<ParameterListImpl*>(this)->at(index); }
+  Tensor& operator[](int64_t index) { return at(index); }
+  const Tensor& operator[](int64_t index) const { return at(index); }
+  size_t size() const noexcept { return own_parameters().size(); }
+  bool is_empty() const noexcept { return own_parameters().empty(); }
+  auto begin() const { return own_parameters().begin(); }
+  auto end() const { return own_parameters().end(); }
+  std::string extra_repr() const override;
+};
+KINDLE_MODULE(ParameterList);
+
+// Holds parameters by name, in insertion order (libtorch's ParameterDict).
+class ParameterDictImpl : public Module {
+ public:
+  ParameterDictImpl() = default;
+  explicit ParameterDictImpl(const OrderedDict<Tensor>& params) {
+    for (const auto& item : params) insert(item.key(), item.value());
+  }
+  // Adds or replaces `key`; the parameter keeps its own requires_grad.
+  Tensor& insert(const std::string& key, const Tensor& param);
+  // Removes and returns `key`; KeyError when absent.
+  Tensor pop(const std::string& key);
+  void update(const ParameterDictImpl& other) {
+    for (const auto& item : other.own_parameters()) insert(item.key(), item.value());
+  }
+  void clear();
+  bool contains(const std::string& key) const noexcept { return own_parameters().contains(key); }
+  size_t size() const noexcept { return own_parameters().size(); }
+  bool empty() const noexcept { return own_parameters().empty(); }
+  std::vector<std::string> keys() const { return own_parameters().keys(); }
+  std::vector<Tensor> values() const { return own_parameters().values(); }
+  const Tensor& get(const std::string& key) const { return own_parameters().at(key); }
+  Tensor& get(const std::string& key) { return own_parameter_at(key); }
+  Tensor& operator[](const std::string& key) { return get(key); }
+  const Tensor& operator[](const std::string& key) const { return get(key); }
+  auto begin() const { return own_parameters().begin(); }
+  auto end() const { return own_parameters().end(); }
+  std::string extra_repr() const override;
+
+ private:
+  Tensor& own_parameter_at(const std::string& key);
+};
+KINDLE_MODULE(ParameterDict);
 
 }  // namespace kindle::nn

@@ -214,6 +214,8 @@ class Module {
   void add_child(const std::string& name, Ptr<Module> module);
   void replace_or_add_child(const std::string& name, Ptr<Module> module);
   Tensor& own_parameter(const std::string& name) { return parameters_.at(name); }
+  // Containers of parameters (ParameterDict) take them out again; false if absent.
+  bool erase_parameter(const std::string& name) { return parameters_.erase(name); }
 
  private:
   void check_new_name(const std::string& name, const char* what) const;

@@ -94,15 +94,20 @@ class GRUImpl : public RNNBase {
 KINDLE_MODULE(GRU);
 
 // Cells: one step. Inputs (N, input_size) or unbatched (input_size); states likewise.
+// `cell->forward(x)` and `cell(x, h)` are libtorch's calls: RNNCell and GRUCell return h',
+// LSTMCell returns (h', c') (and converts to h'). Module's one-tensor forward (what Sequential
+// calls) gives h' from zero states for each of them.
 class RNNCellBase : public Module {
  public:
   RNNCellBase(const RNNCellOptions& options, int64_t num_chunks);
+  Tensor forward(const Tensor& input) override { return hidden_from_zeros(input); }
   void reset_parameters();
   std::string extra_repr() const override;
   RNNCellOptions options;
   Tensor weight_ih, weight_hh, bias_ih, bias_hh;
 
  protected:
+  virtual Tensor hidden_from_zeros(const Tensor& input) = 0;
   // (batched?, input as 2-D, state as 2-D or zeros)
   std::tuple<bool, Tensor, Tensor> batch(const char* name, const Tensor& input, const Tensor& state,
                                          const char* state_name) const;
@@ -112,9 +117,12 @@ class RNNCellImpl : public RNNCellBase {
  public:
   explicit RNNCellImpl(const RNNCellOptions& options);
   RNNCellImpl(int64_t input_size, int64_t hidden_size) : RNNCellImpl(RNNCellOptions(input_size, hidden_size)) {}
-  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
-  Tensor forward(const Tensor& input, const Tensor& hx);
+  // An undefined hx starts from zeros.
+  Tensor forward(const Tensor& input, const Tensor& hx = {});
   KINDLE_MODULE_CALL
+
+ protected:
+  Tensor hidden_from_zeros(const Tensor& input) override { return forward(input); }
 };
 KINDLE_MODULE(RNNCell);
 
@@ -122,9 +130,11 @@ class GRUCellImpl : public RNNCellBase {
  public:
   explicit GRUCellImpl(const GRUCellOptions& options) : RNNCellBase(options, 3) {}
   GRUCellImpl(int64_t input_size, int64_t hidden_size) : GRUCellImpl(GRUCellOptions(input_size, hidden_size)) {}
-  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
-  Tensor forward(const Tensor& input, const Tensor& hx);
+  Tensor forward(const Tensor& input, const Tensor& hx = {});
   KINDLE_MODULE_CALL
+
+ protected:
+  Tensor hidden_from_zeros(const Tensor& input) override { return forward(input); }
 };
 KINDLE_MODULE(GRUCell);
 
@@ -132,15 +142,16 @@ class LSTMCellImpl : public RNNCellBase {
  public:
   explicit LSTMCellImpl(const LSTMCellOptions& options) : RNNCellBase(options, 4) {}
   LSTMCellImpl(int64_t input_size, int64_t hidden_size) : LSTMCellImpl(LSTMCellOptions(input_size, hidden_size)) {}
-  // The new hidden state h' (from zero states).
-  Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, Tensor(), Tensor())); }
-  // (h', c'); undefined h / c start from zeros.
-  std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h, const Tensor& c);
-  // libtorch's form: hx = (h, c), or none for zeros.
-  std::tuple<Tensor, Tensor> forward(const Tensor& input, const std::optional<std::tuple<Tensor, Tensor>>& hx) {
+  // (h', c'); hx = (h, c), or none for zeros (libtorch's form).
+  RNNStateOutput forward(const Tensor& input, const std::optional<std::tuple<Tensor, Tensor>>& hx = std::nullopt) {
     return hx ? forward(input, std::get<0>(*hx), std::get<1>(*hx)) : forward(input, Tensor(), Tensor());
   }
+  // Undefined h / c start from zeros.
+  RNNStateOutput forward(const Tensor& input, const Tensor& h, const Tensor& c);
   KINDLE_MODULE_CALL
+
+ protected:
+  Tensor hidden_from_zeros(const Tensor& input) override { return std::get<0>(forward(input)); }
 };
 KINDLE_MODULE(LSTMCell);
 
