@@ -67,6 +67,12 @@ Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
                                              expand(dilation, 2, {}, op, "dilation"), ceil_mode));
 }
 
+// The op expands a single value to all three dims.
+Tensor max_pool3d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
+  return std::get<0>(max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
 Tensor max_pool1d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
   const char* op = "max_pool1d";
@@ -87,6 +93,10 @@ Tensor dropout(const Tensor& input, const DropoutFuncOptions& o) {
 }
 Tensor dropout2d(const Tensor& input, const DropoutFuncOptions& o) {
   Tensor out = kindle::dropout2d(input, o.p(), o.training());
+  return o.inplace() ? input.copy_(out) : out;
+}
+Tensor dropout3d(const Tensor& input, const DropoutFuncOptions& o) {
+  Tensor out = kindle::dropout3d(input, o.p(), o.training());
   return o.inplace() ? input.copy_(out) : out;
 }
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& o) { return kindle::softmax(input, o.dim(), o.dtype()); }
@@ -112,6 +122,17 @@ Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& o) {
 Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& o) {
   return kindle::max_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
+Tensor max_pool3d(const Tensor& input, const MaxPool3dFuncOptions& o) {
+  return std::get<0>(
+      kindle::max_pool3d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode()));
+}
+Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& o) {
+  return kindle::avg_pool3d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
+                            o.divisor_override());
+}
+Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& o) {
+  return kindle::adaptive_avg_pool3d(input, o.output_size());
+}
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& o) {
   return kindle::avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
                             o.divisor_override());
@@ -124,6 +145,13 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions
   if (!o.padding().mode().empty())  // 'same' / 'valid', resolved by the op (as Python's F.conv2d)
     return kindle::_conv2d_padding(input, weight, bias, o.stride(), o.padding().mode(), o.dilation(), o.groups());
   return kindle::conv2d(input, weight, bias, o.stride(), o.padding(), o.dilation(), o.groups());
+}
+
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& o) {
+  auto bias = o.bias().defined() ? std::optional<Tensor>(o.bias()) : std::nullopt;
+  if (!o.padding().mode().empty())
+    return kindle::_conv3d_padding(input, weight, bias, o.stride(), o.padding().mode(), o.dilation(), o.groups());
+  return kindle::conv3d(input, weight, bias, o.stride(), o.padding(), o.dilation(), o.groups());
 }
 
 namespace {

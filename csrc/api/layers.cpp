@@ -85,13 +85,15 @@ Tensor ConvNdImpl<D>::forward(const Tensor& input) {
   const std::string& pmode = o.padding().mode();
   auto conv = [&](const Tensor& x, IntArrayRef padding) {
     if constexpr (D == 1) return conv1d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
-    else return conv2d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+    else if constexpr (D == 2) return conv2d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
+    else return conv3d(x, weight, opt(bias), o.stride(), padding, o.dilation(), o.groups());
   };
   if (o.padding_mode() == "zeros") {
     if (pmode.empty()) return conv(input, o.padding());
     // 'same' / 'valid': the op resolves it (as F.conv2d's string padding does)
     if constexpr (D == 1) return _conv1d_padding(input, weight, opt(bias), o.stride(), pmode, o.dilation(), o.groups());
-    else return _conv2d_padding(input, weight, opt(bias), o.stride(), pmode, o.dilation(), o.groups());
+    else if constexpr (D == 2) return _conv2d_padding(input, weight, opt(bias), o.stride(), pmode, o.dilation(), o.groups());
+    else return _conv3d_padding(input, weight, opt(bias), o.stride(), pmode, o.dilation(), o.groups());
   }
   // Other padding modes pad explicitly, in F.pad's order (last spatial dimension first, left then
   // right), with 'same''s odd element at the end, then convolve unpadded.
@@ -121,6 +123,7 @@ std::string ConvNdImpl<D>::extra_repr() const {
 
 template class ConvNdImpl<1>;
 template class ConvNdImpl<2>;
+template class ConvNdImpl<3>;
 
 template <size_t D>
 ConvTransposeNdImpl<D>::ConvTransposeNdImpl(const ConvTransposeOptions<D>& o) : options(o) {
@@ -165,8 +168,10 @@ Tensor ConvTransposeNdImpl<D>::forward(const Tensor& input, const std::optional<
   std::optional<Tensor> b = bias.defined() ? std::optional<Tensor>(bias) : std::nullopt;
   if constexpr (D == 1) {
     return conv_transpose1d(input, weight, b, o.stride(), o.padding(), output_padding, o.groups(), o.dilation());
-  } else {
+  } else if constexpr (D == 2) {
     return conv_transpose2d(input, weight, b, o.stride(), o.padding(), output_padding, o.groups(), o.dilation());
+  } else {
+    return conv_transpose3d(input, weight, b, o.stride(), o.padding(), output_padding, o.groups(), o.dilation());
   }
 }
 
@@ -185,6 +190,7 @@ std::string ConvTransposeNdImpl<D>::extra_repr() const {
 
 template class ConvTransposeNdImpl<1>;
 template class ConvTransposeNdImpl<2>;
+template class ConvTransposeNdImpl<3>;
 
 // ---- pooling (1-D runs as 2-D over a unit height, as the Python front end does)
 
@@ -195,8 +201,11 @@ Tensor MaxPoolNdImpl<D>::forward(const Tensor& input) {
     auto out = max_pool2d_with_indices(input.unsqueeze(-2), {1, o.kernel_size()[0]}, {1, o.stride()[0]},
                                        {0, o.padding()[0]}, {1, o.dilation()[0]}, o.ceil_mode());
     return std::get<0>(out).squeeze(std::vector<int64_t>{-2});
-  } else {
+  } else if constexpr (D == 2) {
     return std::get<0>(max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                               o.ceil_mode()));
+  } else {
+    return std::get<0>(max_pool3d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
                                                o.ceil_mode()));
   }
 }
@@ -216,9 +225,13 @@ Tensor AvgPoolNdImpl<D>::forward(const Tensor& input) {
     return avg_pool2d(input.unsqueeze(-2), {1, o.kernel_size()[0]}, {1, o.stride()[0]}, {0, o.padding()[0]},
                       o.ceil_mode(), o.count_include_pad())
         .squeeze(std::vector<int64_t>{-2});
-  } else {
+  } else if constexpr (D == 2) {
     KINDLE_CHECK_INDEX(input.dim() >= 3, "avg_pool2d: expected a 3-D or 4-D input, got shape ", input.sizes());
-    return avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+    return avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
+                      o.divisor_override());
+  } else {
+    return avg_pool3d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
+                      o.divisor_override());
   }
 }
 
@@ -231,10 +244,13 @@ std::string AvgPoolNdImpl<D>::extra_repr() const {
 
 template class MaxPoolNdImpl<1>;
 template class MaxPoolNdImpl<2>;
+template class MaxPoolNdImpl<3>;
 template class AvgPoolNdImpl<1>;
 template class AvgPoolNdImpl<2>;
+template class AvgPoolNdImpl<3>;
 
 Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) { return adaptive_avg_pool2d(input, output_size); }
+Tensor AdaptiveAvgPool3dImpl::forward(const Tensor& input) { return adaptive_avg_pool3d(input, output_size); }
 
 // ---- normalisation
 
@@ -359,6 +375,9 @@ std::string DropoutImpl::extra_repr() const { return "p=" + py_float(p) + ", inp
 Dropout2dImpl::Dropout2dImpl(double p) : p(p) { check_p(p); }
 Tensor Dropout2dImpl::forward(const Tensor& input) { return dropout2d(input, p, is_training()); }
 std::string Dropout2dImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+Dropout3dImpl::Dropout3dImpl(double p) : p(p) { check_p(p); }
+Tensor Dropout3dImpl::forward(const Tensor& input) { return dropout3d(input, p, is_training()); }
+std::string Dropout3dImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
 
 // ---- embedding
 

@@ -54,8 +54,10 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPoolNdImpl<D>::forward_with_indices(const 
   if constexpr (D == 1) {
     auto [values, indices] = adaptive_max_pool2d(input.unsqueeze(-2), {1, options.output_size()[0]});
     return {values.squeeze(-2), indices.squeeze(-2)};
-  } else {
+  } else if constexpr (D == 2) {
     return adaptive_max_pool2d(input, options.output_size());
+  } else {
+    return adaptive_max_pool3d(input, options.output_size());
   }
 }
 template <size_t D>
@@ -64,6 +66,7 @@ std::string AdaptiveMaxPoolNdImpl<D>::extra_repr() const {
 }
 template class AdaptiveMaxPoolNdImpl<1>;
 template class AdaptiveMaxPoolNdImpl<2>;
+template class AdaptiveMaxPoolNdImpl<3>;
 
 template <size_t D>
 Tensor LPPoolNdImpl<D>::forward(const Tensor& input) {
@@ -71,8 +74,10 @@ Tensor LPPoolNdImpl<D>::forward(const Tensor& input) {
   if constexpr (D == 1)
     return lp_pool2d(input.unsqueeze(-2), o.norm_type(), {1, o.kernel_size()[0]}, {1, o.stride()[0]}, o.ceil_mode())
         .squeeze(-2);
-  else
+  else if constexpr (D == 2)
     return lp_pool2d(input, o.norm_type(), o.kernel_size(), o.stride(), o.ceil_mode());
+  else
+    return lp_pool3d(input, o.norm_type(), o.kernel_size(), o.stride(), o.ceil_mode());
 }
 template <size_t D>
 std::string LPPoolNdImpl<D>::extra_repr() const {
@@ -82,6 +87,7 @@ std::string LPPoolNdImpl<D>::extra_repr() const {
 }
 template class LPPoolNdImpl<1>;
 template class LPPoolNdImpl<2>;
+template class LPPoolNdImpl<3>;
 
 Tensor UnfoldImpl::forward(const Tensor& input) {
   KINDLE_CHECK_INDEX(input.dim() >= 3, "unfold: expected a 3-D (unbatched) or 4-D (batched) input, got shape ",

@@ -12,4 +12,10 @@ Tensor reduce_loss(const Tensor& loss, std::string_view reduction, const char* o
 void check_reduction(std::string_view reduction, const char* op);
 inline Tensor zero_like_scalar(const Tensor& t) { return scalar_tensor_of(0, t.dtype()); }
 
+// A convolution's padding='valid' / 'same' over n spatial dims: the (maybe end-padded) input and
+// the symmetric padding to convolve it with (csrc/nn/conv.cpp).
+std::pair<Tensor, DimVector> padding_from_string(const Tensor& input, const Tensor& weight, IntArrayRef stride,
+                                                 std::string_view padding, IntArrayRef dilation, size_t n,
+                                                 const char* op);
+
 }  // namespace kindle::nn_detail

@@ -202,7 +202,7 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Ten
       .squeeze(IntArrayRef{2});
 }
 
-namespace {
+namespace nn_detail {
 
 // padding='valid' is no padding; 'same' pads dilation * (kernel - 1) per spatial dim, half on
 // each side, the odd element at the end (by padding the input there, as PyTorch does). Returns
@@ -229,17 +229,17 @@ std::pair<Tensor, DimVector> padding_from_string(const Tensor& input, const Tens
   return {odd ? pad(input, extra) : input, sym};
 }
 
-}  // namespace
+}  // namespace nn_detail
 
 Tensor _conv1d_padding(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                        IntArrayRef stride, std::string_view padding, IntArrayRef dilation, int64_t groups) {
-  auto [x, p] = padding_from_string(input, weight, stride, padding, dilation, 1, "conv1d");
+  auto [x, p] = nn_detail::padding_from_string(input, weight, stride, padding, dilation, 1, "conv1d");
   return conv1d(x, weight, bias, stride, p, dilation, groups);
 }
 
 Tensor _conv2d_padding(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                        IntArrayRef stride, std::string_view padding, IntArrayRef dilation, int64_t groups) {
-  auto [x, p] = padding_from_string(input, weight, stride, padding, dilation, 2, "conv2d");
+  auto [x, p] = nn_detail::padding_from_string(input, weight, stride, padding, dilation, 2, "conv2d");
   return conv2d(x, weight, bias, stride, p, dilation, groups);
 }
 

@@ -102,6 +102,14 @@ Tensor dropout2d(const Tensor& self, double p, bool training) {
   return dropout_impl(self, p, training, true, "dropout2d");
 }
 
+Tensor dropout3d(const Tensor& self, double p, bool training) {
+  KINDLE_CHECK(self.dim() == 4 || self.dim() == 5, "dropout3d: Expected 4D or 5D input, but received a ", self.dim(),
+               "D input (channel-wise dropout over 3 spatial dimensions, a channel dimension and an optional batch "
+               "dimension)");
+  if (self.dim() == 4) return dropout_impl(self.unsqueeze(0), p, training, true, "dropout3d").squeeze(IntArrayRef{0});
+  return dropout_impl(self, p, training, true, "dropout3d");
+}
+
 Tensor alpha_dropout(const Tensor& self, double p, bool training) {
   check_p(p, "alpha_dropout");
   if (!training || p == 0) return self;

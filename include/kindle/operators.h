@@ -22,8 +22,16 @@ KINDLE_CPP_OPERATOR(<, lt)
 KINDLE_CPP_OPERATOR(<=, le)
 KINDLE_CPP_OPERATOR(>, gt)
 KINDLE_CPP_OPERATOR(>=, ge)
+// libtorch's remainder, bitwise and shift operators (masks: `a | b`, `~mask`)
+KINDLE_CPP_OPERATOR(%, remainder)
+KINDLE_CPP_OPERATOR(&, bitwise_and)
+KINDLE_CPP_OPERATOR(|, bitwise_or)
+KINDLE_CPP_OPERATOR(^, bitwise_xor)
+KINDLE_CPP_OPERATOR(<<, bitwise_left_shift)
+KINDLE_CPP_OPERATOR(>>, bitwise_right_shift)
 #undef KINDLE_CPP_OPERATOR
 inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator~(const Tensor& a) { return bitwise_not(a); }
 
 // In place, as libtorch: t += u is t.add_(u).
 #define KINDLE_CPP_COMPOUND(op, fn)                                                                      \
@@ -33,6 +41,10 @@ KINDLE_CPP_COMPOUND(+=, add_)
 KINDLE_CPP_COMPOUND(-=, sub_)
 KINDLE_CPP_COMPOUND(*=, mul_)
 KINDLE_CPP_COMPOUND(/=, div_)
+KINDLE_CPP_COMPOUND(%=, remainder_)
+KINDLE_CPP_COMPOUND(&=, bitwise_and_)
+KINDLE_CPP_COMPOUND(|=, bitwise_or_)
+KINDLE_CPP_COMPOUND(^=, bitwise_xor_)
 #undef KINDLE_CPP_COMPOUND
 
 }  // namespace kindle

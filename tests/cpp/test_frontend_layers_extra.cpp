@@ -119,3 +119,79 @@ TEST(FrontendLayersExtra, EmbeddingBagAndBatchNorm3d) {
   EXPECT_EQ(bn->name(), "BatchNorm3d");
   EXPECT_THROW(bn(randn({2, 3, 4, 4})), ValueError);
 }
+
+namespace {
+double sum_of_products(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
+}  // namespace
+
+TEST(FrontendLayersExtra, ThreeDimensionalLayers) {
+  // The 3-d layers over the ops Python's F.conv3d / max_pool3d / ... call (csrc/nn/conv3d.cpp).
+  manual_seed(3);
+  nn::Conv3d conv(nn::Conv3dOptions(2, 4, 3).padding(1));
+  Tensor x = randn({2, 2, 4, 5, 3}, kFloat64);
+  conv->to(kFloat64);
+  Tensor y = conv(x);
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 4, 4, 5, 3}));
+  // One output element by the definition: sum over channels and the 3x3x3 window (zero padded).
+  Tensor xp = pad(x, {1, 1, 1, 1, 1, 1});
+  Tensor window = xp.index({0, indexing::Slice(), indexing::Slice(1, 4), indexing::Slice(2, 5), indexing::Slice(0, 3)});
+  double want = (window * conv->weight[3]).sum().item<double>() + conv->bias[3].item<double>();
+  EXPECT_NEAR(y.index({0, 3, 1, 2, 0}).item<double>(), want, 1e-10);
+  EXPECT_EQ(conv->repr(), "Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1))");
+  EXPECT_EQ(conv(x[0]).sizes(), IntArrayRef({4, 4, 5, 3}));  // unbatched
+  nn::Conv3d same(nn::Conv3dOptions(2, 4, 3).padding(kSame));  // for a 3x3x3 kernel: padding 1
+  same->to(kFloat64);
+  {
+    NoGradGuard guard;
+    same->weight.copy_(conv->weight);
+    same->bias.copy_(conv->bias);
+  }
+  EXPECT_TRUE(allclose(same(x), y));
+  y.sum().backward();
+  EXPECT_EQ(conv->weight.grad().sizes(), conv->weight.sizes());
+  EXPECT_THROW(conv(randn({2, 3, 4, 4, 4}, kFloat64)), Error);
+
+  // The transposed convolution is the adjoint of the convolution: <conv(x), g> == <x, convT(g)>.
+  Tensor w = randn({2, 3, 2, 3, 2}, kFloat64), a = randn({1, 2, 3, 4, 3}, kFloat64);
+  Tensor ct = conv_transpose3d(a, w, std::nullopt, {2, 1, 2}, {0, 1, 0});
+  Tensor g = randn(ct.sizes(), kFloat64);
+  Tensor back = conv3d(g, w, std::nullopt, {2, 1, 2}, {0, 1, 0});
+  EXPECT_EQ(back.sizes(), a.sizes());
+  EXPECT_NEAR(sum_of_products(ct, g), sum_of_products(a, back), 1e-9);
+  nn::ConvTranspose3d convt(nn::ConvTranspose3dOptions(2, 3, {2, 3, 2}).stride(2));
+  EXPECT_EQ(convt(randn({1, 2, 2, 2, 2})).sizes(), IntArrayRef({1, 3, 4, 5, 4}));
+  EXPECT_EQ(convt->repr(), "ConvTranspose3d(2, 3, kernel_size=(2, 3, 2), stride=(2, 2, 2))");
+
+  Tensor v = arange(0, 64, 1, kFloat32).reshape({1, 1, 4, 4, 4});
+  nn::MaxPool3d mp(2);
+  EXPECT_TRUE(equal(mp(v), tensor({21.0, 23.0, 29.0, 31.0, 53.0, 55.0, 61.0, 63.0}, kFloat32).reshape({1, 1, 2, 2, 2})));
+  auto [vals, idx] = max_pool3d_with_indices(v, {2, 2, 2});
+  EXPECT_TRUE(equal(idx.to(kFloat32), vals));  // arange: the value is its flat position
+  EXPECT_EQ(mp->repr(), "MaxPool3d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
+  nn::AvgPool3d ap(nn::AvgPool3dOptions(2).stride(1));
+  EXPECT_EQ(ap(v).sizes(), IntArrayRef({1, 1, 3, 3, 3}));
+  EXPECT_FLOAT_EQ(ap(v).index({0, 0, 0, 0, 0}).item<float>(), (0 + 1 + 4 + 5 + 16 + 17 + 20 + 21) / 8.0f);
+  EXPECT_FLOAT_EQ(nn::AvgPool3d(nn::AvgPool3dOptions(2).divisor_override(1))(v).index({0, 0, 0, 0, 0}).item<float>(),
+                  84.0f);
+  EXPECT_TRUE(allclose(nn::AdaptiveAvgPool3d(1)(v), v.mean().reshape({1, 1, 1, 1, 1})));
+  EXPECT_EQ(nn::AdaptiveMaxPool3d(nn::AdaptiveMaxPool3dOptions({1, 2, 2}))(v).sizes(), IntArrayRef({1, 1, 1, 2, 2}));
+  auto [amax, aidx] = nn::AdaptiveMaxPool3d(nn::AdaptiveMaxPool3dOptions(1))->forward_with_indices(v);
+  EXPECT_EQ(amax.item<float>(), 63.0f);
+  EXPECT_EQ(aidx.item<int64_t>(), 63);
+  // LP pooling with p = 1 over positive values: the window sums.
+  EXPECT_TRUE(allclose(nn::LPPool3d(nn::LPPool3dOptions(1, 2))(v), nn::AvgPool3d(2)(v) * 8.0));
+  nn::Dropout3d drop(0.5);
+  Tensor ones5 = ones({4, 8, 2, 2, 2});
+  Tensor dropped = drop(ones5);
+  // Whole channels are zeroed or scaled by 2.
+  Tensor per_channel = dropped.amax(IntArrayRef{2, 3, 4}), channel_min = dropped.amin(IntArrayRef{2, 3, 4});
+  EXPECT_TRUE(equal(per_channel, channel_min));
+  EXPECT_TRUE(((per_channel == 0) | (per_channel == 2)).all().item<bool>());
+  drop->eval();
+  EXPECT_TRUE(equal(drop(ones5), ones5));
+  EXPECT_EQ(drop->repr(), "Dropout3d(p=0.5, inplace=False)");
+  namespace F = nn::functional;
+  EXPECT_TRUE(equal(F::max_pool3d(v, F::MaxPool3dFuncOptions(2)), mp(v)));
+  EXPECT_TRUE(equal(max_pool3d(v, 2), mp(v)));
+  EXPECT_TRUE(allclose(F::conv3d(x, conv->weight, F::Conv3dFuncOptions().bias(conv->bias).padding(1)), conv(x)));
+}

@@ -127,6 +127,23 @@ TEST(FrontendLibtorch, NumberOperandsIndexingAndCompoundAssignment) {
   u *= 2;
   u -= 1.0;
   EXPECT_TRUE(equal(u, tensor({3.0f, 7.0f, 11.0f})));
+  // libtorch's mask and integer operators
+  Tensor a = t > 1.5, b = t < 2.5;
+  EXPECT_TRUE(equal(a & b, tensor({false, true, false})));
+  EXPECT_TRUE(equal(a | b, tensor({true, true, true})));
+  EXPECT_TRUE(equal(a ^ b, tensor({true, false, true})));
+  EXPECT_TRUE(equal(~a, tensor({true, false, false})));
+  EXPECT_TRUE(equal(m % 3, tensor({{1, 2}, {0, 1}})));
+  EXPECT_TRUE(equal(m << 1, m * 2));
+  EXPECT_TRUE(equal(m >> 1, tensor({{0, 1}, {1, 2}})));
+  Tensor bits = tensor({0b1100, 0b1010});
+  bits &= 0b1000;
+  bits |= 1;
+  bits ^= 0b1001;
+  EXPECT_TRUE(equal(bits, tensor({0, 0})));
+  Tensor r = tensor({7, 8});
+  r %= 3;
+  EXPECT_TRUE(equal(r, tensor({1, 2})));
   EXPECT_TRUE(equal(m.slice(1, 1, 2), tensor({{2}, {4}})));
   Tensor g = ones({2}).requires_grad_();
   EXPECT_FALSE((g * 2).data().requires_grad());

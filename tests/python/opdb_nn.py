@@ -408,6 +408,13 @@ def _lp_pool1d_samples(g):
             g.S(t((2, 3, 8), "T"), 2, 2)]
 
 
+def _lp_pool3d_samples(g):
+    t = g.t
+    return [g.S(t((1, 2, 4, 4, 4), low=0.1, high=3), 2, 2), g.S(t((2, 5, 6, 4), low=0.1, high=3), 3.0, (2, 3, 2)),
+            g.S(t((1, 2, 5, 5, 5)), 2, 3, 2), g.S(t((1, 2, 5, 5, 5), low=0.1, high=3), 1.5, 3, 2, ceil_mode=True),
+            g.S(t((1, 1, 4, 4, 4), "T"), 1, 2)]
+
+
 def _triplet_errors(g):
     t = g.t
     return [g.S(t((3, 4)), t((3, 4)), t((4,))), g.S(t((3, 4)), t((3, 5)), t((3, 4))),
@@ -1165,6 +1172,8 @@ NN_OPS: list[OpInfo] = [
     fop("dropout1d", _dropout_samples([(2, 3, 4), (3, 4)]), ALL, inplace=True, errors=_dropout_nd_errors(1), kind="nn_random"),
     fop("dropout2d", _dropout_samples([(2, 3, 2, 2), (3, 2, 2)]), ALL, inplace=True, errors=_dropout_nd_errors(2),
         kind="nn_random"),
+    fop("dropout3d", _dropout_samples([(2, 3, 2, 2, 2), (3, 2, 2, 2)]), ALL, inplace=True, errors=_dropout_nd_errors(3),
+        kind="nn_random"),
     fop("alpha_dropout", _alpha_dropout_samples, ALL, inplace=True, errors=lambda g: [g.S(g.t((3, 4)), 1.5, True)],
         kind="nn_random"),
 
@@ -1205,13 +1214,16 @@ NN_OPS: list[OpInfo] = [
     fop("adaptive_max_pool1d", _adaptive_max1d_samples, op_names=("adaptive_max_pool2d",), errors=_adaptive_errors(1),
         kind="nn_pool"),
     # 3-d: compositions of the 2-d kernels (python/kindle/nn/functional3d.py)
-    fop("conv3d", _conv3d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(3), kind="nn_conv", op_names=()),
-    fop("conv_transpose3d", _conv_t3d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, kind="nn_conv", op_names=()),
-    fop("max_pool3d", _max_pool3d_samples, NUMERIC, errors=_pool_errors(3, True), kind="nn_pool", op_names=()),
-    fop("avg_pool3d", _avg_pool3d_samples, ("float32", "float64", "int64"), dtypes_gap=("int64",), tol=ACC, errors=_pool_errors(3, False), kind="nn_pool", op_names=()),
-    fop("adaptive_avg_pool3d", _adaptive3d_samples(False), FLOATS, tol=ACC, errors=_adaptive_errors(3), kind="nn_pool",
-        op_names=()),
-    fop("adaptive_max_pool3d", _adaptive3d_samples(True), FLOATS, errors=_adaptive_errors(3), kind="nn_pool", op_names=()),
+    fop("conv3d", _conv3d_samples, NUMERIC + COMPLEX, dtypes_gap=INTS, tol=CONV_ACC, grad_tol=CONV_GRAD_TOL, errors=_conv_errors(3), kind="nn_conv",
+        op_names=("conv3d", "_conv3d_padding")),
+    fop("conv_transpose3d", _conv_t3d_samples, FLOATS + COMPLEX + ("int64",), dtypes_gap=("int64",), tol=CONV_T_TOL, grad_tol=CONV_GRAD_TOL, kind="nn_conv"),
+    fop("max_pool3d", _max_pool3d_samples, NUMERIC, errors=_pool_errors(3, True), kind="nn_pool",
+        op_names=("max_pool3d_with_indices",)),
+    fop("avg_pool3d", _avg_pool3d_samples, ("float32", "float64", "int64"), dtypes_gap=("int64",), tol=ACC, errors=_pool_errors(3, False), kind="nn_pool"),
+    fop("lp_pool3d", _lp_pool3d_samples, ("float32", "float64", "int64", "bool"), dtypes_gap=("int64", "bool"),
+        tol=HALF_LOOSE, kind="nn_pool"),
+    fop("adaptive_avg_pool3d", _adaptive3d_samples(False), FLOATS, tol=ACC, errors=_adaptive_errors(3), kind="nn_pool"),
+    fop("adaptive_max_pool3d", _adaptive3d_samples(True), FLOATS, errors=_adaptive_errors(3), kind="nn_pool"),
     fop("interpolate", _interpolate_samples, FLOATS + ("uint8",), dtypes_gap=("uint8",), tol=ACC, errors=_interpolate_errors),
     fop("upsample", _upsample_samples, FLOATS + ("uint8",), dtypes_gap=("uint8",), tol=ACC, op_names=("interpolate",)),
 

@@ -45,6 +45,8 @@ Tensor max_pool1d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
                   IntArrayRef dilation = 1, bool ceil_mode = false);
 Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
                   IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor max_pool3d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
 
 namespace nn::functional {
 
@@ -58,6 +60,7 @@ struct DropoutFuncOptions {
 };
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
 Tensor dropout2d(const Tensor& input, const DropoutFuncOptions& options = {});
+Tensor dropout3d(const Tensor& input, const DropoutFuncOptions& options = {});
 
 struct SoftmaxFuncOptions {
   SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}
@@ -93,7 +96,9 @@ struct MaxPoolFuncOptions {
 using MaxPool1dFuncOptions = MaxPoolFuncOptions<1>;
 using MaxPool2dFuncOptions = MaxPoolFuncOptions<2>;
 Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options);
+using MaxPool3dFuncOptions = MaxPoolFuncOptions<3>;
 Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
+Tensor max_pool3d(const Tensor& input, const MaxPool3dFuncOptions& options);
 template <size_t D>
 struct AvgPoolFuncOptions {
   AvgPoolFuncOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
@@ -105,12 +110,19 @@ struct AvgPoolFuncOptions {
   KINDLE_ARG(std::optional<int64_t>, divisor_override);
 };
 using AvgPool2dFuncOptions = AvgPoolFuncOptions<2>;
+using AvgPool3dFuncOptions = AvgPoolFuncOptions<3>;
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
+Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& options);
 struct AdaptiveAvgPool2dFuncOptions {
   AdaptiveAvgPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}
   KINDLE_ARG(ExpandingArray<2>, output_size);
 };
 Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options);
+struct AdaptiveAvgPool3dFuncOptions {
+  AdaptiveAvgPool3dFuncOptions(ExpandingArray<3> output_size) : output_size_(output_size) {}
+  KINDLE_ARG(ExpandingArray<3>, output_size);
+};
+Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& options);
 
 struct Conv2dFuncOptions {
   KINDLE_ARG(Tensor, bias);
@@ -120,6 +132,14 @@ struct Conv2dFuncOptions {
   KINDLE_ARG(int64_t, groups) = 1;
 };
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
+struct Conv3dFuncOptions {
+  KINDLE_ARG(Tensor, bias);
+  KINDLE_ARG(ExpandingArray<3>, stride) = 1;
+  KINDLE_ARG(ConvPadding<3>, padding) = 0;  // or kSame / kValid
+  KINDLE_ARG(ExpandingArray<3>, dilation) = 1;
+  KINDLE_ARG(int64_t, groups) = 1;
+};
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options = {});
 
 struct BatchNormFuncOptions {
   KINDLE_ARG(Tensor, weight);

@@ -43,7 +43,7 @@ class FlattenImpl : public Module {
 };
 KINDLE_MODULE(Flatten);
 
-// Convolutions over D spatial dimensions (D = 1, 2); weight (out, in / groups, *kernel_size).
+// Convolutions over D spatial dimensions (D = 1, 2, 3); weight (out, in / groups, *kernel_size).
 template <size_t D>
 class ConvNdImpl : public Module {
  public:
@@ -65,8 +65,11 @@ using Conv1dImpl = ConvNdImpl<1>;
 KINDLE_MODULE(Conv1d);
 using Conv2dImpl = ConvNdImpl<2>;
 KINDLE_MODULE(Conv2d);
+using Conv3dImpl = ConvNdImpl<3>;
+KINDLE_MODULE(Conv3d);
 extern template class ConvNdImpl<1>;
 extern template class ConvNdImpl<2>;
+extern template class ConvNdImpl<3>;
 
 // Transposed convolutions (the gradient of a convolution with respect to its input); weight
 // (in, out / groups, *kernel_size).
@@ -93,8 +96,11 @@ using ConvTranspose1dImpl = ConvTransposeNdImpl<1>;
 KINDLE_MODULE(ConvTranspose1d);
 using ConvTranspose2dImpl = ConvTransposeNdImpl<2>;
 KINDLE_MODULE(ConvTranspose2d);
+using ConvTranspose3dImpl = ConvTransposeNdImpl<3>;
+KINDLE_MODULE(ConvTranspose3d);
 extern template class ConvTransposeNdImpl<1>;
 extern template class ConvTransposeNdImpl<2>;
+extern template class ConvTransposeNdImpl<3>;
 
 template <size_t D>
 class MaxPoolNdImpl : public Module {
@@ -113,8 +119,11 @@ using MaxPool1dImpl = MaxPoolNdImpl<1>;
 KINDLE_MODULE(MaxPool1d);
 using MaxPool2dImpl = MaxPoolNdImpl<2>;
 KINDLE_MODULE(MaxPool2d);
+using MaxPool3dImpl = MaxPoolNdImpl<3>;
+KINDLE_MODULE(MaxPool3d);
 extern template class MaxPoolNdImpl<1>;
 extern template class MaxPoolNdImpl<2>;
+extern template class MaxPoolNdImpl<3>;
 
 template <size_t D>
 class AvgPoolNdImpl : public Module {
@@ -133,8 +142,11 @@ using AvgPool1dImpl = AvgPoolNdImpl<1>;
 KINDLE_MODULE(AvgPool1d);
 using AvgPool2dImpl = AvgPoolNdImpl<2>;
 KINDLE_MODULE(AvgPool2d);
+using AvgPool3dImpl = AvgPoolNdImpl<3>;
+KINDLE_MODULE(AvgPool3d);
 extern template class AvgPoolNdImpl<1>;
 extern template class AvgPoolNdImpl<2>;
+extern template class AvgPoolNdImpl<3>;
 
 class AdaptiveAvgPool2dImpl : public Module {
  public:
@@ -144,6 +156,15 @@ class AdaptiveAvgPool2dImpl : public Module {
   ExpandingArray<2> output_size;
 };
 KINDLE_MODULE(AdaptiveAvgPool2d);
+
+class AdaptiveAvgPool3dImpl : public Module {
+ public:
+  explicit AdaptiveAvgPool3dImpl(ExpandingArray<3> output_size) : output_size(output_size) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override { return "output_size=" + output_size.str(); }
+  ExpandingArray<3> output_size;
+};
+KINDLE_MODULE(AdaptiveAvgPool3d);
 
 // Batch normalisation with running statistics (buffers running_mean, running_var,
 // num_batches_tracked); D is the expected input rank family: BatchNorm1d takes (N, C) or
@@ -220,6 +241,16 @@ class Dropout2dImpl : public Module {
   double p;
 };
 KINDLE_MODULE(Dropout2d);
+
+// Zeroes whole channels of (N, C, D, H, W) inputs.
+class Dropout3dImpl : public Module {
+ public:
+  explicit Dropout3dImpl(double p = 0.5);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  double p;
+};
+KINDLE_MODULE(Dropout3d);
 
 // A lookup table: weight ~ N(0, 1) with the padding row zeroed.
 class EmbeddingImpl : public Module {

@@ -96,6 +96,8 @@ struct AdaptivePoolOptions {
 using AdaptiveAvgPool1dOptions = AdaptivePoolOptions<1>;
 using AdaptiveMaxPool1dOptions = AdaptivePoolOptions<1>;
 using AdaptiveMaxPool2dOptions = AdaptivePoolOptions<2>;
+using AdaptiveMaxPool3dOptions = AdaptivePoolOptions<3>;
+using AdaptiveAvgPool3dOptions = AdaptivePoolOptions<3>;
 
 class AdaptiveAvgPool1dImpl : public Module {
  public:
@@ -126,8 +128,11 @@ using AdaptiveMaxPool1dImpl = AdaptiveMaxPoolNdImpl<1>;
 KINDLE_MODULE(AdaptiveMaxPool1d);
 using AdaptiveMaxPool2dImpl = AdaptiveMaxPoolNdImpl<2>;
 KINDLE_MODULE(AdaptiveMaxPool2d);
+using AdaptiveMaxPool3dImpl = AdaptiveMaxPoolNdImpl<3>;
+KINDLE_MODULE(AdaptiveMaxPool3d);
 extern template class AdaptiveMaxPoolNdImpl<1>;
 extern template class AdaptiveMaxPoolNdImpl<2>;
+extern template class AdaptiveMaxPoolNdImpl<3>;
 
 // The p-norm of each window: (sum x^p)^(1/p).
 template <size_t D>
@@ -141,6 +146,7 @@ struct LPPoolOptions {
 };
 using LPPool1dOptions = LPPoolOptions<1>;
 using LPPool2dOptions = LPPoolOptions<2>;
+using LPPool3dOptions = LPPoolOptions<3>;
 template <size_t D>
 class LPPoolNdImpl : public Module {
  public:
@@ -156,8 +162,11 @@ using LPPool1dImpl = LPPoolNdImpl<1>;
 KINDLE_MODULE(LPPool1d);
 using LPPool2dImpl = LPPoolNdImpl<2>;
 KINDLE_MODULE(LPPool2d);
+using LPPool3dImpl = LPPoolNdImpl<3>;
+KINDLE_MODULE(LPPool3d);
 extern template class LPPoolNdImpl<1>;
 extern template class LPPoolNdImpl<2>;
+extern template class LPPoolNdImpl<3>;
 
 // ---- sliding-window patches: Unfold (image -> columns) and Fold (columns -> image, summing overlaps)
 

@@ -97,6 +97,7 @@ struct ConvOptions {
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
 
 struct LeakyReLUOptions {
   KINDLE_ARG(double, negative_slope) = 0.01;
@@ -121,6 +122,7 @@ struct ConvTransposeOptions {
 };
 using ConvTranspose1dOptions = ConvTransposeOptions<1>;
 using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+using ConvTranspose3dOptions = ConvTransposeOptions<3>;
 
 template <size_t D>
 struct MaxPoolOptions {
@@ -133,6 +135,7 @@ struct MaxPoolOptions {
 };
 using MaxPool1dOptions = MaxPoolOptions<1>;
 using MaxPool2dOptions = MaxPoolOptions<2>;
+using MaxPool3dOptions = MaxPoolOptions<3>;
 
 template <size_t D>
 struct AvgPoolOptions {
@@ -142,9 +145,11 @@ struct AvgPoolOptions {
   KINDLE_ARG(ExpandingArray<D>, padding) = 0;
   KINDLE_ARG(bool, ceil_mode) = false;
   KINDLE_ARG(bool, count_include_pad) = true;
+  KINDLE_ARG(std::optional<int64_t>, divisor_override);  // 2-d and 3-d pooling, as libtorch
 };
 using AvgPool1dOptions = AvgPoolOptions<1>;
 using AvgPool2dOptions = AvgPoolOptions<2>;
+using AvgPool3dOptions = AvgPoolOptions<3>;
 
 struct BatchNormOptions {
   BatchNormOptions(int64_t num_features) : num_features_(num_features) {}

@@ -162,7 +162,9 @@ def _class_loss(func, a, names, lvl, name, reduction):
 _EXAMPLE_RANK = {"conv1d": 2, "conv2d": 3, "conv_transpose1d": 2, "conv_transpose2d": 3, "conv2d_forward": 3,
                  "max_pool2d_with_indices": 3, "max_pool2d_fwd": 3, "avg_pool2d": 3, "avg_pool2d_fwd": 3,
                  "adaptive_avg_pool2d": 3, "adaptive_max_pool2d": 3, "lp_pool2d": 3, "pixel_shuffle": 3,
-                 "pixel_unshuffle": 3, "im2col": 3, "col2im": 2}
+                 "pixel_unshuffle": 3, "im2col": 3, "col2im": 2, "_conv1d_padding": 2, "_conv2d_padding": 3, "_conv3d_padding": 4, "conv3d": 4, "conv_transpose3d": 4,
+                 "max_pool3d_with_indices": 4, "avg_pool3d": 4, "lp_pool3d": 4, "adaptive_avg_pool3d": 4,
+                 "adaptive_max_pool3d": 4}
 
 
 def nchw(func, args, kwargs, lvl, name, schema):
