@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kindle/autograd.h"
 #include "nn/common.h"
 
 namespace kindle {
@@ -114,17 +115,6 @@ void check_pool(const std::array<int64_t, 3>& k, const std::array<int64_t, 3>& s
   }
 }
 
-// (N, C, D, ...) -> (N, C, d_out, ..., k): the k (dilated) depth taps of every output window,
-// padded with `fill` (the lowest value for max, 0 for sums).
-Tensor depth_windows(Tensor t, int64_t k, int64_t s, int64_t p, int64_t d, int64_t d_out, double fill) {
-  int64_t need = (d_out - 1) * s + d * (k - 1) + 1;
-  int64_t right = std::max<int64_t>(0, need - t.size(2) - p);
-  if (p || right) t = pad(t.movedim({2}, {-1}), {p, right}, "constant", fill).movedim({-1}, {2});
-  std::vector<Tensor> taps;
-  for (int64_t kd = 0; kd < k; ++kd) taps.push_back(depth_taps(t, kd * d, s, d_out));
-  return stack(taps, -1);
-}
-
 double lowest_of(DType dt) {
   switch (dt) {
     case kUInt8: case kBool: return 0;
@@ -189,14 +179,24 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const std::optional<Ten
                  joined(padded, " x "), "). Kernel size: (", joined(span, " x "),
                  "). Kernel size can't be greater than actual input size");
   const int64_t d_out = (depth - span[0]) / s[0] + 1;
-  Tensor out;
-  for (int64_t kd = 0; kd < weight.size(2); ++kd) {
-    Tensor y = named(op, [&] {
-      return conv2d(fold_depth(depth_taps(x, kd * d[0], s[0], d_out)), weight.select(2, kd), std::nullopt,
-                    {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]}, groups);
-    });
-    out = out.defined() ? out + y : y;
+  // The kernel's depth taps become input channels of one 2-d convolution over the depth-folded
+  // batch: one GEMM with a kD times deeper reduction instead of kD smaller ones and their sums
+  // (about 20% faster; the input is copied kD times). Channels are laid out (group, tap, channel
+  // of the group), so each group's channels stay contiguous, as conv2d's groups expect.
+  const int64_t kd_n = weight.size(2), c = x.size(1), cg = c / groups, h = x.size(3), w = x.size(4);
+  Tensor stacked;
+  if (kd_n == 1) {
+    stacked = fold_depth(depth_taps(x, 0, s[0], d_out));
+  } else {
+    std::vector<Tensor> taps;
+    for (int64_t kd = 0; kd < kd_n; ++kd)  // (N, Do, g, C/g, H, W)
+      taps.push_back(depth_taps(x, kd * d[0], s[0], d_out).reshape({n, groups, cg, d_out, h, w}).permute({0, 3, 1, 2, 4, 5}));
+    stacked = stack(taps, 3).reshape({n * d_out, c * kd_n, h, w});  // (N, Do, g, kD, C/g, H, W)
   }
+  Tensor w2 = weight.transpose(1, 2).reshape({weight.size(0), kd_n * cg, weight.size(3), weight.size(4)});
+  Tensor out = named(op, [&] {
+    return conv2d(stacked, w2, std::nullopt, {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]}, groups);
+  });
   return unbatched(add_bias(unfold_depth(out, n, d_out), bias).contiguous(), batched);
 }
 
@@ -239,17 +239,21 @@ Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const std::op
   const int64_t d_out = full_depth - 2 * p[0];
   KINDLE_CHECK(d_out > 0, op, ": the output depth would be ", d_out, " (input depth ", depth, ", kernel depth ",
                kd_n, ", stride ", s[0], ", padding ", p[0], ")");
-  Tensor xf = fold_depth(x), full;
-  // Each depth tap of the kernel scatters every input slice to depth start + stride * i.
-  for (int64_t kd = 0; kd < kd_n; ++kd) {
-    Tensor y = named(op, [&] {
-      return conv_transpose2d(xf, weight.select(2, kd), std::nullopt, {s[1], s[2]}, {p[1], p[2]}, {opad[1], opad[2]},
-                              groups, {d[1], d[2]});
-    });
-    y = y.reshape({n, depth, y.size(1), y.size(2), y.size(3)});  // (N, D, O, Ho, Wo)
-    if (!full.defined()) full = zeros({n, full_depth, y.size(2), y.size(3), y.size(4)}, y.dtype(), y.device());
-    full.slice(1, kd * d[0], kd * d[0] + s[0] * (depth - 1) + 1, s[0]).add_(y);
-  }
+  // One transposed 2-d convolution gives every depth tap's contribution as output channels
+  // (group, tap, channel of the group), as conv3d stacks them on the input side; each tap's
+  // slices then add into the output depths start + stride * i.
+  const int64_t cog = weight.size(1);
+  Tensor w2 = weight.transpose(1, 2).reshape({weight.size(0), kd_n * cog, weight.size(3), weight.size(4)});
+  Tensor y = named(op, [&] {
+    return conv_transpose2d(fold_depth(x), w2, std::nullopt, {s[1], s[2]}, {p[1], p[2]}, {opad[1], opad[2]}, groups,
+                            {d[1], d[2]});
+  });
+  const int64_t ho = y.size(2), wo = y.size(3);
+  y = y.reshape({n, depth, groups, kd_n, cog, ho, wo});
+  Tensor full = zeros({n, full_depth, groups * cog, ho, wo}, y.dtype(), y.device());
+  for (int64_t kd = 0; kd < kd_n; ++kd)
+    full.slice(1, kd * d[0], kd * d[0] + s[0] * (depth - 1) + 1, s[0])
+        .add_(y.select(3, kd).reshape({n, depth, groups * cog, ho, wo}));
   Tensor out = full.slice(1, p[0], p[0] + d_out).transpose(1, 2);
   return unbatched(add_bias(out, bias).contiguous(), batched);
 }
@@ -262,22 +266,50 @@ std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& self, IntArrayR
   auto s = stride.empty() ? k : triple(stride, "stride", op);
   auto p = triple(padding, "padding", op), d = triple(dilation, "dilation", op);
   check_pool(k, s, p, d, op);
-  const int64_t n = x.size(0), c = x.size(1), depth = x.size(2), h = x.size(3), w = x.size(4);
-  const int64_t d_out = pool_out(depth, k[0], s[0], p[0], d[0], ceil_mode);
-  KINDLE_CHECK(d_out > 0, op, ": Given input size: (", c, "x", depth, "x", h, "x", w,
+  const int64_t d_out = pool_out(x.size(2), k[0], s[0], p[0], d[0], ceil_mode);
+  KINDLE_CHECK(d_out > 0, op, ": Given input size: (", x.size(1), "x", x.size(2), "x", x.size(3), "x", x.size(4),
                "). Calculated output size is too small");
+  auto [values, indices] = max_pool3d_fwd(x, k, s, p, d, ceil_mode);
+  return {unbatched(values, batched), unbatched(indices, batched)};
+}
+
+// The values and their flat positions in each (D, H, W) volume, computed without recording
+// autograd: the op's derivative scatters the gradient to those positions in one pass.
+std::tuple<Tensor, Tensor> native_max_pool3d_fwd(const Tensor& self, IntArrayRef k, IntArrayRef s, IntArrayRef p,
+                                                 IntArrayRef d, bool ceil_mode) {
+  const char* op = "max_pool3d";
+  KINDLE_CHECK(self.dim() == 5 && k.size() == 3 && s.size() == 3 && p.size() == 3 && d.size() == 3, op,
+               ": expected a 5-D input and 3 values each for kernel_size, stride, padding and dilation");
+  autograd::AutoGradMode no_grad(false);
+  const Tensor& x = self;
+  const int64_t n = x.size(0), depth = x.size(2), h = x.size(3), w = x.size(4);
+  const int64_t d_out = pool_out(depth, k[0], s[0], p[0], d[0], ceil_mode);
   auto [v2, i2] = named(op, [&] {
     return max_pool2d_with_indices(fold_depth(x), {k[1], k[2]}, {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]}, ceil_mode);
   });
   v2 = unfold_depth(v2, n, depth);
   // Indices into the whole volume: depth * H * W plus the index within the slice.
   Tensor i3 = unfold_depth(i2, n, depth) + arange(depth, std::nullopt, 1, kInt64, x.device()).reshape({1, 1, depth, 1, 1}) * (h * w);
-  Tensor vw = depth_windows(v2, k[0], s[0], p[0], d[0], d_out, lowest_of(x.dtype()));
-  Tensor iw = depth_windows(i3, k[0], s[0], p[0], d[0], d_out, 0);
-  Tensor pick = vw.argmax(-1, true);
-  Tensor values = vw.gather(-1, pick).squeeze(IntArrayRef{-1});
-  Tensor indices = iw.gather(-1, pick).squeeze(IntArrayRef{-1});
-  return {unbatched(values, batched), unbatched(indices, batched)};
+  // A running maximum over the depth taps (views, no stacked copy): a later tap wins only when
+  // larger, or NaN over a number, so ties and NaNs go to the first, as PyTorch's kernels pick.
+  const int64_t right = std::max<int64_t>(0, (d_out - 1) * s[0] + d[0] * (k[0] - 1) + 1 - depth - p[0]);
+  Tensor vp = v2, ip = i3;
+  if (p[0] || right) {
+    vp = pad(v2.movedim({2}, {-1}), {p[0], right}, "constant", lowest_of(x.dtype())).movedim({-1}, {2});
+    ip = pad(i3.movedim({2}, {-1}), {p[0], right}, "constant", 0.0).movedim({-1}, {2});
+  }
+  Tensor values = depth_taps(vp, 0, s[0], d_out), indices = depth_taps(ip, 0, s[0], d_out);
+  const bool nan_possible = x.is_floating_point();
+  for (int64_t kd = 1; kd < k[0]; ++kd) {
+    Tensor v = depth_taps(vp, kd * d[0], s[0], d_out), iv = depth_taps(ip, kd * d[0], s[0], d_out);
+    Tensor take = gt(v, values);
+    if (nan_possible) take = logical_or(take, logical_and(isnan(v), logical_not(isnan(values))));
+    values = where(take, v, values);
+    indices = where(take, iv, indices);
+  }
+  values = values.contiguous();
+  indices = indices.contiguous();
+  return {values, indices};
 }
 
 Tensor avg_pool3d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
@@ -295,13 +327,23 @@ Tensor avg_pool3d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
   const int64_t d_out = pool_out(depth, k[0], s[0], p[0], 1, ceil_mode);
   KINDLE_CHECK(d_out > 0, op, ": Given input size: (", x.size(1), "x", depth, "x", h, "x", w,
                "). Calculated output size is too small");
-  // Window sums: the 2-d sums of each slice, then the depth taps added.
+  // Window sums: the 2-d sums of each slice, then the depth taps added (as views of the
+  // depth-padded sums, without stacking them).
   Tensor sums2 = named(op, [&] {
     return avg_pool2d(fold_depth(x), {k[1], k[2]}, {s[1], s[2]}, {p[1], p[2]}, ceil_mode, true, 1);
   });
-  Tensor total = depth_windows(unfold_depth(sums2, n, depth), k[0], s[0], p[0], 1, d_out, 0.0).sum(-1);
+  Tensor sums = unfold_depth(sums2, n, depth);
+  const int64_t right = std::max<int64_t>(0, (d_out - 1) * s[0] + k[0] - depth - p[0]);
+  if (p[0] || right) sums = pad(sums.movedim({2}, {-1}), {p[0], right}).movedim({-1}, {2});
+  Tensor total = depth_taps(sums, 0, s[0], d_out);
+  for (int64_t kd = 1; kd < k[0]; ++kd) total = total + depth_taps(sums, kd, s[0], d_out);
   if (divisor_override) return unbatched((total / double(*divisor_override)).contiguous(), batched);
   const int64_t sizes[3] = {depth, h, w}, outs[3] = {d_out, total.size(3), total.size(4)};
+  // Every window is whole unless padding or ceil_mode make some overhang: then count per window.
+  bool uniform = true;
+  for (int i = 0; i < 3; ++i)
+    uniform = uniform && p[size_t(i)] == 0 && (outs[i] - 1) * s[size_t(i)] + k[size_t(i)] <= sizes[i];
+  if (uniform) return unbatched((total / double(k[0] * k[1] * k[2])).contiguous(), batched);
   Tensor counts[3];
   for (int i = 0; i < 3; ++i) {
     Tensor start = arange(outs[i], std::nullopt, 1, kInt64, x.device()) * s[size_t(i)] - p[size_t(i)];
