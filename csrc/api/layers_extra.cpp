@@ -151,4 +151,41 @@ std::string EmbeddingBagImpl::extra_repr() const {
   return s;
 }
 
+Tensor ChannelShuffleImpl::forward(const Tensor& input) { return channel_shuffle(input, options.groups()); }
+
+template <size_t D>
+Tensor MaxUnpoolNdImpl<D>::forward(const Tensor& input, const Tensor& indices,
+                                   const std::optional<std::vector<int64_t>>& output_size) {
+  const auto& o = options;
+  OptionalIntArrayRef size = output_size ? OptionalIntArrayRef(IntArrayRef(*output_size)) : std::nullopt;
+  if constexpr (D == 1) return max_unpool1d(input, indices, o.kernel_size(), o.stride(), o.padding(), size);
+  else if constexpr (D == 2) return max_unpool2d(input, indices, o.kernel_size(), o.stride(), o.padding(), size);
+  else return max_unpool3d(input, indices, o.kernel_size(), o.stride(), o.padding(), size);
+}
+template class MaxUnpoolNdImpl<1>;
+template class MaxUnpoolNdImpl<2>;
+template class MaxUnpoolNdImpl<3>;
+
+RReLUImpl::RReLUImpl(const RReLUOptions& o) : options(o) {
+  KINDLE_CHECK(o.lower() <= o.upper(), "RReLU: Lower bound should be less than or equal to the upper bound");
+}
+Tensor RReLUImpl::forward(const Tensor& input) {
+  Tensor out = rrelu(options.inplace() ? input.clone() : input, options.lower(), options.upper(), is_training());
+  return options.inplace() ? input.copy_(out) : out;
+}
+std::string RReLUImpl::extra_repr() const {
+  return "lower=" + py_float(options.lower()) + ", upper=" + py_float(options.upper()) +
+         (options.inplace() ? ", inplace=True" : "");
+}
+
+Tensor CrossMapLRN2dImpl::forward(const Tensor& input) {
+  const auto& o = options;
+  return cross_map_lrn2d(input, o.size(), o.alpha(), o.beta(), double(o.k()));
+}
+std::string CrossMapLRN2dImpl::extra_repr() const {
+  const auto& o = options;
+  return std::to_string(o.size()) + ", alpha=" + py_float(o.alpha()) + ", beta=" + py_float(o.beta()) +
+         ", k=" + std::to_string(o.k());
+}
+
 }  // namespace kindle::nn

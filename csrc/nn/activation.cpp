@@ -53,6 +53,17 @@ Tensor softshrink(const Tensor& self, const Scalar& lambd) {
   return where(self.abs() > lambd, self - self.sign() * lambd, self * 0);
 }
 
+Tensor rrelu(const Tensor& self, double lower, double upper, bool training, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(lower <= upper, "rrelu: Lower bound should be less than or equal to the upper bound");
+  if (!training) return leaky_relu(self, (lower + upper) / 2);
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "rrelu: \"rrelu_with_noise\" not implemented for '",
+                               scalar_type_name(self.dtype()), "'");
+  Tensor negative = (self <= 0).contiguous().reshape({-1});
+  Tensor slopes = empty({negative.sum().item<int64_t>()}, kFloat64).uniform_(lower, upper, generator);
+  Tensor noise = ones({self.numel()}, self.dtype(), self.device()).masked_scatter(negative, slopes.to(self.dtype()));
+  return self * noise.reshape(self.sizes());
+}
+
 Tensor softmin(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   return softmax(dtype ? -self.to(*dtype) : -self, dim);
 }

@@ -451,6 +451,22 @@ Tensor pixel_shuffle(const Tensor& self, int64_t upscale_factor) {
   return self.reshape(s1).permute(perm).reshape(out);
 }
 
+// (N, g*k, *) -> (N, k*g, *): a view as (N, g, k, *), dims 1 and 2 swapped, flattened back.
+Tensor channel_shuffle(const Tensor& self, int64_t groups) {
+  KINDLE_CHECK(self.dim() > 2, "channel_shuffle expects input with > 2 dims, but got input with sizes ", self.sizes());
+  KINDLE_CHECK(groups > 0, "channel_shuffle: Number of groups to divide channels in must be positive. Value of "
+               "groups:", groups);
+  const int64_t n = self.size(0), c = self.size(1);
+  KINDLE_CHECK(c % groups == 0, "channel_shuffle: Number of channels must be divisible by groups. Got ", c,
+               " channels and ", groups, " groups.");
+  DimVector grouped{n, groups, c / groups}, out{n, c};
+  for (int64_t d = 2; d < self.dim(); ++d) {
+    grouped.push_back(self.size(d));
+    out.push_back(self.size(d));
+  }
+  return self.reshape(grouped).transpose(1, 2).reshape(out);
+}
+
 Tensor pixel_unshuffle(const Tensor& self, int64_t downscale_factor) {
   int64_t r = downscale_factor;
   KINDLE_CHECK(self.dim() >= 3, "pixel_unshuffle expects input to have at least 3 dimensions, but got input with ",

@@ -369,4 +369,21 @@ Tensor local_response_norm(const Tensor& self, int64_t size, double alpha, doubl
   return self / (window * alpha + k).pow(beta);
 }
 
+// The legacy Lua-torch layer (nn.CrossMapLRN2d) as PyTorch's port computes it: channel c scaled by
+// the sum of squares over [c - p + 1, c + p - 1] (p = (size - 1) / 2 + 1), where the running
+// window of that code never drops channel 0 once c > p; reproduced so that results match.
+Tensor cross_map_lrn2d(const Tensor& self, int64_t size, double alpha, double beta, double k) {
+  KINDLE_CHECK_VALUE(self.dim() == 4, "CrossMapLRN2d: Expected input to be 4D, got ", self.dim(), "D instead.");
+  KINDLE_CHECK_VALUE(size > 0, "CrossMapLRN2d: size must be positive, got ", size);
+  const int64_t c = self.size(1), p = (size - 1) / 2 + 1;
+  Tensor sq = self * self;
+  Tensor prefix = cat({zeros_like(sq.narrow(1, 0, 1)), sq.cumsum(1)}, 1);
+  Tensor chans = arange(c, std::nullopt, 1, kInt64, self.device());
+  Tensor lo = where(chans > p, chans - p + 1, zeros_like(chans));
+  Tensor hi = clamp_max(chans + (p - 1), c - 1);
+  Tensor window = prefix.index_select(1, hi + 1) - prefix.index_select(1, lo);
+  Tensor channel0 = (chans > p).to(sq.dtype()).reshape({1, c, 1, 1}) * sq.narrow(1, 0, 1);
+  return self * ((window + channel0) * (alpha / double(size)) + k).pow(-beta);
+}
+
 }  // namespace kindle

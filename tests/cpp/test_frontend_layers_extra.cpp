@@ -195,3 +195,54 @@ TEST(FrontendLayersExtra, ThreeDimensionalLayers) {
   EXPECT_TRUE(equal(max_pool3d(v, 2), mp(v)));
   EXPECT_TRUE(allclose(F::conv3d(x, conv->weight, F::Conv3dFuncOptions().bias(conv->bias).padding(1)), conv(x)));
 }
+
+TEST(FrontendLayersExtra, ShuffleUnpoolRReLUCrossMapLRN) {
+  Tensor x = arange(0, 12, 1, kFloat32).reshape({1, 6, 1, 2});
+  nn::ChannelShuffle shuffle(nn::ChannelShuffleOptions(2));
+  // channels (0 1 2)(3 4 5) -> 0 3 1 4 2 5
+  Tensor want = index_select(x, 1, tensor({0, 3, 1, 4, 2, 5}, kInt64));
+  EXPECT_TRUE(equal(shuffle(x), want));
+  EXPECT_EQ(shuffle->repr(), "ChannelShuffle(groups=2)");
+  EXPECT_THROW(nn::ChannelShuffle(nn::ChannelShuffleOptions(4))(x), Error);
+
+  // Unpooling puts each maximum back where max pooling found it.
+  Tensor img = randn({2, 3, 4, 6});
+  auto [vals, idx] = max_pool2d_with_indices(img, {2, 2});
+  nn::MaxUnpool2d unpool(nn::MaxUnpool2dOptions(2));
+  Tensor back = unpool(vals, idx);
+  EXPECT_EQ(back.sizes(), img.sizes());
+  EXPECT_TRUE(equal(back.flatten(2).gather(2, idx.flatten(2)), vals.flatten(2)));
+  EXPECT_EQ((back != 0).sum().item<int64_t>(), vals.numel());
+  EXPECT_EQ(unpool(vals, idx, std::vector<int64_t>{5, 7}).sizes(), IntArrayRef({2, 3, 5, 7}));
+  EXPECT_THROW(unpool(vals, idx, std::vector<int64_t>{9, 9}), ValueError);
+  EXPECT_THROW(unpool(vals, idx.to(kInt32)), Error);
+  EXPECT_EQ(unpool->repr(), "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))");
+  Tensor vol = randn({1, 2, 4, 4, 4});
+  auto [v3, i3] = max_pool3d_with_indices(vol, {2, 2, 2});
+  EXPECT_TRUE(equal(nn::MaxUnpool3d(2)(v3, i3).flatten(2).gather(2, i3.flatten(2)), v3.flatten(2)));
+  EXPECT_EQ(nn::MaxUnpool1d(nn::MaxUnpool1dOptions(3).stride(2).padding(1))->repr(),
+            "MaxUnpool1d(kernel_size=(3,), stride=(2,), padding=(1,))");
+
+  nn::RReLU rrelu;
+  Tensor v = tensor({-2.0, -1.0, 0.5, 3.0}, kFloat32);
+  rrelu->eval();  // the mean slope
+  double mean = (1.0 / 8 + 1.0 / 3) / 2;
+  EXPECT_TRUE(allclose(rrelu(v), tensor({-2.0 * mean, -mean, 0.5, 3.0}, kFloat32)));
+  rrelu->train();
+  Tensor y = rrelu(v);
+  for (int i = 0; i < 2; ++i) {
+    double slope = y[i].item<double>() / v[i].item<double>();
+    EXPECT_GE(slope, 1.0 / 8 - 1e-6);
+    EXPECT_LE(slope, 1.0 / 3 + 1e-6);
+  }
+  EXPECT_TRUE(equal(y.slice(0, 2), v.slice(0, 2)));
+  EXPECT_EQ(rrelu->repr(), "RReLU(lower=0.125, upper=0.3333333333333333)");
+  EXPECT_THROW(nn::RReLU(nn::RReLUOptions().lower(0.5).upper(0.1)), Error);
+
+  // CrossMapLRN2d on one channel: x / (k + alpha / size * x^2)^beta.
+  nn::CrossMapLRN2d lrn(nn::CrossMapLRN2dOptions(3).alpha(0.3).beta(0.5).k(2));
+  Tensor one = tensor({1.0, 2.0}, kFloat64).reshape({1, 1, 1, 2});
+  EXPECT_TRUE(allclose(lrn(one), one / (2.0 + 0.1 * one * one).sqrt()));
+  EXPECT_EQ(lrn->repr(), "CrossMapLRN2d(3, alpha=0.3, beta=0.5, k=2)");
+  EXPECT_THROW(lrn(randn({2, 3})), ValueError);
+}

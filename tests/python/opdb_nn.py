@@ -1186,7 +1186,7 @@ NN_OPS: list[OpInfo] = [
     fop("pad", _pad_samples, ALL, errors=_pad_errors),
     fop("pixel_shuffle", _pixel_shuffle_samples, ALL, errors=_pixel_errors("pixel_shuffle")),
     fop("pixel_unshuffle", _pixel_unshuffle_samples, ALL, errors=_pixel_errors("pixel_unshuffle")),
-    fop("channel_shuffle", _channel_shuffle_samples, ALL, errors=_channel_shuffle_errors, op_names=()),
+    fop("channel_shuffle", _channel_shuffle_samples, ALL, errors=_channel_shuffle_errors),
     fop("native_channel_shuffle", _channel_shuffle_samples, ALL, op_names=()),
 
     # ---- convolution

@@ -51,6 +51,26 @@ def _pdist_samples(g):
             g.S(t((5, 4), "T")), g.S(t((4, 3)), p=0)]
 
 
+def _rrelu_samples(g):
+    t = g.t
+    return [g.S(t((3, 4))), g.S(t((3, 4)), 0.1, 0.3), g.S(t((2, 3, 4)), training=False), g.S(t(())),
+            g.S(t((4, 5), "T"), 0.2, 0.2), g.S(t((0, 3)))]
+
+
+def _unpool_errors(n):
+    def gen(g):
+        t = g.t
+        x = t((1, 2) + (2,) * n)
+        idx = g.idx(np.zeros((1, 2) + (2,) * n, dtype=np.int64))
+        return [g.S(x, g.idx(np.zeros((1, 2) + (2,) * n), dtype="int32"), 2),       # indices not int64
+                g.S(x, g.idx(np.zeros((1, 2) + (3,) * n, dtype=np.int64)), 2),      # shapes differ
+                g.S(x, g.idx(np.full((1, 2) + (2,) * n, 99, dtype=np.int64)), 2),   # index out of the output
+                g.S(x, idx, 2, output_size=[9] * n),                                 # output_size too large
+                g.S(x, idx, 2, output_size=[4] * (n + 1)),                           # wrong length
+                g.S(t((2,) * n), g.idx(np.zeros((2,) * n, dtype=np.int64)), 2)]     # too few dims
+    return gen
+
+
 def _unpool_samples(n):
     def gen(g):
         rng = np.random.default_rng(n)
@@ -119,9 +139,13 @@ NN_COMPOSED_OPS = [
     fop("soft_margin_loss", _soft_margin_samples, FLOATS, tol=HALF_LOOSE, kind="nn_loss"),
     fop("multilabel_soft_margin_loss", _multilabel_soft_samples, FLOATS, tol=HALF_LOOSE, kind="nn_loss"),
     fop("pdist", _pdist_samples, F32_64, tol=ACC, errors=lambda g: [g.S(g.t((2, 3, 4))), g.S(g.t((3, 4)), -1.0)]),
-    fop("max_unpool1d", _unpool_samples(1), FLOATS),
-    fop("max_unpool2d", _unpool_samples(2), FLOATS),
-    fop("max_unpool3d", _unpool_samples(3), FLOATS),
+    fop("max_unpool1d", _unpool_samples(1), FLOATS, errors=_unpool_errors(1)),
+    fop("max_unpool2d", _unpool_samples(2), FLOATS, errors=_unpool_errors(2)),
+    fop("max_unpool3d", _unpool_samples(3), FLOATS, errors=_unpool_errors(3)),
+    # eval mode (the mean slope); the training draws are compared with torch's for a seed in
+    # test_torch_names.py
+    fop("rrelu", _rrelu_samples, FLOATS, errors=lambda g: [g.S(g.t((3, 4)), 0.5, 0.1),
+                                                           g.S(g.t((3, 4)), 0.5, 0.1, True)]),
     fop("affine_grid", _affine_samples, FLOATS, tol=GRID_TOL, errors=_affine_errors),
     fop("grid_sample", _grid_samples, FLOATS, tol=GRID_TOL, errors=_grid_errors),
 ]

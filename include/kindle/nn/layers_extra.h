@@ -239,4 +239,93 @@ class EmbeddingBagImpl : public Module {
 };
 KINDLE_MODULE(EmbeddingBag);
 
+// ---- channel shuffling, unpooling, randomized leaky ReLU, the legacy cross-map LRN
+
+struct ChannelShuffleOptions {
+  ChannelShuffleOptions(int64_t groups) : groups_(groups) {}
+  KINDLE_ARG(int64_t, groups);
+};
+class ChannelShuffleImpl : public Module {
+ public:
+  explicit ChannelShuffleImpl(const ChannelShuffleOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override { return "groups=" + std::to_string(options.groups()); }
+  ChannelShuffleOptions options;
+};
+KINDLE_MODULE(ChannelShuffle);
+
+// Writes pooled values back at the indices max pooling returned (zeros elsewhere).
+template <size_t D>
+struct MaxUnpoolOptions {
+  MaxUnpoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}
+  KINDLE_ARG(ExpandingArray<D>, kernel_size);
+  KINDLE_ARG(ExpandingArray<D>, stride);  // default: the kernel size
+  KINDLE_ARG(ExpandingArray<D>, padding) = 0;
+};
+using MaxUnpool1dOptions = MaxUnpoolOptions<1>;
+using MaxUnpool2dOptions = MaxUnpoolOptions<2>;
+using MaxUnpool3dOptions = MaxUnpoolOptions<3>;
+template <size_t D>
+class MaxUnpoolNdImpl : public Module {
+ public:
+  explicit MaxUnpoolNdImpl(const MaxUnpoolOptions<D>& options) : options(options) {}
+  MaxUnpoolNdImpl(ExpandingArray<D> kernel_size) : options(kernel_size) {}
+  // output_size: D (or D + 2) sizes within one stride of the default, as Python's.
+  Tensor forward(const Tensor& input, const Tensor& indices,
+                 const std::optional<std::vector<int64_t>>& output_size = std::nullopt);
+  KINDLE_MODULE_CALL
+  std::string name() const override {
+    return typeid(*this) == typeid(MaxUnpoolNdImpl) ? "MaxUnpool" + std::to_string(D) + "d" : Module::name();
+  }
+  std::string extra_repr() const override {
+    return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+           ", padding=" + options.padding().str();
+  }
+  MaxUnpoolOptions<D> options;
+
+ private:
+  using Module::forward;
+};
+using MaxUnpool1dImpl = MaxUnpoolNdImpl<1>;
+KINDLE_MODULE(MaxUnpool1d);
+using MaxUnpool2dImpl = MaxUnpoolNdImpl<2>;
+KINDLE_MODULE(MaxUnpool2d);
+using MaxUnpool3dImpl = MaxUnpoolNdImpl<3>;
+KINDLE_MODULE(MaxUnpool3d);
+extern template class MaxUnpoolNdImpl<1>;
+extern template class MaxUnpoolNdImpl<2>;
+extern template class MaxUnpoolNdImpl<3>;
+
+// Training: slopes for the non-positive elements drawn from U(lower, upper); eval: their mean.
+struct RReLUOptions {
+  KINDLE_ARG(double, lower) = 1.0 / 8;
+  KINDLE_ARG(double, upper) = 1.0 / 3;
+  KINDLE_ARG(bool, inplace) = false;
+};
+class RReLUImpl : public Module {
+ public:
+  explicit RReLUImpl(const RReLUOptions& options = {});
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  RReLUOptions options;
+};
+KINDLE_MODULE(RReLU);
+
+struct CrossMapLRN2dOptions {
+  CrossMapLRN2dOptions(int64_t size) : size_(size) {}
+  KINDLE_ARG(int64_t, size);
+  KINDLE_ARG(double, alpha) = 1e-4;
+  KINDLE_ARG(double, beta) = 0.75;
+  KINDLE_ARG(int64_t, k) = 1;
+};
+class CrossMapLRN2dImpl : public Module {
+ public:
+  explicit CrossMapLRN2dImpl(const CrossMapLRN2dOptions& options) : options(options) {}
+  explicit CrossMapLRN2dImpl(int64_t size) : options(size) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  CrossMapLRN2dOptions options;
+};
+KINDLE_MODULE(CrossMapLRN2d);
+
 }  // namespace kindle::nn

@@ -1,7 +1,8 @@
-"""torch.nn.functional ops composed in Python from Kindle's ops (gumbel_softmax, rrelu, pdist,
-max_unpool, the in-place activation forms), and the Python signatures of those that moved into the
-core (csrc/nn: shrinkage, local_response_norm, the soft-margin losses). Autograd flows through the ops they call. Random ones draw as torch's CPU kernels do
-(the same distributions over the same elements in the same order), so a seed gives torch's values."""
+"""torch.nn.functional ops composed in Python from Kindle's ops (gumbel_softmax, pdist, the in-place
+activation forms), and the Python signatures of those that moved into the core (csrc/nn:
+shrinkage, local_response_norm, the soft-margin losses, rrelu, max_unpool). Autograd flows through
+the ops they call. Random ones draw as torch's CPU kernels do (the same distributions over the
+same elements in the same order), so a seed gives torch's values."""
 import math
 import warnings
 
@@ -15,13 +16,6 @@ __all__ = ["softshrink", "hardshrink", "gumbel_softmax", "local_response_norm", 
            "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
            "adaptive_max_pool3d_with_indices", "fractional_max_pool2d_with_indices",
            "fractional_max_pool3d_with_indices"]
-
-
-def _check_floating(input, kernel):  # noqa: A002
-    if not input.is_floating_point():
-        name = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-                "bool": "Bool"}.get(str(input.dtype).split(".")[-1], str(input.dtype))
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002
@@ -56,18 +50,10 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 
 def _rrelu(input, lower, upper, training, inplace, generator=None):  # noqa: A002
-    """Training: each non-positive element times a slope drawn from U(lower, upper), the draws
-    taken in row-major order over those elements only (torch's kernel); else the mean slope."""
-    if not training:
-        return F.leaky_relu(input, (lower + upper) / 2, inplace)
-    if not input.is_floating_point():
-        raise NotImplementedError(f"\"rrelu_with_noise\" not implemented for '{input.dtype}'")
-    neg = (input <= 0).contiguous().reshape(-1)
-    slopes = _C.empty(int(neg.sum().item()), dtype=_C.float64, device="cpu").uniform_(lower, upper, generator=generator)
-    noise = _C.ones(input.numel(), dtype=input.dtype, device=input.device)
-    noise[neg] = slopes.to(input.dtype)
-    noise = noise.reshape(tuple(input.shape))
-    return input.mul_(noise) if inplace else input * noise
+    """The C++ op draws torch's slopes (see ops.yaml); inplace writes the result back."""
+    if inplace:
+        return input.copy_(_C._nn.rrelu(input.clone(), lower, upper, training, generator=generator))
+    return _C._nn.rrelu(input, lower, upper, training, generator=generator)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
@@ -96,53 +82,21 @@ def pdist(input, p=2):  # noqa: A002
     return _C.norm(diff, p, 1)
 
 
-def _unpool(name, input, indices, kernel_size, stride, padding, output_size, n):  # noqa: A002
-    _check_floating(input, "max_unpool3d" if n == 3 else "max_unpool2d")
-    ks = F._pair(kernel_size, n)
-    st = ks if stride is None else F._pair(stride, n)
-    pd = F._pair(padding, n)
-    spatial = list(input.shape[-n:])
-    default = [(spatial[d] - 1) * st[d] - 2 * pd[d] + ks[d] for d in range(n)]
-    if output_size is None:
-        out = default
-    else:
-        out = list(output_size)
-        if len(out) == n + 2:
-            out = out[2:]
-        if len(out) != n:
-            raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
-                             f"length of '{len(out)}'")
-        for d in range(n):
-            lo, hi = default[d] - st[d], default[d] + st[d]
-            if not lo < out[d] < hi:
-                raise ValueError(f'invalid output_size "{out}" (dim {d} must be between {lo} and {hi})')
-    if input.shape != indices.shape:
-        raise RuntimeError(f"{name}: Expected shape of indices to be same as that of the input tensor "
-                           f"({list(indices.shape)} vs {list(input.shape)})")
-    lead = list(input.shape[:-n])
-    plane = 1
-    for s in out:
-        plane *= s
-    flat_idx = indices.reshape(lead + [-1])
-    if flat_idx.numel() and not flat_idx.is_meta and (int(flat_idx.min().item()) < 0 or int(flat_idx.max().item()) >= plane):
-        bad = int(flat_idx.max().item()) if int(flat_idx.max().item()) >= plane else int(flat_idx.min().item())
-        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                           f"{'x'.join(str(s) for s in out)}")
-    result = _C.zeros(lead + [plane], dtype=input.dtype, device=input.device)
-    result = result.scatter(len(lead), flat_idx, input.reshape(lead + [-1]))
-    return result.reshape(lead + out)
+def _unpool(fn, input, indices, kernel_size, stride, padding, output_size, n):  # noqa: A002
+    return fn(input, indices, F._pair(kernel_size, n), [] if stride is None else F._pair(stride, n),
+              F._pair(padding, n), None if output_size is None else [int(v) for v in output_size])
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
-    return _unpool("max_unpool1d", input, indices, kernel_size, stride, padding, output_size, 1)
+    return _unpool(_C._nn.max_unpool1d, input, indices, kernel_size, stride, padding, output_size, 1)
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
-    return _unpool("max_unpool2d", input, indices, kernel_size, stride, padding, output_size, 2)
+    return _unpool(_C._nn.max_unpool2d, input, indices, kernel_size, stride, padding, output_size, 2)
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
-    return _unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
+    return _unpool(_C._nn.max_unpool3d, input, indices, kernel_size, stride, padding, output_size, 3)
 
 
 def _feature_noise(input, p):  # noqa: A002

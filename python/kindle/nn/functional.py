@@ -381,17 +381,7 @@ def pixel_unshuffle(input, downscale_factor):  # noqa: A002
 
 
 def channel_shuffle(input, groups):  # noqa: A002
-    """(N, g*k, *) -> (N, k*g, *): a view as (N, g, k, *), its dims 1 and 2 swapped, flattened back."""
-    if input.dim() <= 2:
-        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
-                           f"{list(input.shape)}")
-    if groups <= 0:
-        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
-    n, c = input.shape[0], input.shape[1]
-    if c % groups != 0:
-        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
-    rest = list(input.shape[2:])
-    return input.reshape([n, groups, c // groups] + rest).transpose(1, 2).reshape([n, c] + rest)
+    return _nn.channel_shuffle(input, groups)
 
 
 native_channel_shuffle = channel_shuffle

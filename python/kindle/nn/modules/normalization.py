@@ -116,24 +116,10 @@ class LocalResponseNorm(Module):
 
 class CrossMapLRN2d(LocalResponseNorm):
     """Local response normalisation across channels of 4-d input, as the legacy Lua-torch layer
-    (and torch's port of it) computes it: channel c is scaled by the sum of squares over
-    [c - p + 1, c + p - 1] (p = (size - 1) // 2 + 1), where the running window of that code never
-    drops channel 0 once c > p; reproduced exactly so that results match torch's."""
+    (and torch's port of it) computes it: the C++ op cross_map_lrn2d (csrc/nn/normalization.cpp)."""
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
         super().__init__(size, alpha, beta, k)
 
     def forward(self, input):  # noqa: A002
-        if input.dim() != 4:
-            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        c = input.shape[1]
-        p = (self.size - 1) // 2 + 1
-        sq = input * input
-        prefix = _C.cat([_C.zeros_like(sq[:, :1]), sq.cumsum(1)], 1)
-        chans = _C.arange(c)
-        lo = _C.where(chans > p, chans - p + 1, _C.zeros_like(chans))
-        hi = (chans + p - 1).clamp(max=c - 1)
-        window = prefix.index_select(1, hi + 1) - prefix.index_select(1, lo)
-        channel0 = (chans > p).to(sq.dtype).reshape(1, c, 1, 1) * sq[:, :1]
-        scale = (window + channel0) * (self.alpha / self.size) + self.k
-        return input * scale.pow(-self.beta)
+        return _C._nn.cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
