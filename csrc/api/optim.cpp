@@ -44,6 +44,7 @@ void validate_adam(const O& o) {
   check_wd(o.weight_decay());
 }
 void validate(const AdamOptions& o) { validate_adam(o); }
+void validate(const LBFGSOptions& o) { check_lr(o.lr()); }
 void validate(const AdamWOptions& o) { validate_adam(o); }
 void validate(const AdagradOptions& o) {
   check_lr(o.lr());
@@ -276,6 +277,7 @@ template class OptimizerBase<SGDOptions, SGDState>;
 template class OptimizerBase<AdamOptions, AdamState>;
 template class OptimizerBase<AdamWOptions, AdamState>;
 template class OptimizerBase<RMSpropOptions, RMSpropState>;
+template class OptimizerBase<LBFGSOptions, LBFGSState>;
 
 // ---- SGD
 
@@ -824,6 +826,113 @@ std::vector<double> CosineAnnealingLR::get_lr() {
   for (double& lr : lrs)
     lr = (1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lr - eta_min_) + eta_min_;
   return lrs;
+}
+
+// ---- LBFGS
+
+namespace {
+Value number_or_tensor(const Tensor& t) {
+  if (!t.defined()) return Value();
+  if (t.impl()->wrapped_number) return Value(t.item<double>());
+  return Value(t);
+}
+Value tensor_list(const std::vector<Tensor>& v) {
+  Value::Items items;
+  for (const Tensor& t : v) items.push_back(number_or_tensor(t));
+  return Value::list(std::move(items));
+}
+Tensor stored(const Value* v) {
+  if (!v || v->is_none()) return {};
+  if (v->is_tensor()) return v->to_tensor();
+  return scalar_to_tensor(v->to_double("LBFGS state"));
+}
+std::vector<Tensor> stored_list(const Value* v) {
+  std::vector<Tensor> out;
+  if (!v || v->is_none()) return out;
+  for (const Value& item : v->items("LBFGS state")) out.push_back(stored(&item));
+  return out;
+}
+}  // namespace
+
+LBFGS::LBFGS(std::vector<Tensor> params, const LBFGSOptions& o) : OptimizerBase({{std::move(params), o}}, o) {}
+
+void LBFGS::step() {
+  KINDLE_CHECK(false, "LBFGS requires a closure that reevaluates the model and returns the loss: call step(closure)");
+}
+
+Tensor LBFGS::step(const std::function<Tensor()>& closure) {
+  std::vector<Tensor>& params = groups_[0].params();
+  KINDLE_CHECK_VALUE(!params.empty(), "LBFGS: optimizer got an empty parameter list");
+  const LBFGSOptions& o = groups_[0].options();
+  LBFGSHyper h;
+  h.lr = o.lr(), h.tolerance_grad = o.tolerance_grad(), h.tolerance_change = o.tolerance_change();
+  h.max_iter = o.max_iter(), h.history_size = o.history_size(), h.max_eval = o.max_eval();
+  h.line_search_fn = o.line_search_fn();
+  return lbfgs_step(params, state_[params[0].impl()], h, closure);
+}
+
+Value LBFGS::state_dict() const {
+  return make_state_dict(
+      groups_,
+      [&](const Tensor& p) {
+        const LBFGSState* s = state(p);
+        if (!s) return Value();
+        Value::Entries e{{Value("func_evals"), Value(s->func_evals)}, {Value("n_iter"), Value(s->n_iter)}};
+        if (s->n_iter > 0) {
+          e.emplace_back(Value("d"), number_or_tensor(s->d));
+          e.emplace_back(Value("t"), number_or_tensor(s->t));
+          e.emplace_back(Value("old_dirs"), tensor_list(s->old_dirs));
+          e.emplace_back(Value("old_stps"), tensor_list(s->old_stps));
+          e.emplace_back(Value("ro"), tensor_list(s->ro));
+          e.emplace_back(Value("H_diag"), number_or_tensor(s->H_diag));
+          e.emplace_back(Value("prev_flat_grad"), number_or_tensor(s->prev_flat_grad));
+          e.emplace_back(Value("prev_loss"), s->prev_loss ? Value(*s->prev_loss) : Value());
+          if (!s->al.empty()) e.emplace_back(Value("al"), tensor_list(s->al));
+        }
+        return Value::dict(std::move(e));
+      },
+      [](const LBFGSOptions& o) {
+        return Value::Entries{{Value("lr"), Value(o.lr())},
+                              {Value("max_iter"), Value(o.max_iter())},
+                              {Value("max_eval"), Value(o.max_eval().value_or(o.max_iter() * 5 / 4))},
+                              {Value("tolerance_grad"), Value(o.tolerance_grad())},
+                              {Value("tolerance_change"), Value(o.tolerance_change())},
+                              {Value("history_size"), Value(o.history_size())},
+                              {Value("line_search_fn"), o.line_search_fn() ? Value(*o.line_search_fn()) : Value()}};
+      });
+}
+
+void LBFGS::load_state_dict(const Value& sd) {
+  Loaded l = match(sd, groups_);
+  const Value& g = *l.groups[0];
+  LBFGSOptions o = groups_[0].options();
+  o.lr(num(g, "lr", o.lr())).tolerance_grad(num(g, "tolerance_grad", o.tolerance_grad()));
+  o.tolerance_change(num(g, "tolerance_change", o.tolerance_change()));
+  o.max_iter(int64_t(num(g, "max_iter", double(o.max_iter()))));
+  o.history_size(int64_t(num(g, "history_size", double(o.history_size()))));
+  if (const Value* v = g.get("max_eval"); v && !v->is_none()) o.max_eval(int64_t(v->to_double("max_eval")));
+  if (const Value* v = g.get("line_search_fn")) {
+    if (v->is_none()) o.line_search_fn(std::nullopt);
+    else o.line_search_fn(v->to_string("line_search_fn"));
+  }
+  std::unordered_map<const TensorImpl*, LBFGSState> state;
+  for (auto& [p, s] : l.state) {
+    LBFGSState st;
+    st.func_evals = int64_t(num(*s, "func_evals", 0));
+    st.n_iter = int64_t(num(*s, "n_iter", 0));
+    st.d = stored(s->get("d"));
+    st.t = stored(s->get("t"));
+    st.H_diag = stored(s->get("H_diag"));
+    st.prev_flat_grad = stored(s->get("prev_flat_grad"));
+    if (const Value* v = s->get("prev_loss"); v && !v->is_none()) st.prev_loss = v->to_double("prev_loss");
+    st.old_dirs = stored_list(s->get("old_dirs"));
+    st.old_stps = stored_list(s->get("old_stps"));
+    st.ro = stored_list(s->get("ro"));
+    st.al = stored_list(s->get("al"));
+    state[p.impl()] = std::move(st);
+  }
+  groups_[0].options() = o;
+  state_ = std::move(state);
 }
 
 }  // namespace kindle::optim

@@ -4,7 +4,9 @@
 // State tensors (moments, buffers) are created by the caller except SGD's momentum buffers,
 // which appear on the first step as in PyTorch. Grads must have their parameter's shape.
 #pragma once
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kindle/tensor.h"
@@ -41,5 +43,25 @@ struct AdagradHyper {
 };
 void adagrad_step(TensorList params, TensorList grads, TensorList state_sums, const std::vector<int64_t>& steps,
                   const AdagradHyper& h);
+
+// L-BFGS (csrc/optim/lbfgs.cpp): PyTorch's algorithm, its state kept between steps.
+struct LBFGSHyper {
+  double lr = 1, tolerance_grad = 1e-7, tolerance_change = 1e-9;
+  int64_t max_iter = 20, history_size = 100;
+  std::optional<int64_t> max_eval;               // default max_iter * 5 / 4
+  std::optional<std::string> line_search_fn;     // none or "strong_wolfe"
+};
+// PyTorch's state entries; a Python number (t, H_diag) is a wrapped-number tensor, undefined is
+// None. al holds history_size entries once the second iteration ran.
+struct LBFGSState {
+  int64_t func_evals = 0, n_iter = 0;
+  Tensor d, t, H_diag, prev_flat_grad;
+  std::vector<Tensor> old_dirs, old_stps, ro, al;
+  std::optional<double> prev_loss;
+};
+// Up to max_iter iterations; closure (called with grad mode on) zeroes the grads, computes the
+// loss, calls backward and returns the loss. Returns the loss of the first evaluation.
+Tensor lbfgs_step(std::vector<Tensor>& params, LBFGSState& state, const LBFGSHyper& h,
+                  const std::function<Tensor()>& closure);
 
 }  // namespace kindle::optim

@@ -107,14 +107,27 @@ struct AdagradOptions : OptimizerOptions {
   KINDLE_ARG(bool, maximize) = false;
 };
 
+struct LBFGSOptions : OptimizerOptions {
+  KINDLE_OPTIMIZER_OPTIONS(LBFGSOptions)
+  LBFGSOptions(double lr = 1) : lr_(lr) {}
+  KINDLE_ARG(double, lr);
+  KINDLE_ARG(int64_t, max_iter) = 20;
+  KINDLE_ARG(std::optional<int64_t>, max_eval);  // default max_iter * 5 / 4
+  KINDLE_ARG(double, tolerance_grad) = 1e-7;
+  KINDLE_ARG(double, tolerance_change) = 1e-9;
+  KINDLE_ARG(int64_t, history_size) = 100;
+  KINDLE_ARG(std::optional<std::string>, line_search_fn);  // none or "strong_wolfe"
+};
+
 // What every optimizer offers, whatever its options type (schedulers and training loops use it).
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // One update of every parameter that has a gradient (grad mode off inside).
   virtual void step() = 0;
-  // Re-evaluates the model first (grad mode on) and returns its loss.
-  Tensor step(const std::function<Tensor()>& closure);
+  // Re-evaluates the model first (grad mode on) and returns its loss (LBFGS: evaluates it as often
+  // as its iterations need and returns the first loss).
+  virtual Tensor step(const std::function<Tensor()>& closure);
   // Sets every grad to undefined (or, with set_to_none false, zeroes it in place).
   void zero_grad(bool set_to_none = true);
 
@@ -344,6 +357,19 @@ class Adagrad : public OptimizerBase<AdagradOptions, AdagradState> {
 
  private:
   void init_state();
+};
+
+// ---- LBFGS: the algorithm is csrc/optim/lbfgs.cpp, shared with Python's kindle.optim.LBFGS; one
+// parameter group; step(closure) only (the closure zeroes the grads, computes the loss, calls
+// backward and returns the loss). The state dict is Python's (the state on the first parameter).
+
+class LBFGS : public OptimizerBase<LBFGSOptions, LBFGSState> {
+ public:
+  LBFGS(std::vector<Tensor> params, const LBFGSOptions& options = {});
+  void step() override;  // RuntimeError: LBFGS needs a closure
+  Tensor step(const std::function<Tensor()>& closure) override;
+  Value state_dict() const override;
+  void load_state_dict(const Value& state_dict) override;
 };
 
 // ---- learning-rate schedulers (Python's recursive forms, so they compose and match Python)

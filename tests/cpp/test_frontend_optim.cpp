@@ -224,6 +224,63 @@ TEST(FrontendOptim, ClosureStep) {
   EXPECT_EQ(w.item<double>(), 0.0);
 }
 
+TEST(FrontendOptim, LBFGSMinimisesRosenbrock) {
+  // The algorithm is the one Python's kindle.optim.LBFGS runs (compared with torch's there).
+  for (bool line_search : {false, true}) {
+    Tensor xy = tensor({-1.5, 2.0}, kFloat64).requires_grad_();
+    auto options = optim::LBFGSOptions(line_search ? 1.0 : 0.1).max_iter(100).history_size(10);
+    if (line_search) options.line_search_fn("strong_wolfe");
+    optim::LBFGS opt({xy}, options);
+    auto closure = [&] {
+      opt.zero_grad();
+      Tensor x = xy[0], y = xy[1];
+      Tensor loss = (1 - x).pow(2) + 100 * (y - x * x).pow(2);
+      loss.backward();
+      return loss;
+    };
+    Tensor first = opt.step(closure);
+    EXPECT_NEAR(first.item<double>(), 2.5 * 2.5 + 100 * (2.0 - 2.25) * (2.0 - 2.25), 1e-12);
+    for (int i = 0; i < 20; ++i) opt.step(closure);
+    EXPECT_NEAR(xy[0].item<double>(), 1.0, 1e-4) << "line search " << line_search;
+    EXPECT_NEAR(xy[1].item<double>(), 1.0, 1e-4);
+    Value sd = opt.state_dict();
+    const Value& st = sd.at("state").at(Value(0));
+    EXPECT_GT(st.at("func_evals").to_int(), 20);
+    EXPECT_LE(int64_t(st.at("old_dirs").items().size()), 10);
+    EXPECT_EQ(sd.at("param_groups").items()[0].at("line_search_fn").is_none(), !line_search);
+    // A fresh optimizer loaded from the state dict continues exactly as this one.
+    Tensor other = xy.detach().clone().requires_grad_();
+    optim::LBFGS twin({other}, options);
+    twin.load_state_dict(sd);
+    auto twin_closure = [&] {
+      twin.zero_grad();
+      Tensor x = other[0], y = other[1];
+      Tensor loss = (1 - x).pow(2) + 100 * (y - x * x).pow(2);
+      loss.backward();
+      return loss;
+    };
+    opt.step(closure);
+    twin.step(twin_closure);
+    EXPECT_TRUE(equal(other, xy));
+  }
+  Tensor w = ones({2}).requires_grad_();
+  optim::LBFGS plain({w});
+  EXPECT_THROW(plain.step(), Error);
+  EXPECT_THROW(optim::LBFGS({w}, optim::LBFGSOptions(-1.0)), ValueError);
+  optim::LBFGS bad({w}, optim::LBFGSOptions().line_search_fn("wolfe"));
+  EXPECT_THROW(bad.step([&] { return (w * w).sum(); }), Error);
+  // Through the base class, step(closure) runs the L-BFGS iterations too.
+  optim::Optimizer& base = plain;
+  Tensor l = base.step([&] {
+    plain.zero_grad();
+    Tensor loss = (w * w).sum();
+    loss.backward();
+    return loss;
+  });
+  EXPECT_EQ(l.item<double>(), 2.0);
+  EXPECT_LT(w.abs().max().item<double>(), 1e-6);
+}
+
 TEST(FrontendOptim, StepLR) {
   Tensor p = ones({1}).requires_grad_();
   optim::SGD opt({p}, optim::SGDOptions(1.0));

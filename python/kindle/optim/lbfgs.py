@@ -1,123 +1,11 @@
-"""L-BFGS with an optional strong-Wolfe line search (torch.optim.LBFGS).
-
-A line-by-line port of torch's algorithm over kindle tensors: the scalars torch keeps as 0-d
-float32 tensors (y.s, 1/y.s, H_diag, the step t) stay tensors here too, so the iterates round
-the same way."""
-import kindle
-
+"""L-BFGS with an optional strong-Wolfe line search (torch.optim.LBFGS). The algorithm runs in C++
+(csrc/optim/lbfgs.cpp, shared with kindle::optim::LBFGS): PyTorch's, step for step, keeping the
+scalars PyTorch keeps as 0-d float32 tensors (y.s, 1/y.s, H_diag, the step t) as tensors, so the
+iterates round the same way. Its state lives here under torch's names."""
+from .. import _C
 from .optimizer import Optimizer, _to_scalar
 
 __all__ = ["LBFGS"]
-
-
-def _contiguous_clone(x):
-    return x.clone() if x.is_contiguous() else x.contiguous()
-
-
-def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
-    # The minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to bounds.
-    if bounds is not None:
-        xmin_bound, xmax_bound = bounds
-    else:
-        xmin_bound, xmax_bound = (x1, x2) if x1 <= x2 else (x2, x1)
-    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    d2_square = d1 ** 2 - g1 * g2
-    if d2_square >= 0:
-        d2 = d2_square.sqrt()
-        if x1 <= x2:
-            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
-        else:
-            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
-        return min(max(min_pos, xmin_bound), xmax_bound)
-    return (xmin_bound + xmax_bound) / 2.0
-
-
-def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
-                  max_ls=25):
-    """Line search along d from x: returns (f_new, g_new, t, function evaluations)."""
-    d_norm = d.abs().max()
-    g = _contiguous_clone(g)
-    f_new, g_new = obj_func(x, t, d)
-    ls_func_evals = 1
-    gtd_new = g_new.dot(d)
-
-    # Bracket an interval containing a point satisfying the Wolfe criteria.
-    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
-    done = False
-    ls_iter = 0
-    while ls_iter < max_ls:
-        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
-            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g = [g_prev, _contiguous_clone(g_new)]
-            bracket_gtd = [gtd_prev, gtd_new]
-            break
-        if abs(gtd_new) <= -c2 * gtd:
-            bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
-            done = True
-            break
-        if gtd_new >= 0:
-            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g = [g_prev, _contiguous_clone(g_new)]
-            bracket_gtd = [gtd_prev, gtd_new]
-            break
-        min_step = t + 0.01 * (t - t_prev)
-        max_step = t * 10
-        tmp = t
-        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
-                               bounds=(min_step, max_step))
-        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, _contiguous_clone(g_new), gtd_new
-        f_new, g_new = obj_func(x, t, d)
-        ls_func_evals += 1
-        gtd_new = g_new.dot(d)
-        ls_iter += 1
-    if ls_iter == max_ls:
-        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
-
-    # Zoom: shrink the bracket until a point satisfies the criteria.
-    insuf_progress = False
-    low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
-    while not done and ls_iter < max_ls:
-        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
-            break
-        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0],
-                               bracket[1], bracket_f[1], bracket_gtd[1])
-        # A point too close to the bracket's ends makes little progress: move it inwards.
-        eps = 0.1 * (max(bracket) - min(bracket))
-        if min(max(bracket) - t, t - min(bracket)) < eps:
-            if insuf_progress or t >= max(bracket) or t <= min(bracket):
-                if abs(t - max(bracket)) < abs(t - min(bracket)):
-                    t = max(bracket) - eps
-                else:
-                    t = min(bracket) + eps
-                insuf_progress = False
-            else:
-                insuf_progress = True
-        else:
-            insuf_progress = False
-        f_new, g_new = obj_func(x, t, d)
-        ls_func_evals += 1
-        gtd_new = g_new.dot(d)
-        ls_iter += 1
-        if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
-            bracket[high_pos] = t
-            bracket_f[high_pos] = f_new
-            bracket_g[high_pos] = _contiguous_clone(g_new)
-            bracket_gtd[high_pos] = gtd_new
-            low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
-        else:
-            if abs(gtd_new) <= -c2 * gtd:
-                done = True
-            elif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0:
-                bracket[high_pos] = bracket[low_pos]
-                bracket_f[high_pos] = bracket_f[low_pos]
-                bracket_g[high_pos] = bracket_g[low_pos]
-                bracket_gtd[high_pos] = bracket_gtd[low_pos]
-            bracket[low_pos] = t
-            bracket_f[low_pos] = f_new
-            bracket_g[low_pos] = _contiguous_clone(g_new)
-            bracket_gtd[low_pos] = gtd_new
-    t = bracket[low_pos]
-    return bracket_f[low_pos], bracket_g[low_pos], t, ls_func_evals
 
 
 class LBFGS(Optimizer):
@@ -126,7 +14,7 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
-        if isinstance(lr, kindle.Tensor) and lr.numel() != 1:
+        if isinstance(lr, _C.Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -139,161 +27,14 @@ class LBFGS(Optimizer):
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
-        self._numel_cache = None
-
-    def _numel(self):
-        if self._numel_cache is None:
-            self._numel_cache = sum(p.numel() for p in self._params)
-        return self._numel_cache
-
-    def _gather_flat_grad(self):
-        views = [p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1)
-                 for p in self._params]
-        return kindle.cat(views, 0)
-
-    def _add_grad(self, step_size, update):
-        offset = 0
-        for p in self._params:
-            numel = p.numel()
-            p.add_(update[offset:offset + numel].view_as(p), alpha=step_size)
-            offset += numel
-        assert offset == self._numel()
-
-    def _clone_param(self):
-        return [_contiguous_clone(p) for p in self._params]
-
-    def _set_param(self, params_data):
-        for p, pdata in zip(self._params, params_data):
-            p.copy_(pdata)
-
-    def _directional_evaluate(self, closure, x, t, d):
-        self._add_grad(t, d)
-        loss = float(closure())
-        flat_grad = self._gather_flat_grad()
-        self._set_param(x)
-        return loss, flat_grad
 
     def step(self, closure):
         """Runs up to max_iter L-BFGS iterations; returns the loss of the first evaluation."""
-        with kindle.no_grad():
-            return self._step(closure)
-
-    def _step(self, closure):
         if closure is None:
-            raise RuntimeError("LBFGS requires a closure that reevaluates the model and returns "
-                               "the loss")
-        closure = kindle.enable_grad()(closure)
+            raise RuntimeError("LBFGS requires a closure that reevaluates the model and returns the loss")
         group = self.param_groups[0]
-        lr = _to_scalar(group["lr"])
-        max_iter, max_eval = group["max_iter"], group["max_eval"]
-        tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
-        line_search_fn, history_size = group["line_search_fn"], group["history_size"]
-
         # The state lives on the first parameter (there is one group).
         state = self.state[self._params[0]]
-        state.setdefault("func_evals", 0)
-        state.setdefault("n_iter", 0)
-
-        orig_loss = closure()
-        loss = float(orig_loss)
-        current_evals = 1
-        state["func_evals"] += 1
-        flat_grad = self._gather_flat_grad()
-        opt_cond = flat_grad.abs().max() <= tolerance_grad
-        if opt_cond:  # already optimal
-            return orig_loss
-
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        H_diag = state.get("H_diag")
-        prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
-
-        n_iter = 0
-        while n_iter < max_iter:
-            n_iter += 1
-            state["n_iter"] += 1
-
-            # The descent direction.
-            if state["n_iter"] == 1:
-                d = flat_grad.neg()
-                old_dirs, old_stps, ro = [], [], []
-                H_diag = 1
-            else:
-                # Update the memory with the last step (skipped when y.s is not positive).
-                y = flat_grad.sub(prev_flat_grad)
-                s = d.mul(t)
-                ys = y.dot(s)
-                if ys > 1e-10:
-                    if len(old_dirs) == history_size:
-                        old_dirs.pop(0)
-                        old_stps.pop(0)
-                        ro.pop(0)
-                    old_dirs.append(y)
-                    old_stps.append(s)
-                    ro.append(1.0 / ys)
-                    H_diag = ys / y.dot(y)
-                # The two-loop recursion: d = -H g.
-                num_old = len(old_dirs)
-                if "al" not in state:
-                    state["al"] = [None] * history_size
-                al = state["al"]
-                q = flat_grad.neg()
-                for i in range(num_old - 1, -1, -1):
-                    al[i] = old_stps[i].dot(q) * ro[i]
-                    q.add_(old_dirs[i], alpha=-al[i])
-                d = r = kindle.mul(q, H_diag)
-                for i in range(num_old):
-                    be_i = old_dirs[i].dot(r) * ro[i]
-                    r.add_(old_stps[i], alpha=al[i] - be_i)
-
-            if prev_flat_grad is None:
-                prev_flat_grad = _contiguous_clone(flat_grad)
-            else:
-                prev_flat_grad.copy_(flat_grad)
-            prev_loss = loss
-
-            # The step length: the first iteration scales by the gradient's size.
-            if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / flat_grad.abs().sum()) * lr
-            else:
-                t = lr
-            gtd = flat_grad.dot(d)
-            if gtd > -tolerance_change:  # not a descent direction
-                break
-
-            ls_func_evals = 0
-            if line_search_fn is not None:
-                if line_search_fn != "strong_wolfe":
-                    raise RuntimeError("only 'strong_wolfe' is supported")
-                x_init = self._clone_param()
-
-                def obj_func(x, t, d):
-                    return self._directional_evaluate(closure, x, t, d)
-
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
-                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
-                self._add_grad(t, d)
-                opt_cond = flat_grad.abs().max() <= tolerance_grad
-            else:
-                # A fixed step; re-evaluate unless this is the last iteration.
-                self._add_grad(t, d)
-                if n_iter != max_iter:
-                    loss = float(closure())
-                    flat_grad = self._gather_flat_grad()
-                    opt_cond = flat_grad.abs().max() <= tolerance_grad
-                    ls_func_evals = 1
-            current_evals += ls_func_evals
-            state["func_evals"] += ls_func_evals
-
-            if n_iter == max_iter or current_evals >= max_eval or opt_cond:
-                break
-            if d.mul(t).abs().max() <= tolerance_change:  # lack of progress
-                break
-            if abs(loss - prev_loss) < tolerance_change:
-                break
-
-        state["d"], state["t"] = d, t
-        state["old_dirs"], state["old_stps"], state["ro"] = old_dirs, old_stps, ro
-        state["H_diag"] = H_diag
-        state["prev_flat_grad"], state["prev_loss"] = prev_flat_grad, prev_loss
-        return orig_loss
+        return _C._optim.lbfgs_step(self._params, closure, state, _to_scalar(group["lr"]), group["max_iter"],
+                                    group["max_eval"], group["tolerance_grad"], group["tolerance_change"],
+                                    group["history_size"], group["line_search_fn"])
