@@ -44,7 +44,7 @@ def run(lib, mod, line_search, steps=3, optimizer=None):
     t0 = time.perf_counter()
     for _ in range(steps):
         opt.step(closure)
-    return time.perf_counter() - t0, float(closure())
+    return time.perf_counter() - t0, float(closure().detach())
 
 
 def main(argv=None):
