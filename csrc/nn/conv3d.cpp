@@ -1,9 +1,11 @@
 // The 3-d layers of torch.nn.functional (conv3d, conv_transpose3d, max/avg/adaptive/lp pooling)
-// composed from the 2-d kernels: the depth dimension folds into the batch for the 2-d op, and the
-// kernel's depth taps are summed (convolutions) or reduced over windows (pooling). Autograd
-// differentiates the composition; max pooling gathers each window's argmax, so ties give the whole
-// gradient to one element, as PyTorch's kernels do. Both front ends call these ops.
+// composed from the 2-d kernels, the depth dimension folded into the batch: the convolutions
+// stack the kernel's depth taps as channels of one 2-d convolution, the pools reduce the depth
+// taps of the 2-d results. Autograd differentiates the composition, except max pooling, an op
+// whose derivative scatters the gradient to the first maximum of each window, as PyTorch's
+// kernels do. Both front ends call these ops.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
