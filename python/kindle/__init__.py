@@ -284,3 +284,7 @@ poisson, binomial, _standard_gamma, _standard_gamma_grad, _sample_dirichlet = (
 from . import types  # noqa: E402,F401  (torch.types; needs Size and device above)
 from ._lowrank import svd_lowrank, pca_lowrank  # noqa: E402,F401
 from . import functional  # noqa: E402,F401  (torch.functional: re-exports the functions above)
+from ._ops import ops  # noqa: E402,F401  (torch.ops: aten.<op> and the custom ops of kindle.library)
+_sys_modules = __import__("sys").modules
+_sys_modules.setdefault(__name__ + ".ops", ops)  # `import kindle.ops` (and torch.ops under install_as_torch)
+from . import library  # noqa: E402,F401
