@@ -12,6 +12,11 @@ Tensor reduce_loss(const Tensor& loss, std::string_view reduction, const char* o
 void check_reduction(std::string_view reduction, const char* op);
 inline Tensor zero_like_scalar(const Tensor& t) { return scalar_tensor_of(0, t.dtype()); }
 
+// A convolution's input (N, C, *spatial) against its weight and groups: ranks, channel counts.
+void check_conv(const Tensor& input, const Tensor& weight, int64_t groups, int64_t spatial, const char* op);
+// A size argument with one value for every dim, or n values (RuntimeError otherwise).
+DimVector expand_param(IntArrayRef v, size_t n, const char* name, const char* op);
+
 // A convolution's padding='valid' / 'same' over n spatial dims: the (maybe end-padded) input and
 // the symmetric padding to convolve it with (csrc/nn/conv.cpp).
 std::pair<Tensor, DimVector> padding_from_string(const Tensor& input, const Tensor& weight, IntArrayRef stride,

@@ -83,7 +83,7 @@ Tensor native_col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef ke
   return image;
 }
 
-namespace {
+namespace nn_detail {
 
 void check_conv(const Tensor& input, const Tensor& weight, int64_t groups, int64_t spatial, const char* op) {
   KINDLE_CHECK(input.dim() == spatial + 2, op, ": Expected ", spatial + 1, "D (unbatched) or ", spatial + 2,
@@ -97,7 +97,16 @@ void check_conv(const Tensor& input, const Tensor& weight, int64_t groups, int64
                groups, " at dimension 0, but got weight of size ", weight.sizes(), " instead");
 }
 
-}  // namespace
+DimVector expand_param(IntArrayRef v, size_t n, const char* name, const char* op) {
+  KINDLE_CHECK(v.size() == 1 || v.size() == n, op, ": expected ", name, " to be a single integer value or a list of ",
+               n, " values to match the convolution dimensions, but got ", name, "=", v);
+  DimVector out;
+  for (size_t i = 0; i < n; ++i) out.push_back(v[v.size() == 1 ? 0 : i]);
+  return out;
+}
+
+}  // namespace nn_detail
+using nn_detail::check_conv;
 
 namespace {
 // A complex convolution from four real ones, (a + ib) * (c + id) = (ac - bd) + i(ad + bc): the

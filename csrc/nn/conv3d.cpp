@@ -5,7 +5,6 @@
 // whose derivative scatters the gradient to the first maximum of each window, as PyTorch's
 // kernels do. Both front ends call these ops.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 
@@ -45,13 +44,9 @@ auto named(const char* op, F&& f) -> decltype(f()) {
 }
 
 // One value per spatial dim, or one for all three.
-std::array<int64_t, 3> triple(IntArrayRef v, const char* name, const char* op) {
-  KINDLE_CHECK(v.size() == 1 || v.size() == 3, op, ": expected ", name, " to be a single integer value or a list of 3 "
-               "values to match the convolution dimensions, but got ", name, "=", v);
-  return v.size() == 1 ? std::array<int64_t, 3>{v[0], v[0], v[0]} : std::array<int64_t, 3>{v[0], v[1], v[2]};
-}
+DimVector triple(IntArrayRef v, const char* name, const char* op) { return nn_detail::expand_param(v, 3, name, op); }
 
-std::string joined(const std::array<int64_t, 3>& v, const char* sep) {
+std::string joined(IntArrayRef v, const char* sep) {
   return std::to_string(v[0]) + sep + std::to_string(v[1]) + sep + std::to_string(v[2]);
 }
 
@@ -106,14 +101,12 @@ int64_t pool_out(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, bool 
   return out;
 }
 
-void check_pool(const std::array<int64_t, 3>& k, const std::array<int64_t, 3>& s, const std::array<int64_t, 3>& p,
-                const std::array<int64_t, 3>& d, const char* op) {
+void check_pool(IntArrayRef k, IntArrayRef s, IntArrayRef p, IntArrayRef d, const char* op) {
   for (int i = 0; i < 3; ++i) {
     KINDLE_CHECK(k[i] > 0 && s[i] > 0 && d[i] > 0, op, ": kernel_size, stride and dilation must be greater than "
-                 "zero, but got kernel_size=", IntArrayRef(k), ", stride=", IntArrayRef(s), ", dilation=",
-                 IntArrayRef(d));
+                 "zero, but got kernel_size=", k, ", stride=", s, ", dilation=", d);
     KINDLE_CHECK(p[i] >= 0 && p[i] <= k[i] / 2, op, ": pad should be at most half of effective kernel size, but got "
-                 "pad=", IntArrayRef(p), ", kernel_size=", IntArrayRef(k));
+                 "pad=", p, ", kernel_size=", k);
   }
 }
 
@@ -129,13 +122,13 @@ double lowest_of(DType dt) {
 }
 
 // The output sizes of adaptive 3-d pooling (no empty spatial dims allowed in the input).
-std::array<int64_t, 3> adaptive_sizes(const Tensor& x, IntArrayRef output_size, const char* op) {
+DimVector adaptive_sizes(const Tensor& x, IntArrayRef output_size, const char* op) {
   for (int64_t i = 2; i < 5; ++i)
     KINDLE_CHECK(x.size(i) != 0, op, "(): Expected input to have non-zero size for non-batch dimensions, but input "
                  "has sizes ", x.sizes(), " with dimension ", i, " being empty");
   KINDLE_CHECK(output_size.size() == 3 || output_size.size() == 1, op, ": output_size must be 3, got ",
                output_size.size());
-  std::array<int64_t, 3> o = triple(output_size, "output_size", op);
+  DimVector o = triple(output_size, "output_size", op);
   for (int64_t v : o)
     KINDLE_CHECK(v >= 0, op, ": elements of output_size must be greater than or equal to 0 but received ",
                  output_size);
@@ -153,14 +146,7 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const std::optional<Ten
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   const char* op = "conv3d";
   auto [x, batched] = batched5(input, op);
-  KINDLE_CHECK(weight.dim() == 5, op, ": Expected 5-dimensional weight for 5-dimensional input ", x.sizes(),
-               ", but got ", weight.dim(), "-dimensional weight of size ", weight.sizes(), " instead");
-  KINDLE_CHECK(groups > 0, op, ": non-positive groups is not supported");
-  KINDLE_CHECK(x.size(1) == weight.size(1) * groups, op, ": Given groups=", groups, ", weight of size ",
-               weight.sizes(), ", expected input", x.sizes(), " to have ", weight.size(1) * groups,
-               " channels, but got ", x.size(1), " channels instead");
-  KINDLE_CHECK(weight.size(0) % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ",
-               groups, " at dimension 0, but got weight of size ", weight.sizes(), " instead");
+  nn_detail::check_conv(x, weight, groups, 3, op);
   auto s = triple(stride, "stride", op), p = triple(padding, "padding", op), d = triple(dilation, "dilation", op);
   for (int i = 0; i < 3; ++i) {
     KINDLE_CHECK(s[i] > 0, op, ": non-positive stride is not supported");
@@ -174,11 +160,11 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const std::optional<Ten
                      batched);
   if (p[0]) x = pad(x, {0, 0, 0, 0, p[0], p[0]});
   const int64_t n = x.size(0), depth = x.size(2);
-  std::array<int64_t, 3> span, padded = {depth, x.size(3) + 2 * p[1], x.size(4) + 2 * p[2]};
+  int64_t span[3], padded[3] = {depth, x.size(3) + 2 * p[1], x.size(4) + 2 * p[2]};
   for (int i = 0; i < 3; ++i) span[size_t(i)] = d[size_t(i)] * (weight.size(2 + i) - 1) + 1;
   for (int i = 0; i < 3; ++i)
     KINDLE_CHECK(padded[size_t(i)] >= span[size_t(i)], op, ": Calculated padded input size per channel: (",
-                 joined(padded, " x "), "). Kernel size: (", joined(span, " x "),
+                 joined(IntArrayRef(padded, 3), " x "), "). Kernel size: (", joined(IntArrayRef(span, 3), " x "),
                  "). Kernel size can't be greater than actual input size");
   const int64_t d_out = (depth - span[0]) / s[0] + 1;
   // The kernel's depth taps become input channels of one 2-d convolution over the depth-folded
@@ -229,7 +215,7 @@ Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const std::op
     KINDLE_CHECK(p[size_t(i)] >= 0 && opad[size_t(i)] >= 0, op, ": negative padding is not supported");
     KINDLE_CHECK(opad[size_t(i)] < s[size_t(i)] || opad[size_t(i)] < d[size_t(i)], op,
                  ": output padding must be smaller than either stride or dilation, but got output_padding=",
-                 IntArrayRef(opad), ", stride=", IntArrayRef(s), ", dilation=", IntArrayRef(d));
+                 opad, ", stride=", s, ", dilation=", d);
   }
   check_bias(bias, weight, weight.size(1) * groups, op);
   if (is_reduced(x.dtype()) && x.dtype() == weight.dtype())

@@ -19,14 +19,9 @@ Tensor max_unpool(const char* op, const Tensor& input, const Tensor& indices, In
                lo_dim, "d or ", lo_dim + 1, "d Tensor, but got a tensor with ", rank, " dimensions.");
   KINDLE_CHECK(indices.dtype() == kInt64, op, ": elements in indices should be type int64 but got: ",
                scalar_type_name(indices.dtype()));
-  auto expand = [&](IntArrayRef v, const char* name) {
-    KINDLE_CHECK(v.size() == 1 || v.size() == n, op, ": ", name, " must have 1 or ", n, " values, got ", v);
-    DimVector out;
-    for (size_t i = 0; i < n; ++i) out.push_back(v[v.size() == 1 ? 0 : i]);
-    return out;
-  };
-  DimVector k = expand(kernel_size, "kernel_size"), s = stride.empty() ? k : expand(stride, "stride");
-  DimVector p = expand(padding, "padding");
+  DimVector k = nn_detail::expand_param(kernel_size, n, "kernel_size", op);
+  DimVector s = stride.empty() ? k : nn_detail::expand_param(stride, n, "stride", op);
+  DimVector p = nn_detail::expand_param(padding, n, "padding", op);
   const size_t lead_n = size_t(input.dim()) - n;
   DimVector out;
   for (size_t i = 0; i < n; ++i) out.push_back((input.size(int64_t(lead_n + i)) - 1) * s[i] - 2 * p[i] + k[i]);

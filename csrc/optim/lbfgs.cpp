@@ -28,8 +28,6 @@ class Num {
   bool is_tensor() const { return t_.defined(); }
   Tensor tensor() const { return is_tensor() ? t_ : scalar_to_tensor(v_); }
   double value() const { return is_tensor() ? t_.item<double>() : v_; }
-  // The state's form: a tensor, or a Python number as a wrapped-number tensor.
-  Tensor stored() const { return tensor(); }
 
   template <typename D, typename T>
   static Num combine(const Num& a, const Num& b, D on_doubles, T on_tensors) {
@@ -179,9 +177,6 @@ SearchResult strong_wolfe(const std::function<std::pair<double, Tensor>(const Nu
   bool insuf_progress = false;
   size_t low = bracket_f.front() <= bracket_f.back() ? 0 : 1, high = 1 - low;
   while (!done && ls_iter < max_ls) {
-    // (PyTorch's search reads bracket_gtd here even when the bracketing loop ran out; so does
-    // this one, which then stops: a bracket of one point cannot shrink.)
-    if (bracket.size() < 2 || bracket_gtd.size() < 2) break;
     if (abs(bracket[1] - bracket[0]) * d_norm < Num(tolerance_change)) break;
     t = cubic_interpolate(bracket[0], Num(bracket_f[0]), bracket_gtd[0], bracket[1], Num(bracket_f[1]), bracket_gtd[1]);
     // A point too close to the bracket's ends makes little progress: move it inwards.
@@ -216,7 +211,6 @@ SearchResult strong_wolfe(const std::function<std::pair<double, Tensor>(const Nu
       bracket_gtd[low] = gtd_new;
     }
   }
-  if (low >= bracket.size()) low = 0;
   return {bracket_f[low], bracket_g[low], bracket[low], evals};
 }
 
@@ -331,8 +325,8 @@ Tensor lbfgs_step(std::vector<Tensor>& params, LBFGSState& state, const LBFGSHyp
     if (std::fabs(loss - prev_loss) < h.tolerance_change) break;
   }
   state.d = d;
-  state.t = t.stored();
-  state.H_diag = H_diag.stored();
+  state.t = t.tensor();  // a Python number stays a wrapped-number tensor
+  state.H_diag = H_diag.tensor();
   state.prev_flat_grad = prev_flat_grad;
   state.prev_loss = prev_loss;
   return orig_loss;

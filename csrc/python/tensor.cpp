@@ -162,8 +162,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("share_memory_", [](nb::handle_t<Tensor> h) { share_memory_(*nb::inst_ptr<Tensor>(h)); return nb::borrow(h); });
   cls.def("is_shared", [](const Tensor& t) { return is_shared(t); });
   // Storages for Python's UntypedStorage / TypedStorage (python/kindle/storage.py): the whole
-  // storage as a byte tensor, and set_, which points a tensor at part of such a storage after
-  // checking that the geometry stays inside it (PyTorch would grow the storage instead).
+  // storage as a byte tensor, and set_, which points a tensor at part of such a storage (a byte
+  // view: a storage slice) after checking that the geometry stays inside it (PyTorch would grow
+  // the storage instead).
   m.def("_storage_bytes", [](const Tensor& t) {
     const Storage& st = t.impl()->storage();
     int64_t n = int64_t(st->nbytes()), one = 1;
@@ -175,11 +176,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_CHECK(!(autograd::GradMode::is_enabled() && self.requires_grad()), "set_: ", self.is_leaf() ? "a leaf Variable" :
                  "a tensor", " that requires grad cannot be pointed at another storage while grad mode is enabled "
                  "(wrap the call in torch.no_grad())");
+    KINDLE_CHECK(bytes.dtype() == kUInt8 && bytes.dim() == 1 && bytes.stride(0) == 1, "set_: expected a storage's "
+                 "bytes, got a tensor of dtype ", dtype_name(bytes.dtype()), " and shape ", bytes.sizes());
     KINDLE_CHECK(sizes.size() == strides.size(), "set_: got ", sizes.size(), " sizes but ", strides.size(), " strides");
     KINDLE_CHECK(offset >= 0, "set_: storage offset must be non-negative, got ", offset);
-    const Storage& st = bytes.impl()->storage();
-    KINDLE_CHECK(self.device() == st->device(), "set_: expected a storage on ", self.device().str(), ", got one on ",
-                 st->device().str());
+    KINDLE_CHECK(self.device() == bytes.device(), "set_: expected a storage on ", self.device().str(), ", got one on ",
+                 bytes.device().str());
+    const int64_t item = int64_t(itemsize(self.dtype())), first_byte = bytes.storage_offset();
+    KINDLE_CHECK(first_byte % item == 0, "set_: the storage slice starts at byte ", first_byte,
+                 ", not a multiple of the element size ", item, " of ", dtype_name(self.dtype()));
     int64_t last = offset;
     bool empty = false;
     for (size_t i = 0; i < sizes.size(); ++i) {
@@ -188,12 +193,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       if (sizes[i] == 0) empty = true;
       else last += (sizes[i] - 1) * strides[i];
     }
-    int64_t item = int64_t(itemsize(self.dtype()));
-    KINDLE_CHECK(empty || (last + 1) * item <= int64_t(st->nbytes()), "set_: a tensor of dtype ",
-                 dtype_name(self.dtype()), " with size ", IntArrayRef(sizes), ", stride ", IntArrayRef(strides),
-                 " and storage offset ", offset, " needs ", (last + 1) * item, " bytes, but the storage holds ",
-                 st->nbytes());
-    TensorImpl view(st, self.dtype(), sizes, strides, offset);
+    KINDLE_CHECK(empty || (last + 1) * item <= bytes.numel(), "set_: a tensor of dtype ", dtype_name(self.dtype()),
+                 " with size ", IntArrayRef(sizes), ", stride ", IntArrayRef(strides), " and storage offset ", offset,
+                 " needs ", (last + 1) * item, " bytes, but the storage holds ", bytes.numel());
+    TensorImpl view(bytes.impl()->storage(), self.dtype(), sizes, strides, first_byte / item + offset);
     self.impl()->set_data(view);
     self.bump_version();
   }, nb::arg("self"), nb::arg("bytes"), nb::arg("offset"), nb::arg("sizes"), nb::arg("strides"));

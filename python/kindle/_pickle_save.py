@@ -20,12 +20,7 @@ from collections import OrderedDict
 
 from . import _C
 
-_STORAGE_NAMES = {
-    _C.float64: "DoubleStorage", _C.float32: "FloatStorage", _C.float16: "HalfStorage",
-    _C.bfloat16: "BFloat16Storage", _C.int64: "LongStorage", _C.int32: "IntStorage", _C.int16: "ShortStorage",
-    _C.int8: "CharStorage", _C.uint8: "ByteStorage", _C.bool: "BoolStorage",
-    _C.complex64: "ComplexFloatStorage", _C.complex128: "ComplexDoubleStorage",
-}
+from .storage import LEGACY_NAME as _STORAGE_NAMES, contiguous_strides as _contiguous_strides  # noqa: E402
 _ALIGN = 64
 
 
@@ -49,14 +44,6 @@ def _torch_module(module):
     if module == "kindle._C":
         return "torch"
     return "torch" + module[len("kindle"):] if module == "kindle" or module.startswith("kindle.") else module
-
-
-def _contiguous_strides(shape):
-    strides, step = [], 1
-    for s in reversed(shape):
-        strides.append(step)
-        step *= max(s, 1)
-    return tuple(reversed(strides))
 
 
 class _Pickler(pickle._Pickler):

@@ -27,15 +27,11 @@ import zipfile
 from collections import OrderedDict
 
 from . import _C
+from .storage import LEGACY_NAME
 from .serialization import (UNSAFE_MESSAGE, _MAX_DEPTH, _VIEW_FACTOR, _HashGuard, _check_view, _map_tensor, _view_budget, byte_view,
                             readinto_exact)
 
-_STORAGE_DTYPES = {
-    "DoubleStorage": _C.float64, "FloatStorage": _C.float32, "HalfStorage": _C.float16,
-    "BFloat16Storage": _C.bfloat16, "LongStorage": _C.int64, "IntStorage": _C.int32,
-    "ShortStorage": _C.int16, "CharStorage": _C.int8, "ByteStorage": _C.uint8, "BoolStorage": _C.bool,
-    "ComplexFloatStorage": _C.complex64, "ComplexDoubleStorage": _C.complex128,
-}
+_STORAGE_DTYPES = {name: dtype for dtype, name in LEGACY_NAME.items()}
 _TORCH_DTYPES = {
     "float64": _C.float64, "float32": _C.float32, "float16": _C.float16, "bfloat16": _C.bfloat16,
     "int64": _C.int64, "int32": _C.int32, "int16": _C.int16, "int8": _C.int8, "uint8": _C.uint8,

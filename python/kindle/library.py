@@ -109,14 +109,14 @@ class CustomOpDef:
 
     def _autograd_function(self):
         if self._function is None:
-            from .autograd import Function
+            from .autograd import Function, no_grad
             op = self
             names = list(self._signature.parameters)
 
             class _CustomOpFunction(Function):
                 @staticmethod
                 def forward(ctx, kernel, bound, *values):
-                    with _NoGrad():
+                    with no_grad():
                         out = kernel(*bound.args, **bound.kwargs)
                     if op._setup_context is not None:
                         op._setup_context(ctx, tuple(values), out)
@@ -134,15 +134,6 @@ class CustomOpDef:
 
             self._function = _CustomOpFunction
         return self._function
-
-
-class _NoGrad:
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
 
 
 def _device_list(device_types):

@@ -233,11 +233,11 @@ class TypedStorage:
 
     def type(self, dtype=None, non_blocking=False):  # noqa: ARG002
         if dtype is None:
-            return f"{_legacy.type_prefix}.{_LEGACY_NAME[self._dtype]}"
+            return f"{_legacy.type_prefix}.{LEGACY_NAME[self._dtype]}"
         return self._to(dtype)
 
     def pickle_storage_type(self):
-        return _LEGACY_NAME[self._dtype]
+        return LEGACY_NAME[self._dtype]
 
     def is_shared(self):
         return self._untyped_storage.is_shared()
@@ -328,7 +328,8 @@ _LEGACY = {"DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage":
            "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16",
            "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
            "ComplexDoubleStorage": "complex128"}
-_LEGACY_NAME = {getattr(_C, dt): name for name, dt in _LEGACY.items()}
+# (also the class names torch's pickles refer to: _pickle_save.py and _torch_pickle.py use this table)
+LEGACY_NAME = {getattr(_C, dt): name for name, dt in _LEGACY.items()}
 
 
 class _LegacyStorageMeta(type):
@@ -387,15 +388,15 @@ def _storage(self):
 
 
 def _storage_type(self):
-    return LEGACY_CLASSES[_LEGACY_NAME[self.dtype]]
+    return LEGACY_CLASSES[LEGACY_NAME[self.dtype]]
 
 
-def _contiguous_strides(size):
-    strides, acc = [], 1
-    for s in reversed(size):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return list(reversed(strides))
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for s in reversed(shape):
+        strides.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(strides))
 
 
 def _set_(self, source=None, storage_offset=0, size=None, stride=None):
@@ -421,23 +422,8 @@ def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     if size is None:
         size = [source.nbytes() // item - storage_offset]
     size = [int(s) for s in size]
-    stride = _contiguous_strides(size) if stride is None else [int(s) for s in stride]
-    base = source._bytes
-    if base.storage_offset() % item:
-        raise RuntimeError(f"set_: the storage slice starts at byte {base.storage_offset()}, which is not a "
-                           f"multiple of the element size {item} of {self.dtype}")
-    if len(size) != len(stride) or min(size + stride + [storage_offset], default=0) < 0:
-        raise RuntimeError(f"set_: expected non-negative size, stride and storage offset of one length, got size "
-                           f"{size}, stride {stride}, storage offset {storage_offset}")
-    # A storage may be a slice of a larger one: check against the slice, then address the whole.
-    extent = 0 if 0 in size else (storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1) * item
-    if extent > base.numel():
-        raise RuntimeError(f"set_: a tensor of dtype {self.dtype} with size {size}, stride {stride} and storage "
-                           f"offset {storage_offset} needs {extent} bytes, but the storage holds {base.numel()}")
-    if base.storage_offset():
-        storage_offset += base.storage_offset() // item
-        base = _C._storage_bytes(base)
-    _C._set_storage(self, base, storage_offset, size, stride)
+    stride = list(contiguous_strides(size)) if stride is None else [int(s) for s in stride]
+    _C._set_storage(self, source._bytes, storage_offset, size, stride)  # checks that the geometry fits
     return self
 
 

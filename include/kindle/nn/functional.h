@@ -113,32 +113,27 @@ using AvgPool2dFuncOptions = AvgPoolFuncOptions<2>;
 using AvgPool3dFuncOptions = AvgPoolFuncOptions<3>;
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
 Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& options);
-struct AdaptiveAvgPool2dFuncOptions {
-  AdaptiveAvgPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}
-  KINDLE_ARG(ExpandingArray<2>, output_size);
+template <size_t D>
+struct AdaptiveAvgPoolFuncOptions {
+  AdaptiveAvgPoolFuncOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}
+  KINDLE_ARG(ExpandingArray<D>, output_size);
 };
+using AdaptiveAvgPool2dFuncOptions = AdaptiveAvgPoolFuncOptions<2>;
+using AdaptiveAvgPool3dFuncOptions = AdaptiveAvgPoolFuncOptions<3>;
 Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options);
-struct AdaptiveAvgPool3dFuncOptions {
-  AdaptiveAvgPool3dFuncOptions(ExpandingArray<3> output_size) : output_size_(output_size) {}
-  KINDLE_ARG(ExpandingArray<3>, output_size);
-};
 Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& options);
 
-struct Conv2dFuncOptions {
+template <size_t D>
+struct ConvFuncOptions {
   KINDLE_ARG(Tensor, bias);
-  KINDLE_ARG(ExpandingArray<2>, stride) = 1;
-  KINDLE_ARG(ConvPadding<2>, padding) = 0;  // or kSame / kValid
-  KINDLE_ARG(ExpandingArray<2>, dilation) = 1;
+  KINDLE_ARG(ExpandingArray<D>, stride) = 1;
+  KINDLE_ARG(ConvPadding<D>, padding) = 0;  // or kSame / kValid
+  KINDLE_ARG(ExpandingArray<D>, dilation) = 1;
   KINDLE_ARG(int64_t, groups) = 1;
 };
+using Conv2dFuncOptions = ConvFuncOptions<2>;
+using Conv3dFuncOptions = ConvFuncOptions<3>;
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
-struct Conv3dFuncOptions {
-  KINDLE_ARG(Tensor, bias);
-  KINDLE_ARG(ExpandingArray<3>, stride) = 1;
-  KINDLE_ARG(ConvPadding<3>, padding) = 0;  // or kSame / kValid
-  KINDLE_ARG(ExpandingArray<3>, dilation) = 1;
-  KINDLE_ARG(int64_t, groups) = 1;
-};
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options = {});
 
 struct BatchNormFuncOptions {
