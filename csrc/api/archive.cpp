@@ -93,13 +93,22 @@ void InputArchive::set(const Value& loaded, std::optional<Device> device) {
   }
 }
 
+namespace {
+// A TorchScript module archive (libtorch's own torch::save) nests its submodules as objects: an
+// archive sees their tensors under dotted keys, as OutputArchive writes nested archives.
+Value archive_value(detail::Checkpoint c) {
+  if (!c.torchscript || !c.value.is_dict()) return std::move(c.value);
+  return Value::from_state_dict(detail::module_tensors(c.value));
+}
+}  // namespace
+
 void InputArchive::load_from(const std::string& filename, std::optional<Device> device) {
-  set(load_value(filename), device);
+  set(archive_value(detail::load_checkpoint(filename)), device);
 }
 
 void InputArchive::load_from(std::istream& stream, std::optional<Device> device) {
   std::string bytes((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
-  set(load_from_bytes(bytes, "<stream>"), device);
+  set(archive_value(detail::load_checkpoint_bytes(bytes, "<stream>")), device);
 }
 
 const Value* InputArchive::find(const std::string& key) const {

@@ -11,12 +11,14 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <unordered_map>
 
 #include "serialize/atomic_file.h"
 #include "serialize/json.h"
 #include "serialize/safetensors.h"
+#include "serialize/torch_pickle.h"
 
 namespace kindle {
 
@@ -213,12 +215,8 @@ Value decode(const std::string& name, const json::Node& node, const OrderedDict<
   fail(name, "'kindle' metadata: unexpected node " + json::py_repr(node, 100));
 }
 
-Value load_source(const safetensors::Source& src) {
+Value load_safetensors(const safetensors::Source& src) {
   const std::string& name = src.name;
-  unsigned char head[2] = {0, 0};
-  if (src.size >= 2 && src.read_at(0, head, 2) && head[0] == 'P' && head[1] == 'K')
-    fail(name, "this looks like a torch.save zip checkpoint; the C++ reader only reads safetensors files "
-               "(load it with kindle.load in Python and re-save it with format='safetensors')");
   safetensors::Contents file = safetensors::read(src);
   const std::string* tree = nullptr;
   if (file.metadata)
@@ -243,16 +241,17 @@ Value load_source(const safetensors::Source& src) {
   return decode(name, *root, tensors, 0);
 }
 
-}  // namespace
+detail::Checkpoint load_source(const safetensors::Source& src) {
+  if (torch_pickle::is_zip(src)) {
+    torch_pickle::Loaded l = torch_pickle::read_archive(src);
+    return {std::move(l.value), l.script};
+  }
+  return {load_safetensors(src), false};
+}
 
-// ---------------------------------------------------------------------------------------------
-// public API
-// ---------------------------------------------------------------------------------------------
-
-void save(const Value& obj, const std::string& path) {
-  safetensors::Plan plan = plan_of(obj);
+void write_file(const std::string& path, const std::function<void(const safetensors::Sink&)>& write) {
   files::atomic_write(path, [&](int fd) {
-    plan.write([&](const void* p, size_t n) {
+    write([&](const void* p, size_t n) {
       const char* c = static_cast<const char*>(p);
       while (n) {
         ssize_t k = ::write(fd, c, std::min<size_t>(n, size_t(1) << 30));
@@ -263,6 +262,21 @@ void save(const Value& obj, const std::string& path) {
       }
     });
   });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// public API
+// ---------------------------------------------------------------------------------------------
+
+void save(const Value& obj, const std::string& path, CheckpointFormat format) {
+  if (format == CheckpointFormat::torch) {
+    write_file(path, [&](const safetensors::Sink& sink) { torch_pickle::write_archive(obj, sink); });
+    return;
+  }
+  safetensors::Plan plan = plan_of(obj);  // before the file is opened: a failure leaves the disk untouched
+  write_file(path, [&](const safetensors::Sink& sink) { plan.write(sink); });
 }
 
 void save(const StateDict& tensors, const std::string& path) {
@@ -276,18 +290,40 @@ void save(const StateDict& tensors, const std::string& path) {
   save(Value::dict(std::move(e)), path);
 }
 
-std::string save_to_bytes(const Value& obj) {
-  safetensors::Plan plan = plan_of(obj);
+std::string save_to_bytes(const Value& obj, CheckpointFormat format) {
   std::string out;
-  plan.write([&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); });
+  safetensors::Sink sink = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  if (format == CheckpointFormat::torch) torch_pickle::write_archive(obj, sink);
+  else plan_of(obj).write(sink);
   return out;
 }
 
 Value load_from_bytes(const std::string& bytes, const std::string& name) {
+  return detail::load_checkpoint_bytes(bytes, name).value;
+}
+
+Value load_value(const std::string& path) { return detail::load_checkpoint(path).value; }
+
+namespace detail {
+
+Checkpoint load_checkpoint_bytes(const std::string& bytes, const std::string& name) {
   return load_source(safetensors::bytes_source(bytes, name));
 }
 
-Value load_value(const std::string& path) {
+StateDict module_tensors(const Value& module) {
+  StateDict out;
+  std::function<void(const Value&, const std::string&)> walk = [&](const Value& v, const std::string& prefix) {
+    for (const auto& [k, x] : v.entries()) {  // (the reader bounds the tree these dicts expand to)
+      if (!k.is_string()) continue;
+      if (x.is_tensor()) out.insert(prefix + k.to_string(), x.to_tensor());
+      else if (x.is_dict()) walk(x, prefix + k.to_string() + ".");
+    }
+  };
+  walk(module, "");
+  return out;
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw OSError(errno, std::string("kindle.load: cannot open: ") + std::strerror(errno), path);
   struct Closer {
@@ -300,8 +336,12 @@ Value load_value(const std::string& path) {
   return load_source(safetensors::fd_source(fd, 0, uint64_t(st.st_size), path));
 }
 
+}  // namespace detail
+
 StateDict load(const std::string& path) {
-  Value v = load_value(path);
+  detail::Checkpoint c = detail::load_checkpoint(path);
+  if (c.torchscript && c.value.is_dict()) return detail::module_tensors(c.value);
+  const Value& v = c.value;
   KINDLE_CHECK_TYPE(v.is_dict(), "kindle::load: ", path, " holds a ", value_kind_name(v.kind()),
                     ", not a dict of tensors; use kindle::load_value");
   return v.to_state_dict(("kindle::load: " + path).c_str());

@@ -173,12 +173,18 @@ void Plan::write(const Sink& sink) const {
   for (int k = 0; k < 8; ++k) len[k] = static_cast<unsigned char>(n >> (8 * k));
   sink(len, 8);
   sink(header_.data(), header_.size());
+  for (auto& [name, t] : tensors_) write_bytes(t, sink);
+}
+
+void write_bytes(const Tensor& t0, const Sink& sink) {
   autograd::NoGradGuard no_grad;
-  for (auto& [name, t0] : tensors_) {
-    Tensor t = t0.detach();
-    if (!t.is_contiguous()) t = t.contiguous();
-    if (t.numel() > 0) sink(t.data_ptr(), t.nbytes());
-  }
+  Tensor t = t0.detach();
+  if (!t.is_contiguous()) t = t.contiguous();
+  if (t.numel() > 0) sink(t.data_ptr(), t.nbytes());
+}
+
+bool read_bytes(const Source& src, uint64_t offset, const Tensor& t) {
+  return t.nbytes() == 0 || src.read_at(offset, t.data_ptr(), t.nbytes());
 }
 
 Source fd_source(int fd, uint64_t base, uint64_t size, std::string name) {
@@ -252,7 +258,7 @@ Contents read(const Source& src, uint64_t max_header) {
   out.tensors.resize(specs.size());
   for (auto& s : specs) {
     Tensor t = empty_tensor(s.shape, s.dtype);
-    if (s.end > s.begin && !src.read_at(8 + n + uint64_t(s.begin), t.data_ptr(), size_t(s.end - s.begin)))
+    if (!read_bytes(src, 8 + n + uint64_t(s.begin), t))
       fail(name, "file truncated inside tensor '" + s.key + "'");
     out.tensors[s.index] = {s.key, std::move(t)};
   }

@@ -54,6 +54,11 @@ struct Source {
 Source fd_source(int fd, uint64_t base, uint64_t size, std::string name);  // pread at base + offset
 Source bytes_source(const std::string& bytes, std::string name);             // (keeps a reference)
 
+// A tensor's bytes (a contiguous copy where it is not contiguous) to a sink; the bytes of a
+// contiguous tensor from a source at `offset` (false if the source ends first).
+void write_bytes(const Tensor& t, const Sink& sink);
+bool read_bytes(const Source& src, uint64_t offset, const Tensor& t);
+
 struct Contents {
   Named tensors;                     // header order
   std::optional<Metadata> metadata;  // the "__metadata__" object, if the file has one

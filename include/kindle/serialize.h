@@ -98,19 +98,42 @@ class Value {
 
 const char* value_kind_name(Value::Kind k);
 
+// The two checkpoint formats: Kindle's safetensors files (the default) and PyTorch's zip archive
+// (what torch.save writes and torch.load reads: a pickle of the object and one entry per tensor).
+enum class CheckpointFormat { safetensors, torch };
+
 // Saves a flat map of tensors as a plain safetensors file (tensors are written contiguous and
 // come back as independent tensors). The path is replaced atomically.
 void save(const StateDict& tensors, const std::string& path);
 // Any Value: a dict of str -> tensors not requiring grad is written flat, anything else with the
 // "kindle" metadata tree (what Python's kindle.save does with the same object).
-void save(const Value& obj, const std::string& path);
-// Reads a flat safetensors file (TypeError if the file holds a nested structure).
+// CheckpointFormat::torch writes PyTorch's zip archive instead (torch.load in Python reads it;
+// each tensor becomes its own storage).
+void save(const Value& obj, const std::string& path, CheckpointFormat format = CheckpointFormat::safetensors);
+// Reads a state dict: a flat safetensors file, a torch.save archive of a dict of tensors, or a
+// TorchScript module archive (libtorch's torch::save of a module, torch.jit.save), whose modules'
+// tensors come back under dotted names ("fc.weight"). TypeError for anything else.
 StateDict load(const std::string& path);
-// Reads any file kindle.save wrote (not torch's zip checkpoints: Python's kindle.load reads those).
+// Reads any checkpoint: files kindle.save wrote in either format, torch.save archives (holding
+// tensors, containers and plain values: nothing in a file is run, see csrc/serialize/torch_pickle.h)
+// and TorchScript archives, whose objects (modules) come back as dicts of their attributes. Tensors
+// are loaded on the CPU whatever device they were saved from.
 Value load_value(const std::string& path);
 
 // The same, to and from bytes in memory.
-std::string save_to_bytes(const Value& obj);
+std::string save_to_bytes(const Value& obj, CheckpointFormat format = CheckpointFormat::safetensors);
 Value load_from_bytes(const std::string& bytes, const std::string& name = "<bytes>");
+
+namespace detail {
+// A loaded checkpoint and whether it was a TorchScript archive (its objects are modules).
+struct Checkpoint {
+  Value value;
+  bool torchscript = false;
+};
+Checkpoint load_checkpoint(const std::string& path);
+Checkpoint load_checkpoint_bytes(const std::string& bytes, const std::string& name);
+// The tensors of a TorchScript module's attribute dicts, under dotted names.
+StateDict module_tensors(const Value& module);
+}  // namespace detail
 
 }  // namespace kindle
