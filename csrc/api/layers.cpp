@@ -504,6 +504,8 @@ Dropout1dImpl::Dropout1dImpl(double p) : p(p) { check_p(p); }
 std::string Dropout1dImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
 AlphaDropoutImpl::AlphaDropoutImpl(double p) : p(p) { check_p(p); }
 std::string AlphaDropoutImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
+FeatureAlphaDropoutImpl::FeatureAlphaDropoutImpl(double p) : p(p) { check_p(p); }
+std::string FeatureAlphaDropoutImpl::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
 
 template <size_t D>
 InstanceNormImpl<D>::InstanceNormImpl(const InstanceNormOptions& o) : options(o) {

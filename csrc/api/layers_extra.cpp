@@ -166,6 +166,47 @@ template class MaxUnpoolNdImpl<1>;
 template class MaxUnpoolNdImpl<2>;
 template class MaxUnpoolNdImpl<3>;
 
+template <size_t D>
+FractionalMaxPoolNdImpl<D>::FractionalMaxPoolNdImpl(const FractionalMaxPoolOptions<D>& o) : options(o) {
+  const std::string op = "FractionalMaxPool" + std::to_string(D) + "d";
+  KINDLE_CHECK_VALUE(o.output_size() || o.output_ratio(), op, " requires specifying either an output size, or a "
+                     "pooling ratio");
+  KINDLE_CHECK_VALUE(!(o.output_size() && o.output_ratio()), op, ": only one of output_size and output_ratio may be "
+                     "specified");
+  if (o.output_ratio()) {
+    KINDLE_CHECK_VALUE(o.output_ratio()->size() == D || o.output_ratio()->size() == 1, op, ": expected ", D,
+                       " output ratios, got ", o.output_ratio()->size());
+    for (double r : *o.output_ratio())
+      KINDLE_CHECK_VALUE(0 < r && r < 1, op, ": output_ratio must be between 0 and 1 (got ", r, ")");
+  }
+}
+
+template <size_t D>
+std::tuple<Tensor, Tensor> FractionalMaxPoolNdImpl<D>::forward_with_indices(const Tensor& input) {
+  const auto& o = options;
+  KINDLE_CHECK(input.dim() == int64_t(D) + 1 || input.dim() == int64_t(D) + 2, "fractional_max_pool", D,
+               "d(): Expected ", D + 1, "D or ", D + 2, "D tensor, but got: ", input.sizes());
+  const bool batched = input.dim() == int64_t(D) + 2;
+  Tensor x = batched ? input : input.unsqueeze(0);
+  std::vector<int64_t> out(D);
+  for (size_t d = 0; d < D; ++d) {
+    if (o.output_size()) {
+      out[d] = (*o.output_size())[d];
+    } else {
+      const auto& r = *o.output_ratio();
+      out[d] = int64_t(double(x.size(int64_t(2 + d))) * r[r.size() == 1 ? 0 : d]);
+    }
+  }
+  Tensor samples = o._random_samples().defined() ? o._random_samples()
+                                                 : rand({x.size(0), x.size(1), int64_t(D)}, std::nullopt, x.dtype());
+  auto [values, indices] = D == 2 ? fractional_max_pool2d(x, o.kernel_size(), out, samples)
+                                  : fractional_max_pool3d(x, o.kernel_size(), out, samples);
+  if (!batched) return {values.squeeze(IntArrayRef{0}), indices.squeeze(IntArrayRef{0})};
+  return {values, indices};
+}
+template class FractionalMaxPoolNdImpl<2>;
+template class FractionalMaxPoolNdImpl<3>;
+
 RReLUImpl::RReLUImpl(const RReLUOptions& o) : options(o) {
   KINDLE_CHECK(o.lower() <= o.upper(), "RReLU: Lower bound should be less than or equal to the upper bound");
 }

@@ -1,6 +1,8 @@
 // Loss modules over the C++ loss ops (csrc/nn/loss.cpp).
 #include "kindle/nn/loss.h"
 
+#include "kindle/operators.h"
+
 #include "util.h"
 
 namespace kindle::nn {
@@ -85,6 +87,35 @@ Tensor TripletMarginLossImpl::forward(const Tensor& anchor, const Tensor& positi
   const auto& o = options;
   return triplet_margin_loss(anchor, positive, negative, o.margin(), o.p(), o.eps(), o.swap(), o.reduction().name());
 }
+Tensor CTCLossImpl::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                            const Tensor& target_lengths) {
+  const auto& o = options;
+  return ctc_loss(log_probs, targets, input_lengths, target_lengths, o.blank(), o.reduction().name(),
+                  o.zero_infinity());
+}
+
+TripletMarginWithDistanceLossImpl::TripletMarginWithDistanceLossImpl(const TripletMarginWithDistanceLossOptions& o)
+    : options(o) {
+  KINDLE_CHECK_VALUE(o.margin() > 0, "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got ",
+                     o.margin(), " instead");
+}
+Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, const Tensor& positive,
+                                                  const Tensor& negative) {
+  const auto& o = options;
+  if (!o.distance_function())  // pairwise_distance: the triplet margin loss itself
+    return triplet_margin_loss(anchor, positive, negative, o.margin(), 2.0, 1e-6, o.swap(), o.reduction().name());
+  const auto& dist = *o.distance_function();
+  const int64_t a = anchor.dim(), p = positive.dim(), n = negative.dim();
+  KINDLE_CHECK(a == p && p == n, "The anchor, positive, and negative tensors are expected to have the same number of "
+               "dimensions, but got: anchor ", a, "D, positive ", p, "D, and negative ", n, "D inputs");
+  Tensor d_pos = dist(anchor, positive), d_neg = dist(anchor, negative);
+  if (o.swap()) d_neg = minimum(d_neg, dist(positive, negative));
+  Tensor loss = clamp_min(d_pos - d_neg + o.margin(), 0);
+  const std::string& r = o.reduction().name();
+  KINDLE_CHECK_VALUE(r == "none" || r == "mean" || r == "sum", r, " is not a valid value for reduction");
+  return r == "mean" ? loss.mean() : r == "sum" ? loss.sum() : loss;
+}
+
 Tensor GaussianNLLLossImpl::forward(const Tensor& input, const Tensor& target, const Tensor& var) {
   return gaussian_nll_loss(input, target, var, options.full(), options.eps(), options.reduction().name());
 }

@@ -134,6 +134,35 @@ RNNOutput RNNBase::forward_with_state(const Tensor& input_, const Tensor& h0_, c
   return r;
 }
 
+std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> RNNBase::forward_packed(const utils::rnn::PackedSequence& in,
+                                                                                const Tensor& h0_, const Tensor& c0_) {
+  const auto& o = options;
+  const bool lstm = mode == "LSTM";
+  const Tensor& data = in.data();
+  KINDLE_CHECK(in.defined() && data.dim() == 2, python_name(mode), ": a packed input's data must be 2-D (steps, "
+               "features), got ", data.defined() ? data.dim() : 0, "-D");
+  KINDLE_CHECK(data.size(-1) == o.input_size(), "input.size(-1) must be equal to input_size. Expected ",
+               o.input_size(), ", got ", data.size(-1));
+  KINDLE_CHECK(!lstm || h0_.defined() == c0_.defined(), "LSTM: give both h0 and c0, or neither");
+  const int64_t batch = in.batch_sizes().select(0, 0).item<int64_t>(), dirs = o.bidirectional() ? 2 : 1;
+  const std::vector<int64_t> expected = {o.num_layers() * dirs, batch, o.hidden_size()};
+  // States in the caller's batch order go in sorted order, and come back unsorted.
+  auto state = [&](const Tensor& s, const char* which) {
+    if (!s.defined()) return zeros(expected, data.dtype());
+    KINDLE_CHECK(s.sizes() == IntArrayRef(expected), "Expected ", which, " size ", tuple_str(expected), ", got ",
+                 list_str(s.sizes()));
+    return in.sorted_indices().defined() ? s.index_select(1, in.sorted_indices()) : s;
+  };
+  Tensor h0 = state(h0_, lstm ? "hidden[0]" : "hidden"), c0 = lstm ? state(c0_, "hidden[1]") : Tensor();
+  auto [out, hn, cn] = rnn_packed(data, in.batch_sizes(), h0, lstm ? opt(c0) : std::nullopt, flat_weights(), mode,
+                                  o.bias(), o.num_layers(), o.dropout(), is_training(), o.bidirectional());
+  auto unsort = [&](const Tensor& s) {
+    return in.unsorted_indices().defined() ? s.index_select(1, in.unsorted_indices()) : s;
+  };
+  return {utils::rnn::PackedSequence(out, in.batch_sizes(), in.sorted_indices(), in.unsorted_indices()), unsort(hn),
+          lstm ? unsort(cn) : Tensor()};
+}
+
 std::string RNNBase::extra_repr() const {
   const auto& o = options;
   std::string s = std::to_string(o.input_size()) + ", " + std::to_string(o.hidden_size());

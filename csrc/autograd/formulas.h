@@ -40,6 +40,10 @@ Tensor batch_norm_grad_param(const Tensor& grad, const Tensor& input, const Tens
 Tensor lstm_pointwise_grad(const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& gates, const Tensor& cx,
                            const Tensor& cy, bool gates_grad);
 
+// _ctc_loss (csrc/nn/ctc.cpp): PyTorch's gradient with respect to log_probs.
+Tensor _ctc_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tensor& targets,
+                          const Tensor& input_lengths, const Tensor& target_lengths, int64_t blank, bool zero_infinity);
+
 Tensor silu_backward(const Tensor& grad, const Tensor& self);
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold);

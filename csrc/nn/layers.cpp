@@ -110,20 +110,57 @@ Tensor dropout3d(const Tensor& self, double p, bool training) {
   return dropout_impl(self, p, training, true, "dropout3d");
 }
 
-Tensor alpha_dropout(const Tensor& self, double p, bool training) {
-  check_p(p, "alpha_dropout");
+namespace {
+// Keeps SELU's self-normalisation: dropped units (or channels) take the saturation value, then an
+// affine correction restores mean and variance.
+Tensor alpha_dropout_impl(const Tensor& self, double p, bool training, bool feature, const char* op) {
+  check_p(p, op);
   if (!training || p == 0) return self;
+  KINDLE_CHECK(!feature || self.dim() >= 2, "Feature dropout requires at least 2 dimensions in the input");
   if (p == 1) return self * zeros_like(self);
   if (self.numel() == 0) return self.clone();
-  KINDLE_CHECK(self.is_floating_point(), "alpha_dropout: result type Float can't be cast to the desired output type ",
+  KINDLE_CHECK(self.is_floating_point(), op, ": result type Float can't be cast to the desired output type ",
                self.dtype());
-  // Keeps SELU's self-normalisation: dropped units take the saturation value, then an affine
-  // correction restores mean and variance.
   const double alpha = 1.7580993408473766;
   double a = 1.0 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
-  Tensor keep = keep_mask(self, p, false);
+  Tensor keep = keep_mask(self, p, feature);
   Tensor b = (keep - 1) * (alpha * a) + alpha * a * p;
   return self * (keep * a) + b;
+}
+}  // namespace
+
+Tensor alpha_dropout(const Tensor& self, double p, bool training) {
+  return alpha_dropout_impl(self, p, training, false, "alpha_dropout");
+}
+
+Tensor feature_alpha_dropout(const Tensor& self, double p, bool training) {
+  return alpha_dropout_impl(self, p, training, true, "feature_alpha_dropout");
+}
+
+// The straight-through Gumbel-softmax: y_soft from logits plus Gumbel noise (drawn as PyTorch's
+// -log(Exp(1)) over an empty_like), or with hard, the one-hot of its argmax carrying y_soft's gradient.
+Tensor gumbel_softmax(const Tensor& logits, double tau, bool hard, int64_t dim) {
+  Tensor gumbels = -empty_like(logits).exponential_().log();
+  Tensor y_soft = ((logits + gumbels) / tau).softmax(dim);
+  if (!hard) return y_soft;
+  Tensor index = std::get<1>(max(y_soft, dim, true));
+  Tensor y_hard = zeros_like(logits).scatter_(dim, index, 1.0);
+  return y_hard - y_soft.detach() + y_soft;
+}
+
+// The p-norm distances between the rows of a matrix, pairs (i < j) in row-major order.
+Tensor pdist(const Tensor& self, double p) {
+  KINDLE_CHECK(self.dim() == 2, "pdist only supports 2D tensors, got: ", self.dim(), "D");
+  KINDLE_CHECK(p >= 0, "pdist only supports non-negative p values");
+  KINDLE_CHECK(self.is_floating_point(), "pdist only supports floating-point dtypes, got: ", self.dtype());
+  KINDLE_CHECK_AS(NotImplementedError, self.dtype() != kFloat16 && self.dtype() != kBFloat16,
+                  "\"pdist\" not implemented for '", scalar_type_name(self.dtype()), "'");
+  const int64_t n = self.size(0);
+  Tensor ij = triu_indices(n, n, 1, kInt64, self.device());
+  Tensor diff = self.index_select(0, ij.select(0, 0)) - self.index_select(0, ij.select(0, 1));
+  if (p == 0)  // a count: its gradient is zero, but it is a gradient (as PyTorch's)
+    return where(ones({}, kBool), (diff != 0).sum(IntArrayRef{1}).to(self.dtype()), diff.sum(IntArrayRef{1}));
+  return norm(diff, p, IntArrayRef{1});
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,

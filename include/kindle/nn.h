@@ -1,6 +1,7 @@
 // kindle::nn for C++: modules, layers, losses, initialisers (see kindle/nn/module.h for the
 // holder style).
 #pragma once
+#include "kindle/nn/adaptive.h"
 #include "kindle/nn/container.h"
 #include "kindle/nn/functional.h"
 #include "kindle/nn/init.h"

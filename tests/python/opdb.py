@@ -2004,6 +2004,17 @@ NOT_IN_DB = {
     # cells): test_nn_recurrent.py compares them with torch.nn's modules
     "rnn": "test_nn_recurrent.py", "lstm_cell": "test_nn_recurrent.py", "gru_cell": "test_nn_recurrent.py",
     "rnn_tanh_cell": "test_nn_recurrent.py", "rnn_relu_cell": "test_nn_recurrent.py",
+    # packed sequences (behind torch.nn.utils.rnn and the recurrent modules): test_nn_rnn_modules.py
+    # compares packing, padding and the modules on packed batches with torch
+    "_pack_padded_sequence": "test_nn_rnn_modules.py", "_pad_packed_sequence": "test_nn_rnn_modules.py",
+    "pad_sequence": "test_nn_rnn_modules.py", "rnn_packed": "test_nn_rnn_modules.py",
+    # composites that moved into the core: random draws (compared with torch's for a seed in
+    # test_torch_names.py / test_nn_layers.py), the CTC loss (test_nn_layers.py), and the adaptive
+    # log-softmax behind nn.AdaptiveLogSoftmaxWithLoss (test_nn_adaptive.py)
+    "gumbel_softmax": "random", "feature_alpha_dropout": "random", "fractional_max_pool2d": "random samples",
+    "fractional_max_pool3d": "random samples", "ctc_loss": "test_nn_layers.py",
+    "adaptive_log_softmax_with_loss": "test_nn_adaptive.py", "adaptive_log_softmax_log_prob": "test_nn_adaptive.py",
+    "adaptive_log_softmax_predict": "test_nn_adaptive.py",
     # a Python function over other F ops (nn.MultiheadAttention's body): test_nn_transformer.py
     # compares outputs, weights and gradients with torch for every mask and projection layout
     "multi_head_attention_forward": "test_nn_transformer.py",

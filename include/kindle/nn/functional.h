@@ -220,5 +220,35 @@ struct InterpolateFuncOptions {
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
 inline Tensor one_hot(const Tensor& input, int64_t num_classes = -1) { return kindle::one_hot(input, num_classes); }
 
+// The ops behind FeatureAlphaDropout, CTCLoss and Python's F.gumbel_softmax / F.pdist.
+struct FeatureAlphaDropoutFuncOptions {
+  KINDLE_ARG(double, p) = 0.5;
+  KINDLE_ARG(bool, training) = false;
+  KINDLE_ARG(bool, inplace) = false;
+};
+inline Tensor feature_alpha_dropout(const Tensor& input, const FeatureAlphaDropoutFuncOptions& options = {}) {
+  Tensor out = kindle::feature_alpha_dropout(input, options.p(), options.training());
+  return options.inplace() && !out.is_same(input) ? input.copy_(out) : out;
+}
+struct GumbelSoftmaxFuncOptions {
+  KINDLE_ARG(double, tau) = 1.0;
+  KINDLE_ARG(bool, hard) = false;
+  KINDLE_ARG(int64_t, dim) = -1;
+};
+inline Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& options = {}) {
+  return kindle::gumbel_softmax(logits, options.tau(), options.hard(), options.dim());
+}
+inline Tensor pdist(const Tensor& input, double p = 2.0) { return kindle::pdist(input, p); }
+struct CTCLossFuncOptions {
+  KINDLE_ARG(int64_t, blank) = 0;
+  KINDLE_ARG(LossReduction, reduction) = "mean";
+  KINDLE_ARG(bool, zero_infinity) = false;
+};
+inline Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                       const Tensor& target_lengths, const CTCLossFuncOptions& options = {}) {
+  return kindle::ctc_loss(log_probs, targets, input_lengths, target_lengths, options.blank(),
+                          options.reduction().name(), options.zero_infinity());
+}
+
 }  // namespace nn::functional
 }  // namespace kindle

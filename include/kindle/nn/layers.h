@@ -528,6 +528,16 @@ class AlphaDropoutImpl : public Module {
 };
 KINDLE_MODULE(AlphaDropout);
 
+// Alpha dropout of whole channels (inputs of at least 2 dims).
+class FeatureAlphaDropoutImpl : public Module {
+ public:
+  explicit FeatureAlphaDropoutImpl(double p = 0.5);
+  Tensor forward(const Tensor& input) override { return feature_alpha_dropout(input, p, is_training()); }
+  std::string extra_repr() const override;
+  double p;
+};
+KINDLE_MODULE(FeatureAlphaDropout);
+
 // Normalises each channel of each example over its spatial dims: InstanceNorm1d (N, C, L) or
 // (C, L), 2d (N, C, H, W) or (C, H, W), 3d. Without affine and tracked statistics by default.
 struct InstanceNormOptions {

@@ -134,6 +134,37 @@ extern template class AdaptiveMaxPoolNdImpl<1>;
 extern template class AdaptiveMaxPoolNdImpl<2>;
 extern template class AdaptiveMaxPoolNdImpl<3>;
 
+// Fractional max pooling (Graham, 2014): windows of kernel_size at pseudo-random starts, to an
+// output_size or output_ratio of the input. The samples that place the windows are drawn per call
+// with kindle::rand (as Python's layer draws them), unless _random_samples fixes them.
+template <size_t D>
+struct FractionalMaxPoolOptions {
+  FractionalMaxPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size) {}
+  KINDLE_ARG(ExpandingArray<D>, kernel_size);
+  KINDLE_ARG(std::optional<ExpandingArray<D>>, output_size);
+  KINDLE_ARG(std::optional<std::vector<double>>, output_ratio);  // D ratios in (0, 1), or one for all
+  KINDLE_ARG(Tensor, _random_samples);                           // (N, C, D); undefined: drawn per call
+};
+using FractionalMaxPool2dOptions = FractionalMaxPoolOptions<2>;
+using FractionalMaxPool3dOptions = FractionalMaxPoolOptions<3>;
+
+template <size_t D>
+class FractionalMaxPoolNdImpl : public Module {
+ public:
+  FractionalMaxPoolNdImpl(const FractionalMaxPoolOptions<D>& options);
+  FractionalMaxPoolNdImpl(ExpandingArray<D> kernel_size) : FractionalMaxPoolNdImpl(FractionalMaxPoolOptions<D>(kernel_size)) {}
+  Tensor forward(const Tensor& input) override { return std::get<0>(forward_with_indices(input)); }
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  std::string name() const override { return "FractionalMaxPool" + std::to_string(D) + "d"; }
+  FractionalMaxPoolOptions<D> options;
+};
+using FractionalMaxPool2dImpl = FractionalMaxPoolNdImpl<2>;
+KINDLE_MODULE(FractionalMaxPool2d);
+using FractionalMaxPool3dImpl = FractionalMaxPoolNdImpl<3>;
+KINDLE_MODULE(FractionalMaxPool3d);
+extern template class FractionalMaxPoolNdImpl<2>;
+extern template class FractionalMaxPoolNdImpl<3>;
+
 // The p-norm of each window: (sum x^p)^(1/p).
 template <size_t D>
 struct LPPoolOptions {

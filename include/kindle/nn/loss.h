@@ -2,6 +2,9 @@
 // "weight" (and "pos_weight"), as in Python, so they follow to(dtype) and appear in state dicts.
 //   nn::CrossEntropyLoss loss;  Tensor l = loss(logits, labels);
 #pragma once
+#include <functional>
+#include <optional>
+
 #include "kindle/nn/module.h"
 #include "kindle/nn/options.h"
 
@@ -202,5 +205,40 @@ class GaussianNLLLossImpl : public Module {
   GaussianNLLLossOptions options;
 };
 KINDLE_MODULE(GaussianNLLLoss);
+
+// Connectionist temporal classification: log_probs (T, N, C) (log_softmax outputs), targets
+// (N, S) padded or concatenated (sum of target_lengths), lengths per example.
+struct CTCLossOptions {
+  KINDLE_ARG(int64_t, blank) = 0;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+  KINDLE_ARG(bool, zero_infinity) = false;
+};
+class CTCLossImpl : public Module {
+ public:
+  explicit CTCLossImpl(const CTCLossOptions& o = {}) : options(o) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths);
+  KINDLE_MODULE_CALL
+  CTCLossOptions options;
+};
+KINDLE_MODULE(CTCLoss);
+
+// The triplet margin loss under any distance: max(d(a, p) - d(a, n) + margin, 0), with swap
+// taking min(d(a, n), d(p, n)); the default distance is pairwise_distance.
+struct TripletMarginWithDistanceLossOptions {
+  using distance_function_t = std::function<Tensor(const Tensor&, const Tensor&)>;
+  KINDLE_ARG(std::optional<distance_function_t>, distance_function);
+  KINDLE_ARG(double, margin) = 1.0;
+  KINDLE_ARG(bool, swap) = false;
+  KINDLE_ARG(EnumName, reduction) = "mean";
+};
+class TripletMarginWithDistanceLossImpl : public Module {
+ public:
+  explicit TripletMarginWithDistanceLossImpl(const TripletMarginWithDistanceLossOptions& o = {});
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  KINDLE_MODULE_CALL
+  TripletMarginWithDistanceLossOptions options;
+};
+KINDLE_MODULE(TripletMarginWithDistanceLoss);
 
 }  // namespace kindle::nn

@@ -157,7 +157,7 @@ class Module {
   Ptr<Module> get_submodule(const std::string& target) const;
   // This module as a `M` (nullptr when it is not one), as libtorch's Module::as.
   template <typename M>
-  M* as() {
+  auto* as() {  // M* for a module class, M::ContainedType* for a holder (as<nn::Linear>())
     if constexpr (std::is_base_of_v<Module, M>) {
       return dynamic_cast<M*>(this);
     } else {

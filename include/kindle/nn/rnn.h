@@ -8,12 +8,14 @@
 //   auto [out, state] = lstm->forward(x, std::make_tuple(h0, c0));   // libtorch's form
 //   auto [h, c] = state;
 //   auto [out2, h_n] = gru->forward(x, h0);
+//   auto [packed_out, state2] = lstm->forward_with_packed_input(packed);  // a PackedSequence
 #pragma once
 #include <optional>
 #include <tuple>
 
 #include "kindle/nn/module.h"
 #include "kindle/nn/options.h"
+#include "kindle/nn/packed_sequence.h"
 
 namespace kindle::nn {
 
@@ -41,6 +43,9 @@ class RNNBase : public Module {
   Tensor forward(const Tensor& input) override;
   // Undefined h0 / c0 start from zeros.
   RNNOutput forward_with_state(const Tensor& input, const Tensor& h0 = {}, const Tensor& c0 = {});
+  // A packed batch: the output packed as the input; h0 / c0 in the batch's original order.
+  std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> forward_packed(const utils::rnn::PackedSequence& input,
+                                                                         const Tensor& h0 = {}, const Tensor& c0 = {});
   // The parameters in the kernel's order, looked up by name (so replaced ones are seen).
   std::vector<Tensor> flat_weights() const;
   void reset_parameters();
@@ -61,6 +66,11 @@ class RNNImpl : public RNNBase {
     RNNOutput r = forward_with_state(input, hx);
     return {r.output, r.h_n};
   }
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                           const Tensor& hx = {}) {
+    auto [out, h, c] = forward_packed(input, hx);
+    return {out, h};
+  }
   KINDLE_MODULE_CALL
 };
 KINDLE_MODULE(RNN);
@@ -77,6 +87,11 @@ class LSTMImpl : public RNNBase {
   LSTMOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
     return forward(input, std::make_tuple(h0, c0));
   }
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> forward_with_packed_input(
+      const utils::rnn::PackedSequence& input, const std::optional<std::tuple<Tensor, Tensor>>& hx = std::nullopt) {
+    auto [out, h, c] = hx ? forward_packed(input, std::get<0>(*hx), std::get<1>(*hx)) : forward_packed(input);
+    return {out, std::make_tuple(h, c)};
+  }
   KINDLE_MODULE_CALL
 };
 KINDLE_MODULE(LSTM);
@@ -88,6 +103,11 @@ class GRUImpl : public RNNBase {
   RNNStateOutput forward(const Tensor& input, const Tensor& hx = {}) {
     RNNOutput r = forward_with_state(input, hx);
     return {r.output, r.h_n};
+  }
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                           const Tensor& hx = {}) {
+    auto [out, h, c] = forward_packed(input, hx);
+    return {out, h};
   }
   KINDLE_MODULE_CALL
 };

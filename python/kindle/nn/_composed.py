@@ -1,9 +1,9 @@
-"""torch.nn.functional ops composed in Python from Kindle's ops (gumbel_softmax, pdist, the in-place
-activation forms), and the Python signatures of those that moved into the core (csrc/nn:
-shrinkage, local_response_norm, the soft-margin losses, rrelu, max_unpool). Autograd flows through
+"""torch.nn.functional ops composed in Python from Kindle's ops (the in-place activation forms,
+feature dropout), and the Python signatures of those that moved into the core (csrc/nn:
+shrinkage, local_response_norm, the soft-margin losses, rrelu, max_unpool, gumbel_softmax, pdist,
+feature_alpha_dropout). Autograd flows through
 the ops they call. Random ones draw as torch's CPU kernels do (the same distributions over the
 same elements in the same order), so a seed gives torch's values."""
-import math
 import warnings
 
 from .. import _C
@@ -27,13 +27,7 @@ def hardshrink(input, lambd=0.5):  # noqa: A002
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):  # noqa: ARG001  (eps: deprecated, unused, as torch)
-    gumbels = -_C.empty_like(logits).exponential_().log()
-    y_soft = ((logits + gumbels) / tau).softmax(dim)
-    if not hard:
-        return y_soft
-    index = y_soft.max(dim, keepdim=True)[1]
-    y_hard = _C.zeros_like(logits).scatter_(dim, index, 1.0)
-    return y_hard - y_soft.detach() + y_soft  # the straight-through estimator
+    return _C._nn.gumbel_softmax(logits, float(tau), hard, dim)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
@@ -65,21 +59,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
 
 
 def pdist(input, p=2):  # noqa: A002
-    """The p-norm distances between the rows of a matrix, pairs (i < j) in row-major order."""
-    if input.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    if p < 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    if not input.is_floating_point():
-        raise RuntimeError(f"pdist only supports floating-point dtypes, got: {input.dtype}")
-    if input.dtype in (_C.float16, _C.bfloat16):
-        raise NotImplementedError(f"\"pdist\" not implemented for '{'Half' if input.dtype == _C.float16 else 'BFloat16'}'")
-    n = input.size(0)
-    i, j = _C.triu_indices(n, n, 1, device="cpu")  # (moved to the input's device by indexing)
-    diff = input[i] - input[j]
-    if p == 0:  # a count: its gradient is zero, but it is a gradient (as torch's)
-        return _C.where(_C.ones((), dtype=_C.bool), (diff != 0).sum(1).to(input.dtype), diff.sum(1))
-    return _C.norm(diff, p, 1)
+    return _C.pdist(input, float(p))
 
 
 def _unpool(fn, input, indices, kernel_size, stride, padding, output_size, n):  # noqa: A002
@@ -123,19 +103,9 @@ def _feature_dropout(input, p, train, inplace):  # noqa: A002
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
-    """Alpha dropout of whole channels: dropped channels take SELU's negative saturation value,
-    then an affine map keeps the mean and variance (torch's constants)."""
-    _check_p(p)
-    if not training or p == 0 or input.numel() == 0:
-        return input
-    if p == 1:
-        return input.mul_(0) if inplace else input * 0
-    alpha = 1.7580993408473766
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    noise = _feature_noise(input, p)
-    b = (noise - 1) * (alpha * a) + alpha * a * p
-    noise = noise * a
-    return input.mul_(noise).add_(b) if inplace else input * noise + b
+    """Alpha dropout of whole channels (the core's op); inplace writes the result back."""
+    out = _C._nn.feature_alpha_dropout(input, p, training)
+    return input.copy_(out) if inplace and out is not input else out
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002

@@ -9,7 +9,7 @@ import warnings
 from ... import _C
 from .. import init
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence, _packed_to_padded, _padded_to_packed
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -149,27 +149,13 @@ class RNNBase(Module):
         return out[0], out[1], (out[2] if cx is not None else None)
 
     def _run_packed(self, data, batch_sizes, hx, cx):
-        """A packed batch runs as one kernel call per distinct sequence length: the sorted
-        sequences of equal length form contiguous blocks, each an unpadded batch, so the final
-        states and the reverse direction see exactly each sequence's own steps."""
-        padded, lengths = _packed_to_padded(data, batch_sizes)  # (T, B, F), lengths non-increasing
-        total = padded.size(0)
-        outs, hs, cs = [], [], []
-        start = 0
-        while start < len(lengths):
-            length, stop = lengths[start], start
-            while stop < len(lengths) and lengths[stop] == length:
-                stop += 1
-            o, h, c = self._run(padded[:length, start:stop], hx[:, start:stop],
-                                None if cx is None else cx[:, start:stop], False)
-            if length < total:  # zero steps after the end, so the blocks line up as one padded batch
-                o = _C.cat([o, o.new_zeros((total - length,) + tuple(o.shape[1:]))], 0)
-            outs.append(o)
-            hs.append(h)
-            cs.append(c)
-            start = stop
-        out = _padded_to_packed(_C.cat(outs, 1), batch_sizes)
-        return out, _C.cat(hs, 1), (None if cx is None else _C.cat(cs, 1))
+        """A packed batch: one C++ loop per distinct sequence length (see csrc/nn/packed.cpp)."""
+        if self.proj_size > 0:
+            raise NotImplementedError("LSTM with proj_size > 0 is not supported yet: kindle._C._nn.rnn has no "
+                                      "hidden-state projection (weight_hr)")
+        out = _C._nn.rnn_packed(data, batch_sizes, hx, cx, self._flat_weights, self.mode, self.bias,
+                                self.num_layers, self.dropout, self.training, self.bidirectional)
+        return out[0], out[1], (out[2] if cx is not None else None)
 
     def _forward(self, input, hx):  # noqa: A002
         """Shared by RNN, LSTM and GRU: hx is a tensor, or (h_0, c_0) for LSTM, or None."""
