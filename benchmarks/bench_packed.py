@@ -1,6 +1,7 @@
 """Recurrent layers on packed batches, Kindle against PyTorch in one process (interleaved,
 medians): pack_sequence of 32 sequences of random lengths 10-50, a 2-layer LSTM (64 -> 128) and a
-GRU, forward and forward+backward, outputs checked against each other. The packing and the
+GRU, forward and forward+backward, outputs checked against each other (padded, in the batch's
+order: the two libraries may order sequences of equal length differently when packing). The packing and the
 per-length recurrence are the core's (csrc/nn/packed.cpp), as for the C++ front end.
 
     python benchmarks/bench_packed.py [--threads 1,2] [--reps 9]
@@ -35,7 +36,8 @@ def step(lib, layer, xs, backward):
     else:
         with lib.no_grad():
             out, _ = layer(packed)
-    return time.perf_counter() - t0, out.data
+    dt = time.perf_counter() - t0
+    return dt, lib.nn.utils.rnn.pad_packed_sequence(out)[0]  # in the batch's order (ties sort either way)
 
 
 def main(argv=None):

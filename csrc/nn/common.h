@@ -2,6 +2,7 @@
 // differentiates them through the ops they call (no backward code of their own).
 #pragma once
 #include <string_view>
+#include <vector>
 
 #include "kindle/operators.h"
 
@@ -22,5 +23,9 @@ DimVector expand_param(IntArrayRef v, size_t n, const char* name, const char* op
 std::pair<Tensor, DimVector> padding_from_string(const Tensor& input, const Tensor& weight, IntArrayRef stride,
                                                  std::string_view padding, IntArrayRef dilation, size_t n,
                                                  const char* op);
+
+// A packed sequence's batch_sizes as numbers: a 1-D CPU int64 tensor of positive, non-increasing
+// counts (RuntimeError naming `op` otherwise; csrc/nn/packed.cpp).
+std::vector<int64_t> packed_batch_sizes(const Tensor& batch_sizes, const char* op);
 
 }  // namespace kindle::nn_detail

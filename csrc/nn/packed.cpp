@@ -1,14 +1,15 @@
 // Packed sequences (torch.nn.utils.rnn), once for both front ends: a PackedSequence holds the
 // steps of a batch of sequences sorted by decreasing length, time-major; batch_sizes[t] counts the
 // sequences still running at step t. Everything is slices and cat over runs of equal batch size,
-// so gradients reach the inputs; recurrent layers run a packed batch as one call of rnn() per
-// distinct length, so each sequence's final state and reverse direction see only its own steps.
+// so gradients reach the inputs. Recurrent layers over a packed batch are rnn_packed
+// (csrc/nn/rnn.cpp).
 #include <string>
 #include <vector>
 
 #include "kindle/autograd.h"
 #include "kindle/factories.h"
 #include "kindle/operators.h"
+#include "nn/common.h"
 #include "kindle/ops.h"
 
 namespace kindle {
@@ -44,7 +45,9 @@ std::vector<Run> runs_of(const std::vector<int64_t>& sizes) {
   return runs;
 }
 
-std::vector<int64_t> checked_batch_sizes(const Tensor& batch_sizes, const char* op) {
+}  // namespace
+
+std::vector<int64_t> nn_detail::packed_batch_sizes(const Tensor& batch_sizes, const char* op) {
   KINDLE_CHECK(batch_sizes.dim() == 1 && batch_sizes.dtype() == kInt64 && batch_sizes.device().is_cpu(), op,
                ": batch_sizes should be a 1D CPU int64 tensor, but got ", batch_sizes.dim(), "D ",
                batch_sizes.device(), " ", scalar_type_name(batch_sizes.dtype()), " tensor");
@@ -55,6 +58,8 @@ std::vector<int64_t> checked_batch_sizes(const Tensor& batch_sizes, const char* 
                  " at step ", t);
   return sizes;
 }
+
+namespace {
 
 // (T, B, *) sorted by decreasing length -> (sum of lengths, *).
 Tensor padded_to_packed(const Tensor& padded, const std::vector<int64_t>& sizes) {
@@ -101,7 +106,7 @@ std::tuple<Tensor, Tensor> _pack_padded_sequence(const Tensor& input, const Tens
 
 std::tuple<Tensor, Tensor> _pad_packed_sequence(const Tensor& data, const Tensor& batch_sizes, bool batch_first,
                                                 const Scalar& padding_value, int64_t total_length) {
-  const std::vector<int64_t> sizes = checked_batch_sizes(batch_sizes, "_pad_packed_sequence");
+  const std::vector<int64_t> sizes = nn_detail::packed_batch_sizes(batch_sizes, "_pad_packed_sequence");
   KINDLE_CHECK(!sizes.empty(), "_pad_packed_sequence: empty batch_sizes");
   const int64_t steps = int64_t(sizes.size()), batch = sizes[0];
   int64_t total = 0;
@@ -156,40 +161,6 @@ Tensor pad_sequence(TensorList sequences, bool batch_first, double padding_value
     padded.push_back(padding_side == "right" ? cat({s, fill}, 0) : cat({fill, s}, 0));
   }
   return stack(padded, batch_first ? 0 : 1);
-}
-
-std::tuple<Tensor, Tensor, Tensor> rnn_packed(const Tensor& data, const Tensor& batch_sizes, const Tensor& hx,
-                                              const std::optional<Tensor>& cx, TensorList params,
-                                              std::string_view mode, bool has_biases, int64_t num_layers,
-                                              double dropout_p, bool train, bool bidirectional) {
-  auto [padded, lengths_t] = _pad_packed_sequence(data, batch_sizes, false, 0, batch_sizes.size(0));
-  const std::vector<int64_t> lengths = values_of(lengths_t), sizes = values_of(batch_sizes);
-  const int64_t total = padded.size(0);
-  KINDLE_CHECK(hx.dim() == 3 && hx.size(1) == int64_t(lengths.size()), "rnn_packed: expected hx of shape (layers * "
-               "directions, ", lengths.size(), ", hidden), got ", hx.sizes());
-  std::vector<Tensor> outs, hs, cs;
-  for (size_t start = 0; start < lengths.size();) {  // sequences of one length: an unpadded batch
-    size_t stop = start;
-    while (stop < lengths.size() && lengths[stop] == lengths[start]) ++stop;
-    const int64_t length = lengths[start], b0 = int64_t(start), b1 = int64_t(stop);
-    std::optional<Tensor> c;
-    if (cx) c = slice(*cx, 1, b0, b1);
-    auto [o, h, cn] = rnn(slice(slice(padded, 0, 0, length), 1, b0, b1), slice(hx, 1, b0, b1), c, params, mode,
-                          has_biases, num_layers, dropout_p, train, bidirectional, false);
-    if (length < total) {  // zeros after the end, so the blocks line up as one padded batch
-      std::vector<int64_t> shape(o.sizes().begin(), o.sizes().end());
-      shape[0] = total - length;
-      o = cat({o, zeros(shape, like(o))}, 0);
-    }
-    outs.push_back(o);
-    hs.push_back(h);
-    cs.push_back(cn);
-    start = stop;
-  }
-  Tensor out = padded_to_packed(outs.size() == 1 ? outs[0] : cat(outs, 1), sizes);
-  Tensor hn = hs.size() == 1 ? hs[0] : cat(hs, 1);
-  Tensor cn = cx ? (cs.size() == 1 ? cs[0] : cat(cs, 1)) : cs[0];
-  return {out, hn, cn};
 }
 
 }  // namespace kindle

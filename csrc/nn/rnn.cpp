@@ -1,5 +1,7 @@
 // Recurrent cells and multi-layer (bidirectional) RNN/LSTM/GRU loops, composed of GEMMs and
 // pointwise ops; the nn modules (issue 5) call these.
+#include <algorithm>
+
 #include "autograd/formulas.h"
 #include "kindle/autograd.h"
 #include "nn/common.h"
@@ -196,70 +198,188 @@ Tensor rnn_relu_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, 
   return gates(input, hx, w_ih, w_hh, b_ih, b_hh).relu();
 }
 
+namespace {
+
+// One layer and direction over the input projections xi (T, B, gates*H) (for the LSTM both biases
+// included): the LSTM as one fused recurrence, GRU and RNN step by step. Returns (out (T, B, H),
+// h_T, c_T), h_T / c_T the states after the last step processed (step 0 when reverse).
+std::tuple<Tensor, Tensor, Tensor> recurrence(std::string_view mode, const Tensor& xi, Tensor h, const Tensor& c,
+                                              const Tensor& w_hh, const std::optional<Tensor>& b_hh, bool reverse) {
+  if (mode == "LSTM") return lstm_recurrence(xi, h, c, w_hh, reverse);
+  const int64_t T = xi.size(0);
+  std::vector<Tensor> gi = xi.unbind(0);  // one backward node for all steps
+  std::vector<Tensor> steps(static_cast<size_t>(T));
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = reverse ? T - 1 - s : s;
+    const Tensor& g = gi[size_t(t)];
+    if (mode == "GRU") {
+      auto a = g.chunk(3, -1);
+      auto b = linear(h, w_hh, b_hh).chunk(3, -1);
+      Tensor r = (a[0] + b[0]).sigmoid(), z = (a[1] + b[1]).sigmoid();
+      Tensor n = (a[2] + r * b[2]).tanh();
+      h = (1 - z) * n + z * h;
+    } else {
+      Tensor pre = g + linear(h, w_hh, b_hh);
+      h = mode == "RNN_TANH" ? pre.tanh() : pre.relu();
+    }
+    steps[size_t(t)] = h;
+  }
+  return {T ? stack(steps, 0) : empty_tensor({0, h.size(0), h.size(1)}, h.dtype(), h.device()), h, c};
+}
+
+// The same over a packed layer input: xi (sum of lengths, gates*H) in PyTorch's packed order,
+// batch_sizes non-increasing. Each run of steps with one batch size b is one recurrence() call
+// over the first b sequences (so the LSTM's fused kernel serves packed batches too); forward,
+// the rows that end leave their final state behind; in reverse, the rows that start join with
+// their initial state. Returns (out (sum of lengths, H), h_n (B, H), c_n).
+std::tuple<Tensor, Tensor, Tensor> packed_recurrence(std::string_view mode, const Tensor& xi,
+                                                     const std::vector<int64_t>& sizes, const Tensor& h0,
+                                                     const Tensor& c0, const Tensor& w_hh,
+                                                     const std::optional<Tensor>& b_hh, bool reverse) {
+  const bool lstm = mode == "LSTM";
+  struct Run {
+    int64_t t0, t1, batch, row0;  // steps [t0, t1), `batch` sequences, first packed row
+  };
+  std::vector<Run> runs;
+  for (int64_t t = 0, row = 0; t < int64_t(sizes.size());) {
+    int64_t stop = t;
+    while (stop < int64_t(sizes.size()) && sizes[size_t(stop)] == sizes[size_t(t)]) ++stop;
+    runs.push_back({t, stop, sizes[size_t(t)], row});
+    row += (stop - t) * sizes[size_t(t)];
+    t = stop;
+  }
+  const int64_t G = xi.size(-1);
+  std::vector<Tensor> outs(runs.size());
+  auto run_one = [&](size_t k, Tensor& h, Tensor& c) {
+    const Run& r = runs[k];
+    Tensor x = xi.narrow(0, r.row0, (r.t1 - r.t0) * r.batch).reshape({r.t1 - r.t0, r.batch, G});
+    auto [o, hT, cT] = recurrence(mode, x, h, c, w_hh, b_hh, reverse);
+    outs[k] = o.reshape({(r.t1 - r.t0) * r.batch, o.size(-1)});
+    h = hT;
+    c = cT;
+  };
+  Tensor hn, cn;
+  if (!reverse) {
+    std::vector<Tensor> h_done, c_done;  // final states of the rows that end, last rows first
+    Tensor h = h0, c = c0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const int64_t b = runs[k].batch;
+      if (b < h.size(0)) {
+        h_done.push_back(h.narrow(0, b, h.size(0) - b));
+        if (lstm) c_done.push_back(c.narrow(0, b, c.size(0) - b));
+        h = h.narrow(0, 0, b);
+        if (lstm) c = c.narrow(0, 0, b);
+      }
+      run_one(k, h, c);
+    }
+    h_done.push_back(h);
+    if (lstm) c_done.push_back(c);
+    std::reverse(h_done.begin(), h_done.end());
+    std::reverse(c_done.begin(), c_done.end());
+    hn = h_done.size() == 1 ? h_done[0] : cat(h_done, 0);
+    if (lstm) cn = c_done.size() == 1 ? c_done[0] : cat(c_done, 0);
+  } else {
+    Tensor h = h0.narrow(0, 0, runs.back().batch), c = lstm ? c0.narrow(0, 0, runs.back().batch) : Tensor();
+    for (size_t k = runs.size(); k-- > 0;) {
+      const int64_t b = runs[k].batch;
+      if (b > h.size(0)) {
+        h = cat({h, h0.narrow(0, h.size(0), b - h.size(0))}, 0);
+        if (lstm) c = cat({c, c0.narrow(0, c.size(0), b - c.size(0))}, 0);
+      }
+      run_one(k, h, c);
+    }
+    hn = h;
+    cn = c;
+  }
+  return {outs.size() == 1 ? outs[0] : cat(outs, 0), hn, cn};
+}
+
+struct RnnLayout {
+  bool lstm;
+  int64_t dirs, per;
+};
+
+RnnLayout check_rnn(std::string_view mode, const std::optional<Tensor>& cx, TensorList params, bool has_biases,
+                 int64_t num_layers, bool bidirectional, const char* op) {
+  const bool lstm = mode == "LSTM";
+  KINDLE_CHECK_VALUE(lstm || mode == "GRU" || mode == "RNN_TANH" || mode == "RNN_RELU", op, ": unknown mode ", mode);
+  KINDLE_CHECK(!lstm || cx, op, ": LSTM needs the initial cell state");
+  const int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
+  KINDLE_CHECK(int64_t(params.size()) == num_layers * dirs * per, op, ": expected ", num_layers * dirs * per,
+               " parameter tensors, got ", params.size());
+  return {lstm, dirs, per};
+}
+
+// The layers of rnn() and rnn_packed(): `layer_fn(xi, h, c, w_hh, b_hh, reverse)` runs one
+// layer and direction on the input projections; the outputs of both directions are concatenated
+// along the features, with dropout between layers when training.
+template <typename LayerFn>
+std::tuple<Tensor, Tensor, Tensor> run_layers(Tensor x, const Tensor& hx, const std::optional<Tensor>& cx,
+                                              TensorList params, const RnnLayout& l, bool has_biases,
+                                              int64_t num_layers, double dropout_p, bool train, LayerFn layer_fn) {
+  std::vector<Tensor> hn, cn;
+  for (int64_t layer = 0; layer < num_layers; ++layer) {
+    std::vector<Tensor> outs_dir;
+    for (int64_t d = 0; d < l.dirs; ++d) {
+      const size_t base = size_t((layer * l.dirs + d) * l.per);
+      const Tensor &w_ih = params[base], &w_hh = params[base + 1];
+      std::optional<Tensor> b_ih, b_hh;
+      if (has_biases) b_ih = params[base + 2], b_hh = params[base + 3];
+      Tensor h = hx.select(0, layer * l.dirs + d), c = l.lstm ? cx->select(0, layer * l.dirs + d) : Tensor();
+      // The input projection of every step in one GEMM (with both biases for the LSTM); the
+      // recurrence only multiplies by w_hh.
+      std::optional<Tensor> bias_in = b_ih;
+      if (l.lstm && b_ih && b_hh) bias_in = *b_ih + *b_hh;
+      Tensor xi = linear(x, w_ih, bias_in);
+      if (l.lstm && b_hh && !b_ih) xi = xi + *b_hh;
+      auto [o, hT, cT] = layer_fn(xi, h, c, w_hh, l.lstm ? std::nullopt : b_hh, d == 1);
+      outs_dir.push_back(o);
+      hn.push_back(hT);
+      if (l.lstm) cn.push_back(cT);
+    }
+    x = l.dirs == 1 ? outs_dir[0] : cat(outs_dir, -1);
+    if (dropout_p > 0 && train && layer + 1 < num_layers) x = dropout(x, dropout_p, true);
+  }
+  // c_n is an empty tensor for RNN and GRU (a defined value: Python sees a tensor, never a null).
+  return {x, stack(hn, 0), l.lstm ? stack(cn, 0) : empty_tensor({0}, x.dtype(), x.device())};
+}
+
+}  // namespace
+
 // mode: "LSTM", "GRU", "RNN_TANH", "RNN_RELU". params: per layer and direction, w_ih, w_hh
 // (and b_ih, b_hh when has_biases), in PyTorch's order. input (T, B, F) or (B, T, F) with
 // batch_first. hx: (layers * dirs, B, H); cx for LSTM. Returns (output, h_n, c_n).
 std::tuple<Tensor, Tensor, Tensor> rnn(const Tensor& input, const Tensor& hx, const std::optional<Tensor>& cx,
                                        TensorList params, std::string_view mode, bool has_biases, int64_t num_layers,
                                        double dropout_p, bool train, bool bidirectional, bool batch_first) {
-  bool lstm = mode == "LSTM";
-  KINDLE_CHECK_VALUE(lstm || mode == "GRU" || mode == "RNN_TANH" || mode == "RNN_RELU", "rnn: unknown mode ", mode);
+  const RnnLayout l = check_rnn(mode, cx, params, has_biases, num_layers, bidirectional, "rnn");
   KINDLE_CHECK(input.dim() == 3, "rnn: expected a 3-D input (sequence, batch, features), got ", input.sizes());
-  KINDLE_CHECK(!lstm || cx, "rnn: LSTM needs the initial cell state");
-  int64_t dirs = bidirectional ? 2 : 1, per = has_biases ? 4 : 2;
-  KINDLE_CHECK(int64_t(params.size()) == num_layers * dirs * per, "rnn: expected ", num_layers * dirs * per,
-               " parameter tensors, got ", params.size());
-  Tensor x = batch_first ? input.transpose(0, 1) : input;
-  int64_t T = x.size(0);
-  std::vector<Tensor> hn, cn;
-  for (int64_t layer = 0; layer < num_layers; ++layer) {
-    std::vector<Tensor> outs_dir;
-    for (int64_t d = 0; d < dirs; ++d) {
-      size_t base = size_t((layer * dirs + d) * per);
-      const Tensor &w_ih = params[base], &w_hh = params[base + 1];
-      std::optional<Tensor> b_ih, b_hh;
-      if (has_biases) b_ih = params[base + 2], b_hh = params[base + 3];
-      Tensor h = hx.select(0, layer * dirs + d), c = lstm ? cx->select(0, layer * dirs + d) : Tensor();
-      // The input projection of every step in one GEMM (with both biases for the LSTM); the
-      // recurrence only multiplies by w_hh. unbind: one backward node for all steps.
-      std::optional<Tensor> bias_in = b_ih;
-      if (lstm && b_ih && b_hh) bias_in = *b_ih + *b_hh;
-      if (lstm) {
-        Tensor xi = linear(x, w_ih, bias_in);  // (T, B, 4H)
-        if (b_hh && !b_ih) xi = xi + *b_hh;
-        auto [o, hT, cT] = lstm_recurrence(xi, h, c, w_hh, d == 1);
-        outs_dir.push_back(o);
-        hn.push_back(hT);
-        cn.push_back(cT);
-        continue;
-      }
-      std::vector<Tensor> xi = linear(x, w_ih, bias_in).unbind(0);  // T x (B, gates*H)
-      std::vector<Tensor> steps(static_cast<size_t>(T));
-      for (int64_t s = 0; s < T; ++s) {
-        int64_t t = d == 0 ? s : T - 1 - s;
-        const Tensor& gi = xi[size_t(t)];
-        if (mode == "GRU") {
-          auto a = gi.chunk(3, -1);
-          auto b = linear(h, w_hh, b_hh).chunk(3, -1);
-          Tensor r = (a[0] + b[0]).sigmoid(), z = (a[1] + b[1]).sigmoid();
-          Tensor n = (a[2] + r * b[2]).tanh();
-          h = (1 - z) * n + z * h;
-        } else {
-          Tensor pre = gi + linear(h, w_hh, b_hh);
-          h = mode == "RNN_TANH" ? pre.tanh() : pre.relu();
-        }
-        steps[size_t(t)] = h;
-      }
-      outs_dir.push_back(stack(steps, 0));
-      hn.push_back(h);
-      if (lstm) cn.push_back(c);
-    }
-    x = dirs == 1 ? outs_dir[0] : cat(outs_dir, -1);
-    if (dropout_p > 0 && train && layer + 1 < num_layers) x = dropout(x, dropout_p, true);
-  }
-  Tensor out = batch_first ? x.transpose(0, 1) : x;
-  // c_n is an empty tensor for RNN and GRU (a defined value: Python sees a tensor, never a null).
-  return {out, stack(hn, 0), lstm ? stack(cn, 0) : empty_tensor({0}, out.dtype(), out.device())};
+  auto [out, hn, cn] = run_layers(
+      batch_first ? input.transpose(0, 1) : input, hx, cx, params, l, has_biases, num_layers, dropout_p, train,
+      [&](const Tensor& xi, const Tensor& h, const Tensor& c, const Tensor& w_hh, const std::optional<Tensor>& b_hh,
+          bool reverse) { return recurrence(mode, xi, h, c, w_hh, b_hh, reverse); });
+  return {batch_first ? out.transpose(0, 1) : out, hn, cn};
+}
+
+// The same over a packed batch: data (sum of lengths, F) and batch_sizes as PyTorch packs them;
+// hx / cx in the packed (sorted) batch order. Returns (packed output, h_n, c_n).
+std::tuple<Tensor, Tensor, Tensor> rnn_packed(const Tensor& data, const Tensor& batch_sizes, const Tensor& hx,
+                                              const std::optional<Tensor>& cx, TensorList params,
+                                              std::string_view mode, bool has_biases, int64_t num_layers,
+                                              double dropout_p, bool train, bool bidirectional) {
+  const RnnLayout l = check_rnn(mode, cx, params, has_biases, num_layers, bidirectional, "rnn_packed");
+  const std::vector<int64_t> sizes = nn_detail::packed_batch_sizes(batch_sizes, "rnn_packed");
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  KINDLE_CHECK(!sizes.empty() && data.dim() == 2 && data.size(0) == total, "rnn_packed: batch_sizes ",
+               batch_sizes.sizes(), " sum to ", total, " steps but data has shape ", data.sizes());
+  KINDLE_CHECK(hx.dim() == 3 && hx.size(1) == sizes[0], "rnn_packed: expected hx of shape (layers * directions, ",
+               sizes[0], ", hidden), got ", hx.sizes());
+  return run_layers(data, hx, cx, params, l, has_biases, num_layers, dropout_p, train,
+                    [&](const Tensor& xi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                        const std::optional<Tensor>& b_hh, bool reverse) {
+                      return packed_recurrence(mode, xi, sizes, h, c, w_hh, b_hh, reverse);
+                    });
 }
 
 }  // namespace kindle

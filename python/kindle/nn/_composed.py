@@ -59,7 +59,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
 
 
 def pdist(input, p=2):  # noqa: A002
-    return _C.pdist(input, float(p))
+    return _C._nn.pdist(input, float(p))
 
 
 def _unpool(fn, input, indices, kernel_size, stride, padding, output_size, n):  # noqa: A002
