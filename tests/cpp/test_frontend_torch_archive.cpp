@@ -230,6 +230,11 @@ TEST(FrontendTorchArchive, PyTorchFiles) {
   Tensor w;
   archive.read("fc.weight", w);
   EXPECT_TRUE(equal(w, net->fc->weight));
+  // A list of tensors as libtorch's torch::save(std::vector<Tensor>) lays it out: a TorchScript
+  // object whose attributes are "0", "1", ...
+  std::vector<Tensor> list;
+  kindle::load(list, dir + "/tensors.pt");
+  save(list, dir + "/tensors_read.safetensors");
   // And the other way: an archive torch.load reads.
   Value out = Value::dict({{Value("weight"), Value(arange(6, kFloat32).reshape({2, 3}))},
                            {Value("step"), Value(int64_t(3))},

@@ -19,6 +19,19 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 
 
+class TensorList(torch.nn.Module):
+    """What libtorch's torch::save(std::vector<Tensor>) writes: a scripted object whose attributes
+    are "0", "1", ..."""
+
+    def __init__(self, tensors):
+        super().__init__()
+        for i, t in enumerate(tensors):
+            self.register_buffer(str(i), t)
+
+    def forward(self, x):
+        return x
+
+
 class Net(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -46,12 +59,14 @@ def files(tmp_path_factory):
     opt.step()
     torch.save(opt.state_dict(), folder / "optim.pt")
     torch.jit.script(net).save(str(folder / "script.pt"))
+    tensors = [torch.randn(3, 2), torch.arange(4), torch.rand(2).double()]
+    torch.jit.script(TensorList(tensors)).save(str(folder / "tensors.pt"))
     proc = subprocess.run([binary, "--gtest_filter=FrontendTorchArchive.PyTorchFiles"], capture_output=True,
                           text=True, timeout=300, env={**os.environ,
                           "KINDLE_TORCH_ARCHIVE_DIR": str(folder)})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "SKIPPED" not in proc.stdout
-    return folder, state, opt.state_dict(), net.state_dict()
+    return folder, state, opt.state_dict(), net.state_dict(), tensors
 
 
 def _same(got, want, where="top"):
@@ -74,18 +89,23 @@ def _same(got, want, where="top"):
 
 
 def test_cpp_reads_torch_save_state_dict(files):
-    folder, state, _, _ = files
+    folder, state = files[:2]
     _same(kindle.load(folder / "state_read.safetensors"), state)
 
 
 def test_cpp_reads_torch_optimizer_state(files):
-    folder, _, opt_state, _ = files
+    folder, opt_state = files[0], files[2]
     _same(kindle.load(folder / "optim_read.safetensors"), opt_state)
 
 
 def test_cpp_loads_torchscript_module_archive(files):
-    folder, _, _, net_state = files
+    folder, net_state = files[0], files[3]
     _same(kindle.load(folder / "script_read.safetensors"), dict(net_state))
+
+
+def test_cpp_loads_libtorch_tensor_list_archive(files):
+    folder, tensors = files[0], files[4]
+    _same(kindle.load(folder / "tensors_read.safetensors"), {str(i): t for i, t in enumerate(tensors)})
 
 
 def test_torch_loads_cpp_archive(files):
