@@ -15,7 +15,10 @@
 // another, so no cycle can form, and the tree they expand to is bounded, so walking it is cheap).
 // Anything else raises ValueError naming the file.
 #pragma once
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kindle/serialize.h"
@@ -39,5 +42,20 @@ void write_archive(const Value& obj, const safetensors::Sink& sink);
 
 // True when the bytes start as a zip archive does.
 bool is_zip(const safetensors::Source& src);
+
+// ---- the two halves (pickle_reader.cpp, pickle_writer.cpp)
+
+constexpr int kMaxDepth = 100;  // nesting of containers, on save and on load (as kindle.save's)
+
+// PyTorch's legacy storage class for a dtype ("FloatStorage"; nullptr where it has none), and back.
+const char* storage_name(DType d);
+std::optional<DType> storage_dtype(std::string_view name);
+
+// A storage the pickle names: key, dtype, element count -> the flat tensor (checked by the caller).
+using StorageFn = std::function<Tensor(const std::string& key, DType dtype, int64_t numel)>;
+// The pickle `data` of a file of `file_size` bytes (budgets scale with it), named `name` in errors.
+Value unpickle(std::string_view data, const std::string& name, uint64_t file_size, const StorageFn& storage);
+// obj as torch.save's pickle; `storages` receives the contiguous tensors, storage key = index.
+std::string pickle(const Value& obj, std::vector<Tensor>& storages);
 
 }  // namespace kindle::torch_pickle

@@ -1,0 +1,152 @@
+// The pickle of a kindle::Value as torch.save writes it (protocol 2; see torch_pickle.h).
+#include <cstring>
+#include <unordered_map>
+
+#include "kindle/autograd.h"
+#include "kindle/ops.h"
+#include "torch_pickle.h"
+
+namespace kindle::torch_pickle {
+
+namespace {
+
+class Pickler {
+ public:
+  std::string out;
+  std::vector<Tensor> storages;
+
+  void dump(const Value& v) {
+    out += "\x80\x02";
+    save(v, 0);
+    out += '.';
+  }
+
+ private:
+  std::unordered_map<const TensorImpl*, uint32_t> tensors_;  // memo index: a tensor reached twice is one object
+  uint32_t memo_ = 0;
+
+  void le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+  }
+  void str(const std::string& s) {
+    out += 'X';
+    le(s.size(), 4);
+    KINDLE_CHECK_VALUE(s.size() < 0xffffffffu, "kindle.save: a string of ", s.size(), " bytes is too long");
+    out += s;
+  }
+  void integer(int64_t v) {
+    if (v >= 0 && v < 256) {
+      out += 'K';
+      le(uint64_t(v), 1);
+    } else if (v >= 0 && v < 65536) {
+      out += 'M';
+      le(uint64_t(v), 2);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+      out += 'J';
+      le(uint64_t(uint32_t(int32_t(v))), 4);
+    } else {
+      out += '\x8a';
+      out += char(8);
+      le(uint64_t(v), 8);
+    }
+  }
+  void global(const char* module, const char* name) {
+    out += 'c';
+    out += module;
+    out += '\n';
+    out += name;
+    out += '\n';
+  }
+  void ints(IntArrayRef v) {
+    out += '(';
+    for (int64_t x : v) integer(x);
+    out += 't';
+  }
+  void tensor(const Tensor& t) {
+    const char* sname = storage_name(t.dtype());
+    KINDLE_CHECK_TYPE(sname != nullptr, "kindle.save: cannot save a tensor of dtype ", t.dtype());
+    if (auto seen = tensors_.find(t.impl()); seen != tensors_.end()) {
+      out += 'j';  // LONG_BINGET
+      le(seen->second, 4);
+      return;
+    }
+    const size_t key = storages.size();
+    {
+      autograd::NoGradGuard no_grad;
+      storages.push_back(t.detach().contiguous());
+    }
+    const Tensor& s = storages.back();
+    global("torch._utils", "_rebuild_tensor_v2");
+    out += '(';
+    out += '(';
+    str("storage");
+    global("torch", sname);
+    str(std::to_string(key));
+    str("cpu");
+    integer(s.numel());
+    out += "tQ";  // TUPLE, BINPERSID
+    integer(0);
+    ints(s.sizes());
+    ints(s.strides());
+    out += t.requires_grad() ? '\x88' : '\x89';
+    global("collections", "OrderedDict");
+    out += ")Rt";  // OrderedDict(), then the argument tuple
+    out += "Rr";     // REDUCE, LONG_BINPUT
+    le(memo_, 4);
+    tensors_.emplace(t.impl(), memo_++);
+  }
+  void save(const Value& v, int depth) {
+    KINDLE_CHECK_VALUE(depth <= kMaxDepth, "kindle.save: containers nested deeper than ", kMaxDepth, " levels");
+    switch (v.kind()) {
+      case Value::Kind::None: out += 'N'; return;
+      case Value::Kind::Bool: out += v.to_bool() ? '\x88' : '\x89'; return;
+      case Value::Kind::Int: integer(v.to_int()); return;
+      case Value::Kind::Double: {
+        const double d = v.to_double();
+        uint64_t bits;
+        std::memcpy(&bits, &d, 8);
+        out += 'G';
+        for (int i = 7; i >= 0; --i) out.push_back(char((bits >> (8 * i)) & 0xff));
+        return;
+      }
+      case Value::Kind::String: str(v.to_string()); return;
+      case Value::Kind::DType: global("torch", dtype_name(v.to_dtype())); return;
+      case Value::Kind::Tensor: tensor(v.to_tensor()); return;
+      case Value::Kind::List:
+        out += "](";
+        for (const Value& x : v.items()) save(x, depth + 1);
+        out += 'e';
+        return;
+      case Value::Kind::Tuple:
+        out += '(';
+        for (const Value& x : v.items()) save(x, depth + 1);
+        out += 't';
+        return;
+      case Value::Kind::Set:
+        global("__builtin__", "set");
+        out += "](";
+        for (const Value& x : v.items()) save(x, depth + 1);
+        out += "e\x85R";  // APPENDS, TUPLE1, REDUCE
+        return;
+      case Value::Kind::Dict:
+        out += "}(";
+        for (const auto& [k, x] : v.entries()) {
+          save(k, depth + 1);
+          save(x, depth + 1);
+        }
+        out += 'u';
+        return;
+    }
+  }
+};
+
+}  // namespace
+
+std::string pickle(const Value& obj, std::vector<Tensor>& storages) {
+  Pickler p;
+  p.dump(obj);
+  storages = std::move(p.storages);
+  return std::move(p.out);
+}
+
+}  // namespace kindle::torch_pickle
