@@ -38,6 +38,10 @@ void AdaptiveLogSoftmaxWithLossImpl::reset_parameters() {
     for (const auto& layer : proj->children()) std::dynamic_pointer_cast<LinearImpl>(layer)->reset_parameters();
 }
 
+std::optional<Tensor> AdaptiveLogSoftmaxWithLossImpl::head_bias() const {
+  return head->bias.defined() ? std::optional<Tensor>(head->bias) : std::nullopt;
+}
+
 std::vector<Tensor> AdaptiveLogSoftmaxWithLossImpl::tail_weights() const {
   std::vector<Tensor> out;
   for (const auto& proj : tail->children())
@@ -46,22 +50,17 @@ std::vector<Tensor> AdaptiveLogSoftmaxWithLossImpl::tail_weights() const {
 }
 
 ASMoutput AdaptiveLogSoftmaxWithLossImpl::forward(const Tensor& input, const Tensor& target) {
-  std::optional<Tensor> bias;
-  if (head->bias.defined()) bias = head->bias;
-  auto [output, loss] = adaptive_log_softmax_with_loss(input, target, head->weight, bias, tail_weights(), cutoffs);
+  auto [output, loss] =
+      adaptive_log_softmax_with_loss(input, target, head->weight, head_bias(), tail_weights(), cutoffs);
   return {output, loss};
 }
 
 Tensor AdaptiveLogSoftmaxWithLossImpl::log_prob(const Tensor& input) {
-  std::optional<Tensor> bias;
-  if (head->bias.defined()) bias = head->bias;
-  return adaptive_log_softmax_log_prob(input, head->weight, bias, tail_weights(), cutoffs);
+  return adaptive_log_softmax_log_prob(input, head->weight, head_bias(), tail_weights(), cutoffs);
 }
 
 Tensor AdaptiveLogSoftmaxWithLossImpl::predict(const Tensor& input) {
-  std::optional<Tensor> bias;
-  if (head->bias.defined()) bias = head->bias;
-  return adaptive_log_softmax_predict(input, head->weight, bias, tail_weights(), cutoffs);
+  return adaptive_log_softmax_predict(input, head->weight, head_bias(), tail_weights(), cutoffs);
 }
 
 }  // namespace kindle::nn

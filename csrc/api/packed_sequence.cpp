@@ -59,9 +59,7 @@ Tensor pad_sequence(TensorList sequences, bool batch_first, double padding_value
 PackedSequence pack_sequence(TensorList sequences, bool enforce_sorted) {
   std::vector<int64_t> lengths;
   for (const Tensor& s : sequences) lengths.push_back(s.size(0));
-  Tensor len = empty({int64_t(lengths.size())}, kInt64);
-  for (size_t i = 0; i < lengths.size(); ++i) len.select(0, int64_t(i)).fill_(lengths[i]);
-  return pack_padded_sequence(rnn::pad_sequence(sequences), len, false, enforce_sorted);
+  return pack_padded_sequence(rnn::pad_sequence(sequences), tensor(lengths, kInt64), false, enforce_sorted);
 }
 
 std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const Tensor& lengths, bool batch_first) {

@@ -24,11 +24,6 @@ std::vector<int64_t> values_of(const Tensor& t) {
 
 TensorOptions like(const Tensor& t) { return TensorOptions(t.dtype()).device(t.device()); }
 
-Tensor int64_tensor(const std::vector<int64_t>& v) {
-  Tensor t = empty({int64_t(v.size())}, kInt64);
-  for (size_t i = 0; i < v.size(); ++i) t.select(0, int64_t(i)).fill_(v[i]);
-  return t;
-}
 
 // (start step, stop step, batch size) of each run of equal batch sizes.
 struct Run {
@@ -101,7 +96,7 @@ std::tuple<Tensor, Tensor> _pack_padded_sequence(const Tensor& input, const Tens
     while (n < int64_t(len.size()) && len[size_t(n)] > t) ++n;
     sizes[size_t(t)] = n;
   }
-  return {padded_to_packed(x, sizes), int64_tensor(sizes)};
+  return {padded_to_packed(x, sizes), tensor(sizes, kInt64)};
 }
 
 std::tuple<Tensor, Tensor> _pad_packed_sequence(const Tensor& data, const Tensor& batch_sizes, bool batch_first,
@@ -135,7 +130,7 @@ std::tuple<Tensor, Tensor> _pad_packed_sequence(const Tensor& data, const Tensor
   std::vector<int64_t> lengths(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s : sizes) lengths[size_t(b)] += s > b ? 1 : 0;
-  return {batch_first ? padded.transpose(0, 1) : padded, int64_tensor(lengths)};
+  return {batch_first ? padded.transpose(0, 1) : padded, tensor(lengths, kInt64)};
 }
 
 Tensor pad_sequence(TensorList sequences, bool batch_first, double padding_value, std::string_view padding_side) {

@@ -41,6 +41,7 @@ class AdaptiveLogSoftmaxWithLossImpl : public Module {
   ModuleList tail{nullptr};
 
  private:
+  std::optional<Tensor> head_bias() const;
   std::vector<Tensor> tail_weights() const;
   using Module::forward;
 };

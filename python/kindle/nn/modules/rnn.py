@@ -138,23 +138,19 @@ class RNNBase(Module):
         dirs = 2 if self.bidirectional else 1
         return _C.zeros(self.num_layers * dirs, batch, size, dtype=input.dtype, device=input.device)
 
-    def _run(self, input, hx, cx, batch_first):  # noqa: A002
-        """The C++ loop over a (T, B, F) or (B, T, F) input; returns (output, h_n, c_n or None)."""
+    def _run(self, input, hx, cx, batch_sizes=None):  # noqa: A002
+        """The C++ recurrence (csrc/nn/rnn.cpp) over a (T, B, F) or (B, T, F) input, or over packed
+        data given its batch_sizes; returns (output, h_n, c_n or None)."""
         if self.proj_size > 0:
             raise NotImplementedError("LSTM with proj_size > 0 is not supported yet: kindle._C._nn.rnn has no "
                                       "hidden-state projection (weight_hr)")
-        out = _C._nn.rnn(input, hx, cx, self._flat_weights, self.mode, self.bias, self.num_layers, self.dropout,
-                         self.training, self.bidirectional, batch_first)
+        layers = (self._flat_weights, self.mode, self.bias, self.num_layers, self.dropout, self.training,
+                  self.bidirectional)
+        if batch_sizes is None:
+            out = _C._nn.rnn(input, hx, cx, *layers, self.batch_first)
+        else:
+            out = _C._nn.rnn_packed(input, batch_sizes, hx, cx, *layers)
         # c_n is only defined for LSTM; the other modes must not touch it.
-        return out[0], out[1], (out[2] if cx is not None else None)
-
-    def _run_packed(self, data, batch_sizes, hx, cx):
-        """A packed batch: one C++ loop per distinct sequence length (see csrc/nn/packed.cpp)."""
-        if self.proj_size > 0:
-            raise NotImplementedError("LSTM with proj_size > 0 is not supported yet: kindle._C._nn.rnn has no "
-                                      "hidden-state projection (weight_hr)")
-        out = _C._nn.rnn_packed(data, batch_sizes, hx, cx, self._flat_weights, self.mode, self.bias,
-                                self.num_layers, self.dropout, self.training, self.bidirectional)
         return out[0], out[1], (out[2] if cx is not None else None)
 
     def _forward(self, input, hx):  # noqa: A002
@@ -173,7 +169,7 @@ class RNNBase(Module):
                 hx = self.permute_hidden(hx, sorted_indices)
             self.check_forward_args(data, hx, batch_sizes)
             h0, c0 = hx if lstm else (hx, None)
-            out, hn, cn = self._run_packed(data, batch_sizes, h0, c0)
+            out, hn, cn = self._run(data, h0, c0, batch_sizes)
             hidden = (hn, cn) if lstm else hn
             return PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices), \
                 self.permute_hidden(hidden, unsorted_indices)
@@ -202,7 +198,7 @@ class RNNBase(Module):
                 hx = (hx, self._zeros_state(input, batch, self.hidden_size))
         self.check_forward_args(input, hx, None)
         h0, c0 = hx if lstm else (hx, None)
-        output, hn, cn = self._run(input, h0, c0, self.batch_first)
+        output, hn, cn = self._run(input, h0, c0)
         if not is_batched:
             output = output.squeeze(batch_dim)
             hn = hn.squeeze(1)
