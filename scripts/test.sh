@@ -9,9 +9,18 @@ stage() { echo "== $1 (${SECONDS}s since start)"; }
 
 # libgloo-dev: Gloo, the collective engine under kindle.distributed (without it, distributed is off);
 # strace: the test that a save fsyncs its file and folder traces the system calls.
+# libsleef-dev: SLEEF, the vector math library (without it, glibc's libmvec on x86-64).
+# The portability stage: Debian's aarch64 cross compiler, user-mode QEMU, and the target's libraries
+# (OpenBLAS, SLEEF, GoogleTest) from Debian's arm64 packages.
 if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/include/gloo/allreduce.h ] || ! command -v ninja >/dev/null \
-    || ! command -v strace >/dev/null; then
-  (apt-get update -qq && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache strace) >/dev/null
+    || ! command -v strace >/dev/null || [ ! -f /usr/include/x86_64-linux-gnu/sleef.h ] \
+    || ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null \
+    || [ ! -f /usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || [ ! -f /usr/lib/aarch64-linux-gnu/libsleef.so ] \
+    || [ ! -f /usr/lib/aarch64-linux-gnu/libgtest.a ] || [ ! -f /usr/lib/aarch64-linux-gnu/libgomp.so.1 ]; then
+  (dpkg --add-architecture arm64 && apt-get update -qq \
+    && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache strace libsleef-dev \
+         g++-aarch64-linux-gnu qemu-user libopenblas-openmp-dev:arm64 libsleef-dev:arm64 libgtest-dev:arm64 \
+         libstdc++6:arm64 libgomp1:arm64) >/dev/null
 fi
 $PY -m pip install -q scikit-build-core nanobind mkl mkl-include nlohmann-json pyyaml numpy pytest hypothesis safetensors scikit-learn tqdm matplotlib tensorboard
 # PyTorch is the reference in the tests (never a dependency); its tests skip where it is absent.
@@ -29,6 +38,15 @@ stage "C++ tests (release)"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
 cmake --build build/release
 ctest --test-dir build/release --output-on-failure
+
+stage "C++ tests on aarch64 (cross-compiled, run under QEMU)"
+# The portability proof: the library and its GoogleTest suite built for 64-bit Arm (baseline
+# Armv8-A with NEON, OpenBLAS, SLEEF) and run under user-mode emulation. Only the C++ tests: the
+# examples and the libtorch clients are not cross-built.
+cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+  -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $PY)" >/dev/null
+cmake --build build/aarch64 --target kindle_tests
+ctest --test-dir build/aarch64 --output-on-failure -R '^kindle_tests$'
 
 stage "C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # The same build also makes a sanitized kindle._C for the Python stage below.

@@ -74,6 +74,26 @@ void cblas_zgemm(int layout, int ta, int tb, int m, int n, int k, const void* al
                  const void* b, int ldb, const void* beta, void* c, int ldc);
 }
 
+#ifdef KINDLE_BLAS_SYSTEM_OPENBLAS
+// (blas_symbols.h names these for the library's missing strided batches)
+extern "C" {
+void cblas_sgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, float alpha, const float* a,
+                               int lda, int stride_a, const float* b, int ldb, int stride_b, float beta, float* c,
+                               int ldc, int stride_c, int batch) {
+  for (int i = 0; i < batch; ++i)
+    cblas_sgemm(layout, ta, tb, m, n, k, alpha, a + size_t(i) * stride_a, lda, b + size_t(i) * stride_b, ldb, beta,
+                c + size_t(i) * stride_c, ldc);
+}
+void cblas_dgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a,
+                               int lda, int stride_a, const double* b, int ldb, int stride_b, double beta,
+                               double* c, int ldc, int stride_c, int batch) {
+  for (int i = 0; i < batch; ++i)
+    cblas_dgemm(layout, ta, tb, m, n, k, alpha, a + size_t(i) * stride_a, lda, b + size_t(i) * stride_b, ldb, beta,
+                c + size_t(i) * stride_c, ldc);
+}
+}
+#endif
+
 namespace {
 
 // Nothing to select: OpenBLAS's interface is LP64 only, its threads its own pthreads pool.
@@ -171,8 +191,6 @@ constexpr int kThreadingGnu = 3, kInterfaceLp64 = 0;           // mkl_service.h
 
 }  // namespace
 
-// Must run before any other MKL call: otherwise mkl_rt picks Intel's OpenMP runtime (or whatever
-// MKL_THREADING_LAYER says), a second thread pool in the process.
 const char* blas_library() {
 #ifdef KINDLE_BLAS_OPENBLAS
   return "openblas";
@@ -181,6 +199,16 @@ const char* blas_library() {
 #endif
 }
 
+const char* vector_math_library() {
+#ifdef KINDLE_WITH_SLEEF
+  return "sleef";
+#else
+  return "libmvec";
+#endif
+}
+
+// Must run before any other MKL call: otherwise mkl_rt picks Intel's OpenMP runtime (or whatever
+// MKL_THREADING_LAYER says), a second thread pool in the process.
 void init_mkl() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -9,6 +9,9 @@ namespace kindle::cpu {
 void init_mkl();
 // The BLAS/LAPACK library this build calls: "mkl" or "openblas" (KINDLE_BLAS).
 const char* blas_library();
+// The vector math library the kernels' exp/log/tanh/... loops call: "sleef" (SLEEF's GNU-ABI
+// library) or "libmvec" (glibc's, where SLEEF was not found at build time).
+const char* vector_math_library();
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,

@@ -3,11 +3,20 @@
 // BLAS in the process), and these macros map the MKL/reference names to it, so that blas.cpp's and
 // lapack.cpp's own declarations and calls serve both libraries. Include it before them. (Not
 // OpenBLAS's headers: their enum-typed parameters would clash with the int-based declarations.)
+// A system OpenBLAS (KINDLE_BLAS_SYSTEM_OPENBLAS: Debian's, as on aarch64) keeps the plain names.
 // With MKL this header is empty.
 #pragma once
 
 #ifdef KINDLE_BLAS_OPENBLAS
 #include <omp.h>
+
+#ifdef KINDLE_BLAS_SYSTEM_OPENBLAS
+#define KINDLE_OPENBLAS_NAME(name) name
+// Older OpenBLAS releases (Debian 12's 0.3.21) have no strided batches: blas.cpp loops over GEMMs.
+#define cblas_sgemm_batch_strided kindle_openblas_sgemm_batch_strided
+#define cblas_dgemm_batch_strided kindle_openblas_dgemm_batch_strided
+#else
+#define KINDLE_OPENBLAS_NAME(name) scipy_##name
 
 // BLAS (blas.cpp, lapack.cpp)
 #define cblas_sgemm scipy_cblas_sgemm
@@ -61,17 +70,19 @@
 #define ssytrs_ scipy_ssytrs_
 #define dsytrs_ scipy_dsytrs_
 
+#endif  // KINDLE_BLAS_SYSTEM_OPENBLAS
+
 // MKL's per-thread thread count. This wheel has no openblas_set_num_threads_local: its count is
 // process-wide (its own pthreads pool), and run threaded inside an OpenMP parallel region it warns
 // that it may hang. So the count is set process-wide, to 1 inside a parallel region (where Kindle
 // asks for 1 anyway), and only when it changes; the previous count is returned, as MKL does.
 extern "C" {
-void scipy_openblas_set_num_threads(int num_threads);
-int scipy_openblas_get_num_threads(void);
+void KINDLE_OPENBLAS_NAME(openblas_set_num_threads)(int num_threads);
+int KINDLE_OPENBLAS_NAME(openblas_get_num_threads)(void);
 inline int kindle_openblas_set_num_threads_local(int n) {
-  const int prev = scipy_openblas_get_num_threads();
+  const int prev = KINDLE_OPENBLAS_NAME(openblas_get_num_threads)();
   if (omp_in_parallel()) n = 1;
-  if (n > 0 && n != prev) scipy_openblas_set_num_threads(n);
+  if (n > 0 && n != prev) KINDLE_OPENBLAS_NAME(openblas_set_num_threads)(n);
   return prev;
 }
 }

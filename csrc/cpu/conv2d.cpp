@@ -19,7 +19,9 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include "cpu/blas.h"
 #include "cpu/parallel.h"

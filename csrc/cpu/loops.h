@@ -2,7 +2,9 @@
 // for_each_run walks the iterator's dims and calls the functor loop on runs of the innermost dim,
 // with a contiguous fast path the compiler vectorises.
 #pragma once
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 

@@ -3,7 +3,9 @@
 // transforms them (normal_ of 16 elements or more), the transform runs in parallel over blocks
 // that do not depend on the split. This file is compiled with -ffp-contract=off: every fused
 // multiply-add below is written out, because torch's vectorised code fuses some and not others.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>

@@ -16,7 +16,10 @@
 #include <cstring>
 #include <new>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
+#include <stdexcept>
 
 #include "kindle/cpu_capability.h"
 #include "kindle/tensor.h"
@@ -52,7 +55,7 @@ thread_local Scratch b_scratch, a_scratch;
 
 // PackedA's storage from Kindle's caching allocator: a layer's filters packed call after call
 // reuse one cached block instead of faulting in fresh pages (1-2 ms for a 512-channel layer).
-float* allocate_packed(int64_t n, void** storage) {
+[[maybe_unused]] float* allocate_packed(int64_t n, void** storage) {
   auto* t = new Tensor(empty_tensor({n}, kFloat32));
   *storage = t;
   return static_cast<float*>(t->data_ptr());
@@ -74,6 +77,7 @@ bool available() {
   return yes;
 }
 
+#if defined(__x86_64__)
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 
@@ -365,6 +369,19 @@ PackedA::PackedA(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) 
 }
 
 #pragma GCC pop_options
+#else
+// Not an x86-64 build: available() is false (no AVX-512), so none of this is ever called.
+void multiply(const PackedA&, bool, int64_t, float, const float*, int64_t, float, float*, int64_t) {
+  throw std::logic_error("sgemm::multiply: Kindle's AVX-512 GEMM does not exist on this architecture");
+}
+void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
+          int64_t) {
+  throw std::logic_error("sgemm::gemm: Kindle's AVX-512 GEMM does not exist on this architecture");
+}
+PackedA::PackedA(bool, int64_t, int64_t, const float*, int64_t) {
+  throw std::logic_error("sgemm::PackedA: Kindle's AVX-512 GEMM does not exist on this architecture");
+}
+#endif
 
 PackedA::~PackedA() { release_packed(storage_); }
 

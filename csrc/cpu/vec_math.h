@@ -1,18 +1,36 @@
-// Vectorised libm: glibc's libmvec provides AVX2 versions of these functions, which GCC calls
-// from `omp simd` loops once the declarations carry the simd attribute (glibc only adds it under
-// -ffast-math, which we do not want: it would break NaN handling).
+// Vectorised libm: SLEEF (through cpu/vec_math_sleef.cpp's entry points; without SLEEF, glibc's
+// libmvec) provides vector versions of these functions (SSE2/AVX2/AVX-512 on x86-64, Advanced SIMD
+// on aarch64), which GCC calls from `omp simd` loops once the declarations carry the simd attribute
+// (glibc only adds it under -ffast-math, which we do not want: it would break NaN handling).
+// Error bounds: test_vector_math.cpp measures every one of them against float64.
 #pragma once
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
+#if defined(KINDLE_WITH_SLEEF) && defined(__AVX2__)
+#include <sleef.h>
+#endif
 
 #include <cmath>
 #include <type_traits>
 
+#if defined(__aarch64__)
+// Advanced SIMD: only the 128-bit variants (4 floats, 2 doubles), which SLEEF provides; left to
+// itself GCC would also call 64-bit ones (2 floats) that no library has.
+#define KINDLE_SIMD_DECL(name)                                                                       \
+  _Pragma("omp declare simd simdlen(4) notinbranch") extern "C" float name##f(float) noexcept;        \
+  _Pragma("omp declare simd simdlen(2) notinbranch") extern "C" double name(double) noexcept;
+#define KINDLE_SIMD_DECL2(name)                                                                      \
+  _Pragma("omp declare simd simdlen(4) notinbranch") extern "C" float name##f(float, float) noexcept; \
+  _Pragma("omp declare simd simdlen(2) notinbranch") extern "C" double name(double, double) noexcept;
+#else
 #define KINDLE_SIMD_DECL(name)                                              \
   extern "C" __attribute__((simd("notinbranch"))) float name##f(float) noexcept; \
   extern "C" __attribute__((simd("notinbranch"))) double name(double) noexcept;
 #define KINDLE_SIMD_DECL2(name)                                                     \
   extern "C" __attribute__((simd("notinbranch"))) float name##f(float, float) noexcept; \
   extern "C" __attribute__((simd("notinbranch"))) double name(double, double) noexcept;
+#endif
 
 KINDLE_SIMD_DECL(exp) KINDLE_SIMD_DECL(exp2) KINDLE_SIMD_DECL(expm1) KINDLE_SIMD_DECL(log)
 KINDLE_SIMD_DECL(log2) KINDLE_SIMD_DECL(log10) KINDLE_SIMD_DECL(log1p) KINDLE_SIMD_DECL(sin)
@@ -44,10 +62,15 @@ inline M gelu_erf(M x) {
 }
 
 #ifdef __AVX2__
-// GCC does not vectorise a select that follows a libmvec call, so functions that need one are
-// written with AVX2 intrinsics over libmvec's 8-wide entry points (only in the AVX2 build of the
-// kernels; the baseline build calls libm).
-extern "C" __m256 _ZGVdN8v_expf(__m256) noexcept;
+// GCC does not vectorise a select that follows a vector math call, so functions that need one are
+// written with AVX2 intrinsics over an 8-wide exp (only in the AVX2 build of the kernels; the
+// baseline build calls libm).
+#ifdef KINDLE_WITH_SLEEF
+inline __m256 exp8(__m256 x) { return Sleef_expf8_u10avx2(x); }
+#else
+extern "C" __m256 _ZGVdN8v_expf(__m256) noexcept;  // glibc's libmvec (its header declares none)
+inline __m256 exp8(__m256 x) { return _ZGVdN8v_expf(x); }
+#endif
 
 // tanh: (1 - e^-2|x|) / (1 + e^-2|x|), and its Taylor series where that cancels (|x| < 0.3).
 // Max relative error 3e-7 against float64 tanh.
@@ -55,7 +78,7 @@ inline __m256 tanh8(__m256 x) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
   __m256 sign = _mm256_and_ps(x, sign_mask);
   __m256 a = _mm256_andnot_ps(sign_mask, x);
-  __m256 t = _ZGVdN8v_expf(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+  __m256 t = exp8(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
   __m256 big = _mm256_div_ps(_mm256_sub_ps(one, t), _mm256_add_ps(one, t));
   __m256 x2 = _mm256_mul_ps(a, a);
   __m256 p = _mm256_set1_ps(-0.00886323552f);

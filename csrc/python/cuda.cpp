@@ -1,5 +1,6 @@
 // kindle._C's CUDA functions (kindle/cuda/__init__.py builds torch.cuda's API on them; in a
-// build without CUDA they report no devices: csrc/core/cuda_none.cpp), and which BLAS the build uses.
+// build without CUDA they report no devices: csrc/core/cuda_none.cpp), and which BLAS and vector math
+// library the build uses.
 #include <nanobind/stl/string.h>
 
 #include "cpu/blas.h"
@@ -12,6 +13,7 @@ void bind_cuda(nb::module_& m) {
   namespace c = kindle::cuda;
   m.def("_cuda_is_built", &c::is_built);
   m.def("_blas_library", &cpu::blas_library);
+  m.def("_vector_math_library", &cpu::vector_math_library);
   m.def("_cuda_is_available", &c::is_available);
   m.def("_cuda_device_count", &c::device_count);
   m.def("_cuda_current_device", &c::current_device);
