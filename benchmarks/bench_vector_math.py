@@ -44,7 +44,8 @@ def main(argv=None):
     if torch is None:
         print("torch is not installed: nothing to compare with")
         return
-    print(kindle.__config__.show().strip())
+    config = getattr(kindle, "__config__", None)  # (older builds: none)
+    print(config.show().strip() if config else "kindle (no __config__: an older build)")
     rng = np.random.default_rng(0)
     print("thr  dtype    function     kindle ms   torch ms    k/t   max rel diff")
     for th in (int(t) for t in a.threads.split(",")):

@@ -9,16 +9,15 @@ stage() { echo "== $1 (${SECONDS}s since start)"; }
 
 # libgloo-dev: Gloo, the collective engine under kindle.distributed (without it, distributed is off);
 # strace: the test that a save fsyncs its file and folder traces the system calls.
-# libsleef-dev: SLEEF, the vector math library (without it, glibc's libmvec on x86-64).
 # The portability stage: Debian's aarch64 cross compiler, user-mode QEMU, and the target's libraries
-# (OpenBLAS, SLEEF, GoogleTest) from Debian's arm64 packages.
+# (OpenBLAS, SLEEF: its vector math there, GoogleTest) from Debian's arm64 packages.
 if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/include/gloo/allreduce.h ] || ! command -v ninja >/dev/null \
-    || ! command -v strace >/dev/null || [ ! -f /usr/include/x86_64-linux-gnu/sleef.h ] \
+    || ! command -v strace >/dev/null \
     || ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null \
     || [ ! -f /usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0 ] || [ ! -f /usr/lib/aarch64-linux-gnu/libsleef.so ] \
     || [ ! -f /usr/lib/aarch64-linux-gnu/libgtest.a ] || [ ! -f /usr/lib/aarch64-linux-gnu/libgomp.so.1 ]; then
   (dpkg --add-architecture arm64 && apt-get update -qq \
-    && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache strace libsleef-dev \
+    && apt-get install -y -qq libgtest-dev libgloo-dev ninja-build ccache strace \
          g++-aarch64-linux-gnu qemu-user libopenblas-openmp-dev:arm64 libsleef-dev:arm64 libgtest-dev:arm64 \
          libstdc++6:arm64 libgomp1:arm64) >/dev/null
 fi

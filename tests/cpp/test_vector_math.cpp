@@ -1,4 +1,4 @@
-// The vectorised transcendental functions (cpu/vec_math.h: SLEEF's GNU-ABI library, or glibc's
+// The vectorised transcendental functions (cpu/vec_math.h: SLEEF, or glibc's
 // libmvec without SLEEF) measured against float64 libm over their usual domains, through the ops
 // users call: the largest error in float32 ULPs must stay within the bound the README documents.
 // Contiguous inputs of a few thousand elements run the vectorised loops; the first elements (and a
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <kindle/kindle.h>
+
+#include "cpu/blas.h"  // vector_math_library()
 
 using namespace kindle;
 
@@ -68,31 +70,35 @@ struct Unary {
   Tensor (*op)(const Tensor&);
   double (*ref)(double);
   std::vector<float> inputs;
-  double bound;  // ULPs (float32)
+  double bound;  // ULPs (float32), SLEEF's
 };
+
+// glibc's libmvec (a build without SLEEF) documents up to 4 ULP for its functions.
+double library_bound(double sleef_bound) {
+  return std::string(cpu::vector_math_library()) == "sleef" ? sleef_bound : std::max(sleef_bound, 4.0);
+}
 
 constexpr int kN = 20003;  // a ragged tail after every vector width
 
 }  // namespace
 
 TEST(VectorMath, UnaryFunctionsStayWithinTheirDocumentedErrorBounds) {
-  // Bounds: SLEEF's GNU-ABI functions are within 1 ULP (3.5 for the 3.5-ULP trigonometric ones);
-  // the kernels' own compositions add a rounding or two (sinh, cosh, tanh, erf where they are
-  // computed from exp).
+  // Bounds: SLEEF's 1-ULP functions (measured here: at most 1.0) with a rounding to spare; tanh in
+  // float32 under AVX2/AVX-512 is Kindle's own formula over SLEEF's exp (cpu/vec_math.h: 1.8).
   std::vector<Unary> cases = {
       {"exp", [](const Tensor& t) { return exp(t); }, [](double x) { return std::exp(x); }, uniform(-87, 88, kN, 1), 2},
       {"exp2", [](const Tensor& t) { return exp2(t); }, [](double x) { return std::exp2(x); }, uniform(-125, 127, kN, 2), 2},
       {"expm1", [](const Tensor& t) { return expm1(t); }, [](double x) { return std::expm1(x); }, uniform(-20, 20, kN, 3), 2},
-      {"log", [](const Tensor& t) { return log(t); }, [](double x) { return std::log(x); }, log_uniform(1e-30f, 1e30f, kN, 4), 4},
+      {"log", [](const Tensor& t) { return log(t); }, [](double x) { return std::log(x); }, log_uniform(1e-30f, 1e30f, kN, 4), 2},
       {"log2", [](const Tensor& t) { return log2(t); }, [](double x) { return std::log2(x); }, log_uniform(1e-30f, 1e30f, kN, 5), 2},
       {"log10", [](const Tensor& t) { return log10(t); }, [](double x) { return std::log10(x); }, log_uniform(1e-30f, 1e30f, kN, 6), 2},
       {"log1p", [](const Tensor& t) { return log1p(t); }, [](double x) { return std::log1p(x); }, uniform(-0.99f, 1e4f, kN, 7), 2},
-      {"sin", [](const Tensor& t) { return sin(t); }, [](double x) { return std::sin(x); }, uniform(-1000, 1000, kN, 8), 4},
-      {"cos", [](const Tensor& t) { return cos(t); }, [](double x) { return std::cos(x); }, uniform(-1000, 1000, kN, 9), 4},
-      {"tan", [](const Tensor& t) { return tan(t); }, [](double x) { return std::tan(x); }, uniform(-10, 10, kN, 10), 4},
-      {"asin", [](const Tensor& t) { return asin(t); }, [](double x) { return std::asin(x); }, uniform(-1, 1, kN, 11), 4},
-      {"acos", [](const Tensor& t) { return acos(t); }, [](double x) { return std::acos(x); }, uniform(-1, 1, kN, 12), 4},
-      {"atan", [](const Tensor& t) { return atan(t); }, [](double x) { return std::atan(x); }, uniform(-100, 100, kN, 13), 4},
+      {"sin", [](const Tensor& t) { return sin(t); }, [](double x) { return std::sin(x); }, uniform(-1000, 1000, kN, 8), 2},
+      {"cos", [](const Tensor& t) { return cos(t); }, [](double x) { return std::cos(x); }, uniform(-1000, 1000, kN, 9), 2},
+      {"tan", [](const Tensor& t) { return tan(t); }, [](double x) { return std::tan(x); }, uniform(-10, 10, kN, 10), 2},
+      {"asin", [](const Tensor& t) { return asin(t); }, [](double x) { return std::asin(x); }, uniform(-1, 1, kN, 11), 2},
+      {"acos", [](const Tensor& t) { return acos(t); }, [](double x) { return std::acos(x); }, uniform(-1, 1, kN, 12), 2},
+      {"atan", [](const Tensor& t) { return atan(t); }, [](double x) { return std::atan(x); }, uniform(-100, 100, kN, 13), 2},
       {"sinh", [](const Tensor& t) { return sinh(t); }, [](double x) { return std::sinh(x); }, uniform(-88, 88, kN, 14), 2},
       {"cosh", [](const Tensor& t) { return cosh(t); }, [](double x) { return std::cosh(x); }, uniform(-88, 88, kN, 15), 2},
       {"tanh", [](const Tensor& t) { return tanh(t); }, [](double x) { return std::tanh(x); }, uniform(-10, 10, kN, 16), 4},
@@ -100,20 +106,20 @@ TEST(VectorMath, UnaryFunctionsStayWithinTheirDocumentedErrorBounds) {
   };
   for (const Unary& c : cases) {
     const double err = max_error(c.op(from(c.inputs)), c.inputs, c.ref);
-    EXPECT_LE(err, c.bound) << c.name << ": " << err << " ULPs";
-    std::printf("  %-6s max %.2f ULP (bound %.1f)\n", c.name, err, c.bound);
+    EXPECT_LE(err, library_bound(c.bound)) << c.name << ": " << err << " ULPs";
+    std::printf("  %-6s max %.2f ULP (bound %.1f)\n", c.name, err, library_bound(c.bound));
   }
 }
 
 TEST(VectorMath, BinaryFunctionsStayWithinTheirDocumentedErrorBounds) {
   const std::vector<float> base = log_uniform(1e-3f, 100, kN, 21), expo = uniform(-15, 15, kN, 22);
   const double pow_err = max_error2(pow(from(base), from(expo)), base, expo, [](double a, double b) { return std::pow(a, b); });
-  EXPECT_LE(pow_err, 2) << "pow: " << pow_err << " ULPs";
+  EXPECT_LE(pow_err, library_bound(2)) << "pow: " << pow_err << " ULPs";
   const std::vector<float> y = uniform(-100, 100, kN, 23), x = uniform(-100, 100, kN, 24);
   const double atan2_err = max_error2(atan2(from(y), from(x)), y, x, [](double a, double b) { return std::atan2(a, b); });
-  EXPECT_LE(atan2_err, 4) << "atan2: " << atan2_err << " ULPs";
+  EXPECT_LE(atan2_err, library_bound(2)) << "atan2: " << atan2_err << " ULPs";
   const double hypot_err = max_error2(hypot(from(y), from(x)), y, x, [](double a, double b) { return std::hypot(a, b); });
-  EXPECT_LE(hypot_err, 2) << "hypot: " << hypot_err << " ULPs";
+  EXPECT_LE(hypot_err, library_bound(2)) << "hypot: " << hypot_err << " ULPs";
   std::printf("  pow max %.2f ULP, atan2 %.2f, hypot %.2f\n", pow_err, atan2_err, hypot_err);
 }
 
