@@ -5,13 +5,15 @@ itself and as `kindle.ops.mylib.name`; `register_autograd` gives it a backward (
 `setup_context(ctx, inputs, output)` / `backward(ctx, *grads)` pair, run through
 kindle.autograd.Function), `register_fake` its shape function (used when the inputs are on the
 meta device), `register_kernel` a per-device implementation. The older `Library(ns, "DEF")` /
-`define` / `impl` API registers into the same table."""
+`define` / `impl` API registers into the same table. `infer_schema` reads a schema off type hints
+and `opcheck` checks an operator's registrations (kindle/_library_checks.py)."""
 import inspect
 
 from . import _C
+from ._library_checks import OpCheckError, infer_schema, opcheck  # noqa: F401
 
 __all__ = ["custom_op", "CustomOpDef", "register_autograd", "register_fake", "register_kernel", "impl_abstract",
-           "Library", "define", "impl", "get_ctx"]
+           "Library", "define", "impl", "get_ctx", "infer_schema", "opcheck"]
 
 _REGISTRY = {}  # "ns::name" -> the callable kindle.ops.ns.name runs
 
