@@ -46,6 +46,7 @@ from .serialization import save, load  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (kindle.utils.data)
 from . import cpu  # noqa: E402,F401
+from . import masked  # noqa: E402,F401  (torch.masked: reductions with a mask)
 from . import __config__  # noqa: E402,F401  (torch.__config__.show(), parallel_info())
 from . import cuda, backends, accelerator, mps, xpu  # noqa: E402,F401
 from .amp import autocast, top_level_names as _amp_names  # noqa: E402,F401  (torch.autocast, torch.amp)
