@@ -2078,3 +2078,27 @@ def test_pow_with_a_python_number_exponent_keeps_float64_digits():
         x = kindle.tensor(v, requires_grad=True)
         (x ** exponent).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), exponent * v ** (exponent - 1), rtol=1e-15, atol=0)
+
+
+def test_grad_with_batched_grad_outputs_matches_torch():
+    """is_grads_batched: one vector-Jacobian product per row of the grad_outputs (a Jacobian from
+    the identity), unused inputs None, the shape checked."""
+    torch = pytest.importorskip("torch")
+    xv = np.random.default_rng(5).standard_normal(4)
+    got = {}
+    for lib in (kindle, torch):
+        x = lib.tensor(xv, requires_grad=True)
+        w = lib.tensor(xv[::-1].copy(), requires_grad=True)
+        unused = lib.tensor(xv, requires_grad=True)
+        y = x.sin() * w + x.pow(2).sum()
+        basis = lib.eye(4, dtype=lib.float64)
+        jx, jw, ju = lib.autograd.grad(y, (x, w, unused), grad_outputs=basis, is_grads_batched=True,
+                                       allow_unused=True, retain_graph=True)
+        assert ju is None
+        (h,) = lib.autograd.grad((y * y).sum(), x, create_graph=True)
+        (hh,) = lib.autograd.grad(h, x, grad_outputs=basis, is_grads_batched=True)  # a Hessian, row by row
+        got[lib] = (jx.detach().numpy(), jw.detach().numpy(), hh.detach().numpy())
+        with pytest.raises(RuntimeError, match="shape"):
+            lib.autograd.grad(y, x, grad_outputs=lib.ones(4, dtype=lib.float64), is_grads_batched=True)
+    for k, t in zip(got[kindle], got[torch]):
+        np.testing.assert_allclose(k, t, rtol=1e-12, atol=1e-12)

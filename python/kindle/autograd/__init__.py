@@ -54,7 +54,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Returns the gradients of `outputs` with respect to `inputs` (without touching `.grad`)."""
+    """Returns the gradients of `outputs` with respect to `inputs` (without touching `.grad`).
+    With is_grads_batched, each grad_output carries a leading batch dimension and each gradient
+    one too (torch vmaps the backward; Kindle runs it once per batch element over the retained
+    graph)."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)
     single = isinstance(inputs, _C.Tensor)
@@ -63,10 +66,42 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _make_grads(outs, grad_outputs, "grad")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, materialize_grads)
     r = _C._run_backward(outs, grads, bool(retain_graph), bool(create_graph), ins, bool(allow_unused), False)
     if materialize_grads:
         r = tuple(_C.zeros_like(i) if g is None else g for g, i in zip(r, ins))
     return tuple(r)
+
+
+def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, materialize_grads):
+    sizes = {g.shape[0] for g in grads if isinstance(g, _C.Tensor) and g.dim() > 0}
+    if any(g is None or g.dim() == 0 for g in grads) or len(sizes) != 1:
+        raise RuntimeError("grad: with is_grads_batched=True every grad_output must be a tensor whose first "
+                           f"dimension is the batch dimension, all of one size (got shapes "
+                           f"{[None if g is None else tuple(g.shape) for g in grads]})")
+    (batch,) = sizes
+    for i, (g, o) in enumerate(zip(grads, outs)):
+        if tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError("grad: with is_grads_batched=True the first dimension of each grad_output is the batch "
+                               "dimension, and the rest must match the output's shape, but grad_output"
+                               f"[{i}] has a shape of {tuple(g.shape)} and output[{i}] has a shape of {tuple(o.shape)}")
+    per_input = [[] for _ in ins]
+    for b in range(batch):
+        last = b == batch - 1
+        r = _C._run_backward(outs, [g[b] for g in grads], bool(retain_graph) or not last, bool(create_graph), ins,
+                             bool(allow_unused), False)
+        for j, g in enumerate(r):
+            per_input[j].append(g)
+    out = []
+    for t, gs in zip(ins, per_input):
+        if batch and all(g is None for g in gs):
+            out.append(_C.zeros((batch,) + tuple(t.shape), dtype=t.dtype) if materialize_grads else None)
+        elif not batch:
+            out.append(_C.zeros((0,) + tuple(t.shape), dtype=t.dtype))
+        else:
+            out.append(_C.stack([_C.zeros_like(t) if g is None else g for g in gs]))
+    return tuple(out)
 
 
 Tensor = _C.Tensor
