@@ -19,9 +19,25 @@
 #include "cpu/sgemm.h"
 #include "ops/kernels.h"
 
-// The few MKL entry points used, declared here so that building needs only the runtime library.
+#ifndef KINDLE_BLAS_OPENBLAS
+// Intel MKL through its own headers (the mkl-include wheel).
+#include <mkl_cblas.h>
+#include <mkl_service.h>
+namespace {
+using Trans = CBLAS_TRANSPOSE;
+constexpr CBLAS_LAYOUT kRowMajor = CblasRowMajor;
+constexpr Trans kNoTrans = CblasNoTrans, kTrans = CblasTrans;
+constexpr CBLAS_IDENTIFIER kBMatrix = CblasBMatrix;
+constexpr MKL_INT kPacked = CblasPacked;
+constexpr int kThreadingGnu = MKL_THREADING_GNU, kInterfaceLp64 = MKL_INTERFACE_LP64;
+}  // namespace
+#else
+// OpenBLAS: its headers differ between the PyPI wheel (scipy_-prefixed names) and a system's (plain
+// names), so the entry points used are declared here with CBLAS's int-valued enums, under the
+// names blas_symbols.h maps. Below them, the MKL extensions used, written with plain OpenBLAS calls
+// under MKL's names and signatures (internal to this file), so that the code below serves both
+// libraries.
 extern "C" {
-int MKL_Set_Num_Threads_Local(int nth);
 void cblas_sgemm(int layout, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc);
 void cblas_dgemm(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a, int lda,
@@ -34,37 +50,12 @@ void cblas_dgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, 
                                double* c, int ldc, int stride_c, int batch);
 }
 
-#ifndef KINDLE_BLAS_OPENBLAS
-// MKL's extensions, and its complex batches (OpenBLAS has none of the first, and its own complex
-// batches step by real scalars: see below)
-extern "C" {
-void cblas_cgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
-                               int lda, int stride_a, const void* b, int ldb, int stride_b, const void* beta, void* c,
-                               int ldc, int stride_c, int batch);
-void cblas_zgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
-                               int lda, int stride_a, const void* b, int ldb, int stride_b, const void* beta, void* c,
-                               int ldc, int stride_c, int batch);
-int MKL_Set_Threading_Layer(int code);
-int MKL_Set_Interface_Layer(int code);
-// bfloat16 / float16 inputs, float32 accumulation and output (MKL_BF16 and MKL_F16 are uint16_t)
-void cblas_gemm_bf16bf16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
-                            const uint16_t* b, int ldb, float beta, float* c, int ldc);
-void cblas_gemm_f16f16f32(int layout, int ta, int tb, int m, int n, int k, float alpha, const uint16_t* a, int lda,
-                          const uint16_t* b, int ldb, float beta, float* c, int ldc);
-size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
-void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src,
-                      int ld, float* dest);
-void cblas_sgemm_compute(int layout, int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b,
-                         int ldb, float beta, float* c, int ldc);
-size_t cblas_dgemm_pack_get_size(int identifier, int m, int n, int k);
-void cblas_dgemm_pack(int layout, int identifier, int trans, int m, int n, int k, double alpha, const double* src,
-                      int ld, double* dest);
-void cblas_dgemm_compute(int layout, int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b,
-                         int ldb, double beta, double* c, int ldc);
-}
-#else
-// OpenBLAS: the MKL extensions used below, written with plain OpenBLAS calls under MKL's names and
-// signatures (internal to this file), so that the code below serves both libraries.
+namespace {
+using Trans = int;
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS's enum values
+constexpr int kPacked = 151, kBMatrix = 162;                      // (MKL's, for the emulations)
+constexpr int kThreadingGnu = 3, kInterfaceLp64 = 0;
+}  // namespace
 #include "cpu/loops.h"
 
 extern "C" {
@@ -183,13 +174,6 @@ void cblas_zgemm_batch_strided(int layout, int ta, int tb, int m, int n, int k, 
 #endif
 
 namespace kindle::cpu {
-namespace {
-
-constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS enum values
-constexpr int kPacked = 151, kBMatrix = 162;                      // mkl_cblas.h
-constexpr int kThreadingGnu = 3, kInterfaceLp64 = 0;           // mkl_service.h
-
-}  // namespace
 
 const char* blas_library() {
 #ifdef KINDLE_BLAS_OPENBLAS
@@ -242,7 +226,7 @@ void gemm_loop(const GemmArgs& g) {
 
 template <typename T>
 void blas_gemm(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
-  int ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
+  const Trans ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
   auto a = static_cast<const T*>(g.a);
   auto b = static_cast<const T*>(g.b);
   auto c = static_cast<T*>(g.c);
@@ -358,7 +342,7 @@ void complex_gemm(DType dt, const GemmArgs& g, int64_t batch, int64_t sa, int64_
   init_mkl();
   double flops = 4.0 * double(g.m) * double(g.n) * double(g.k) * double(batch);
   MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
-  int ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
+  const Trans ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
   int m = int(g.m), n = int(g.n), k = int(g.k), lda = int(g.lda), ldb = int(g.ldb), ldc = int(g.ldc);
   if (dt == kComplex64) {
     const c64 alpha(float(g.alpha)), beta(float(g.beta));
@@ -376,7 +360,7 @@ void complex_gemm(DType dt, const GemmArgs& g, int64_t batch, int64_t sa, int64_
 template <typename T>
 void half_gemm(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   init_mkl();
-  int ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
+  const Trans ta = g.trans_a ? kTrans : kNoTrans, tb = g.trans_b ? kTrans : kNoTrans;
   double flops = double(g.m) * double(g.n) * double(g.k) * double(batch);
   MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
   std::vector<float> acc(size_t(g.m * g.n));
@@ -501,7 +485,7 @@ PackedGemm<T>::PackedGemm(bool trans_b, int64_t m, int64_t n, int64_t k, const T
   KINDLE_CHECK(fits_int({m, n, k, ldb}), "PackedGemm: sizes beyond MKL's 32-bit interface: ", m, "x", n, "x", k);
   init_mkl();
   MKL_Set_Num_Threads_Local(1);
-  const int tb = trans_b ? kTrans : kNoTrans;
+  const Trans tb = trans_b ? kTrans : kNoTrans;
   if constexpr (std::is_same_v<T, float>) {
     size_t bytes = cblas_sgemm_pack_get_size(kBMatrix, int(m), int(n), int(k));
     packed_ = static_cast<T*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));

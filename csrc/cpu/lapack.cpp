@@ -1,10 +1,11 @@
-// LAPACK through MKL (mkl_rt exports the Fortran LP64 interface): Cholesky, LU, symmetric
+// LAPACK through MKL (mkl_rt exports the Fortran LP64 interface; its own headers declare it): Cholesky, LU, symmetric
 // eigendecomposition, SVD, QR and triangular solves for float32/float64. Each routine runs
 // over the batch in parallel with single-threaded LAPACK calls (small matrices, the common
 // batched case) or, for one matrix, one call that MKL threads itself. With KINDLE_BLAS=openblas
 // the same calls go to OpenBLAS's LAPACK (blas_symbols.h), batches all by the per-matrix loop.
 #include <algorithm>
 #include <climits>
+#include <complex>
 #include <vector>
 
 #include "cpu/blas.h"
@@ -13,6 +14,33 @@
 #include "cpu/small_lu.h"
 #include "ops/kernels.h"
 
+#ifndef KINDLE_BLAS_OPENBLAS
+// Intel MKL through its own headers (the mkl-include wheel), complex numbers as std::complex (MKL's
+// documented way to name its complex types).
+#define MKL_Complex8 std::complex<float>
+#define MKL_Complex16 std::complex<double>
+#include <mkl_cblas.h>
+#include <mkl_lapack.h>
+#include <mkl_service.h>
+// mkl_rt exports the batched Cholesky, but MKL declares it only in its GPU-offload header.
+extern "C" {
+void spotrf_batch_strided(const char* uplo, const MKL_INT* n, float* a, const MKL_INT* lda, const MKL_INT* stride_a,
+                          const MKL_INT* batch, MKL_INT* info);
+void dpotrf_batch_strided(const char* uplo, const MKL_INT* n, double* a, const MKL_INT* lda, const MKL_INT* stride_a,
+                          const MKL_INT* batch, MKL_INT* info);
+}
+namespace {
+constexpr CBLAS_LAYOUT kColMajor = CblasColMajor;
+struct TrsmArgs {  // CBLAS's enums from the int codes the solvers compute
+  CBLAS_SIDE side; CBLAS_UPLO uplo; CBLAS_TRANSPOSE trans; CBLAS_DIAG diag;
+  TrsmArgs(int s, int u, int t, int d)
+      : side(CBLAS_SIDE(s)), uplo(CBLAS_UPLO(u)), trans(CBLAS_TRANSPOSE(t)), diag(CBLAS_DIAG(d)) {}
+};
+}  // namespace
+#else
+// OpenBLAS: its headers differ between the PyPI wheel (scipy_-prefixed names) and a system's
+// (plain names; Debian's has no LAPACK prototypes), so the routines used are declared here with
+// CBLAS's int-valued enums and the Fortran LP64 interface, under the names blas_symbols.h maps.
 extern "C" {
 void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info);
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
@@ -47,11 +75,6 @@ void cblas_strsm(int layout, int side, int uplo, int transa, int diag, int m, in
                  int lda, float* b, int ldb);
 void cblas_dtrsm(int layout, int side, int uplo, int transa, int diag, int m, int n, double alpha, const double* a,
                  int lda, double* b, int ldb);
-// (MKL only: not called with OpenBLAS)
-void spotrf_batch_strided(const char* uplo, const int* n, float* a, const int* lda, const int* stride_a,
-                          const int* batch, int* info);
-void dpotrf_batch_strided(const char* uplo, const int* n, double* a, const int* lda, const int* stride_a,
-                          const int* batch, int* info);
 void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr, float* wi,
             float* vl, const int* ldvl, float* vr, const int* ldvr, float* work, const int* lwork, int* info);
 void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda, double* wr, double* wi,
@@ -95,8 +118,15 @@ void cblas_ctrsm(int layout, int side, int uplo, int transa, int diag, int m, in
                  int lda, void* b, int ldb);
 void cblas_ztrsm(int layout, int side, int uplo, int transa, int diag, int m, int n, const void* alpha, const void* a,
                  int lda, void* b, int ldb);
-int MKL_Set_Num_Threads_Local(int nth);
 }
+namespace {
+constexpr int kColMajor = 102;
+struct TrsmArgs {
+  int side, uplo, trans, diag;
+  TrsmArgs(int s, int u, int t, int d) : side(s), uplo(u), trans(t), diag(d) {}
+};
+}  // namespace
+#endif
 
 namespace kindle::cpu {
 namespace {
@@ -150,10 +180,12 @@ void orgqr(const int* m, const int* n, const int* k, float* a, const int* l, con
 void orgqr(const int* m, const int* n, const int* k, double* a, const int* l, const double* t, double* w,
            const int* lw, int* i) { dorgqr_(m, n, k, a, l, t, w, lw, i); }
 void trsm(int s, int u, int t, int d, int m, int n, const float* a, int la, float* b, int lb) {
-  cblas_strsm(102, s, u, t, d, m, n, 1.0f, a, la, b, lb);
+  const TrsmArgs e(s, u, t, d);
+  cblas_strsm(kColMajor, e.side, e.uplo, e.trans, e.diag, m, n, 1.0f, a, la, b, lb);
 }
 void trsm(int s, int u, int t, int d, int m, int n, const double* a, int la, double* b, int lb) {
-  cblas_dtrsm(102, s, u, t, d, m, n, 1.0, a, la, b, lb);
+  const TrsmArgs e(s, u, t, d);
+  cblas_dtrsm(kColMajor, e.side, e.uplo, e.trans, e.diag, m, n, 1.0, a, la, b, lb);
 }
 
 void geev(const char* jl, const char* jr, const int* n, float* a, const int* l, float* wr, float* wi, float* vl,
@@ -219,11 +251,13 @@ void geev(const char* jl, const char* jr, const int* n, c128* a, const int* l, c
 }
 void trsm(int s, int u, int t, int d, int m, int n, const c64* a, int la, c64* b, int lb) {
   const c64 one{1, 0};
-  cblas_ctrsm(102, s, u, t, d, m, n, &one, a, la, b, lb);
+  const TrsmArgs e(s, u, t, d);
+  cblas_ctrsm(kColMajor, e.side, e.uplo, e.trans, e.diag, m, n, &one, a, la, b, lb);
 }
 void trsm(int s, int u, int t, int d, int m, int n, const c128* a, int la, c128* b, int lb) {
   const c128 one{1, 0};
-  cblas_ztrsm(102, s, u, t, d, m, n, &one, a, la, b, lb);
+  const TrsmArgs e(s, u, t, d);
+  cblas_ztrsm(kColMajor, e.side, e.uplo, e.trans, e.diag, m, n, &one, a, la, b, lb);
 }
 
 template <typename T>
