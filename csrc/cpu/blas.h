@@ -9,8 +9,8 @@ namespace kindle::cpu {
 void init_mkl();
 // The BLAS/LAPACK library this build calls: "mkl" or "openblas" (KINDLE_BLAS).
 const char* blas_library();
-// The vector math library the kernels' exp/log/tanh/... loops call: "sleef" (SLEEF's GNU-ABI
-// library) or "libmvec" (glibc's, where SLEEF was not found at build time).
+// The vector math library the kernels' exp/log/tanh/... loops call (KINDLE_VECTOR_MATH): "sleef"
+// (through cpu/vec_math_sleef.cpp) or "libmvec" (glibc's).
 const char* vector_math_library();
 
 template <typename T>

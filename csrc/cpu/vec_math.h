@@ -1,14 +1,11 @@
-// Vectorised libm: SLEEF (through cpu/vec_math_sleef.cpp's entry points; without SLEEF, glibc's
-// libmvec) provides vector versions of these functions (SSE2/AVX2/AVX-512 on x86-64, Advanced SIMD
+// Vectorised libm: glibc's libmvec (x86-64's default) or SLEEF (through cpu/vec_math_sleef.cpp's
+// entry points; KINDLE_VECTOR_MATH) provides vector versions of these functions (SSE2/AVX2/AVX-512 on x86-64, Advanced SIMD
 // on aarch64), which GCC calls from `omp simd` loops once the declarations carry the simd attribute
 // (glibc only adds it under -ffast-math, which we do not want: it would break NaN handling).
 // Error bounds: test_vector_math.cpp measures every one of them against float64.
 #pragma once
 #if defined(__x86_64__)
 #include <immintrin.h>
-#endif
-#if defined(KINDLE_WITH_SLEEF) && defined(__AVX2__)
-#include <sleef.h>
 #endif
 
 #include <cmath>
@@ -63,14 +60,10 @@ inline M gelu_erf(M x) {
 
 #ifdef __AVX2__
 // GCC does not vectorise a select that follows a vector math call, so functions that need one are
-// written with AVX2 intrinsics over an 8-wide exp (only in the AVX2 build of the kernels; the
-// baseline build calls libm).
-#ifdef KINDLE_WITH_SLEEF
-inline __m256 exp8(__m256 x) { return Sleef_expf8_u10avx2(x); }
-#else
-extern "C" __m256 _ZGVdN8v_expf(__m256) noexcept;  // glibc's libmvec (its header declares none)
-inline __m256 exp8(__m256 x) { return _ZGVdN8v_expf(x); }
-#endif
+// written with AVX2 intrinsics over the 8-wide exp (only in the AVX2 build of the kernels; the
+// baseline build calls libm). The vector-ABI entry point is libmvec's or vec_math_sleef.cpp's; no
+// header declares it.
+extern "C" __m256 _ZGVdN8v_expf(__m256) noexcept;
 
 // tanh: (1 - e^-2|x|) / (1 + e^-2|x|), and its Taylor series where that cancels (|x| < 0.3).
 // Max relative error 3e-7 against float64 tanh.
@@ -78,7 +71,7 @@ inline __m256 tanh8(__m256 x) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
   __m256 sign = _mm256_and_ps(x, sign_mask);
   __m256 a = _mm256_andnot_ps(sign_mask, x);
-  __m256 t = exp8(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+  __m256 t = _ZGVdN8v_expf(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
   __m256 big = _mm256_div_ps(_mm256_sub_ps(one, t), _mm256_add_ps(one, t));
   __m256 x2 = _mm256_mul_ps(a, a);
   __m256 p = _mm256_set1_ps(-0.00886323552f);

@@ -14,6 +14,7 @@ import types
 import typing
 
 from . import _C
+from .utils._pytree import tree_leaves, tree_map
 
 _UNKNOWN = "unknown"
 _NONE = type(None)
@@ -174,24 +175,11 @@ class OpCheckError(Exception):
 
 
 def _tensor_leaves(value):
-    if isinstance(value, _C.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensor_leaves(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensor_leaves(v)
+    return [leaf for leaf in tree_leaves(value) if isinstance(leaf, _C.Tensor)]
 
 
 def _map_tensors(value, fn):
-    if isinstance(value, _C.Tensor):
-        return fn(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_map_tensors(v, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: _map_tensors(v, fn) for k, v in value.items()}
-    return value
+    return tree_map(lambda leaf: fn(leaf) if isinstance(leaf, _C.Tensor) else leaf, value)
 
 
 def _clone(value):

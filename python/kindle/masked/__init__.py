@@ -12,8 +12,6 @@ from .. import _C
 __all__ = ["sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "median", "logsumexp", "norm", "var", "std",
            "softmax", "log_softmax", "softmin", "normalize", "cumsum", "cumprod", "logaddexp"]
 
-_builtin_sum = sum
-
 
 def _input(input, dtype):
     if not isinstance(input, _C.Tensor):
