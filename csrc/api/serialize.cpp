@@ -111,6 +111,11 @@ class Tree {
         return n;
       }
       case Value::Kind::DType: return tagged("dtype", json::str(dtype_name(x.to_dtype())));
+      case Value::Kind::Bytes:
+      case Value::Kind::Object:
+        throw ValueError("kindle.save: cannot save " +
+                         (x.kind() == Value::Kind::Bytes ? std::string("bytes") : x.object().type) + " at " +
+                         where(path) + " in a safetensors file; save it in torch's format");
       case Value::Kind::Dict: {
         json::Node items = json::array();
         for (auto& [k, v] : x.entries()) {

@@ -1,4 +1,5 @@
 // kindle._C: dtype objects, exception mapping, then each area's bindings.
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -200,6 +201,15 @@ using namespace kindle::python;
 namespace {
 PyObject* g_linalg_error;  // torch.linalg.LinAlgError, a RuntimeError (immortal, as the dtypes)
 PyObject* g_oom_error;     // torch.OutOfMemoryError (torch.cuda.OutOfMemoryError), a RuntimeError
+
+// An error's message may quote bytes from a file (a zip entry's name): not UTF-8 is escaped, so
+// the error still arrives as itself and not as a UnicodeDecodeError.
+void set_error(PyObject* type, const char* what) {
+  PyObject* msg = PyUnicode_DecodeUTF8(what, Py_ssize_t(std::strlen(what)), "backslashreplace");
+  if (!msg) return;  // (the decode's own error stands)
+  PyErr_SetObject(type, msg);
+  Py_DECREF(msg);
+}
 }  // namespace
 
 NB_MODULE(_C, m) {
@@ -213,24 +223,24 @@ NB_MODULE(_C, m) {
     try {
       std::rethrow_exception(p);
     } catch (const IndexError& e) {
-      PyErr_SetString(PyExc_IndexError, e.what());
+      set_error(PyExc_IndexError, e.what());
     } catch (const ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      set_error(PyExc_ValueError, e.what());
     } catch (const TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
+      set_error(PyExc_TypeError, e.what());
     } catch (const NotImplementedError& e) {
-      PyErr_SetString(PyExc_NotImplementedError, e.what());
+      set_error(PyExc_NotImplementedError, e.what());
     } catch (const LinAlgError& e) {
-      PyErr_SetString(g_linalg_error, e.what());
+      set_error(g_linalg_error, e.what());
     } catch (const OutOfMemoryError& e) {
-      PyErr_SetString(g_oom_error, e.what());
+      set_error(g_oom_error, e.what());
     } catch (const AssertionError& e) {
-      PyErr_SetString(PyExc_AssertionError, e.what());
+      set_error(PyExc_AssertionError, e.what());
     } catch (const kindle::OSError& e) {  // OSError(errno, message, filename) picks the subclass
       nb::object args = nb::make_tuple(e.err, e.message, e.filename);
       PyErr_SetObject(PyExc_OSError, args.ptr());
     } catch (const Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      set_error(PyExc_RuntimeError, e.what());
     }
   });
 

@@ -1,11 +1,14 @@
 // The restricted unpickler of PyTorch's checkpoints (see torch_pickle.h). Opcodes as CPython's
 // Lib/pickletools.py documents them; only protocols 0-5's data opcodes, never INST/OBJ/EXT.
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kindle/autograd.h"
 #include "kindle/factories.h"
@@ -18,13 +21,29 @@ namespace {
 
 constexpr size_t kMaxDims = 64;
 constexpr uint64_t kMaxViewNumel = uint64_t(1) << 40;  // elements one expanded view may address
-constexpr uint64_t kFactor = 64, kSlack = uint64_t(1) << 20;  // budgets: kFactor x the file + kSlack
+constexpr uint64_t kFactor = 64, kSlack = uint64_t(1) << 20;  // views and trees: kFactor x the file + kSlack
+constexpr uint64_t kMaxMemoIndex = 0xffffffffu;  // LONG_BINPUT's own limit
 
-// The callables and classes a checkpoint may name.
+// The callables and classes a checkpoint may name; User: one the front end allowed (add_safe_globals).
 enum class G : uint8_t {
   OrderedDict, Set, FrozenSet, Encode, Bytes, Rebuild, RebuildV2, Param, ParamState, Size, Device,
-  StorageType, Script, BuildList, RestoreTag
+  StorageType, Script, BuildList, RestoreTag, User
 };
+
+// What PyTorch's own globals that Kindle does not read are, for the error message.
+const char* unsupported_hint(const std::string& key) {
+  static const std::pair<const char*, const char*> hints[] = {
+      {"torch._utils._rebuild_qtensor", "quantized tensors are not supported"},
+      {"torch._utils._rebuild_sparse_tensor", "sparse tensors are not supported"},
+      {"torch._utils._rebuild_wrapper_subclass", "tensor subclasses are not supported"},
+      {"torch._utils._rebuild_meta_tensor_no_storage", "meta tensors are not supported"},
+      {"torch._utils._rebuild_nested_tensor", "nested tensors are not supported"},
+      {"torch._utils._rebuild_tensor_v3", "this tensor dtype is not supported"},
+      {"torch.UntypedStorage", "untyped storages are not supported"}};
+  for (auto& [k, h] : hints)
+    if (key == k) return h;
+  return "";
+}
 
 struct Item;
 using Parts = std::vector<Item>;
@@ -37,6 +56,7 @@ struct Item {
   G g{};
   DType dtype = kFloat32;  // StorageType
   bool object = false;     // a Value dict that is a TorchScript object (BUILD sets its state)
+  bool user = false;       // a Value::Object an allowed global made (BUILD may set its state)
   std::string name;        // a global's or an object's class
   std::shared_ptr<Parts> parts;
 };
@@ -47,6 +67,7 @@ const void* container_id(const Value& v) {
     case Value::Kind::Tuple:
     case Value::Kind::Set: return &v.items();
     case Value::Kind::Dict: return &v.entries();
+    case Value::Kind::Object: return &v.object();
     default: return nullptr;
   }
 }
@@ -57,16 +78,24 @@ std::string tuple_str(const std::vector<int64_t>& v) {
   return s + (v.size() > 8 ? ", ...)" : v.size() == 1 ? ",)" : ")");
 }
 
-std::string key_of(const Value& k) { return (k.is_string() ? "s" : "i") + (k.is_string() ? k.to_string() : std::to_string(k.to_int())); }
-
+// Python's name for what an item is, for messages ("OrderedDict", "Size").
+std::string type_name(const Value& v) {
+  if (v.is_ordered_dict()) return "OrderedDict";
+  if (v.kind() == Value::Kind::Object) {
+    const std::string& t = v.object().type;
+    return t.substr(t.rfind('.') + 1);
+  }
+  return value_kind_name(v.kind());
+}
 class Unpickler {
  public:
-  Unpickler(std::string_view data, std::string name, uint64_t file_size,
-            StorageFn storage)
-      : data_(data), name_(std::move(name)), storage_(std::move(storage)) {
+  Unpickler(std::string_view data, std::string name, uint64_t file_size, StorageFn storage, const ReadOptions& options)
+      : data_(data), name_(std::move(name)), storage_(std::move(storage)), opt_(options) {
     const uint64_t size = std::max<uint64_t>(file_size, data.size());
-    budget_ = kFactor * size + kSlack;
+    budget_ = budget_limit_ = opt_.memory_factor * size + opt_.memory_slack;
     view_budget_ = kFactor * size + kSlack;
+    hash_work_ = 1000000 + 16 * uint64_t(data.size());
+    repeat_budget_ = size + (uint64_t(64) << 10);
   }
 
   Value load();
@@ -108,7 +137,9 @@ class Unpickler {
 
   // ---- budgets
   void charge(uint64_t n, const char* what) {
-    if (n > budget_) fail(std::string("the pickle builds more than a file of its size may (") + what + ")");
+    if (n > budget_)
+      fail("the pickle builds more objects than a file of its size may (about " + std::to_string(budget_limit_) +
+           " bytes; " + what + ")");
     budget_ -= n;
   }
   void charge_copy(const Item& it) {  // a string copied by the memo or DUP
@@ -190,27 +221,179 @@ class Unpickler {
     }
     return out;
   }
+  // A dict key or set item as a string that tells keys apart: C++ allows str and int keys (and
+  // plain scalars in sets); Python also None, bool, float, bytes, dtypes and tuples and frozensets
+  // of those. Equal Python keys of different types (1, 1.0, True) stay apart here: the Python
+  // front end merges them as it builds its dict, in order, as Python would. The work is charged.
+  std::string key_of(const Value& k, bool in_set) {
+    std::string out;
+    encode_key(k, out, in_set ? "set item" : "dict key", in_set);
+    if (out.size() > hash_work_) fail("the pickle asks for more hashing work than its size allows");
+    hash_work_ -= out.size();
+    return out;
+  }
+  void encode_key(const Value& k, std::string& out, const char* what, bool scalars) {
+    switch (k.kind()) {
+      case Value::Kind::String: out += 's' + std::to_string(k.to_string().size()) + ':' + k.to_string(); return;
+      case Value::Kind::Int: out += 'i' + std::to_string(k.to_int()) + ';'; return;
+      default: break;
+    }
+    if (opt_.python || scalars) {
+      switch (k.kind()) {
+        case Value::Kind::None: out += 'N'; return;
+        case Value::Kind::Bool: out += k.to_bool() ? 'T' : 'F'; return;
+        case Value::Kind::Double: {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "f%.17g;", k.to_double());
+          out += buf;
+          return;
+        }
+        default: break;
+      }
+    }
+    if (opt_.python) {
+      switch (k.kind()) {
+        case Value::Kind::Bytes: out += 'b' + std::to_string(k.to_bytes().size()) + ':' + k.to_bytes(); return;
+        case Value::Kind::DType: out += 'd' + std::string(dtype_name(k.to_dtype())) + ';'; return;
+        case Value::Kind::Tuple:
+          out += '(';
+          for (const Value& x : k.items()) encode_key(x, out, what, scalars);
+          out += ')';
+          return;
+        case Value::Kind::Object:
+          if (k.object().type == "torch.Size") {  // a tuple
+            encode_key(k.object().args.at(0), out, what, scalars);
+            return;
+          }
+          if (k.object().type == "builtins.int") {
+            const std::string& b = k.object().args.at(0).to_bytes();
+            out += 'I' + std::to_string(b.size()) + ':' + b;
+            return;
+          }
+          if (k.object().type == "builtins.frozenset") {  // its items, in a canonical order
+            std::vector<std::string> parts;
+            for (const Value& x : k.object().args.at(0).items()) {
+              parts.emplace_back();
+              encode_key(x, parts.back(), what, scalars);
+            }
+            std::sort(parts.begin(), parts.end());
+            out += '{';
+            for (auto& p : parts) out += p;
+            out += '}';
+            return;
+          }
+          break;
+        default: break;
+      }
+    }
+    if (!opt_.python && !scalars)
+      fail(std::string(what) + ": dict keys must be str or int, got a " + value_kind_name(k.kind()));
+    fail("a " + type_name(k) + " cannot be a " + what + " in a checkpoint (allowed: str, bytes, int, float, bool, "
+         "None, dtypes, and tuples and frozensets of these)");
+  }
   void set_item(Value& dict, const Value& key, const Value& v, const char* where) {
-    if (!key.is_string() && !key.is_int())
-      fail(std::string(where) + ": dict keys must be str or int, got a " + value_kind_name(key.kind()));
     Meta& m = meta(dict);
     if (m.frozen) fail(std::string(where) + ": a dict is changed after it was placed in another");
+    std::string k = key_of(key, false);
+    adopt(dict, key);
     adopt(dict, v);
-    auto [it, fresh_key] = m.keys.try_emplace(key_of(key), dict.entries().size());
+    Meta& dm = meta(dict);  // (adopt may have grown meta_)
+    auto [it, fresh_key] = dm.keys.try_emplace(std::move(k), dict.entries().size());
     if (fresh_key) dict.entries().emplace_back(key, v);
     else dict.entries()[it->second].second = v;
   }
   void add_to_set(Value& set, const Value& v) {
-    switch (v.kind()) {
-      case Value::Kind::None: case Value::Kind::Bool: case Value::Kind::Int: case Value::Kind::Double:
-      case Value::Kind::String: break;
-      default: fail(std::string("a ") + value_kind_name(v.kind()) + " cannot be a set item in a checkpoint");
-    }
-    for (const Value& x : set.items())  // sets in checkpoints are small; charged below
-      if (x == v) return;
-    charge(set.items().size() + 16, "set items");
+    std::string k = key_of(v, true);
+    if (meta(set).keys.count(k)) return;
     adopt(set, v);
+    meta(set).keys.emplace(std::move(k), set.items().size());
     set.items().push_back(v);
+  }
+  // A Value::Object registered as a container over its arguments (depth, expansion, budget).
+  Value object(std::string type, Value::Items args, bool by_new = false) {
+    Value o = fresh(Value::object(std::move(type), {}, by_new));
+    for (Value& a : args) {
+      adopt(o, a);
+      o.object().args.push_back(std::move(a));
+    }
+    return o;
+  }
+
+  std::string what_is(const Item& it) const {
+    return it.k == Item::K::Value ? type_name(it.v) : it.k == Item::K::Global ? "global " + it.name
+                                                    : it.k == Item::K::Storage ? std::string("storage") : "tuple";
+  }
+  static const char* op_name(unsigned char op) {
+    switch (op) {
+      case 'X': return "BINUNICODE";
+      case 0x8c: return "SHORT_BINUNICODE";
+      case 0x8d: return "BINUNICODE8";
+      case 'T': return "BINSTRING";
+      case 'U': return "SHORT_BINSTRING";
+      case 'B': return "BINBYTES";
+      case 'C': return "SHORT_BINBYTES";
+      case 0x8e: return "BINBYTES8";
+      default: return "BYTEARRAY8";
+    }
+  }
+  // Protocol 2's byte strings, as Python's Unpickler(encoding=) reads them.
+  Value byte_string(std::string raw) {
+    std::string e;
+    for (char c : opt_.encoding) e += char(std::tolower(static_cast<unsigned char>(c)));
+    if (e.empty() || e == "utf-8" || e == "utf8") return Value(std::move(raw));  // (Python checks UTF-8)
+    if (e == "bytes") return Value::bytes(std::move(raw));
+    if (e == "ascii") {
+      for (char c : raw)
+        if (static_cast<unsigned char>(c) >= 0x80) fail("a BINSTRING is not ASCII (pass encoding='latin1' or 'bytes')");
+      return Value(std::move(raw));
+    }
+    if (e == "latin1" || e == "latin-1" || e == "iso-8859-1") {
+      std::string text;
+      for (unsigned char c : raw) {
+        if (c < 0x80) {
+          text += char(c);
+        } else {
+          text += char(0xc0 | (c >> 6));
+          text += char(0x80 | (c & 0x3f));
+        }
+      }
+      return Value(std::move(text));
+    }
+    fail("encoding '" + opt_.encoding.substr(0, 40) + "' is not supported (ASCII, latin1, utf-8 or bytes)");
+  }
+
+  // A memo bomb: one value built once, memoized, and handed again and again to a REDUCE that
+  // copies it (set(), OrderedDict(), torch.Size) or rebuilds from it (a tensor's argument tuple).
+  // The first rebuild from a value is charged as usual; later ones also to a budget of the file's
+  // size (torch.save never writes one: it writes a fresh argument tuple for every tensor).
+  void charge_repeat(const Item& func, const Item& args, const Parts& parts) {
+    const Item* from = nullptr;  // what the call rebuilds from
+    uint64_t cost = 0;
+    switch (func.g) {
+      case G::Rebuild: case G::RebuildV2: case G::Param: case G::ParamState:
+        from = &args;
+        cost = 640;
+        break;
+      case G::Set: case G::FrozenSet: case G::OrderedDict: case G::Size:
+        if (parts.size() == 1 && parts[0].k == Item::K::Value && parts[0].v.is_sequence() &&
+            parts[0].v.items().size() >= 16) {
+          from = &parts[0];
+          cost = (func.g == G::Size ? 8 : 64) * parts[0].v.items().size();
+        }
+        break;
+      default: break;
+    }
+    if (!from) return;
+    const void* id = from->k == Item::K::Parts ? static_cast<const void*>(from->parts.get()) : container_id(from->v);
+    if (!id) return;
+    if (rebuilt_from_.insert(id).second) {
+      keep_.push_back(*from);  // kept alive, so no later value reuses its address
+      return;
+    }
+    if (cost > repeat_budget_)
+      fail("the pickle rebuilds objects from the same memoized value again and again (a memo bomb): the copies "
+           "exceed the file's size");
+    repeat_budget_ -= cost;
   }
 
   // ---- globals and calls
@@ -222,11 +405,14 @@ class Unpickler {
   size_t pos_ = 0;
   std::string name_;
   StorageFn storage_;
+  const ReadOptions& opt_;
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Item> memo_;
   std::unordered_map<const void*, Meta> meta_;
-  uint64_t budget_ = 0, view_budget_ = 0;
+  uint64_t budget_ = 0, budget_limit_ = 0, view_budget_ = 0, hash_work_ = 0, repeat_budget_ = 0;
+  std::unordered_set<const void*> rebuilt_from_;
+  std::vector<Item> keep_;
 };
 
 Item Unpickler::global(std::string module, const std::string& name) {
@@ -245,7 +431,8 @@ Item Unpickler::global(std::string module, const std::string& name) {
       {"torch.jit._pickle.build_intlist", G::BuildList}, {"torch.jit._pickle.build_doublelist", G::BuildList},
       {"torch.jit._pickle.build_boollist", G::BuildList}, {"torch.jit._pickle.build_tensorlist", G::BuildList},
       {"torch.jit._pickle.build_genericlist", G::BuildList}, {"torch.jit._pickle.restore_type_tag", G::RestoreTag}};
-  if (auto f = table.find(key); f != table.end()) {
+  if (auto f = table.find(key); f != table.end() &&
+                                 !(opt_.python && (f->second == G::BuildList || f->second == G::RestoreTag))) {
     it.g = f->second;
     return it;
   }
@@ -262,13 +449,21 @@ Item Unpickler::global(std::string module, const std::string& name) {
         return v;
       }
   }
-  if (module == "__torch__" || module.rfind("__torch__.", 0) == 0) {  // a TorchScript class
+  if (!opt_.python && (module == "__torch__" || module.rfind("__torch__.", 0) == 0)) {  // a TorchScript class
     it.g = G::Script;
     return it;
   }
-  throw ValueError("kindle.load: " + name_ + ": unsupported global: GLOBAL " + key +
-                   " is not allowed (a checkpoint read by Kindle holds tensors, containers, plain values and "
-                   "TorchScript objects; nothing in it is run)");
+  if (opt_.allowed && opt_.allowed(key)) {
+    charge(64, "objects");
+    it.g = G::User;
+    return it;
+  }
+  const std::string hint = unsupported_hint(key);
+  if (opt_.refused) opt_.refused(key, hint);
+  throw ValueError("kindle.load: " + name_ + ": unsupported global: GLOBAL " + key + " is not allowed" +
+                   (hint.empty() ? "" : " (" + hint + ")") +
+                   " (a checkpoint read by Kindle holds tensors, containers, plain values and TorchScript objects; "
+                   "nothing in it is run)");
 }
 
 Tensor Unpickler::rebuild_tensor(const Parts& a, bool v2) {
@@ -281,6 +476,8 @@ Tensor Unpickler::rebuild_tensor(const Parts& a, bool v2) {
       fail(std::string(who) + ": " + what + " must be a tuple of ints");
     std::vector<int64_t> out;
     for (const Value& x : v.items()) {
+      if (x.kind() == Value::Kind::Object && x.object().type == "builtins.int")
+        fail(std::string(who) + ": invalid tensor: a " + what + " wider than 64 bits overflows 64-bit indexing");
       if (!x.is_int()) fail(std::string(who) + ": " + what + " must be a tuple of ints");
       out.push_back(x.to_int());
     }
@@ -292,23 +489,34 @@ Tensor Unpickler::rebuild_tensor(const Parts& a, bool v2) {
   const std::vector<int64_t> size = ints(a[2], "size"), stride = ints(a[3], "stride");
   const uint64_t available = uint64_t(storage.numel());
   auto dims = [&] { return "size " + tuple_str(size) + ", stride " + tuple_str(stride); };
-  if (size.size() != stride.size()) fail(std::string(who) + ": " + dims() + " have different lengths");
-  if (size.size() > kMaxDims) fail(std::string(who) + ": more than 64 dimensions");
+  auto bad = [&](const std::string& why) { fail(std::string(who) + ": invalid tensor: " + why); };
+  if (size.size() != stride.size())
+    bad("size " + tuple_str(size) + " and stride " + tuple_str(stride) + " have different lengths");
+  if (size.size() > kMaxDims) bad(std::to_string(size.size()) + " dimensions (at most 64)");
+  for (size_t i = 0; i < size.size(); ++i)
+    if (size[i] < 0 || stride[i] < 0) bad("negative size or stride in " + dims());
   unsigned __int128 numel = 1, last = uint64_t(offset);
   for (size_t i = 0; i < size.size(); ++i) {
-    if (size[i] < 0 || stride[i] < 0) fail(std::string(who) + ": negative " + dims());
     numel *= uint64_t(size[i]);
     if (size[i] > 0) last += (unsigned __int128)(uint64_t(size[i]) - 1) * uint64_t(stride[i]);
-    if (numel > uint64_t(INT64_MAX) || last > uint64_t(INT64_MAX))
-      fail(std::string(who) + ": " + dims() + " overflows 64-bit indexing");
+    if (numel > uint64_t(INT64_MAX)) bad(dims() + " and offset " + std::to_string(offset) + " overflows 64-bit indexing");
   }
-  if (numel == 0 ? uint64_t(offset) > available : last >= available)
-    fail(std::string(who) + ": " + dims() + " and offset " + std::to_string(offset) + " reach past a storage of " +
-         std::to_string(available) + " elements");
+  if (numel == 0 && uint64_t(offset) > available)
+    bad("offset " + std::to_string(offset) + " is past a storage of " + std::to_string(available) + " elements");
+  if (numel > 0 && last >= available) {  // (last < 64 * 2**63: a 128-bit count, printed in two parts)
+    const uint64_t hi = uint64_t(last / 10000000000000000000ull), lo = uint64_t(last % 10000000000000000000ull);
+    std::string digits = std::to_string(lo);
+    if (hi) digits = std::to_string(hi) + std::string(19 - digits.size(), '0') + digits;
+    bad(dims() + " and offset " + std::to_string(offset) + " reach element " + digits + " of a storage of " +
+        std::to_string(available) + " elements");
+  }
   if (numel > available && numel > kMaxViewNumel)
-    fail(std::string(who) + ": " + dims() + " addresses more than 2**40 elements of one storage");
+    bad("size " + tuple_str(size) + " addresses " + std::to_string(uint64_t(numel)) + " elements of a storage of " +
+        std::to_string(available) + " (more than " + std::to_string(kMaxViewNumel) + ")");
   const uint64_t bytes = uint64_t(numel) * itemsize(storage.dtype());
-  if (bytes > view_budget_) fail("the tensors' views address more than 64 times the file's size");
+  if (bytes > view_budget_)
+    fail("the tensors' views address more than 64 times the file's size (tensor of " + dims() +
+         "): a storage expanded by stride 0 or overlapping strides");
   view_budget_ -= bytes;
   charge(640, "tensors");
   Tensor t = as_strided(storage, size, stride, offset);
@@ -342,19 +550,36 @@ Item Unpickler::call(const Item& func, Parts args) {
       fail(func.name + ": expected " + std::to_string(lo) + (hi > lo ? "-" + std::to_string(hi) : "") +
            " arguments, got " + std::to_string(args.size()));
   };
+  auto list_arg = [&](const char* who) -> const Value& {
+    if (args.size() != 1 || (arg(0).kind() != Value::Kind::List && arg(0).kind() != Value::Kind::Tuple))
+      fail(std::string(who) + " may only be rebuilt from one list");
+    return arg(0);
+  };
   switch (func.g) {
-    case G::OrderedDict:
-      nargs(0, 0);
-      return out(fresh(Value::dict()));
+    case G::OrderedDict: {  // OrderedDict() or OrderedDict([(key, value), ...])
+      nargs(0, 1);
+      Value d = fresh(opt_.python ? Value::ordered_dict() : Value::dict());
+      if (!args.empty()) {
+        const Value& pairs = list_arg("OrderedDict()");
+        charge(64 * pairs.items().size(), "OrderedDict entries");
+        for (const Value& p : pairs.items()) {
+          if (!(p.kind() == Value::Kind::Tuple || p.kind() == Value::Kind::List) || p.items().size() != 2)
+            fail("OrderedDict() may only be rebuilt from (key, value) pairs");
+          set_item(d, p.items()[0], p.items()[1], "OrderedDict()");
+        }
+      }
+      return out(d);
+    }
     case G::Set:
     case G::FrozenSet: {
       nargs(0, 1);
       Value s = fresh(Value::set());
       if (!args.empty()) {
-        const Value& from = arg(0);
-        if (!from.is_sequence()) fail(func.name + ": expected a list of items");
+        const Value& from = list_arg(func.g == G::Set ? "set()" : "frozenset()");
+        charge(16 * from.items().size(), "set items");
         for (const Value& v : from.items()) add_to_set(s, v);
       }
+      if (func.g == G::FrozenSet && opt_.python) return out(object("builtins.frozenset", {s}));
       return out(s);
     }
     case G::Encode: {  // protocol 2 spells bytes as _codecs.encode(str, 'latin1')
@@ -371,11 +596,12 @@ Item Unpickler::call(const Item& func, Parts args) {
         else if ((c == 0xc2 || c == 0xc3) && i + 1 < s.size()) bytes.push_back(char(((c & 0x03) << 6) | (s[++i] & 0x3f)));
         else fail("_codecs.encode: the text is not latin-1");
       }
-      return out(Value(std::move(bytes)));
+      charge(40 + bytes.size(), "bytes");
+      return out(Value::bytes(std::move(bytes)));
     }
     case G::Bytes:
-      nargs(0, 0);
-      return out(Value(std::string()));
+      if (!args.empty()) fail("bytes() may only be rebuilt without arguments");
+      return out(Value::bytes(std::string()));
     case G::Rebuild:
     case G::RebuildV2:
       return out(Value(rebuild_tensor(args, func.g == G::RebuildV2)));
@@ -394,6 +620,7 @@ Item Unpickler::call(const Item& func, Parts args) {
           fail(func.name + ": parameters with Python attributes are not supported");
       }
       Tensor t = data.to_tensor();
+      if (opt_.python) return out(object("torch.nn.Parameter", {Value(t), rg}));
       if (is_floating_point(t.dtype()) || is_complex(t.dtype())) t.requires_grad_(rg.to_bool());
       return out(Value(t));
     }
@@ -403,18 +630,26 @@ Item Unpickler::call(const Item& func, Parts args) {
       if (!args.empty()) {
         const Value& dims = arg(0);
         if (!dims.is_sequence()) fail("torch.Size: expected a tuple of ints");
+        charge(8 * dims.items().size(), "sizes");
         for (const Value& d : dims.items()) {
           if (!d.is_int()) fail("torch.Size: expected a tuple of ints");
           adopt(t, d);
           t.items().push_back(d);
         }
       }
+      if (opt_.python) return out(object("torch.Size", {t}));
       return out(t);
     }
     case G::Device: {
       nargs(1, 2);
-      if (!arg(0).is_string() || (args.size() == 2 && !arg(1).is_int() && !arg(1).is_none()))
+      if (!arg(0).is_string() || arg(0).to_string().size() > 64 ||
+          (args.size() == 2 && !arg(1).is_int() && !arg(1).is_none()))
         fail("torch.device: expected a str and an optional int");
+      if (opt_.python) {
+        Value::Items a{arg(0)};
+        if (args.size() == 2) a.push_back(arg(1));
+        return out(object("torch.device", std::move(a)));
+      }
       std::string d = arg(0).to_string();
       if (args.size() == 2 && arg(1).is_int()) d += ":" + std::to_string(arg(1).to_int());
       return out(Value(d));
@@ -426,6 +661,13 @@ Item Unpickler::call(const Item& func, Parts args) {
     case G::RestoreTag:
       nargs(2, 2);
       return out(arg(0));
+    case G::User: {  // run by the front end, which allowed it
+      Value::Items a;
+      for (size_t i = 0; i < args.size(); ++i) a.push_back(arg(i));
+      Item it = out(object(func.name, std::move(a)));
+      it.user = true;
+      return it;
+    }
     case G::StorageType:
     case G::Script: break;
   }
@@ -441,12 +683,11 @@ Value Unpickler::load() {
         break;
       }
       case 0x95: take(8); break;  // FRAME: a hint only
-      case '.': {                 // STOP
-        if (!marks_.empty() || stack_.size() != 1) fail("the pickle stops with a malformed stack");
+      case '.': {  // STOP: the top of the stack, whatever lies below it (as Python's pickle)
         Item it = pop();
         return value(it, "the checkpoint's object");
       }
-      case '(': marks_.push_back(stack_.size()); charge(8, "marks"); break;
+      case '(': marks_.push_back(stack_.size()); charge(64, "marks"); break;
       case '0':  // POP
         if (stack_.size() > floor()) stack_.pop_back();
         else pop_mark();
@@ -465,11 +706,21 @@ Value Unpickler::load() {
       case 'K': push(Value(int64_t(uint(1)))); break;
       case 'M': push(Value(int64_t(uint(2)))); break;
       case 0x8a:
-      case 0x8b: {  // LONG1, LONG4: little-endian two's complement
+      case 0x8b: {  // LONG1, LONG4: little-endian two's complement (longer than 8 bytes if sign-extended)
         const uint64_t n = uint(op == 0x8a ? 1 : 4);
-        if (n > 8) fail("an integer wider than 64 bits");
-        uint64_t v = n ? uint(int(n)) : 0;
-        if (n && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);  // sign-extend
+        const auto* p = reinterpret_cast<const unsigned char*>(take(n));
+        uint64_t v = 0;
+        for (uint64_t i = std::min<uint64_t>(n, 8); i-- > 0;) v = (v << 8) | p[i];
+        const bool negative = n && (p[n - 1] & 0x80);
+        if (n && n < 8 && negative) v |= ~uint64_t(0) << (8 * n);  // sign-extend
+        bool wide = n > 8 && bool(v >> 63) != negative;
+        for (uint64_t i = 8; i < n; ++i) wide = wide || p[i] != (negative ? 0xff : 0x00);
+        if (wide && opt_.python) {  // Python's ints have no width: its bytes, for the front end
+          charge(n, "integers");
+          push(object("builtins.int", {Value::bytes(std::string(reinterpret_cast<const char*>(p), n))}));
+          break;
+        }
+        if (wide) fail("an integer wider than 64 bits (it overflows int64)");
         push(Value(int64_t(v)));
         break;
       }
@@ -504,9 +755,17 @@ Value Unpickler::load() {
         const int w = (op == 0x8c || op == 'U' || op == 'C') ? 1 : (op == 0x8d || op == 0x8e || op == 0x96) ? 8 : 4;
         uint64_t n = uint(w);
         if (op == 'T' && int32_t(uint32_t(n)) < 0) fail("negative BINSTRING length");
-        const char* p = take(n);  // bounds first: a hostile length allocates nothing
+        if (n > data_.size() - pos_)  // bounds first: a hostile length allocates nothing
+          fail(std::string(op_name(op)) + " declares " + std::to_string(n) + " bytes but the pickle holds " +
+               std::to_string(data_.size() - pos_));
+        const char* p = take(n);
         charge(n, "strings");
-        push(Value(std::string(p, n)));
+        std::string text(p, n);
+        if (op == 'B' || op == 'C' || op == 0x8e) push(Value::bytes(std::move(text)));
+        else if (op == 0x96) push(opt_.python ? object("builtins.bytearray", {Value::bytes(std::move(text))})
+                                              : Value::bytes(std::move(text)));
+        else if (op == 'T' || op == 'U') push(byte_string(std::move(text)));
+        else push(Value(std::move(text)));
         break;
       }
       case ']': push(fresh(Value::list())); break;
@@ -550,7 +809,7 @@ Value Unpickler::load() {
         else parts = pop_mark();
         Item& target = top();
         if (target.k != Item::K::Value || target.v.kind() != Value::Kind::List)
-          fail(std::string(op == 'a' ? "APPEND" : "APPENDS") + " on something that is not a list");
+          fail(std::string(op == 'a' ? "APPEND" : "APPENDS") + " on a " + what_is(target) + " is not allowed");
         for (auto& p : parts) {
           const Value& v = value(p, "APPEND");
           adopt(target.v, v);
@@ -570,7 +829,7 @@ Value Unpickler::load() {
         if (parts.size() % 2) fail("SETITEMS with an odd number of items");
         Item& target = top();
         if (target.k != Item::K::Value || !target.v.is_dict() || target.object)
-          fail("SETITEM(S) on something that is not a dict");
+          fail(std::string(op == 's' ? "SETITEM" : "SETITEMS") + " on a " + what_is(target) + " is not allowed");
         for (size_t i = 0; i < parts.size(); i += 2)
           set_item(target.v, value(parts[i], "SETITEMS"), value(parts[i + 1], "SETITEMS"), "SETITEMS");
         break;
@@ -578,7 +837,8 @@ Value Unpickler::load() {
       case 0x90: {  // ADDITEMS
         Parts parts = pop_mark();
         Item& target = top();
-        if (target.k != Item::K::Value || target.v.kind() != Value::Kind::Set) fail("ADDITEMS on something that is not a set");
+        if (target.k != Item::K::Value || target.v.kind() != Value::Kind::Set)
+          fail("ADDITEMS on a " + what_is(target) + " is not allowed");
         if (meta(target.v).frozen) fail("ADDITEMS: a set is changed after it was placed in another");
         for (auto& p : parts) add_to_set(target.v, value(p, "ADDITEMS"));
         break;
@@ -587,11 +847,21 @@ Value Unpickler::load() {
         Parts parts = pop_mark();
         Value s = fresh(Value::set());
         for (auto& p : parts) add_to_set(s, value(p, "FROZENSET"));
-        push(s);
+        push(opt_.python ? object("builtins.frozenset", {s}) : s);
         break;
       }
       case 'p': case 'q': case 'r': case 0x94: {  // PUT, BINPUT, LONG_BINPUT, MEMOIZE
-        const uint64_t idx = op == 'p' ? uint64_t(parse_int(line())) : op == 'q' ? uint(1) : op == 'r' ? uint(4) : memo_.size();
+        uint64_t idx;
+        if (op == 'p') {
+          const std::string l = line();
+          if (l.size() > 12) fail("PUT index is out of range");
+          const int64_t i = parse_int(l);
+          if (i < 0) fail("memo index " + l + " is out of range");
+          idx = uint64_t(i);
+        } else {
+          idx = op == 'q' ? uint(1) : op == 'r' ? uint(4) : memo_.size();
+        }
+        if (idx > kMaxMemoIndex) fail("memo index " + std::to_string(idx) + " is out of range");
         const Item& it = top();
         charge_copy(it);
         charge(64, "memo entries");
@@ -599,11 +869,53 @@ Value Unpickler::load() {
         break;
       }
       case 'g': case 'h': case 'j': {  // GET, BINGET, LONG_BINGET
-        const uint64_t idx = op == 'g' ? uint64_t(parse_int(line())) : op == 'h' ? uint(1) : uint(4);
+        uint64_t idx;
+        if (op == 'g') {
+          const std::string l = line();
+          if (l.size() > 12) fail("GET index is out of range");
+          idx = uint64_t(parse_int(l));
+        } else {
+          idx = op == 'h' ? uint(1) : uint(4);
+        }
         auto it = memo_.find(idx);
         if (it == memo_.end()) fail("memo entry " + std::to_string(idx) + " is read before it is written");
         charge_copy(it->second);
         stack_.push_back(it->second);
+        break;
+      }
+      case 'i': {  // INST: torch.save never writes it; the global is still named (and refused)
+        std::string module = line();
+        Item g = global(std::move(module), line());
+        fail("building a " + g.name + " with INST/OBJ is not allowed");
+      }
+      case 'o':  // OBJ
+        fail("building objects with INST/OBJ is not allowed");
+      case 'S': {  // STRING (protocol 0): a quoted literal with backslash escapes
+        const std::string l = line();
+        if (l.size() < 2 || (l[0] != '\'' && l[0] != '"') || l.back() != l[0]) fail("STRING: not a quoted literal");
+        std::string raw;
+        for (size_t i = 1; i + 1 < l.size(); ++i) {
+          if (l[i] != '\\') {
+            raw += l[i];
+            continue;
+          }
+          if (++i + 1 >= l.size()) fail("STRING: a dangling backslash");
+          const char c = l[i];
+          static const std::string plain = "\\'\"", from = "ntr", to = "\n\t\r";
+          if (plain.find(c) != std::string::npos) {
+            raw += c;
+          } else if (c == 'n' || c == 't' || c == 'r') {
+            raw += to[from.find(c)];
+          } else if (c == 'x' && i + 2 < l.size() && std::isxdigit(static_cast<unsigned char>(l[i + 1])) &&
+                     std::isxdigit(static_cast<unsigned char>(l[i + 2]))) {
+            raw += char(std::stoi(l.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+          } else {
+            fail("STRING: unsupported escape");
+          }
+        }
+        charge(raw.size(), "strings");
+        push(byte_string(std::move(raw)));
         break;
       }
       case 'c': {  // GLOBAL
@@ -635,20 +947,38 @@ Value Unpickler::load() {
         } else {
           fail("REDUCE arguments must be a tuple");
         }
+        charge_repeat(func, args, parts);
         stack_.push_back(call(func, std::move(parts)));
         break;
       }
-      case 0x81: {  // NEWOBJ: only TorchScript's objects, filled by BUILD
+      case 0x81:    // NEWOBJ: TorchScript's objects, filled by BUILD, and allowed classes
+      case 0x92: {  // NEWOBJ_EX: allowed classes
+        Item kwargs;
+        if (op == 0x92) kwargs = pop();
         Item args = pop();
         Item cls = pop();
-        if (cls.k != Item::K::Global || cls.g != G::Script || args.k != Item::K::Value ||
-            args.v.kind() != Value::Kind::Tuple || !args.v.items().empty())
-          fail("NEWOBJ of " + (cls.k == Item::K::Global ? cls.name : std::string("a non-class")) +
-               ": only TorchScript objects may be created");
+        const bool script = cls.k == Item::K::Global && cls.g == G::Script && op == 0x81;
+        const bool user = cls.k == Item::K::Global && cls.g == G::User;
+        const char* opname = op == 0x81 ? "NEWOBJ" : "NEWOBJ_EX";
+        if (!(script || user) || args.k != Item::K::Value || args.v.kind() != Value::Kind::Tuple ||
+            (script && !args.v.items().empty()) ||
+            (op == 0x92 && (kwargs.k != Item::K::Value || !kwargs.v.is_dict())))
+          fail(std::string(opname) + " of " + (cls.k == Item::K::Global ? cls.name : what_is(cls)) +
+               ": only classes allowlisted with add_safe_globals" + (opt_.python ? "" : " and TorchScript objects") +
+               " may be created this way");
         Item obj;
-        obj.v = fresh(Value::dict());
-        obj.object = true;
-        obj.name = cls.name;
+        if (script) {
+          obj.v = fresh(Value::dict());
+          obj.object = true;
+          obj.name = cls.name;
+        } else {
+          obj.v = object(cls.name, args.v.items(), true);
+          if (op == 0x92) {
+            adopt(obj.v, kwargs.v);
+            obj.v.object().kwargs = kwargs.v;
+          }
+          obj.user = true;
+        }
         stack_.push_back(std::move(obj));
         break;
       }
@@ -663,12 +993,33 @@ Value Unpickler::load() {
           inst.object = false;  // built: an ordinary dict from here on
           break;
         }
-        // A state dict's OrderedDict carries _metadata (per-module versions): nothing to keep.
-        if (inst.k == Item::K::Value && inst.v.is_dict() && s.is_dict() && s.entries().size() == 1 &&
-            s.entries()[0].first == Value("_metadata") && s.entries()[0].second.is_dict())
+        if (inst.k == Item::K::Value && inst.user) {  // an allowed class: the front end sets the state
+          Value::Object& o = inst.v.object();
+          if (o.built) fail("BUILD: the " + o.type + " object is built twice");
+          adopt(inst.v, s);
+          o.state = s;
+          o.built = true;
           break;
-        fail("BUILD on a " + std::string(inst.k == Item::K::Value ? value_kind_name(inst.v.kind()) : "global") +
-             " is not allowed; only TorchScript objects and an OrderedDict's _metadata may be built");
+        }
+        // torch's state dicts are OrderedDicts with a _metadata attribute (a dict of per-module
+        // versions); nothing else may be set, so no later opcode can meet a substituted method.
+        const bool metadata = s.is_dict() && s.entries().size() == 1 && s.entries()[0].first == Value("_metadata") &&
+                              s.entries()[0].second.is_dict();
+        if (inst.k == Item::K::Value && metadata && (opt_.python ? inst.v.is_ordered_dict() : inst.v.is_dict())) {
+          if (opt_.python) {
+            if (!inst.v.dict_metadata().is_none()) fail("BUILD: an OrderedDict's _metadata is set twice");
+            adopt(inst.v, s.entries()[0].second);
+            inst.v.set_dict_metadata(s.entries()[0].second);
+          }
+          break;
+        }
+        std::string keys = s.kind() == Value::Kind::Dict ? "[" : type_name(s);
+        if (s.is_dict()) {
+          for (size_t i = 0; i < s.entries().size() && i < 4; ++i) keys += (i ? ", " : "") + s.entries()[i].first.repr();
+          keys += s.entries().size() > 4 ? ", ...]" : "]";
+        }
+        fail("BUILD (setting state " + keys + ") on a " + what_is(inst) +
+             " is not allowed; only an OrderedDict's _metadata may be set");
       }
       case 'Q': {  // BINPERSID: ('storage', storage type, key, location, numel)
         Item pid = pop();
@@ -680,7 +1031,7 @@ Value Unpickler::load() {
           fail("malformed storage id");
         Item st;
         st.k = Item::K::Storage;
-        st.v = Value(storage_(p[2].v.to_string(), p[1].dtype, p[4].v.to_int()));
+        st.v = Value(storage_(p[2].v.to_string(), p[1].dtype, p[4].v.to_int(), p[3].v.to_string()));
         stack_.push_back(std::move(st));
         break;
       }
@@ -696,8 +1047,9 @@ Value Unpickler::load() {
 
 }  // namespace
 
-Value unpickle(std::string_view data, const std::string& name, uint64_t file_size, const StorageFn& storage) {
-  return Unpickler(data, name, file_size, storage).load();
+Value unpickle(std::string_view data, const std::string& name, uint64_t file_size, const StorageFn& storage,
+               const ReadOptions& options) {
+  return Unpickler(data, name, file_size, storage, options).load();
 }
 
 }  // namespace kindle::torch_pickle

@@ -50,6 +50,12 @@ class Pickler {
       le(uint64_t(v), 8);
     }
   }
+  void global(const std::string& path) {  // "module.qualname"
+    const size_t dot = path.rfind('.');
+    KINDLE_CHECK_VALUE(dot != std::string::npos && path.find('\n') == std::string::npos,
+                       "kindle.save: invalid global name '", path, "'");
+    global(path.substr(0, dot).c_str(), path.c_str() + dot + 1);
+  }
   void global(const char* module, const char* name) {
     out += 'c';
     out += module;
@@ -110,6 +116,47 @@ class Pickler {
         return;
       }
       case Value::Kind::String: str(v.to_string()); return;
+      case Value::Kind::Bytes: {  // protocol 2 has no bytes: _codecs.encode(latin-1 text, 'latin1'), as Python writes
+        const std::string& b = v.to_bytes();
+        if (b.empty()) {
+          global("__builtin__", "bytes");
+          out += ")R";
+          return;
+        }
+        std::string text;
+        for (unsigned char c : b) {
+          if (c < 0x80) {
+            text += char(c);
+          } else {
+            text += char(0xc0 | (c >> 6));
+            text += char(0x80 | (c & 0x3f));
+          }
+        }
+        global("_codecs", "encode");
+        out += '(';
+        str(text);
+        str("latin1");
+        out += "tR";
+        return;
+      }
+      case Value::Kind::Object: {
+        const Value::Object& o = v.object();
+        global(o.type);
+        out += '(';
+        for (const Value& x : o.args) save(x, depth + 1);
+        out += 't';
+        if (o.by_new) {
+          KINDLE_CHECK_VALUE(o.kwargs.is_none(), "kindle.save: keyword arguments of ", o.type, " cannot be written");
+          out += '\x81';  // NEWOBJ
+        } else {
+          out += 'R';
+        }
+        if (!o.state.is_none()) {
+          save(o.state, depth + 1);
+          out += 'b';
+        }
+        return;
+      }
       case Value::Kind::DType: global("torch", dtype_name(v.to_dtype())); return;
       case Value::Kind::Tensor: tensor(v.to_tensor()); return;
       case Value::Kind::List:
@@ -129,12 +176,23 @@ class Pickler {
         out += "e\x85R";  // APPENDS, TUPLE1, REDUCE
         return;
       case Value::Kind::Dict:
-        out += "}(";
+        if (v.is_ordered_dict()) {
+          global("collections", "OrderedDict");
+          out += ")R(";
+        } else {
+          out += "}(";
+        }
         for (const auto& [k, x] : v.entries()) {
           save(k, depth + 1);
           save(x, depth + 1);
         }
         out += 'u';
+        if (!v.dict_metadata().is_none()) {  // BUILD {'_metadata': ...}, as torch's state dicts
+          out += '}';
+          str("_metadata");
+          save(v.dict_metadata(), depth + 1);
+          out += "sb";
+        }
         return;
     }
   }

@@ -37,13 +37,13 @@ bool is_zip(const safetensors::Source& src) {
   return src.size >= 4 && src.read_at(0, head, 4) && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
 }
 
-Loaded read_archive(const safetensors::Source& src) {
-  zip::Reader zip(src);
-  const std::string& name = src.name;
-  auto fail = [&](const std::string& what) { throw ValueError("kindle.load: " + name + ": " + what); };
+Archive::Archive(const safetensors::Source& src) : name_(src.name), size_(src.size), budget_(src.size) {
+  auto zip = std::make_shared<zip::Reader>(src);
+  zip_ = zip;
+  auto fail = [&](const std::string& what) { throw ValueError("kindle.load: " + name_ + ": " + what); };
   const zip::Entry* pkl = nullptr;
   int found = 0;
-  for (const zip::Entry& e : zip.entries()) {
+  for (const zip::Entry& e : zip->entries()) {
     const size_t slash = e.name.find('/');
     const bool top = slash == std::string::npos ? e.name == "data.pkl"
                                                 : e.name.find('/', slash + 1) == std::string::npos &&
@@ -55,45 +55,62 @@ Loaded read_archive(const safetensors::Source& src) {
   }
   if (found != 1)
     fail("expected one data.pkl in the zip archive, found " + std::to_string(found) + "; is this a torch.save checkpoint?");
-  const std::string prefix = pkl->name.substr(0, pkl->name.size() - std::strlen("data.pkl"));
-  if (const zip::Entry* order = zip.find(prefix + "byteorder")) {
-    const std::string o = zip.read(*order);
-    if (o != "little") fail("byte order '" + o.substr(0, 20) + "' is not supported (only little-endian)");
+  prefix_ = pkl->name.substr(0, pkl->name.size() - std::strlen("data.pkl"));
+  if (const zip::Entry* order = zip->find(prefix_ + "byteorder")) {
+    const std::string o = zip->read(*order);
+    if (o != "little")
+      fail("invalid torch checkpoint: byte order '" + o.substr(0, 20) + "' is not supported (only little-endian)");
   }
-  Loaded out;
-  for (const zip::Entry& e : zip.entries())
-    if (e.name == prefix + "constants.pkl" || e.name.rfind(prefix + "code/", 0) == 0) out.script = true;
-  uint64_t budget = src.size;  // storage bytes we may still allocate
-  std::unordered_map<std::string, Tensor> storages;
-  auto storage = [&](const std::string& key, DType dtype, int64_t numel) -> Tensor {
-    if (auto it = storages.find(key); it != storages.end()) {
-      if (it->second.dtype() != dtype || it->second.numel() != numel)
-        fail("invalid torch checkpoint: storage '" + key + "' is used with two dtypes or sizes");
-      return it->second;
-    }
-    const zip::Entry* e = zip.find(prefix + "data/" + key);
-    if (!e) fail("invalid torch checkpoint: the archive has no entry '" + prefix + "data/" + key + "'");
-    const unsigned __int128 need = (unsigned __int128)uint64_t(numel) * itemsize(dtype);
-    if (need != e->size)
-      fail("invalid torch checkpoint: storage '" + key + "': " + std::to_string(numel) + " elements of " +
-           dtype_name(dtype) + " need " + std::to_string(uint64_t(std::min<unsigned __int128>(need, UINT64_MAX))) +
-           " bytes, the entry holds " + std::to_string(e->size));
-    if (e->size > budget) fail("invalid torch checkpoint: storages add up to more bytes than the file holds");
-    budget -= e->size;
-    const uint64_t at = zip.data_offset(*e);
-    Tensor t = empty({numel}, dtype);
-    if (!safetensors::read_bytes(src, at, t)) fail("storage '" + key + "' is truncated");
-    storages.emplace(key, t);
-    return t;
+  for (const zip::Entry& e : zip->entries())
+    if (e.name == prefix_ + "constants.pkl" || e.name.rfind(prefix_ + "code/", 0) == 0) script_ = true;
+  pickle_ = zip->read(*pkl);
+}
+
+Tensor Archive::storage(const std::string& key, DType dtype, int64_t numel) {
+  auto fail = [&](const std::string& what) {
+    throw ValueError("kindle.load: " + name_ + ": invalid torch checkpoint: " + what);
   };
-  const std::string data = zip.read(*pkl);
-  out.value = unpickle(data, name, src.size, storage);
+  if (auto it = storages_.find(key); it != storages_.end()) {
+    if (it->second.dtype() != dtype || it->second.numel() != numel)
+      fail("storage '" + key + "' is used as both " + dtype_name(it->second.dtype()) + " x " +
+           std::to_string(it->second.numel()) + " and " + dtype_name(dtype) + " x " + std::to_string(numel));
+    return it->second;
+  }
+  const auto& zip = *static_cast<const zip::Reader*>(zip_.get());
+  const zip::Entry* e = zip.find(prefix_ + "data/" + key);
+  if (!e) fail("the archive has no entry '" + prefix_ + "data/" + key + "'");
+  const unsigned __int128 need = (unsigned __int128)uint64_t(numel) * itemsize(dtype);
+  if (need != e->size)
+    fail("storage '" + key + "': " + std::to_string(numel) + " elements of " + dtype_name(dtype) + " need " +
+         std::to_string(uint64_t(std::min<unsigned __int128>(need, UINT64_MAX))) + " bytes, the entry holds " +
+         std::to_string(e->size));
+  if (e->size > budget_) fail("storage '" + key + "': storages add up to more bytes than the file holds");
+  budget_ -= e->size;
+  const uint64_t at = zip.data_offset(*e);
+  Tensor t = empty({numel}, dtype);
+  if (!safetensors::read_bytes(zip.source(), at, t)) fail("storage '" + key + "' is truncated");
+  storages_.emplace(key, t);
+  return t;
+}
+
+Loaded read_archive(const safetensors::Source& src) {
+  Archive archive(src);
+  Loaded out;
+  out.script = archive.script();
+  out.value = unpickle(archive.pickle(), archive.name(), archive.size(),
+                       [&](const std::string& key, DType dtype, int64_t numel, const std::string&) {
+                         return archive.storage(key, dtype, numel);
+                       });
   return out;
 }
 
 void write_archive(const Value& obj, const safetensors::Sink& sink) {
   std::vector<Tensor> storages;
   const std::string data = pickle(obj, storages);  // first: an object that cannot be written leaves the sink untouched
+  write_archive(data, storages, sink);
+}
+
+void write_archive(const std::string& data, const std::vector<Tensor>& storages, const safetensors::Sink& sink) {
   zip::Writer w(sink);
   w.add("archive/data.pkl", data);
   w.add("archive/.format_version", "1");
@@ -101,6 +118,7 @@ void write_archive(const Value& obj, const safetensors::Sink& sink) {
   w.add("archive/byteorder", "little");
   for (size_t k = 0; k < storages.size(); ++k) {
     const Tensor& t = storages[k];  // contiguous: write_bytes hands over its bytes at once
+    KINDLE_CHECK_VALUE(t.is_contiguous(), "kindle.save: storage ", k, " is not contiguous");
     const std::string name = "archive/data/" + std::to_string(k);
     bool added = false;
     safetensors::write_bytes(t, [&](const void* data, size_t n) {

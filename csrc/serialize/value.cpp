@@ -1,10 +1,17 @@
 // kindle::Value: the object model of checkpoints (see serialize.h).
+#include <cstdio>
 #include <sstream>
 
 #include "serialize/json.h"
 #include "kindle/serialize.h"
 
 namespace kindle {
+
+struct Value::Map {
+  Entries entries;
+  bool ordered = false;
+  Value metadata;
+};
 
 const char* value_kind_name(Value::Kind k) {
   switch (k) {
@@ -19,6 +26,8 @@ const char* value_kind_name(Value::Kind k) {
     case Value::Kind::Tuple: return "tuple";
     case Value::Kind::Set: return "set";
     case Value::Kind::Dict: return "dict";
+    case Value::Kind::Bytes: return "bytes";
+    case Value::Kind::Object: return "object";
   }
   return "?";
 }
@@ -33,9 +42,41 @@ Value::Kind Value::kind() const {
     case 5: return Kind::Tensor;
     case 6: return Kind::DType;
     case 7: return std::get<7>(v_)->kind;
-    default: return Kind::Dict;
+    case 8: return Kind::Dict;
+    case 9: return Kind::Bytes;
+    default: return Kind::Object;
   }
 }
+
+Value Value::dict(Entries entries) {
+  Value v;
+  v.v_ = std::make_shared<Map>(Map{std::move(entries), false, Value()});
+  return v;
+}
+
+Value Value::ordered_dict(Entries entries) {
+  Value v;
+  v.v_ = std::make_shared<Map>(Map{std::move(entries), true, Value()});
+  return v;
+}
+
+Value Value::bytes(std::string data) {
+  Value v;
+  v.v_ = Bytes{std::move(data)};
+  return v;
+}
+
+Value Value::object(std::string type, Items args, bool by_new) {
+  Value v;
+  auto o = std::make_shared<Object>();
+  o->type = std::move(type);
+  o->args = std::move(args);
+  o->by_new = by_new;
+  v.v_ = std::move(o);
+  return v;
+}
+
+bool Value::is_ordered_dict() const { return is_dict() && std::get<8>(v_)->ordered; }
 
 Value Value::from_state_dict(const StateDict& sd) {
   Entries e;
@@ -81,11 +122,32 @@ Value::Items& Value::items(const char* what) {
 }
 const Value::Entries& Value::entries(const char* what) const {
   KINDLE_VALUE_EXPECT(is_dict(), "dict");
-  return *std::get<8>(v_);
+  return std::get<8>(v_)->entries;
 }
 Value::Entries& Value::entries(const char* what) {
   KINDLE_VALUE_EXPECT(is_dict(), "dict");
-  return *std::get<8>(v_);
+  return std::get<8>(v_)->entries;
+}
+const std::string& Value::to_bytes(const char* what) const {
+  KINDLE_VALUE_EXPECT(kind() == Kind::Bytes, "bytes");
+  return std::get<Bytes>(v_).data;
+}
+const Value::Object& Value::object(const char* what) const {
+  KINDLE_VALUE_EXPECT(kind() == Kind::Object, "an object");
+  return *std::get<10>(v_);
+}
+Value::Object& Value::object(const char* what) {
+  KINDLE_VALUE_EXPECT(kind() == Kind::Object, "an object");
+  return *std::get<10>(v_);
+}
+const Value& Value::dict_metadata() const {
+  static const Value none;
+  return is_dict() ? std::get<8>(v_)->metadata : none;
+}
+void Value::set_dict_metadata(Value metadata) {
+  const char* what = "set_dict_metadata";
+  KINDLE_VALUE_EXPECT(is_ordered_dict(), "an OrderedDict");
+  std::get<8>(v_)->metadata = std::move(metadata);
 }
 #undef KINDLE_VALUE_EXPECT
 
@@ -130,7 +192,19 @@ bool operator==(const Value& a, const Value& b) {
     case Value::Kind::String: return std::get<std::string>(a.v_) == std::get<std::string>(b.v_);
     case Value::Kind::Tensor: return std::get<Tensor>(a.v_).is_same(std::get<Tensor>(b.v_));
     case Value::Kind::DType: return std::get<DType>(a.v_) == std::get<DType>(b.v_);
+    case Value::Kind::Bytes: return a.to_bytes() == b.to_bytes();
+    case Value::Kind::Object: {
+      const Value::Object &x = a.object(), &y = b.object();
+      if (&x == &y) return true;
+      if (x.type != y.type || x.by_new != y.by_new || x.args.size() != y.args.size() || !(x.kwargs == y.kwargs) ||
+          !(x.state == y.state))
+        return false;
+      for (size_t i = 0; i < x.args.size(); ++i)
+        if (!(x.args[i] == y.args[i])) return false;
+      return true;
+    }
     case Value::Kind::Dict: {
+      if (a.is_ordered_dict() != b.is_ordered_dict()) return false;
       auto& x = a.entries();
       auto& y = b.entries();
       if (x.size() != y.size()) return false;
@@ -157,6 +231,24 @@ std::string Value::repr() const {
     case Kind::Int: return std::to_string(std::get<int64_t>(v_));
     case Kind::Double: json::write_double(out, std::get<double>(v_)); return out;
     case Kind::String: return "'" + std::get<std::string>(v_) + "'";
+    case Kind::Bytes: {
+      out = "b'";
+      for (unsigned char c : to_bytes()) {
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+          out += char(c);
+        } else {
+          char hex[5];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        }
+      }
+      return out + "'";
+    }
+    case Kind::Object: {
+      out = object().type + "(";
+      for (size_t i = 0; i < object().args.size(); ++i) out += (i ? ", " : "") + object().args[i].repr();
+      return out + ")";
+    }
     case Kind::Tensor: {
       std::ostringstream os;
       os << "Tensor(shape=" << std::get<Tensor>(v_).sizes() << ", dtype=" << std::get<Tensor>(v_).dtype() << ")";
@@ -168,13 +260,13 @@ std::string Value::repr() const {
       return os.str();
     }
     case Kind::Dict: {
-      out = "{";
+      out = is_ordered_dict() ? "OrderedDict({" : "{";
       bool first = true;
       for (auto& [k, v] : entries()) {
         out += (first ? "" : ", ") + k.repr() + ": " + v.repr();
         first = false;
       }
-      return out + "}";
+      return out + (is_ordered_dict() ? "})" : "}");
     }
     default: {
       const char* open = kind() == Kind::List ? "[" : kind() == Kind::Tuple ? "(" : "{";

@@ -25,13 +25,15 @@ namespace kindle {
 
 using StateDict = OrderedDict<Tensor>;
 
-// A value of the object model kindle.save stores: None, bool, int, float, str, Tensor, dtype,
-// list, tuple, set, and dict with str or int keys (Python's types, spelled in C++).
+// A value of the object model kindle.save stores: None, bool, int, float, str, bytes, Tensor,
+// dtype, list, tuple, set, dict (plain or ordered) with str or int keys (Python's types, spelled in
+// C++), and Object: a Python object a checkpoint describes that C++ does not build (see below).
 class Value {
  public:
-  enum class Kind { None, Bool, Int, Double, String, Tensor, DType, List, Tuple, Set, Dict };
+  enum class Kind { None, Bool, Int, Double, String, Tensor, DType, List, Tuple, Set, Dict, Bytes, Object };
   using Items = std::vector<Value>;
   using Entries = std::vector<std::pair<Value, Value>>;  // keys: String or Int
+  struct Object;
 
   Value() = default;
   Value(std::nullptr_t) {}
@@ -46,11 +48,13 @@ class Value {
   static Value list(Items items = {}) { return Value(Kind::List, std::move(items)); }
   static Value tuple(Items items = {}) { return Value(Kind::Tuple, std::move(items)); }
   static Value set(Items items = {}) { return Value(Kind::Set, std::move(items)); }
-  static Value dict(Entries entries = {}) {
-    Value v;
-    v.v_ = std::make_shared<Entries>(std::move(entries));
-    return v;
-  }
+  static Value dict(Entries entries = {});
+  // collections.OrderedDict, what torch's state dicts are; it may carry torch's `_metadata`.
+  static Value ordered_dict(Entries entries = {});
+  static Value bytes(std::string data);
+  // A Python object by the global that makes it ("torch.Size", a class given to add_safe_globals):
+  // type(*args) or, by_new, type.__new__(type, *args); BUILD's state, if any, is set afterwards.
+  static Value object(std::string type, Items args, bool by_new = false);
   // A dict of str -> Tensor (a state dict).
   static Value from_state_dict(const StateDict& sd);
 
@@ -63,6 +67,7 @@ class Value {
   bool is_tensor() const { return kind() == Kind::Tensor; }
   bool is_dict() const { return kind() == Kind::Dict; }
   bool is_sequence() const { return kind() == Kind::List || kind() == Kind::Tuple || kind() == Kind::Set; }
+  bool is_ordered_dict() const;
 
   // Accessors raise TypeError naming `what` and the actual kind on a mismatch.
   bool to_bool(const char* what = "value") const;
@@ -75,6 +80,12 @@ class Value {
   Items& items(const char* what = "value");
   const Entries& entries(const char* what = "value") const;  // dict
   Entries& entries(const char* what = "value");
+  const std::string& to_bytes(const char* what = "value") const;
+  const Object& object(const char* what = "value") const;
+  Object& object(const char* what = "value");
+  // An OrderedDict's `_metadata` attribute (per-module versions in a state dict): None when unset.
+  const Value& dict_metadata() const;
+  void set_dict_metadata(Value metadata);
   // Dict lookup by str or int key: nullptr when absent.
   const Value* get(const Value& key) const;
   const Value& at(const Value& key, const char* what = "value") const;  // KeyError when absent
@@ -90,10 +101,23 @@ class Value {
     Kind kind;
     Items items;
   };
+  struct Map;
+  struct Bytes {
+    std::string data;
+  };
   Value(Kind k, Items items) : v_(std::make_shared<Seq>(Seq{k, std::move(items)})) {}
   std::variant<std::monostate, bool, int64_t, double, std::string, Tensor, DType, std::shared_ptr<Seq>,
-               std::shared_ptr<Entries>>
+               std::shared_ptr<Map>, Bytes, std::shared_ptr<Object>>
       v_;
+};
+
+struct Value::Object {
+  std::string type;  // the global's path, "module.qualname"
+  Items args;
+  Value kwargs;  // NEWOBJ_EX's keyword arguments (a dict), or None
+  Value state;   // what BUILD set, or None
+  bool by_new = false;
+  bool built = false;  // BUILD ran
 };
 
 const char* value_kind_name(Value::Kind k);

@@ -15,13 +15,11 @@ import importlib
 import io
 import pickle
 import sys
-import zipfile
 from collections import OrderedDict
 
 from . import _C
 
 from .storage import LEGACY_NAME as _STORAGE_NAMES, contiguous_strides as _contiguous_strides  # noqa: E402
-_ALIGN = 64
 
 
 class _GlobalRef:
@@ -163,15 +161,9 @@ class _Rebuilt:
         return self.reduce_value
 
 
-def _padding_extra(offset, name, size):
-    """A zip extra field that makes the entry's data start at a multiple of _ALIGN, as torch's."""
-    header = 30 + len(name.encode("utf-8")) + (20 if size >= zipfile.ZIP64_LIMIT else 0)
-    pad = -(offset + header + 4) % _ALIGN
-    return b"FB" + pad.to_bytes(2, "little") + b"Z" * pad
-
-
 class PicklePlan:
-    """A whole object pickled in memory (the pickle holds no tensor data), written by write()."""
+    """A whole object pickled in memory (the pickle holds no tensor data); write() lays out the
+    archive around it, by the core's writer (csrc/serialize/torch_pickle.h), as kindle::save does."""
 
     def __init__(self, obj, protocol=None):
         buf = io.BytesIO()
@@ -181,34 +173,5 @@ class PicklePlan:
         self.storages = pickler.storages
 
     def write(self, out):
-        if isinstance(out, io.RawIOBase):  # a raw file may write less than asked; a buffered one retries
-            buffered = io.BufferedWriter(out)
-            self._write(buffered)
-            buffered.flush()
-            buffered.detach()
-        else:
-            self._write(out)
-
-    def _write(self, out):
-        from .serialization import byte_view
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
-            self._entry(zf, "archive/data.pkl", [self.data_pkl])
-            self._entry(zf, "archive/.format_version", [b"1"])
-            self._entry(zf, "archive/.storage_alignment", [str(_ALIGN).encode()])
-            self._entry(zf, "archive/byteorder", [b"little"])
-            for key, t in enumerate(self.storages):
-                view = byte_view(t)
-                self._entry(zf, f"archive/data/{key}", [view])
-                del view
-            self._entry(zf, "archive/version", [b"3\n"])
-
-    @staticmethod
-    def _entry(zf, name, chunks):
-        size = sum(len(c) for c in chunks)
-        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-        info.compress_type = zipfile.ZIP_STORED
-        info.file_size = size
-        info.extra = _padding_extra(zf.start_dir, name, size)
-        with zf.open(info, "w", force_zip64=size >= zipfile.ZIP64_LIMIT) as w:
-            for c in chunks:
-                w.write(c)
+        from .serialization import write_all
+        _C._serialize.write_torch_archive(self.data_pkl, self.storages, lambda view: write_all(out, view))

@@ -498,11 +498,12 @@ def _load_from(src, name, map_location, how):
     src.seek(base)
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         if weights_only:
-            obj = _torch_pickle.load_zip(src, name, end, map_location, pickle_load_args.get("encoding", "ASCII"))
-            src.seek(end)  # past the archive, as after reading a safetensors file
-            return obj
-        return _torch_pickle.load_zip(src, name, end, map_location, weights_only=False, pickle_module=pickle_module,
-                                      pickle_load_args=pickle_load_args)
+            obj = _torch_pickle.load_zip(src, name, base, end, map_location, pickle_load_args.get("encoding", "ASCII"))
+        else:
+            obj = _torch_pickle.load_zip(src, name, base, end, map_location, weights_only=False,
+                                         pickle_module=pickle_module, pickle_load_args=pickle_load_args)
+        src.seek(end)  # past the archive, as after reading a safetensors file
+        return obj
     if len(head) == 9 and head[8:9] != b"{" and head[0] == 0x80 and 2 <= head[1] <= 5:
         raise RuntimeError(f"kindle.load: {name}: this is a legacy (non-zip) torch.save checkpoint, which Kindle "
                            "does not read; re-save it with torch.save's default zip format")
