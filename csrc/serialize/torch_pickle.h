@@ -12,8 +12,10 @@
 // against the file before it is allocated: storages against their entries' sizes and together
 // against the file's size, every tensor's geometry against its storage, and what the pickle builds
 // against a budget linear in its size (containers nest at most 100 deep, are frozen once placed in
-// another, so no cycle can form, and the tree they expand to is bounded, so walking it is cheap).
-// Anything else raises ValueError naming the file.
+// another, so no cycle can form, and the tree they expand to is bounded, so walking it is cheap;
+// rebuilding from one memoized value again and again is charged to a budget of the file's size;
+// dict keys cost hashing work in proportion to their size). Anything else raises ValueError naming
+// the file. Python's kindle.load runs this same reader (ReadOptions::python), so the rules are one.
 #pragma once
 #include <functional>
 #include <memory>

@@ -11,8 +11,8 @@ described in the "kindle" metadata entry as JSON that names the tensors it holds
 is refused with ValueError. Nothing in either kind of file is executed on load (below).
 
 kindle.load also reads PyTorch's zip checkpoints (torch.save's default format). As in torch
-2.6 and later, weights_only defaults to True: a restricted unpickler (see _torch_pickle.py)
-rebuilds tensors, Parameters, containers and plain values, plus the classes and functions
+2.6 and later, weights_only defaults to True: the core's restricted unpickler (the one C++'s
+kindle::load runs too: csrc/serialize/torch_pickle.h; Python's side is _torch_pickle.py) rebuilds tensors, Parameters, containers and plain values, plus the classes and functions
 allowlisted with add_safe_globals / safe_globals, and refuses any other global with
 pickle.UnpicklingError, so a hostile file cannot run code. weights_only=False is full
 unpickling, exactly as torch.load(weights_only=False): an explicit opt-in, only for files
@@ -26,8 +26,9 @@ linear in the file's size:
   counted per hash value, and more than _MAX_SAME_HASH distinct ones with one hash are refused
   (Python's dicts and sets slow down quadratically on full-hash collisions);
 - the restricted unpickler charges every object it builds against a budget proportional to
-  the file's size (see _torch_pickle.py), so a memoized value rebuilt again and again cannot
-  turn a small file into gigabytes;
+  the file's size, and rebuilds from one memoized value beyond the first against a budget of
+  the file's size, so a memo bomb cannot turn a small file into gigabytes; containers nest at
+  most _MAX_DEPTH deep, as on save;
 - every tensor's sizes, strides and offset are checked against its storage before the tensor
   exists, and views that expand a storage (stride 0, overlapping strides) may together address
   at most _VIEW_FACTOR times the file's size.
