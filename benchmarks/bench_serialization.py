@@ -17,6 +17,7 @@ Peak memory on load is measured in a fresh subprocess per side: the peak residen
 before the load. The target is a peak no larger than the file plus a small constant.
 """
 import argparse
+import io
 import os
 import platform
 import statistics
@@ -37,6 +38,16 @@ def make_state(n_tensors, numel, seed=0):
     sd_k = {f"layer{i}.weight": kindle.randn(numel // 1000, 1000) for i in range(n_tensors)}
     sd_t = {k: torch.from_numpy(v.numpy().copy()) for k, v in sd_k.items()}
     return sd_k, sd_t
+
+
+def small_state(n):
+    return {f"layer{i}.weight": torch.randn(16) for i in range(n)}
+
+
+def adam_state(n):
+    return {"state": {i: {"step": torch.tensor(3.0), "exp_avg": torch.randn(4), "exp_avg_sq": torch.randn(4)}
+                      for i in range(n)},
+            "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "eps": 1e-8, "params": list(range(n))}]}
 
 
 def timed(fn):
@@ -95,7 +106,7 @@ def mb(n):
 
 
 def ms(s):
-    return f"{s * 1e3:.0f} ms"
+    return f"{s * 1e3:.0f} ms" if s >= 0.01 else f"{s * 1e3:.1f} ms"
 
 
 def main():
@@ -129,10 +140,21 @@ def main():
                             lambda: kindle.save(sd_k, pk), lambda: torch.save(sd_t, pt), reps))
         rows.append(compare("save to file object (no fsync)",
                             lambda: to_file(kindle, sd_k, pk), lambda: to_file(torch, sd_t, pt), reps))
+        pk_pt = os.path.join(tmp, "k.pt")
+        rows.append(compare("save torch's format to path (kindle: atomic + fsync)",
+                            lambda: kindle.save(sd_k, pk_pt), lambda: torch.save(sd_t, pt), reps))
         rows.append(compare("load own format", lambda: kindle.load(pk),
                             lambda: torch.load(pt, weights_only=True), reps))
         rows.append(compare("load torch's .pt", lambda: kindle.load(pt),
                             lambda: torch.load(pt, weights_only=True), reps))
+        # Parse-bound: many small entries (the restricted unpickler's own speed).
+        for name, obj in (("load .pt of 2000 small tensors", small_state(2000)),
+                          ("load .pt of an Adam state of 1000 params", adam_state(1000))):
+            raw = io.BytesIO()
+            torch.save(obj, raw)
+            raw = raw.getvalue()
+            rows.append(compare(name, lambda: kindle.load(io.BytesIO(raw)),
+                                lambda: torch.load(io.BytesIO(raw), weights_only=True), reps * 2))
         sizes = {"kindle": os.path.getsize(pk), "torch": os.path.getsize(pt)}
         peaks = {"kindle": peak_on_load("kindle", pk), "kindle (.pt)": peak_on_load("kindle", pt),
                  "torch": peak_on_load("torch", pt)}

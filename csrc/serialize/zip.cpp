@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "kindle/error.h"
 
@@ -44,11 +47,12 @@ struct CrcTables {
 
 }  // namespace
 
-uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+namespace {
+
+// The raw CRC state (not inverted) over n bytes, eight at a time through the tables.
+uint32_t crc_tables(uint32_t c, const unsigned char* p, size_t n) {
   static const CrcTables tables;
   const auto& t = tables.t;
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  uint32_t c = ~crc;
   for (; n >= 8; n -= 8, p += 8) {
     uint32_t lo, hi;
     std::memcpy(&lo, p, 4);
@@ -58,7 +62,68 @@ uint32_t crc32(const void* data, size_t n, uint32_t crc) {
         t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
   }
   while (n--) c = t[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-  return ~c;
+  return c;
+}
+
+#if defined(__x86_64__)
+// Carry-less multiplication folding (Intel, "Fast CRC Computation for Generic Polynomials Using
+// PCLMULQDQ", 2009), in the reflected domain: four 16-byte lanes are folded 64 bytes forward per
+// step, then into one lane, then reduced to 32 bits by Barrett reduction. The constants are
+// x^k mod P for the fold distances (shifted left one bit, as reflected products come out), and
+// floor(x^64 / P) and P for the reduction. Five to ten times the tables' speed: a checkpoint's
+// CRC costs less than writing it. n >= 64 and a multiple of 16.
+#define KINDLE_PCLMUL __attribute__((target("pclmul,sse4.1")))
+KINDLE_PCLMUL inline __m128i fold(__m128i x, __m128i k) {  // x.lo * k.lo ^ x.hi * k.hi
+  return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+KINDLE_PCLMUL uint32_t crc_pclmul(uint32_t c, const unsigned char* p, size_t n) {
+  const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);  // 512-bit fold
+  const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);  // 128-bit fold
+  const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
+  const __m128i poly = _mm_set_epi64x(0x1f7011641, 0x1db710641);  // (mu, P')
+  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+  auto load = [](const unsigned char* q) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)); };
+  __m128i x0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(int(c)));
+  __m128i x1 = load(p + 16), x2 = load(p + 32), x3 = load(p + 48);
+  p += 64;
+  n -= 64;
+  for (; n >= 64; n -= 64, p += 64) {
+    x0 = _mm_xor_si128(fold(x0, k1k2), load(p));
+    x1 = _mm_xor_si128(fold(x1, k1k2), load(p + 16));
+    x2 = _mm_xor_si128(fold(x2, k1k2), load(p + 32));
+    x3 = _mm_xor_si128(fold(x3, k1k2), load(p + 48));
+  }
+  __m128i x = _mm_xor_si128(fold(x0, k3k4), x1);
+  x = _mm_xor_si128(fold(x, k3k4), x2);
+  x = _mm_xor_si128(fold(x, k3k4), x3);
+  for (; n >= 16; n -= 16, p += 16) x = _mm_xor_si128(fold(x, k3k4), load(p));
+  // 128 -> 64 bits (appending the 32 zero bits a CRC implies), then 64 -> 32.
+  x = _mm_xor_si128(_mm_clmulepi64_si128(k3k4, x, 0x01), _mm_srli_si128(x, 8));
+  x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), k5, 0x00), _mm_srli_si128(x, 4));
+  // Barrett reduction.
+  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10);
+  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly, 0x00);
+  return uint32_t(_mm_extract_epi32(_mm_xor_si128(x, t), 1));
+}
+#undef KINDLE_PCLMUL
+#endif
+
+}  // namespace
+
+uint32_t crc32(const void* data, size_t n, uint32_t crc) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  uint32_t c = ~crc;
+#if defined(__x86_64__)
+  static const bool pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+  if (pclmul && n >= 64) {
+    const size_t body = n & ~size_t(15);
+    c = crc_pclmul(c, p, body);
+    p += body;
+    n -= body;
+  }
+#endif
+  return ~crc_tables(c, p, n);
 }
 
 // ---------------------------------------------------------------------------------------------

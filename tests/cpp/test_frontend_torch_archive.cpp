@@ -149,6 +149,30 @@ TEST(FrontendTorchArchive, LayoutIsTorchs) {
   EXPECT_EQ(zip::crc32("123456789", 9), 0xCBF43926u);  // the check value of CRC-32/ISO-HDLC
 }
 
+// The folding (PCLMULQDQ) and table paths against CRC-32's bitwise definition: every length up
+// to 300 (head, 64-byte body, tail) at every alignment mod 16, longer runs, and chained calls.
+TEST(FrontendTorchArchive, Crc32MatchesTheBitwiseDefinition) {
+  auto bitwise = [](const unsigned char* p, size_t n, uint32_t crc) {
+    uint32_t c = ~crc;
+    for (size_t i = 0; i < n; ++i) {
+      c ^= p[i];
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    }
+    return ~c;
+  };
+  std::vector<unsigned char> buf(5000);
+  uint32_t state = 12345;
+  for (auto& b : buf) b = static_cast<unsigned char>((state = state * 1103515245u + 12345u) >> 24);
+  for (size_t n = 0; n <= 300; ++n)
+    for (size_t off = 0; off < 16; off += (n < 100 ? 1 : 5))
+      ASSERT_EQ(zip::crc32(buf.data() + off, n, 7), bitwise(buf.data() + off, n, 7)) << n << " at " << off;
+  for (size_t n : {1000u, 4093u, 4960u}) {
+    const uint32_t whole = zip::crc32(buf.data() + 3, n);
+    EXPECT_EQ(whole, bitwise(buf.data() + 3, n, 0));
+    EXPECT_EQ(zip::crc32(buf.data() + 3 + n / 3, n - n / 3, zip::crc32(buf.data() + 3, n / 3)), whole);
+  }
+}
+
 TEST(FrontendTorchArchive, BytesAndOrderedDicts) {
   Value od = Value::ordered_dict({{Value("w"), Value(ones({2}))}});
   od.set_dict_metadata(Value::dict({{Value(""), Value::dict({{Value("version"), Value(1)}})}}));
