@@ -347,18 +347,7 @@ class Unpickler {
         if (static_cast<unsigned char>(c) >= 0x80) fail("a BINSTRING is not ASCII (pass encoding='latin1' or 'bytes')");
       return Value(std::move(raw));
     }
-    if (e == "latin1" || e == "latin-1" || e == "iso-8859-1") {
-      std::string text;
-      for (unsigned char c : raw) {
-        if (c < 0x80) {
-          text += char(c);
-        } else {
-          text += char(0xc0 | (c >> 6));
-          text += char(0x80 | (c & 0x3f));
-        }
-      }
-      return Value(std::move(text));
-    }
+    if (e == "latin1" || e == "latin-1" || e == "iso-8859-1") return Value(latin1_to_utf8(raw));
     fail("encoding '" + opt_.encoding.substr(0, 40) + "' is not supported (ASCII, latin1, utf-8 or bytes)");
   }
 

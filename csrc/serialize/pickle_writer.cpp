@@ -123,18 +123,9 @@ class Pickler {
           out += ")R";
           return;
         }
-        std::string text;
-        for (unsigned char c : b) {
-          if (c < 0x80) {
-            text += char(c);
-          } else {
-            text += char(0xc0 | (c >> 6));
-            text += char(0x80 | (c & 0x3f));
-          }
-        }
         global("_codecs", "encode");
         out += '(';
-        str(text);
+        str(latin1_to_utf8(b));
         str("latin1");
         out += "tR";
         return;

@@ -32,6 +32,20 @@ std::optional<DType> storage_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+std::string latin1_to_utf8(std::string_view bytes) {
+  std::string text;
+  text.reserve(bytes.size());
+  for (unsigned char c : bytes) {
+    if (c < 0x80) {
+      text += char(c);
+    } else {
+      text += char(0xc0 | (c >> 6));
+      text += char(0x80 | (c & 0x3f));
+    }
+  }
+  return text;
+}
+
 bool is_zip(const safetensors::Source& src) {
   unsigned char head[4] = {0, 0, 0, 0};
   return src.size >= 4 && src.read_at(0, head, 4) && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;

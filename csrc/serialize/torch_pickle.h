@@ -95,6 +95,9 @@ bool is_zip(const safetensors::Source& src);
 
 constexpr int kMaxDepth = 100;  // nesting of containers, on save and on load (as kindle.save's)
 
+// Each byte as the code point of that value, in UTF-8 (what protocol 2 makes of bytes).
+std::string latin1_to_utf8(std::string_view bytes);
+
 // PyTorch's legacy storage class for a dtype ("FloatStorage"; nullptr where it has none), and back.
 const char* storage_name(DType d);
 std::optional<DType> storage_dtype(std::string_view name);

@@ -224,3 +224,48 @@ def _leaves(obj):
     if isinstance(obj, (list, tuple)):
         return [x for v in obj for x in _leaves(v)]
     return [obj]
+
+
+def _archive_of(pickle_bytes):
+    import zipfile
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", pickle_bytes)
+        z.writestr("archive/byteorder", b"little")
+    return out.getvalue()
+
+
+def test_python_values_keep_their_types_through_the_core_reader():
+    # What the core's reader builds for Python: bytes apart from str, OrderedDict apart from dict,
+    # torch.Size, devices, frozensets, wide ints, tuple/float/None keys, shared objects kept shared.
+    from collections import OrderedDict
+    shared = [1, 2]
+    obj = {"b": b"\x00\xffab", "s": "caf\u00e9", "od": OrderedDict(a=1), "size": kindle.Size([2, 3]),
+           "dev": kindle.device("cpu"), "fs": frozenset({1, "x"}), "big": -2 ** 100, "keys": {(1, 2): 1, 2.5: 2, None: 3},
+           "twice": [shared, shared], "p": nn.Parameter(kindle.ones(2))}
+    got, raw = round_trip(obj)
+    assert got["b"] == b"\x00\xffab" and type(got["b"]) is bytes and got["s"] == "caf\u00e9"
+    assert round_trip({"empty": b""})[0] == {"empty": b""}  # bytes() (torch's weights_only refuses that global)
+    assert type(got["od"]) is OrderedDict and type(got["size"]) is kindle.Size and got["size"] == (2, 3)
+    assert got["dev"] == kindle.device("cpu") and got["fs"] == frozenset({1, "x"}) and got["big"] == -2 ** 100
+    assert got["keys"] == {(1, 2): 1, 2.5: 2, None: 3}
+    assert got["twice"][0] is got["twice"][1]
+    assert type(got["p"]) is nn.Parameter and got["p"].requires_grad
+    torch = pytest.importorskip("torch")
+    back = torch.load(io.BytesIO(raw), weights_only=False)  # (torch refuses frozenset with weights_only)
+    assert back["b"] == b"\x00\xffab" and back["size"] == torch.Size([2, 3]) and back["big"] == -2 ** 100
+
+
+@pytest.mark.parametrize("encoding", ["ASCII", "latin1", "bytes", "utf-8"])
+def test_protocol2_byte_strings_follow_encoding_as_pickle(encoding):
+    # Python 2 pickles spell str as BINSTRING; pickle's Unpickler(encoding=) is the reference.
+    for raw in (b"plain", b"caf\xe9"):
+        body = b"\x80\x02}U\x01kU" + bytes([len(raw)]) + raw + b"s."
+        try:
+            want = pickle.loads(body, encoding=encoding)
+        except UnicodeDecodeError:
+            with pytest.raises(RuntimeError, match="kindle.load"):
+                kindle.load(io.BytesIO(_archive_of(body)), encoding=encoding)
+            continue
+        got = kindle.load(io.BytesIO(_archive_of(body)), encoding=encoding)
+        assert got == want and type(next(iter(got.values()))) is type(next(iter(want.values())))
