@@ -229,3 +229,57 @@ def test_neural_ode_jvp_and_network_hvp_match_torch():
     kh, th = hvp(kindle, km), hvp(torch, tm)
     for k in th:
         np.testing.assert_allclose(kh[k].numpy(), th[k].detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_jacrev_batches_its_rows_and_falls_back_only_where_vmap_cannot():
+    # Rows come from one vmapped pass (no per-output warning); chunk_size gives the same result;
+    # a function with data-dependent control flow still works, one backward per output, warned.
+    w = rng.standard_normal((7, 5))
+
+    def f(lib):
+        W = lib.tensor(w)
+        return lambda x: (W @ x.tanh()).sin() * x.sum()
+
+    def branchy(lib):
+        return lambda x: x.exp() if float(x.sum()) > 0 else x.cos()
+
+    x = rng.standard_normal(5)
+    want = torch.func.jacrev(f(torch))(torch.tensor(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = kindle.func.jacrev(f(kindle))(kindle.tensor(x))
+    _same(got, want, 1e-12)
+    _same(kindle.func.jacrev(f(kindle), chunk_size=3)(kindle.tensor(x)), want, 1e-12)
+    with pytest.warns(UserWarning, match="one backward pass per output element"):
+        got = kindle.func.jacrev(branchy(kindle))(kindle.tensor(x))
+    _same(got, torch.func.jacrev(branchy(torch))(torch.tensor(x)), 1e-12)
+    with pytest.raises(ValueError, match="chunk_size"):
+        kindle.func.jacrev(f(kindle), chunk_size=0)
+
+
+def test_vjp_fn_inside_a_vmap_opened_after_its_vjp():
+    # The graph was recorded outside the vmap: each cotangent gets its own backward (it used to
+    # return zeros), as torch.func computes it.
+    w = rng.standard_normal((3, 4))
+    x = rng.standard_normal(4)
+    cts = rng.standard_normal((5, 3))
+
+    def run(lib):
+        W = lib.tensor(w)
+        _, vjp_fn = lib.func.vjp(lambda v: (W @ v).tanh() * 2, lib.tensor(x))
+        return lib.func.vmap(vjp_fn)(lib.tensor(cts))
+
+    with pytest.warns(UserWarning, match="one backward pass per example"):
+        got = run(kindle)
+    _same(got, run(torch), 1e-12)
+
+
+def test_rrelu_under_vmap():
+    x = rng.standard_normal((4, 6))
+    # eval mode is deterministic (leaky_relu with the mean slope): any randomness mode batches it
+    got = kindle.func.vmap(lambda v: kindle.nn.functional.rrelu(v, 0.1, 0.3))(kindle.tensor(x))
+    _same(got, torch.nn.functional.rrelu(torch.tensor(x), 0.1, 0.3), 1e-12)
+    # training draws per element: one draw shared by a batched input cannot be had from the op
+    with pytest.raises(NotImplementedError, match="randomness='same'"):
+        kindle.func.vmap(lambda v: kindle.nn.functional.rrelu(v, 0.1, 0.3, training=True),
+                         randomness="same")(kindle.tensor(x))

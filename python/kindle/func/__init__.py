@@ -12,6 +12,7 @@ expanded to one leaf per example, so the engine's gradients are the per-example 
 mode has one level, so a jvp inside another (jacfwd(jacfwd(f))) computes its products by the
 double-backward trick instead (same values). At the outermost transform, results are detached
 unless an input already required grad (then the ordinary autograd graph through them is kept)."""
+import itertools
 import warnings
 
 import kindle
@@ -82,7 +83,7 @@ def _unflatten(leaves, spec):
     return spec.unflatten(leaves)
 
 
-def _fresh(t, fn):
+def _fresh(t, fn, materialize=False):
     if not isinstance(t, _C.Tensor):
         raise RuntimeError(f"{fn}: Expected the argument to differentiate to be a Tensor or a pytree of Tensors, "
                            f"got {type(t).__name__}")
@@ -90,7 +91,10 @@ def _fresh(t, fn):
         raise RuntimeError(f"{fn}: only Tensors of floating point or complex dtype can be differentiated, got "
                            f"{t.dtype}")
     if _vm.levels:  # inside vmap: one leaf per example (the physical tensor over every level)
-        return _vm.from_levels(_fresh_plain(_vm.to_levels(t, _vm.levels)), _vm.levels)
+        phys = _vm.to_levels(t, _vm.levels)
+        if materialize:  # each example's own copy, not a stride-0 expansion of one
+            phys = phys.contiguous()
+        return _vm.from_levels(_fresh_plain(phys), _vm.levels)
     return _fresh_plain(t)
 
 
@@ -171,6 +175,36 @@ def _grad_of(outputs, inputs, cotangents):
     return _logical([_C.zeros_like(t) if g is None else g for g, t in zip(gs, inputs)])
 
 
+def _grad_under_new_levels(recorded, outputs, inputs, cotangents):
+    """VJPs of a graph recorded under the vmap levels `recorded`, for cotangents batched also over
+    levels opened since (vjp_fn called inside a vmap its vjp was not): the graph's backward knows
+    no batch of those levels, so it runs once per example of them, with a warning. (Calling vjp
+    inside the vmapped function batches it: jacrev does.)"""
+    if _vm.levels[:len(recorded)] != recorded:
+        raise RuntimeError("vjp_fn: called outside the vmap levels its vjp was computed in")
+    new = _vm.levels[len(recorded):]
+    warnings.warn("vjp_fn: called inside a vmap that was opened after its vjp: one backward pass per example "
+                  "(call vjp inside the vmapped function to batch it)", UserWarning, stacklevel=3)
+    k = len(recorded)
+    outs = [_vm.to_levels(o, recorded) for o in outputs]
+    ins = [_vm.to_levels(t, recorded) for t in inputs]
+    cts = [_vm.to_levels(c, _vm.levels) for c in cotangents]  # (recorded..., new..., *shape)
+    shape_new = tuple(lvl.size for lvl in new)
+    per_input = [[] for _ in ins]
+    for idx in itertools.product(*(range(n) for n in shape_new)):
+        at = (slice(None),) * k + idx
+        gs = kindle.autograd.grad(outs, ins, [c[at] for c in cts], allow_unused=True, retain_graph=True,
+                                  create_graph=True)
+        for j, (g, t) in enumerate(zip(gs, ins)):
+            per_input[j].append(_C.zeros_like(t) if g is None else g)
+    out = []
+    for gl, t in zip(per_input, ins):
+        full = tuple(t.shape[:k]) + shape_new + tuple(t.shape[k:])
+        stacked = _C.stack(gl, k) if gl else _C.zeros((0,), dtype=t.dtype)
+        out.append(_vm.from_levels(stacked.reshape(full), _vm.levels))
+    return out
+
+
 def _split_aux(out, has_aux, fn):
     """(output, aux) of a function called with has_aux (aux None without)."""
     if not has_aux:
@@ -180,14 +214,14 @@ def _split_aux(out, has_aux, fn):
     return out
 
 
-def _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn):
+def _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn, materialize=False):
     """func called with fresh leaves for the tensors of args[n] (n in nums): (out, aux, the
     leaves and pytree spec of each differentiated argument)."""
     args = list(args)
     specs = {}
     for n in nums:
         leaves, spec = _flatten(args[n])
-        leaves = [_fresh(t, fn) for t in leaves]
+        leaves = [_fresh(t, fn, materialize) for t in leaves]
         specs[n] = (leaves, spec)
         args[n] = _unflatten(leaves, spec)
     out, aux = _split_aux(func(*args, **kwargs), has_aux, fn)
@@ -257,6 +291,7 @@ def vjp(func, *primals, has_aux=False):
                 raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has only Tensors as outputs, "
                                    f"got {type(t)}")
     flat_in = [t for leaves, _ in specs for t in leaves]
+    recorded = list(_vm.levels)  # the vmap levels the graph knows
 
     def vjp_fn(cotangents):
         ct_leaves, _ = _flatten(cotangents)
@@ -269,8 +304,12 @@ def vjp(func, *primals, has_aux=False):
                                    f"shape of {tuple(o.shape)}.")
         with scope:
             pairs = [(o, c) for o, c in zip(out_leaves, ct_leaves) if o.requires_grad]
-            gs = (_grad_of([o for o, _ in pairs], flat_in, [c for _, c in pairs]) if pairs
-                  else [_C.zeros_like(t) for t in flat_in])
+            if not pairs:
+                gs = [_C.zeros_like(t) for t in flat_in]
+            elif len(_vm.levels) > len(recorded):
+                gs = _grad_under_new_levels(recorded, [o for o, _ in pairs], flat_in, [c for _, c in pairs])
+            else:
+                gs = _grad_of([o for o, _ in pairs], flat_in, [c for _, c in pairs])
             res, i = [], 0
             for leaves, spec in specs:
                 res.append(_unflatten(gs[i:i + len(leaves)], spec))
@@ -374,7 +413,16 @@ def _forward_jvp(func, p_leaves, p_spec, t_leaves, has_aux):
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The Jacobian of func with respect to args[argnums] by reverse mode: for each output leaf a
-    tensor out.shape + arg.shape (a pytree like the argument; a tuple over argnums if a tuple)."""
+    tensor out.shape + arg.shape (a pytree like the argument; a tuple over argnums if a tuple).
+
+    All rows in one batched pass: the VJP of every standard-basis cotangent under vmap (the forward
+    is recorded inside it, on a copy of the inputs per row, with randomness='same', so it computes
+    and draws as one call would), chunk_size rows at a time if given. A function vmap cannot batch
+    (data-dependent control flow, an autograd.Function without a vmap rule, running statistics
+    updated in place) falls back to one backward per output element, with a warning."""
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
     def wrapper(*args, **kwargs):
         fn = "jacrev(f, argnums)(*args)"
         nums = _argnums_tuple(argnums, len(args), fn)
@@ -382,21 +430,63 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
             out, aux, specs = _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn)
             out_leaves, out_spec = _flatten(out)
             flat_in = [t for n in nums for t in specs[n][0]]
-            jacs = []
-            for o in out_leaves:
-                rows = [[] for _ in flat_in]
-                flat_o = o.reshape(-1)
-                for k in range(o.numel()):
-                    gs = (_grad_of([flat_o[k]], flat_in, None) if o.requires_grad
-                          else [_C.zeros_like(t) for t in flat_in])
-                    for j, g in enumerate(gs):
-                        rows[j].append(g)
-                per_input = [(_C.stack(r) if r else _C.zeros((0,) + tuple(t.shape), dtype=t.dtype))
-                             .reshape(tuple(o.shape) + tuple(t.shape)) for r, t in zip(rows, flat_in)]
-                jacs.append(_per_argnum(per_input, nums, specs, argnums))
+            try:
+                per_out = _jacrev_rows(func, args, kwargs, nums, has_aux, out_leaves, flat_in, chunk_size, fn)
+            except (RuntimeError, NotImplementedError) as e:
+                if "vmap" not in str(e) and "functorch" not in str(e):
+                    raise
+                warnings.warn(f"{fn}: the function cannot be batched by vmap ({str(e)[:80]}...): computing the "
+                              "Jacobian with one backward pass per output element", UserWarning, stacklevel=2)
+                per_out = _jacrev_loop(out_leaves, flat_in)
+            jacs = [_per_argnum(per_input, nums, specs, argnums) for per_input in per_out]
             result = scope.out(_unflatten(jacs, out_spec))
             return (result, scope.out(aux)) if has_aux else result
     return wrapper
+
+
+def _jacrev_rows(func, args, kwargs, nums, has_aux, out_leaves, flat_in, chunk_size, fn):
+    """[per output leaf: [per input: d out / d input, out.shape + input.shape]] by vmap over the
+    standard basis of the outputs."""
+    sizes = [o.numel() for o in out_leaves]
+    total = sum(sizes)
+    if total == 0:
+        return [[_C.zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for t in flat_in] for o in out_leaves]
+    eye = _C.eye(total, dtype=out_leaves[0].dtype)
+    basis, i = [], 0
+    for o, k in zip(out_leaves, sizes):
+        basis.append(eye[:, i:i + k].reshape((total,) + tuple(o.shape)).to(o.dtype))
+        i += k
+
+    def row(*cts):
+        o2, _, specs2 = _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn, materialize=True)
+        outs = _flatten(o2)[0]
+        ins = [t for n in nums for t in specs2[n][0]]
+        live = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
+        if not live:
+            return tuple(_C.zeros_like(t) for t in ins)
+        return tuple(_grad_of([o for o, _ in live], ins, [c for _, c in live]))
+
+    rows = vmap(row, randomness="same", chunk_size=chunk_size)(*basis)  # per input: (total, *input.shape)
+    per_out, i = [], 0
+    for o, k in zip(out_leaves, sizes):
+        per_out.append([r.narrow(0, i, k).reshape(tuple(o.shape) + tuple(t.shape)) for r, t in zip(rows, flat_in)])
+        i += k
+    return per_out
+
+
+def _jacrev_loop(out_leaves, flat_in):
+    per_out = []
+    for o in out_leaves:
+        rows = [[] for _ in flat_in]
+        flat_o = o.reshape(-1)
+        for k in range(o.numel()):
+            gs = (_grad_of([flat_o[k]], flat_in, None) if o.requires_grad
+                  else [_C.zeros_like(t) for t in flat_in])
+            for j, g in enumerate(gs):
+                rows[j].append(g)
+        per_out.append([(_C.stack(r) if r else _C.zeros((0,) + tuple(t.shape), dtype=t.dtype))
+                        .reshape(tuple(o.shape) + tuple(t.shape)) for r, t in zip(rows, flat_in)])
+    return per_out
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):

@@ -361,6 +361,13 @@ def _matmul(a, b, lvl):
     pb, bb = unwrap(b, lvl)
     if not ba and not bb:
         return _C.matmul(pa, pb)
+    if ra == 2 and not ba and rb <= 2:
+        # An unbatched matrix times batched vectors or matrices: one GEMM with the matrix on the
+        # right ((B, k, n) @ (n, m) folds B into the rows), not B broadcast products, forward and
+        # backward.
+        if rb == 1:
+            return wrap(_C.matmul(pb, pa.mT), lvl)
+        return wrap(_C.matmul(pb.mT, pa.mT).mT, lvl)
     if ra == 1:
         pa = pa.unsqueeze(-2) if ba else pa.unsqueeze(0)
     if rb == 1:

@@ -28,6 +28,10 @@ def random(func, args, kwargs, lvl, name, schema):
     """Random ops: vmap's randomness decides (error, the same values for every example, or
     different ones)."""
     training = True
+    if name == "rrelu":  # (input, lower, upper, training): in eval mode leaky_relu with the mean slope
+        training = args[3] if len(args) > 3 else kwargs.get("training", False)
+        if not training:
+            return pointwise(func, args, kwargs, lvl, name, schema)
     if name.startswith("dropout") or name in ("alpha_dropout", "feature_alpha_dropout"):
         p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
         training = args[2] if len(args) > 2 else kwargs.get("training", kwargs.get("train", True))
@@ -64,8 +68,12 @@ def random(func, args, kwargs, lvl, name, schema):
                                                                       for a in args[1:]], **kwargs)
         p.copy_(one.expand_as(p) if one.dim() == p.dim() else one.unsqueeze(0).expand_as(p))
         return self_
-    if any(type(x) is BatchedTensor and x._lvl is lvl for x in list(args[1:]) + list(kwargs.values())):
-        raise NotImplementedError(f"vmap: {name} with batched parameters and randomness='same' is not supported; "
+    # One draw for the batch is right for ops that take only a shape from a tensor (randn_like); an op
+    # whose values depend on a batched tensor (rrelu, bernoulli) would give the first example's result.
+    shape_only = name.endswith("_like") or name.startswith("new_")
+    if any(type(x) is BatchedTensor and x._lvl is lvl
+           for x in list(args[1 if shape_only else 0:]) + list(kwargs.values())):
+        raise NotImplementedError(f"vmap: {name} with batched inputs and randomness='same' is not supported; "
                                   "use randomness='different'")
     a = [logical(x) if type(x) is BatchedTensor and x._lvl is lvl else x for x in args]
     return func(*a, **kwargs)
