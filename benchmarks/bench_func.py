@@ -2,7 +2,8 @@
 """Function transforms (issue 17) against torch.func, side by side (A B A B) in one process:
 per-sample gradients of a 784-128-10 MLP over a batch of 64 (vmap(grad) over functional_call,
 and a plain Python loop of backward passes), a forward-mode jvp through the MLP, jacfwd of a
-32-input function, and the Hessian of a 100-input function (jacfwd(jacrev(f)) in both).
+32-input function, jacrev of a 100 -> 100 function, and the Hessian of a 100-input function
+(jacfwd(jacrev(f)) in both).
 
     python benchmarks/bench_func.py [--quick]
 
@@ -80,9 +81,17 @@ def workloads(batch):
         wt = lib.tensor(w)
         return lib.func.jacfwd(lambda a: (a @ wt).tanh() @ wt)(lib.tensor(j_in))
 
+    r_in = rng.standard_normal(100)
+    r_w = rng.standard_normal((100, 100)) / 10
+
+    def jacrev(lib):
+        wt = lib.tensor(r_w)
+        return lib.func.jacrev(lambda a: (wt @ a.tanh()).sin())(lib.tensor(r_in))
+
     return [(f"per-sample grads, vmap(grad), MLP b{batch}", vmap_grad),
             (f"jvp (forward mode), MLP b{batch}", jvp),
             ("jacfwd of a 32-input function", jacfwd),
+            ("jacrev of a 100 -> 100 function", jacrev),
             (f"per-sample grads, Python loop, MLP b{batch}", loop),
             ("hessian of a 100-input function", hessian)]
 

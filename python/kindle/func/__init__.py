@@ -431,7 +431,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
             out_leaves, out_spec = _flatten(out)
             flat_in = [t for n in nums for t in specs[n][0]]
             try:
-                per_out = _jacrev_rows(func, args, kwargs, nums, has_aux, out_leaves, flat_in, chunk_size, fn)
+                if sum(o.numel() for o in out_leaves) <= 1:  # a gradient: one backward pass, nothing to batch
+                    per_out = _jacrev_loop(out_leaves, flat_in)
+                else:
+                    per_out = _jacrev_rows(func, args, kwargs, nums, has_aux, out_leaves, flat_in, chunk_size, fn)
             except (RuntimeError, NotImplementedError) as e:
                 if "vmap" not in str(e) and "functorch" not in str(e):
                     raise
