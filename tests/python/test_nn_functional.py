@@ -345,3 +345,22 @@ def test_batch_norm_keeps_precision_when_the_mean_dwarfs_the_spread(training):
     k_err = np.abs(run(kindle, kindle.float32) - ref).max()
     t_err = np.abs(run(torch, torch.float32) - ref).max()
     assert k_err <= 2 * t_err + 1e-7, (k_err, t_err)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("kernel,stride,padding", [(2, 2, 0), (3, 1, 1), (2, 1, 0), (3, 2, 1)])
+def test_max_pool2d_nan_and_tie_order_as_torch(dtype, kernel, stride, padding):
+    # The window's winner as PyTorch's kernels pick it (a NaN or a larger value replaces the best:
+    # the last NaN wins, else the first largest), for values and indices, at widths that exercise
+    # the vectorized 2x2 path (8 and 4 outputs a row) and its scalar tail.
+    rng = np.random.default_rng(kernel * 10 + stride)
+    for width in (8, 9, 16, 17, 24, 33):
+        x = rng.standard_normal((2, 3, 6, width)).astype(np.float32)
+        x[rng.random(x.shape) < 0.1] = np.nan
+        x[rng.random(x.shape) < 0.2] = 1.0
+        kt = kindle.tensor(x).to(getattr(kindle, dtype))
+        tt = torch.tensor(x).to(getattr(torch, dtype))
+        kv, ki = KF.max_pool2d(kt, kernel, stride, padding, return_indices=True)
+        tv, ti = TF.max_pool2d(tt, kernel, stride, padding, return_indices=True)
+        assert np.array_equal(kv.float().numpy(), tv.float().numpy(), equal_nan=True), width
+        assert np.array_equal(ki.numpy(), ti.numpy()), width
