@@ -39,7 +39,9 @@ def build_kindle(name, out_dir, kindle_build):
     if not newer(exe, [src, lib]):
         print(f"building {exe}...", file=sys.stderr)
         run(["g++", "-std=c++20", "-O2", "-march=x86-64-v3", "-fopenmp", f"-I{ROOT}/compat", f"-I{ROOT}/include",
-             f"-I{kindle_build}/generated", src, "-o", exe, f"-L{kindle_build}", "-lkindle",
+             f"-I{kindle_build}/generated", src, "-o", exe, f"-L{kindle_build}",
+             *(["-lkindle_frontend"] if os.path.exists(os.path.join(kindle_build, "libkindle_frontend.so")) else []),
+             "-lkindle",
              f"-Wl,-rpath,{kindle_build}", "-pthread"])
     return exe
 

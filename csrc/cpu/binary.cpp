@@ -270,7 +270,23 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
           M inv = M(std::pow(10.0, -pr[0]));
           return run([=](M x) { return std::nearbyint(x / inv) * inv; });
         }
-        case ParamOp::LeakyRelu: { M sl = M(pr[0]); return run([=](M x) { return x > 0 ? x : x * sl; }); }
+        // Both sides computed, so that the select vectorizes (a product only on one side may not be
+        // speculated under -ftrapping-math: the loop stayed scalar and branchy, 5 ns an element).
+        case ParamOp::LeakyRelu: {
+          M sl = M(pr[0]);
+          return run([=](M x) {
+            const M y = x * sl;
+            return x > 0 ? x : y;
+          });
+        }
+        case ParamOp::LeakyReluGrad: {
+          M sl = M(pr[0]);
+          binary_loop<T, T>(it, [=](M g, M x) {
+            const M y = g * sl;
+            return x > 0 ? g : y;
+          });
+          return;
+        }
         case ParamOp::Elu: {
           M alpha = M(pr[0]), scale = M(pr[1]), in_scale = M(pr[2]);
           return run([=](M x) { return x > 0 ? scale * x : scale * alpha * (vm::expm1(x * in_scale)); });

@@ -370,6 +370,18 @@ Tensor native_hardtanh_backward(const Tensor& grad_output, const Tensor& self, c
   return where(logical_or(le(self, scalar_to_tensor(min_val)), ge(self, scalar_to_tensor(max_val))), zero,
                grad_output);
 }
+// One pass (it was a comparison, a product and a where, the where a strided scalar loop).
+Tensor native_leaky_relu_backward(const Tensor& grad_output, const Tensor& self, const Scalar& negative_slope) {
+  if (grad_output.dtype() == self.dtype() && grad_output.is_floating_point()) {
+    TensorIterConfig cfg;
+    cfg.add_output(Tensor()).add_input(grad_output).add_input(self);
+    TensorIter it = cfg.build("leaky_relu_backward");
+    const double p[1] = {negative_slope.to_double()};
+    if (it.numel) param_stub[it.device()](it, ParamOp::LeakyReluGrad, p);
+    return it.output();
+  }
+  return where(gt(self, scalar_to_tensor(Scalar(0))), grad_output, mul(grad_output, scalar_to_tensor(negative_slope)));
+}
 Tensor native_tanh_backward(const Tensor& grad_output, const Tensor& output) {
   return binary("tanh_backward", grad_output, output, BinaryOp::TanhGrad);
 }
