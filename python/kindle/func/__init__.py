@@ -447,6 +447,18 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     return wrapper
 
 
+def _standard_basis(leaves, total):
+    """The identity of size total (the leaves' element count), row k the k-th element's unit
+    vector, split into the leaves' shapes and dtypes: one tensor (total, *leaf.shape) per leaf."""
+    eye = _C.eye(total, dtype=leaves[0].dtype)
+    basis, i = [], 0
+    for t in leaves:
+        k = t.numel()
+        basis.append(eye[:, i:i + k].reshape((total,) + tuple(t.shape)).to(t.dtype))
+        i += k
+    return basis
+
+
 def _jacrev_rows(func, args, kwargs, nums, has_aux, out_leaves, flat_in, chunk_size, fn):
     """[per output leaf: [per input: d out / d input, out.shape + input.shape]] by vmap over the
     standard basis of the outputs."""
@@ -454,11 +466,7 @@ def _jacrev_rows(func, args, kwargs, nums, has_aux, out_leaves, flat_in, chunk_s
     total = sum(sizes)
     if total == 0:
         return [[_C.zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for t in flat_in] for o in out_leaves]
-    eye = _C.eye(total, dtype=out_leaves[0].dtype)
-    basis, i = [], 0
-    for o, k in zip(out_leaves, sizes):
-        basis.append(eye[:, i:i + k].reshape((total,) + tuple(o.shape)).to(o.dtype))
-        i += k
+    basis = _standard_basis(out_leaves, total)
 
     def row(*cts):
         o2, _, specs2 = _call_at_fresh_leaves(func, args, kwargs, nums, has_aux, fn, materialize=True)
@@ -522,11 +530,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         if total == 0:
             cols = [[_C.zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in out_leaves]]
         else:
-            eye = _C.eye(total, dtype=flat_in[0].dtype)
-            basis, i = [], 0
-            for t, k in zip(flat_in, sizes):
-                basis.append(eye[:, i:i + k].reshape((total,) + tuple(t.shape)).to(t.dtype))
-                i += k
+            basis = _standard_basis(flat_in, total)
 
             def push(*tans):
                 res = jvp(at, tuple(flat_in), tuple(tans), has_aux=has_aux)
