@@ -242,11 +242,30 @@ def build_workloads(cfg):
         NNWorkload("pdist fwd+bwd [256x64]", "composite", {},
                    both(clear("x") + "out = F.pdist(x)" + fb), target=None,
                    make=lambda rng: {"x": randn(rng, 256, 64)}, leaves=("x",), outputs=("out",)),
+        *activation_workloads(),
         NNWorkload(f"LSTM {LSTM_L}x{LSTM_H} fwd+bwd [seq {LSTM_T}, batch {LSTM_B}]", "rnn", {},
                    both(clear("x", *LSTM_PARAMS) + LSTM_MODULE), target=1.0,
                    make=lstm_inputs, leaves=("x",) + LSTM_PARAMS, outputs=("out", "hn", "cn"),
                    setup={"kindle": lstm_setup_module(kindle), "torch": lstm_setup_module(torch)}),
     ]
+    return W
+
+
+# Pointwise activations (issue 18): one forward row and one forward+backward row each, on a
+# DCGAN-sized map with both signs present, so the kernels' selects see unpredictable branches.
+ACTIVATIONS = ("elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid", "gelu",
+               "silu", "relu6", "logsigmoid", "softsign", "tanhshrink")
+
+
+def activation_workloads():
+    make = lambda rng: {"x": randn(rng, 64, 128, 8, 8, scale=3.0)}
+    W = []
+    for name in ACTIVATIONS:
+        W.append(NNWorkload(f"{name} fwd [64x128x8x8]", "activation", {},
+                            both(f"out = F.{name}(x)"), target=1.0, make=make, outputs=("out",)))
+        W.append(NNWorkload(f"{name} fwd+bwd [64x128x8x8]", "activation", {},
+                            both(clear("x") + f"out = F.{name}(x)" + "; out.sum().backward()"),
+                            target=1.0, make=make, leaves=("x",), outputs=("out",)))
     return W
 
 

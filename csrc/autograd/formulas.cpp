@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "autograd/forward_ad.h"
 #include "ops/activation_kernels.h"
 
 namespace kindle::autograd {
@@ -14,15 +15,21 @@ Tensor scale_grad(const Tensor& grad, const Scalar& s) {
   return grad * s;
 }
 
+// The activations' first-order backward is one fused pass; while the backward itself is being
+// recorded (double backward) or carries tangents (forward over forward), the composite formula.
+static bool fused_backward(const Tensor& grad, const Tensor& self) {
+  return !GradMode::is_enabled() && self.is_floating_point() && grad.dtype() == self.dtype() &&
+         grad.sizes() == self.sizes() && !forward_ad::any_tangent(grad, self);
+}
+
 Tensor silu_backward(const Tensor& grad, const Tensor& self) {
+  if (fused_backward(grad, self)) return param_backward("silu_backward", grad, self, ParamOp::SiluGrad, {});
   Tensor s = self.sigmoid();
   return grad * s * (1 + self * (1 - s));
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate) {
-  // One fused pass unless the backward itself is being recorded (double backward).
-  if (!GradMode::is_enabled() && (self.dtype() == kFloat32 || self.dtype() == kFloat64) &&
-      grad.dtype() == self.dtype() && grad.sizes() == self.sizes() && self.numel() > 0) {
+  if (fused_backward(grad, self) && (self.dtype() == kFloat32 || self.dtype() == kFloat64) && self.numel() > 0) {
     Tensor g = grad.contiguous(), x = self.contiguous();
     Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
     gelu_backward_stub[x.device()](g, x, out, approximate == "tanh");
@@ -41,6 +48,9 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view ap
 }
 
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  if (fused_backward(grad, self))
+    return param_backward("softplus_backward", grad, self, ParamOp::SoftplusGrad,
+                          {beta.to_double(), threshold.to_double()});
   Tensor z = self * beta;
   // (at z == threshold the slope is sigmoid(z) and its own derivative 0, as in PyTorch)
   return where(z > threshold, grad, grad * where(z < threshold, z, z.detach()).sigmoid());
@@ -49,9 +59,10 @@ Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& b
 Tensor elu_backward(const Tensor& grad, const Tensor& self, const Scalar& alpha, const Scalar& scale,
                     const Scalar& input_scale) {
   double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
-  // (at 0 the slope is the negative side's and its own derivative 0, as in PyTorch)
+  if (fused_backward(grad, self)) return param_backward("elu_backward", grad, self, ParamOp::EluGrad, {a, s, is});
+  // (at 0 the slope is the negative side's and its own derivative 0, NaN at NaN, as in PyTorch)
   Tensor neg = (where(self < 0, self, self.detach()) * is).exp() * (s * a * is);
-  return grad * where(self <= 0, neg, scalar_tensor_of(s, grad.dtype()));
+  return grad * where(self > 0, scalar_tensor_of(s, grad.dtype()), neg);
 }
 
 Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
@@ -464,8 +475,27 @@ Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef 
 }
 
 Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
-  // as PyTorch: 0 below -3, grad * (x/3 + 1/2) up to 3, grad above (and at NaN)
-  return where(self < -3, zero_of(grad), where(self <= 3, grad * (self / 3 + 0.5), grad));
+  if (fused_backward(grad, self)) return param_backward("hardswish_backward", grad, self, ParamOp::HardswishGrad, {});
+  // as PyTorch: 0 up to -3, grad from 3, grad * (x/3 + 1/2) between them (and at NaN)
+  return where(self <= -3, zero_of(grad), where(self >= 3, grad, grad * (self / 3 + 0.5)));
+}
+
+Tensor hardsigmoid_backward(const Tensor& grad, const Tensor& self) {
+  if (fused_backward(grad, self))
+    return param_backward("hardsigmoid_backward", grad, self, ParamOp::HardsigmoidGrad, {});
+  return where(logical_and(self > -3, self < 3), grad / 6, zero_of(grad));
+}
+
+Tensor mish_backward(const Tensor& grad, const Tensor& self) {
+  if (fused_backward(grad, self)) return param_backward("mish_backward", grad, self, ParamOp::MishGrad, {});
+  Tensor t = softplus(self).tanh();
+  return grad * (t + self * self.sigmoid() * (1 - t.square()));
+}
+
+Tensor logsigmoid_backward(const Tensor& grad, const Tensor& self) {
+  if (fused_backward(grad, self))
+    return param_backward("logsigmoid_backward", grad, self, ParamOp::LogSigmoidGrad, {});
+  return grad * (-self).sigmoid();
 }
 
 Tensor bce_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,

@@ -94,6 +94,9 @@ Tensor stack_outputs_backward(const tensor_list& grads, const std::vector<Output
 tensor_list cat_backward(const Tensor& grad, int64_t dim, const std::vector<DimVector>& sizes);
 
 Tensor hardswish_backward(const Tensor& grad, const Tensor& self);
+Tensor hardsigmoid_backward(const Tensor& grad, const Tensor& self);
+Tensor mish_backward(const Tensor& grad, const Tensor& self);
+Tensor logsigmoid_backward(const Tensor& grad, const Tensor& self);
 Tensor bce_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                     std::string_view reduction);
 Tensor bce_target_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& weight,

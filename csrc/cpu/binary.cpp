@@ -256,10 +256,73 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
     auto run = [&](auto f) { unary_loop<T, T>(it, f); };
     if constexpr (std::is_floating_point_v<M>) {
       switch (op) {
+        // The activations below call the vector math library: those that then select run in
+        // staged_loop's two passes (see loops.h), the others in one.
         case ParamOp::Softplus: {
           M beta = M(pr[0]), thr = M(pr[1]);
-          return run([=](M x) { return x * beta > thr ? x : vm::log1p(vm::exp(x * beta)) / beta; });
+          return staged_loop<T, 1>(it, [=](M x) { return vm::log1p(vm::exp(x * beta)) / beta; },
+                                   [=](M x, M sp) { return x * beta > thr ? x : sp; });
         }
+        case ParamOp::SoftplusGrad: {
+          M beta = M(pr[0]), thr = M(pr[1]);
+          return staged_loop<T, 2>(it, [=](M x) { return M(1) / (M(1) + vm::exp(-x * beta)); },
+                                   [=](M g, M x, M sig) {
+                                     const M y = g * sig;
+                                     return x * beta > thr ? g : y;
+                                   });
+        }
+        case ParamOp::Elu: {
+          M alpha = M(pr[0]), scale = M(pr[1]), in_scale = M(pr[2]);
+          return staged_loop<T, 1>(it, [=](M x) { return vm::expm1(x * in_scale); },
+                                   [=](M x, M em1) {
+                                     const M pos = scale * x, neg = scale * alpha * em1;
+                                     return x > 0 ? pos : neg;
+                                   });
+        }
+        // (at x == 0 the negative side's slope; NaN at a NaN input, as PyTorch's vectorised
+        // kernel: its strided loop passes grad * scale)
+        case ParamOp::EluGrad: {
+          M alpha = M(pr[0]), scale = M(pr[1]), in_scale = M(pr[2]);
+          const M neg_coef = scale * alpha * in_scale;
+          return staged_loop<T, 2>(it, [=](M x) { return vm::exp(x * in_scale); },
+                                   [=](M g, M x, M e) {
+                                     const M pos = g * scale, neg = g * neg_coef * e;
+                                     return x > 0 ? pos : neg;
+                                   });
+        }
+        case ParamOp::Mish: return run([](M x) { return x * vm::tanh(vm::log1p(vm::exp(x))); });
+        case ParamOp::MishGrad:
+          return binary_loop<T, T>(it, [](M g, M x) {
+            const M t = vm::tanh(vm::log1p(vm::exp(x))), sig = M(1) / (M(1) + vm::exp(-x));
+            return g * (t + x * sig * (M(1) - t * t));
+          });
+        case ParamOp::SiluGrad:
+          return binary_loop<T, T>(it, [](M g, M x) {
+            const M sig = M(1) / (M(1) + vm::exp(-x));
+            return g * sig * (M(1) + x * (M(1) - sig));
+          });
+        // min(x, 0) - log(1 + e^-|x|): no overflow on either side
+        case ParamOp::LogSigmoid:
+          return staged_loop<T, 1>(it, [](M x) { return vm::log1p(vm::exp(-std::fabs(x))); },
+                                   [](M x, M l) { return std::min(x, M(0)) - l; });
+        case ParamOp::LogSigmoidGrad:  // sigmoid(-x)
+          return binary_loop<T, T>(it, [](M g, M x) { return g / (M(1) + vm::exp(x)); });
+        case ParamOp::Hardswish:
+          return run([](M x) { return x * std::min(std::max(x + M(3), M(0)), M(6)) / M(6); });
+        case ParamOp::Hardsigmoid:
+          return run([](M x) { return std::min(std::max(x + M(3), M(0)), M(6)) / M(6); });
+        // 0 up to -3, grad from 3, grad * (x/3 + 1/2) between them, NaN at NaN: PyTorch's
+        // vectorised kernel (its strided loop passes grad at NaN)
+        case ParamOp::HardswishGrad:
+          return binary_loop<T, T>(it, [](M g, M x) {
+            const M mid = g * (x / M(3) + M(0.5));
+            return x <= M(-3) ? M(0) : x >= M(3) ? g : mid;
+          });
+        case ParamOp::HardsigmoidGrad:
+          return binary_loop<T, T>(it, [](M g, M x) {
+            const M y = g / M(6);
+            return x > M(-3) && x < M(3) ? y : M(0);
+          });
         case ParamOp::NanToNum: {
           M nan = M(pr[0]), pinf = M(pr[1]), ninf = M(pr[2]);
           return run([=](M x) { return x != x ? nan : x == INFINITY ? pinf : x == -INFINITY ? ninf : x; });
@@ -286,10 +349,6 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
             return x > 0 ? g : y;
           });
           return;
-        }
-        case ParamOp::Elu: {
-          M alpha = M(pr[0]), scale = M(pr[1]), in_scale = M(pr[2]);
-          return run([=](M x) { return x > 0 ? scale * x : scale * alpha * (vm::expm1(x * in_scale)); });
         }
         // The gradient where lo < x < hi. At a NaN input PyTorch's CPU kernels pass the gradient
         // for float32 (and the half types) and give 0 for float64; so does Kindle.

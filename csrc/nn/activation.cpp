@@ -15,25 +15,10 @@ Tensor celu(const Tensor& self, const Scalar& alpha) {
   return elu(self, a, 1, 1.0 / a);
 }
 
-Tensor mish(const Tensor& self) { return self * softplus(self).tanh(); }
-
-Tensor native_hardswish(const Tensor& self) {
-  check_kernel_dtype(self.dtype(), "hardswish_cpu", false, false);
-  // 16-bit inputs are computed in float32 and rounded once (as PyTorch)
-  if (self.dtype() == kFloat16 || self.dtype() == kBFloat16) return native_hardswish(self.to(kFloat32)).to(self.dtype());
-  return self * hardtanh(self + 3, 0, 6) / 6;
-}
-
-Tensor native_hardsigmoid(const Tensor& self) {
-  check_kernel_dtype(self.dtype(), "hardsigmoid_cpu", false, false);
-  return hardtanh(self + 3, 0, 6) / 6;
-}
-
 Tensor softsign(const Tensor& self) { return self / (self.abs() + 1); }
 
 Tensor tanhshrink(const Tensor& self) { return self - self.tanh(); }
 
-Tensor logsigmoid(const Tensor& self) { return -softplus(-self); }
 
 // NaN stays NaN (times zero) with a zero gradient, as torch's kernels do.
 Tensor hardshrink(const Tensor& self, const Scalar& lambd) {

@@ -5,6 +5,12 @@
 
 namespace kindle {
 
+// grad * f'(self) for the activations whose ParamOp has a ...Grad form, through param_stub (any
+// float dtype and strides; grad and self of one dtype). The formulas (autograd/formulas.cpp) use
+// it for first-order gradients and keep their differentiable composites for double backward.
+Tensor param_backward(const char* name, const Tensor& grad, const Tensor& self, ParamOp op,
+                      std::initializer_list<double> p);
+
 // grad_input = grad * gelu'(x); tanh selects the tanh approximation.
 extern KernelStub<void (*)(const Tensor& grad, const Tensor& x, const Tensor& grad_input, bool tanh)>
     gelu_backward_stub;

@@ -278,6 +278,31 @@ Tensor native_elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, 
   KINDLE_CHECK(self.is_floating_point(), "elu: expected a floating point tensor, got ", self.dtype());
   return float_param("elu", self, ParamOp::Elu, {alpha.to_double(), scale.to_double(), input_scale.to_double()});
 }
+Tensor native_mish(const Tensor& self) {
+  KINDLE_CHECK(self.is_floating_point(), "mish: expected a floating point tensor, got ", self.dtype());
+  return float_param("mish", self, ParamOp::Mish, {});
+}
+Tensor native_logsigmoid(const Tensor& self) {
+  KINDLE_CHECK(self.is_floating_point(), "log_sigmoid_forward: expected a floating point tensor, got ", self.dtype());
+  return float_param("logsigmoid", self, ParamOp::LogSigmoid, {});
+}
+Tensor native_hardswish(const Tensor& self) {
+  check_kernel_dtype(self.dtype(), "hardswish_cpu", false, false);
+  return float_param("hardswish", self, ParamOp::Hardswish, {});
+}
+Tensor native_hardsigmoid(const Tensor& self) {
+  check_kernel_dtype(self.dtype(), "hardsigmoid_cpu", false, false);
+  return float_param("hardsigmoid", self, ParamOp::Hardsigmoid, {});
+}
+// The first-order backward of the activations above in one pass (see activation_kernels.h).
+Tensor param_backward(const char* name, const Tensor& grad, const Tensor& self, ParamOp op,
+                      std::initializer_list<double> p) {
+  TensorIterConfig cfg;
+  cfg.add_output(Tensor()).add_input(grad).add_input(self);
+  TensorIter it = cfg.build(name);
+  if (it.numel) param_stub[it.device()](it, op, p.begin());
+  return it.output();
+}
 Tensor native_threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
   KINDLE_CHECK(self.dtype() != kUInt8 || value.to_double() >= 0, "threshold: value ", value,
                " cannot be converted to type uint8 without overflow");

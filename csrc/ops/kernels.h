@@ -57,8 +57,11 @@ extern KernelStub<void (*)(TensorIter&)> where_stub;
 extern KernelStub<void (*)(TensorIter&, const Scalar&)> fill_stub;
 // Parameterised elementwise ops on floats: p holds their scalars.
 enum class ParamOp : uint8_t { Clamp, ClampMin, ClampMax, Softplus, NanToNum, Lerp, Addcmul, Addcdiv,
-                              RoundDecimals, LeakyRelu, Hardtanh, Elu, Threshold,
-                              HardtanhGrad, LeakyReluGrad };  // ...Grad: binary (grad, input)
+                              RoundDecimals, LeakyRelu, Hardtanh, Elu, Threshold, Mish, LogSigmoid,
+                              Hardswish, Hardsigmoid,
+                              // ...Grad: binary (grad, input), the first-order backward
+                              HardtanhGrad, LeakyReluGrad, EluGrad, SoftplusGrad, SiluGrad, MishGrad,
+                              LogSigmoidGrad, HardswishGrad, HardsigmoidGrad};
 extern KernelStub<void (*)(TensorIter&, ParamOp, const double* p)> param_stub;
 // kindle.special's functions on floats, computed in double (csrc/cpu/special_math.h). The unary
 // ones read one input, the binary ones (Zeta onwards) two; Polygamma's order is p[0].
