@@ -166,19 +166,32 @@ void unary_loop(const TensorIter& it, const F& f) {
 }
 
 #ifdef __AVX2__
-// float32 -> float32 with an 8-wide AVX2 body `v` on contiguous runs and `f` elsewhere.
-template <typename F, typename V>
-void unary_loop_f32x8(const TensorIter& it, const F& f, const V& v) {
+// float32 -> float32 with an 8-wide AVX2 body `v`, eight elements at a time whatever the strides
+// (gathered into a buffer when not contiguous, and the tail of a run padded): every element goes
+// through `v`, so a result does not depend on where the element falls in a run, which changes
+// with the thread count. Pass `v` as a lambda (a function pointer is not inlined).
+template <typename V>
+void unary_loop_f32x8(const TensorIter& it, const V& v) {
   for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
-    float* o = reinterpret_cast<float*>(p[0]);
-    const float* a = reinterpret_cast<const float*>(p[1]);
-    if (s[0] == 4 && s[1] == 4) {
-      int64_t i = 0;
+    const bool contiguous = s[0] == 4 && s[1] == 4;
+    int64_t i = 0;
+    if (contiguous) {
+      float* o = reinterpret_cast<float*>(p[0]);
+      const float* a = reinterpret_cast<const float*>(p[1]);
+      // two vectors a step: their dependency chains (a division, a polynomial) overlap
+      for (; i + 16 <= n; i += 16) {
+        const __m256 y0 = v(_mm256_loadu_ps(a + i)), y1 = v(_mm256_loadu_ps(a + i + 8));
+        _mm256_storeu_ps(o + i, y0);
+        _mm256_storeu_ps(o + i + 8, y1);
+      }
       for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, v(_mm256_loadu_ps(a + i)));
-      for (; i < n; ++i) o[i] = f(a[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<float*>(p[0] + i * s[0]) = f(*reinterpret_cast<const float*>(p[1] + i * s[1]));
+    }
+    alignas(32) float buf[8];
+    for (; i < n; i += 8) {
+      const int64_t m = std::min<int64_t>(8, n - i);
+      for (int64_t k = 0; k < 8; ++k) buf[k] = k < m ? *reinterpret_cast<const float*>(p[1] + (i + k) * s[1]) : 0.0f;
+      _mm256_store_ps(buf, v(_mm256_load_ps(buf)));
+      for (int64_t k = 0; k < m; ++k) *reinterpret_cast<float*>(p[0] + (i + k) * s[0]) = buf[k];
     }
   });
 }

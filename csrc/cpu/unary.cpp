@@ -36,7 +36,7 @@ void float_unary(const TensorIter& it, UnaryOp op) {
     case UnaryOp::Cosh: return run([](M x) { return vm::cosh(x); });
     case UnaryOp::Tanh:
 #ifdef __AVX2__
-      if constexpr (std::is_same_v<T, float>) return unary_loop_f32x8(it, [](float x) { return std::tanh(x); }, vm::tanh8);
+      if constexpr (std::is_same_v<T, float>) return unary_loop_f32x8(it, [](__m256 x) { return vm::tanh8(x); });
 #endif
       return run([](M x) { return vm::tanh(x); });
     case UnaryOp::Erf: return run([](M x) { return vm::erf(x); });
