@@ -292,7 +292,7 @@ def gen_wrapper(aop, saves_before, saves_after, fw_dispatch):
     list_sizes = [f"const size_t {a.name}_n = {a.name}.size(); (void){a.name}_n;" for a in diff_args if a.type == "Tensor[]"]
     if aop.inplace:
         lines.append(f"if (!GradMode::is_enabled() || !any_requires_grad({rg})) {{ "
-                     f"if (GradMode::is_enabled()) check_inplace({self_name}, \"{op.name}\"); "
+                     f"check_inplace({self_name}, \"{op.name}\"); "
                      f"NoGradGuard g_; native_{op.name}({call_args}); return {self_name}; }}")
         lines.append(f"check_inplace({self_name}, \"{op.name}\");")
         lines.extend(complex_check)

@@ -153,6 +153,9 @@ void mark_no_grad_view(const Tensor& out, const Tensor& self) {
 }
 
 void check_inplace(const Tensor& self, const char* op) {
+  KINDLE_CHECK(!self.is_inference() || inference_mode_enabled(), op, ": Inplace update to inference tensor outside "
+               "InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update."
+               "See https://github.com/pytorch/rfcs/pull/17 for more details.");
   if (!GradMode::is_enabled()) return;
   AutogradMeta* m = get_meta(self);
   KINDLE_CHECK(!(m && m->no_grad_view), op, ": a view was created in no_grad mode and is being modified inplace with "
@@ -192,6 +195,10 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
 
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
+  KINDLE_CHECK(!t.is_inference() || inference_mode_enabled(), "Inference tensors cannot be saved for backward. Please "
+               "do not use Tensors created in inference mode in computation tracked by autograd. To work around this, "
+               "you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
+               "of `torch.inference_mode()`.");
   defined_ = true;
   version_ = t.version();
   requires_grad_ = t.requires_grad();
@@ -287,6 +294,8 @@ uint32_t Tensor::output_nr() const {
 const Tensor& Tensor::requires_grad_(bool r) const {
   KINDLE_CHECK(!r || is_differentiable_type(dtype()),
                "only Tensors of floating point and complex dtype can require gradients (got a tensor of dtype ", dtype(), ")");
+  KINDLE_CHECK(!r || !is_inference() || inference_mode_enabled(),
+               "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   if (!r && grad_fn())
     throw Error("requires_grad_: you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");

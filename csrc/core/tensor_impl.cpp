@@ -5,6 +5,12 @@
 namespace kindle {
 
 namespace {
+thread_local bool inference_mode = false;
+}  // namespace
+bool inference_mode_enabled() { return inference_mode; }
+void set_inference_mode_enabled(bool enabled) { inference_mode = enabled; }
+
+namespace {
 // The first and last element (lo, hi) a view with non-negative sizes reaches from `offset`;
 // false when it is empty (it reaches nothing). Raises on a negative stride unless allowed, and
 // reports int64 overflow through `overflow`.

@@ -169,7 +169,11 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("is_leaf", &Tensor::is_leaf);
   cls.def_prop_ro("output_nr", &Tensor::output_nr);
   cls.def_prop_ro("retains_grad", &Tensor::retains_grad);
-  cls.def_prop_ro("_version", &Tensor::version);
+  cls.def_prop_ro("_version", [](const Tensor& t) {
+    KINDLE_CHECK(!t.is_inference(), "Inference tensors do not track version counter.");
+    return t.version();
+  });
+  cls.def("is_inference", &Tensor::is_inference);
   cls.def_prop_ro("_base", [](const Tensor& t) { return tensor_or_none(t.base()); });
   cls.def("_is_view", &Tensor::is_view);
   cls.def("retain_grad", &Tensor::retain_grad);
@@ -244,6 +248,8 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_profiler_end", &profiler::end_range);
   m.def("is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
+  m.def("_is_inference_mode_enabled", &inference_mode_enabled);
+  m.def("_set_inference_mode_enabled", &set_inference_mode_enabled);
   m.def("_set_anomaly_enabled", [](bool enabled, bool check_nan) {
     AnomalyMode::set_enabled(enabled, check_nan);
     if (enabled) AnomalyMode::set_stack_provider(format_python_stack);

@@ -36,6 +36,22 @@ class AutoGradMode {
  private:
   bool prev_;
 };
+// c10::InferenceMode: for its scope grad mode is off (on for InferenceMode(false)) and new
+// storages are inference ones (see kindle/storage.h).
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true) : grad_(!enabled), prev_(inference_mode_enabled()) {
+    set_inference_mode_enabled(enabled);
+  }
+  ~InferenceMode() { set_inference_mode_enabled(prev_); }
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+  static bool is_enabled() { return inference_mode_enabled(); }
+
+ private:
+  AutoGradMode grad_;
+  bool prev_;
+};
 struct NoGradGuard : AutoGradMode {
   NoGradGuard() : AutoGradMode(false) {}
 };
@@ -312,5 +328,6 @@ namespace kindle {
 // libtorch's names at the top level: kindle::NoGradGuard.
 using autograd::AutoGradMode;
 using autograd::EnableGradGuard;
+using autograd::InferenceMode;
 using autograd::NoGradGuard;
 }  // namespace kindle

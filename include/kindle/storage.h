@@ -60,10 +60,17 @@ CpuCacheStats cpu_cache_stats();
 void cpu_cache_set_limit(size_t bytes);
 void empty_cache();  // returns every cached block to the system
 
+// Inference mode (torch.inference_mode), per thread. A storage allocated while it is on belongs
+// to inference tensors (so do all views of it): autograd refuses to save them, or to see them
+// modified or made to require grad, outside inference mode. The core records it at allocation;
+// the autograd layer (kindle::autograd::InferenceMode) sets it and enforces the rules.
+bool inference_mode_enabled();
+void set_inference_mode_enabled(bool enabled);
+
 class StorageImpl : public RefCounted<StorageImpl> {
  public:
   StorageImpl(DataPtr ptr, size_t nbytes, Device device)
-      : ptr_(ptr), nbytes_(nbytes), device_(device) {}
+      : ptr_(ptr), nbytes_(nbytes), device_(device), inference_(inference_mode_enabled()) {}
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
   ~StorageImpl() { if (ptr_.free_fn) ptr_.free_fn(ptr_.ctx, ptr_.data, nbytes_); }
@@ -80,11 +87,13 @@ class StorageImpl : public RefCounted<StorageImpl> {
     if (old.free_fn) old.free_fn(old.ctx, old.data, nbytes_);
   }
   const DataPtr& data_ptr() const { return ptr_; }
+  bool is_inference() const { return inference_; }
 
  private:
   DataPtr ptr_;
   size_t nbytes_;
   Device device_;
+  bool inference_;
   std::atomic<uint32_t> version_{0};
 };
 

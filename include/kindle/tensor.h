@@ -124,6 +124,8 @@ class Tensor {
   bool is_complex() const { return kindle::is_complex(dtype()); }
   bool requires_grad() const { return impl_->requires_grad; }
   uint32_t version() const { return impl_->storage()->version(); }
+  // Made in inference mode (its storage was allocated there): see storage.h.
+  bool is_inference() const { return impl_->storage()->is_inference(); }
   void bump_version() const { impl_->storage()->bump_version(); }
 
   // Host code reads and writes a tensor's elements through data_ptr(), which refuses a tensor

@@ -25,6 +25,7 @@ std::string str(const Args&... args) {
 
 namespace torch = kindle;
 namespace at = kindle;
+namespace c10 = kindle;  // c10::InferenceMode, c10::optional, ...
 
 #define TORCH_MODULE(Name) KINDLE_MODULE(Name)
 #define TORCH_MODULE_IMPL(Name, Impl) KINDLE_MODULE_IMPL(Name, Impl)

@@ -176,6 +176,10 @@ def is_floating_point(input):  # noqa: A002
     return input.is_floating_point()
 
 
+def is_inference(input):  # noqa: A002
+    return input.is_inference()
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     return _unique_outputs(*_C._unique2(input, sorted, return_inverse, return_counts, dim), return_inverse,
                            return_counts)

@@ -43,6 +43,37 @@ TEST(Autograd, NoGradGuardRecordsNothing) {
   EXPECT_EQ(y.grad_fn(), nullptr);
 }
 
+TEST(Autograd, InferenceModeMakesInferenceTensors) {
+  Tensor n = ones({3});
+  Tensor w = ones({2}).requires_grad_();
+  Tensor x, v;
+  {
+    InferenceMode guard;
+    EXPECT_FALSE(ag::GradMode::is_enabled());
+    EXPECT_TRUE(InferenceMode::is_enabled());
+    x = ones({2});
+    v = n.narrow(0, 0, 2);  // a view of a normal tensor stays normal
+    {
+      InferenceMode off(false);
+      EXPECT_TRUE(ag::GradMode::is_enabled());
+      EXPECT_FALSE(ones({1}).is_inference());
+    }
+    x.add_(scalar_to_tensor(1));
+  }
+  EXPECT_TRUE(ag::GradMode::is_enabled());
+  EXPECT_FALSE(InferenceMode::is_enabled());
+  EXPECT_TRUE(x.is_inference());
+  EXPECT_TRUE(x.narrow(0, 0, 1).is_inference());
+  EXPECT_FALSE(v.is_inference());
+  EXPECT_FALSE((x + 1).is_inference());
+  EXPECT_THROW(x.add_(scalar_to_tensor(1)), Error);
+  EXPECT_THROW(x.requires_grad_(), Error);
+  EXPECT_THROW((x * w).sum(), Error);
+  Tensor y = (x.clone() * w).sum();
+  y.backward();
+  EXPECT_EQ(values(w.grad()), std::vector<double>({2, 2}));
+}
+
 TEST(Autograd, ModifiedSavedTensorRaisesWithNodeName) {
   Tensor x = ones({2, 3}).requires_grad_();
   Tensor y = x.exp();

@@ -428,7 +428,7 @@ NOT_YET = {
         "batch_norm_gather_stats_with_counts", "batch_norm_stats", "batch_norm_update_stats", "native_group_norm",
         "native_norm", "affine_grid_generator", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "convolution",
         "embedding_bag", "embedding_renorm_", "lstm", "gru", "rnn_relu", "rnn_tanh", "segment_reduce",
-        "slice_inverse", "hash_tensor", "is_inference", "lobpcg", "histogramdd",
+        "slice_inverse", "hash_tensor", "lobpcg", "histogramdd",
         "geqrf", "orgqr", "ormqr", "as_strided_", "addmv_", "alias_copy", "as_strided_copy", "as_strided_scatter",
         "ccol_indices_copy", "col_indices_copy", "crow_indices_copy", "detach_copy", "diagonal_copy", "expand_copy",
         "indices_copy", "permute_copy", "row_indices_copy", "select_copy", "slice_copy", "split_copy",
@@ -449,8 +449,8 @@ NOT_YET["Tensor"] = {
     # quantization, oneDNN layouts
     "dequantize", "int_repr", "q_per_channel_axis", "q_per_channel_scales", "q_per_channel_zero_points", "q_scale",
     "q_zero_point", "qscheme", "to_mkldnn",
-    # LAPACK's raw Householder forms, inference tensors, named tensors and the rest
-    "geqrf", "orgqr", "ormqr", "is_inference", "name", "grad_dtype", "hash_tensor", "index", "reinforce",
+    # LAPACK's raw Householder forms, named tensors and the rest
+    "geqrf", "orgqr", "ormqr", "name", "grad_dtype", "hash_tensor", "index", "reinforce",
     "slice_inverse",
 }
 NOT_YET["nn.functional"] = {

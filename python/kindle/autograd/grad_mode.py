@@ -2,7 +2,6 @@
 generator functions). The mode is per thread."""
 import functools
 import inspect
-import threading
 
 from .. import _C
 
@@ -122,28 +121,26 @@ class set_grad_enabled(_DecoratorContextManager):
         return super().__call__(fn)
 
 
-_inference = threading.local()
-
-
 class inference_mode(_DecoratorContextManager):
-    """Like no_grad, for code that never needs gradients (Kindle treats it as no_grad)."""
+    """Grad mode off, and tensors allocated inside are inference tensors (`is_inference()`):
+    autograd refuses to save them for backward, and they cannot be modified in place or made to
+    require grad outside inference mode. `inference_mode(False)` turns it off (and grad mode on)."""
 
     _bare_decorator = True
 
     def __init__(self, mode=True):
         self._args = (mode,)
-        self.mode = mode
+        self.mode = bool(mode)
 
     def __enter__(self):
         self._prev = _C.is_grad_enabled()
-        self._prev_inf = getattr(_inference, "on", False)
-        if self.mode:
-            _C._set_grad_enabled(False)
-            _inference.on = True
+        self._prev_inf = _C._is_inference_mode_enabled()
+        _C._set_grad_enabled(not self.mode)
+        _C._set_inference_mode_enabled(self.mode)
 
     def __exit__(self, *exc):
         _C._set_grad_enabled(self._prev)
-        _inference.on = self._prev_inf
+        _C._set_inference_mode_enabled(self._prev_inf)
 
 
 def is_grad_enabled():
@@ -151,4 +148,4 @@ def is_grad_enabled():
 
 
 def is_inference_mode_enabled():
-    return getattr(_inference, "on", False)
+    return _C._is_inference_mode_enabled()
