@@ -330,6 +330,22 @@ def test_numpy_array_operand_in_operators(torch):
         np.testing.assert_allclose(r.numpy(), op(a, np.ones(3)))
 
 
+def test_utils_dlpack_capsules_with_torch():
+    torch = pytest.importorskip("torch")
+    from kindle.utils.dlpack import DLDeviceType, from_dlpack, to_dlpack
+    k = kindle.arange(12.0).reshape(3, 4)[:, 1:]
+    t = torch.utils.dlpack.from_dlpack(to_dlpack(k))  # a capsule out, shared memory, strides kept
+    assert t.data_ptr() == k.data_ptr() and t.stride() == k.stride()
+    k[0, 0] = 42.0
+    assert t[0, 0].item() == 42.0
+    src = torch.arange(8, dtype=torch.int32)[::2]
+    u = from_dlpack(torch.utils.dlpack.to_dlpack(src))  # a capsule in
+    assert u.dtype == kindle.int32 and u.tolist() == [0, 2, 4, 6] and u.data_ptr() == src.data_ptr()
+    assert from_dlpack(src).data_ptr() == src.data_ptr()  # an object with __dlpack__
+    assert DLDeviceType.kDLCPU == 1 and k.__dlpack_device__() == (DLDeviceType.kDLCPU, 0)
+    assert [m.name for m in DLDeviceType] == [m.name for m in torch.utils.dlpack.DLDeviceType]
+
+
 def test_dlpack_with_numpy():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     k = kindle.from_dlpack(a)
