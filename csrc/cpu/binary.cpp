@@ -236,11 +236,35 @@ void fill_kernel(TensorIter& it, const Scalar& v) {
   });
 }
 
+// Contiguous runs (each value operand contiguous or one broadcast value) take a select loop the
+// compiler vectorises: autograd's masks (relu-like backwards, clamp's) are where()s of one shape.
+template <typename T, int StepA, int StepB>
+void where_run(char** p, int64_t n) {
+  T* o = reinterpret_cast<T*>(p[0]);
+  const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);  // a bool is its byte != 0 (see load)
+  const T* a = reinterpret_cast<const T*>(p[2]);
+  const T* b = reinterpret_cast<const T*>(p[3]);
+  // (both values loaded unconditionally: a load under the select is not vectorised)
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const T av = a[i * StepA], bv = b[i * StepB];
+    o[i] = c[i] != 0 ? av : bv;
+  }
+}
+
 void where_kernel(TensorIter& it) {
   if (is_complex(it.output().dtype())) return complex_where(it);
   dispatch_all(it.output().dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
+      constexpr int64_t st = sizeof(T);
+      if constexpr (kSimdOk<T>) {
+        if (s[0] == st && s[1] == 1) {
+          if (s[2] == st && s[3] == st) return where_run<T, 1, 1>(p, n);
+          if (s[2] == st && s[3] == 0) return where_run<T, 1, 0>(p, n);
+          if (s[2] == 0 && s[3] == st) return where_run<T, 0, 1>(p, n);
+        }
+      }
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<T*>(p[0] + i * s[0]) =
             load(reinterpret_cast<const bool*>(p[1] + i * s[1])) ? *reinterpret_cast<const T*>(p[2] + i * s[2])

@@ -874,3 +874,29 @@ def test_as_subclass_shares_data_and_history(torch):
         assert leaf.grad.tolist() == [8.0, 28.0, 8.0]
         with pytest.raises(TypeError):
             L.ones(2).as_subclass(int)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "int8", "bool", "float16"])
+@pytest.mark.parametrize("case", ["both", "scalar_other", "scalar_self", "bcast_cond", "strided"])
+def test_where_select_loops_match_numpy(dtype, case):
+    # the contiguous select loops (each value operand a run or one broadcast value) and the
+    # strided one; a condition byte other than 0 or 1 (memory from NumPy) counts as true
+    rng = np.random.default_rng(3)
+    n = 1000
+    cb = rng.integers(0, 3, n).astype(np.uint8)
+    c = kindle.from_numpy(cb).view(kindle.bool)
+    a = (rng.standard_normal(n) * 50).astype(dtype)
+    b = (rng.standard_normal(n) * 50).astype(dtype)
+    ka, kb = kindle.from_numpy(a), kindle.from_numpy(b)
+    cn = cb != 0
+    if case == "scalar_other":
+        kb, b = kb[3], b[3]
+    elif case == "scalar_self":
+        ka, a = ka[5], a[5]
+    elif case == "bcast_cond":
+        c, cn = c[:10].reshape(10, 1).expand(10, 100), cn[:10].reshape(10, 1).repeat(100, 1)
+        ka, kb, a, b = ka.reshape(10, 100), kb.reshape(10, 100), a.reshape(10, 100), b.reshape(10, 100)
+    elif case == "strided":
+        c, cn, ka, kb, a, b = c[::2], cn[::2], ka[1::2], kb[::2], a[1::2], b[::2]
+    r = kindle.where(c, ka, kb)
+    np.testing.assert_array_equal(r.numpy(), np.where(cn, a, b))
