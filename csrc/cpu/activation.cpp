@@ -21,7 +21,11 @@ void gelu_backward(const Tensor& grad, const Tensor& x, const Tensor& out, bool 
   const T* g = static_cast<const T*>(grad.data_ptr());
   const T* v = static_cast<const T*>(x.data_ptr());
   T* o = static_cast<T*>(out.data_ptr());
-  parallel_for(0, x.numel(), kGrainSize, [&](int64_t lo, int64_t hi) {
+  const int64_t n = x.numel();
+  // chunk boundaries at multiples of 64, as in for_each_run: the same elements in the vector body
+  // whatever the thread count
+  parallel_for(0, n, kGrainSize, [&](int64_t lo_in, int64_t hi_in) {
+    const int64_t lo = lo_in - lo_in % 64, hi = hi_in >= n ? n : hi_in - hi_in % 64;
     if (tanh) {
       const T k = T(0.79788456080286536), c = T(0.044715);
 #pragma omp simd

@@ -19,7 +19,15 @@ template <typename Loop>
 void for_each_run(const TensorIter& it, const Loop& loop, bool serial = false) {
   const int nops = it.n_operands;
   const int64_t nd = it.ndim();
-  parallel_for(0, it.numel, serial ? it.numel + 1 : kGrainSize, [&](int64_t begin, int64_t end) {
+  // Chunk boundaries move back to a multiple of 64 elements from the start of their innermost run,
+  // so that every element falls in the same part of a vectorised loop (body or scalar tail, whose
+  // vector-math results can differ in the last bit) whatever the thread count. Both neighbours
+  // move a shared boundary alike, so the chunks still tile the range.
+  const int64_t inner = nd > 0 ? it.shape[0] : 1;
+  auto align = [&](int64_t p) { return p >= it.numel || inner <= 0 ? p : p - (p % inner) % 64; };
+  parallel_for(0, it.numel, serial ? it.numel + 1 : kGrainSize, [&](int64_t begin_in, int64_t end_in) {
+    const int64_t begin = align(begin_in), end = align(end_in);
+    if (begin >= end) return;
     int64_t idx[16] = {0};  // multi-index, dim 0 innermost
     DimVector local_idx;
     int64_t* id = nd <= 16 ? idx : (local_idx.resize(nd), local_idx.data());
