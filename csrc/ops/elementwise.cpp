@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "native_ops.h"
+#include "ops/activation_kernels.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 
@@ -380,14 +381,9 @@ Tensor native_threshold_backward(const Tensor& grad_output, const Tensor& self, 
 // step went to ReLU6's backward).
 Tensor native_hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val,
                                 const Scalar& max_val) {
-  if (grad_output.dtype() == self.dtype() && grad_output.is_floating_point()) {
-    TensorIterConfig cfg;
-    cfg.add_output(Tensor()).add_input(grad_output).add_input(self);
-    TensorIter it = cfg.build("hardtanh_backward");
-    const double p[2] = {min_val.to_double(), max_val.to_double()};
-    if (it.numel) param_stub[it.device()](it, ParamOp::HardtanhGrad, p);
-    return it.output();
-  }
+  if (grad_output.dtype() == self.dtype() && grad_output.is_floating_point())
+    return param_backward("hardtanh_backward", grad_output, self, ParamOp::HardtanhGrad,
+                          {min_val.to_double(), max_val.to_double()});
   const Tensor zero = scalar_tensor_of(0, grad_output.dtype());
   if (self.dtype() == kFloat64)
     return where(logical_and(gt(self, scalar_to_tensor(min_val)), lt(self, scalar_to_tensor(max_val))), grad_output,
@@ -397,14 +393,9 @@ Tensor native_hardtanh_backward(const Tensor& grad_output, const Tensor& self, c
 }
 // One pass (it was a comparison, a product and a where, the where a strided scalar loop).
 Tensor native_leaky_relu_backward(const Tensor& grad_output, const Tensor& self, const Scalar& negative_slope) {
-  if (grad_output.dtype() == self.dtype() && grad_output.is_floating_point()) {
-    TensorIterConfig cfg;
-    cfg.add_output(Tensor()).add_input(grad_output).add_input(self);
-    TensorIter it = cfg.build("leaky_relu_backward");
-    const double p[1] = {negative_slope.to_double()};
-    if (it.numel) param_stub[it.device()](it, ParamOp::LeakyReluGrad, p);
-    return it.output();
-  }
+  if (grad_output.dtype() == self.dtype() && grad_output.is_floating_point())
+    return param_backward("leaky_relu_backward", grad_output, self, ParamOp::LeakyReluGrad,
+                          {negative_slope.to_double()});
   return where(gt(self, scalar_to_tensor(Scalar(0))), grad_output, mul(grad_output, scalar_to_tensor(negative_slope)));
 }
 Tensor native_tanh_backward(const Tensor& grad_output, const Tensor& output) {
