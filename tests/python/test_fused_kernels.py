@@ -116,6 +116,13 @@ CONV_CASES = [
     ((1, 16, 64, 64), (64, 16, 5, 5), dict(padding=2)),  # a lone image large enough to spread its bands
     ((1, 4, 40, 30), (6, 4, 1, 1), dict()),
     ((1, 4, 41, 29), (6, 4, 3, 3), dict(padding=2, stride=2)),
+    # Tabulated taps (strided or narrow rows), gathered and scattered 16 positions at a time:
+    # whole vectors, vectors with a tail, tiles of 8 images with a short last tile.
+    ((19, 6, 8, 8), (10, 6, 4, 4), dict(padding=1, stride=2)),
+    ((9, 6, 16, 16), (10, 6, 4, 4), dict(padding=1, stride=2)),
+    ((5, 3, 11, 13), (4, 3, 4, 4), dict(padding=1, stride=2)),
+    ((3, 4, 13, 12), (5, 4, 3, 3), dict(padding=2, stride=3, dilation=2)),
+    ((4, 5, 7, 7), (6, 5, 4, 4), dict(padding=(0, 2), stride=(2, 1))),
 ]
 
 
