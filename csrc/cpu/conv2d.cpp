@@ -267,13 +267,32 @@ struct Filters {
                                  : std::make_unique<sgemm::PackedA>(false, Og, CgK, w + gi * Og * CgK, CgK));
     }
   }
-  // c (rows of op(W_g), n columns) = op(W_g) b + beta c, on the calling thread.
-  void mul(int64_t gi, int64_t n, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
+  int64_t rows() const { return trans ? CgK : Og; }
+  // Rows [r0, r1) of c (rows of op(W_g), n columns; c points at row 0) = op(W_g) b + beta c, on the
+  // calling thread.
+  void mul_rows(int64_t gi, int64_t r0, int64_t r1, int64_t n, const T* b, int64_t ldb, T beta, T* c,
+                int64_t ldc) const {
     if constexpr (std::is_same_v<T, float>) {
-      if (!packed.empty()) return sgemm::multiply(*packed[size_t(gi)], false, n, 1.f, b, ldb, beta, c, ldc);
+      if (!packed.empty()) return sgemm::multiply(*packed[size_t(gi)], r0, r1 - r0, false, n, 1.f, b, ldb, beta, c, ldc);
     }
-    if (trans) gemm<T>(true, false, CgK, n, Og, T(1), w + gi * Og * CgK, CgK, b, ldb, beta, c, ldc, 1);
-    else gemm<T>(false, false, Og, n, CgK, T(1), w + gi * Og * CgK, CgK, b, ldb, beta, c, ldc, 1);
+    const T* wg = w + gi * Og * CgK;
+    if (trans) gemm<T>(true, false, r1 - r0, n, Og, T(1), wg + r0, CgK, b, ldb, beta, c + r0 * ldc, ldc, 1);
+    else gemm<T>(false, false, r1 - r0, n, CgK, T(1), wg + r0 * CgK, CgK, b, ldb, beta, c + r0 * ldc, ldc, 1);
+  }
+  void mul(int64_t gi, int64_t n, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
+    mul_rows(gi, 0, rows(), n, b, ldb, beta, c, ldc);
+  }
+  // f(r0, r1) over the rows [0, rows()) of a product of n columns: on the calling thread, or
+  // (threads > 1, enough work) in blocks of whole packed panels over the threads. Only Kindle's
+  // GEMM is split: each of its rows is the same sum in any block, so the bits stay independent of
+  // the thread count (MKL's kernels may differ with the number of rows).
+  template <typename F>
+  void over_rows(int threads, int64_t n, const F& f) const {
+    const int64_t step = sgemm::kPanelRows, blocks = (rows() + step - 1) / step;
+    const bool split = threads > 1 && !packed.empty() && blocks >= 2 &&
+                       double(Og) * double(CgK) * double(n) >= double(1 << 22);
+    if (!split) return f(0, rows());
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) { f(b0 * step, std::min(rows(), b1 * step)); });
   }
 };
 
@@ -427,20 +446,29 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
         for (int64_t i = 0; i < m; ++i) cv.im2col(xn + i * g.C * cv.HW, buf + i * cv.L, cols, 0, g.oh);
-        for (int64_t gi = 0; gi < cv.G; ++gi)
-          filters.mul(gi, cols, buf + gi * cv.CgK * cols, cols, T(0), tile + gi * cv.Og * cols, cols);
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t o = 0; o < cv.O; ++o) {
-            const T* src = tile + o * cols + i * cv.L;
-            T* dst = yn + (i * cv.O + o) * cv.L;
-            const T bo = b ? b[o] : T(0);
-            for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
+        filters.over_rows(threads, cols, [&](int64_t r0, int64_t r1) {
+          for (int64_t gi = 0; gi < cv.G; ++gi) {
+            T* tg = tile + gi * cv.Og * cols;
+            filters.mul_rows(gi, r0, r1, cols, buf + gi * cv.CgK * cols, cols, T(0), tg, cols);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) {
+                const T* src = tile + o * cols + i * cv.L;
+                T* dst = yn + (i * cv.O + o) * cv.L;
+                const T bo = b ? b[o] : T(0);
+                for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
+              }
           }
+        });
         continue;
       }
       // One image, in bands of output rows: the same single-threaded GEMMs whatever the thread
       // count; a lone image spreads its bands over the threads (MKL's own threading may split
       // the sum over K, and the bits would then depend on the thread count).
+      const int64_t bands = (g.oh + cv.band - 1) / cv.band;
+      // Small convolutions (LeNet at batch 1) are not worth waking a thread for.
+      const bool spread = threads > 1 && bands >= threads &&
+                          double(cv.O) * double(cv.L) * double(cv.CgK) >= double(1 << 23);
+      const int row_threads = spread ? 1 : threads;
       auto band = [&](int64_t oy0, T* bbuf) {
         const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
         const T* cols = xn + oy0 * g.ow;
@@ -451,14 +479,16 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
           ld = cw;
         }
         T* yb = yn + oy0 * g.ow;
-        if (b)
-          for (int64_t o = 0; o < cv.O; ++o) std::fill(yb + o * cv.L, yb + o * cv.L + cw, b[o]);
-        for (int64_t gi = 0; gi < cv.G; ++gi)
-          filters.mul(gi, cw, cols + gi * cv.CgK * ld, ld, b ? T(1) : T(0), yb + gi * cv.Og * cv.L, cv.L);
+        // With fewer bands than threads (a 7x7 or 14x14 map), the threads share each band's rows.
+        filters.over_rows(row_threads, cw, [&](int64_t r0, int64_t r1) {
+          for (int64_t gi = 0; gi < cv.G; ++gi) {
+            if (b)
+              for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) std::fill(yb + o * cv.L, yb + o * cv.L + cw, b[o]);
+            filters.mul_rows(gi, r0, r1, cw, cols + gi * cv.CgK * ld, ld, b ? T(1) : T(0), yb + gi * cv.Og * cv.L,
+                             cv.L);
+          }
+        });
       };
-      const int64_t bands = (g.oh + cv.band - 1) / cv.band;
-      // Small convolutions (LeNet at batch 1) are not worth waking a thread for.
-      const bool spread = threads > 1 && bands > 1 && double(cv.O) * double(cv.L) * double(cv.CgK) >= double(1 << 23);
       if (spread) {
         parallel_for(0, bands, 1, [&](int64_t b0, int64_t b1) {
           Tensor own = empty_tensor({cv.buffer_size()}, input.dtype());
@@ -515,16 +545,25 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
         for (int64_t i = 0; i < m; ++i) cv.gather(gyn, tile, i, m);
-        for (int64_t gi = 0; gi < cv.G; ++gi)
-          filters.mul(gi, cols, tile + gi * cv.Og * cols, cols, T(0), buf + gi * cv.CgK * cols, cols);
-        for (int64_t i = 0; i < m; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
+        filters.over_rows(threads, cols, [&](int64_t r0, int64_t r1) {
+          for (int64_t gi = 0; gi < cv.G; ++gi)
+            filters.mul_rows(gi, r0, r1, cols, tile + gi * cv.Og * cols, cols, T(0), buf + gi * cv.CgK * cols, cols);
+        });
+        if (threads > 1)  // the images' gradients are disjoint
+          parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
+          });
+        else
+          for (int64_t i = 0; i < m; ++i) cv.col2im(buf + i * cv.L, cols, 0, g.oh, dxn + i * g.C * cv.HW);
         continue;
       }
       std::fill(dxn, dxn + g.C * cv.HW, T(0));
       for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
         const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
-        for (int64_t gi = 0; gi < cv.G; ++gi)
-          filters.mul(gi, cw, gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw);
+        filters.over_rows(threads, cw, [&](int64_t r0, int64_t r1) {
+          for (int64_t gi = 0; gi < cv.G; ++gi)
+            filters.mul_rows(gi, r0, r1, cw, gyn + gi * cv.Og * cv.L + oy0 * g.ow, cv.L, T(0), buf + gi * cv.CgK * cw, cw);
+        });
         cv.col2im(buf, cw, oy0, oy1, dxn);
       }
     }

@@ -27,7 +27,7 @@
 namespace kindle::cpu::sgemm {
 namespace {
 
-constexpr int64_t kMr = 12, kNr = 32;
+constexpr int64_t kMr = kPanelRows, kNr = 32;
 constexpr int64_t kKc = 256;   // depth per block: a B panel (kKc x kNr) is 32 KB, in L1
 constexpr int64_t kMc = 240;   // rows of A per block when it is packed here: 240 KB, in L2
 constexpr int64_t kNc = 2048;  // columns per packed B block: 2 MB
@@ -339,16 +339,18 @@ void few_rows(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int6
 
 }  // namespace
 
-void multiply(const PackedA& a, bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
-              int64_t ldc) {
+void multiply(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n, float alpha, const float* b,
+              int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (row0 % kMr != 0 || row0 < 0 || rows < 0 || row0 + rows > a.rows())
+    throw std::logic_error("sgemm::multiply: the rows must start at a panel boundary and lie inside A");
   const int64_t k = a.depth();
   const float* data = a.data();
   const int64_t mp = round_up(a.rows(), kMr);
   auto block = [&](int64_t pc, int64_t kc, int64_t ic, int64_t, int64_t& stride) {
     stride = kc * kMr;
-    return data + mp * pc + (ic / kMr) * kc * kMr;
+    return data + mp * pc + ((row0 + ic) / kMr) * kc * kMr;
   };
-  drive(a.rows(), n, k, round_up(a.rows(), kMr), block, trans_b, b, ldb, alpha, beta, c, ldc);
+  drive(rows, n, k, round_up(rows, kMr), block, trans_b, b, ldb, alpha, beta, c + row0 * ldc, ldc);
 }
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -371,7 +373,7 @@ PackedA::PackedA(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) 
 #pragma GCC pop_options
 #else
 // Not an x86-64 build: available() is false (no AVX-512), so none of this is ever called.
-void multiply(const PackedA&, bool, int64_t, float, const float*, int64_t, float, float*, int64_t) {
+void multiply(const PackedA&, int64_t, int64_t, bool, int64_t, float, const float*, int64_t, float, float*, int64_t) {
   throw std::logic_error("sgemm::multiply: Kindle's AVX-512 GEMM does not exist on this architecture");
 }
 void gemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,

@@ -32,10 +32,19 @@ class PackedA {
   void* storage_ = nullptr;  // the caching allocator's block (a Tensor), so packing does not page-fault
 };
 
-// C (m x n, ld ldc) = alpha * A op(B) + beta * C on the calling thread, A packed (rows m, depth k);
-// op(B) is k x n. beta == 0 ignores C's old contents (NaN included), as BLAS does.
-void multiply(const PackedA& a, bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
-              int64_t ldc);
+// Rows of A per packed panel: a product over part of A's rows starts at a multiple of this.
+constexpr int64_t kPanelRows = 12;
+
+// Rows [row0, row0 + rows) of C (m x n, ld ldc; c points at row 0) = alpha * A op(B) + beta * C,
+// on the calling thread, A packed (rows m, depth k; row0 a multiple of kPanelRows); op(B) is
+// k x n. beta == 0 ignores C's old contents (NaN included), as BLAS does. Each row is the same
+// sum whichever range it is computed in, so callers may split the rows over threads freely.
+void multiply(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n, float alpha, const float* b,
+              int64_t ldb, float beta, float* c, int64_t ldc);
+inline void multiply(const PackedA& a, bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta,
+                     float* c, int64_t ldc) {
+  multiply(a, 0, a.rows(), trans_b, n, alpha, b, ldb, beta, c, ldc);
+}
 
 // The same with A unpacked: C = alpha * op(A) op(B) + beta * C, on the calling thread. With at
 // most kDotRows rows of A (not transposed) and B transposed (a linear layer at a small batch), the

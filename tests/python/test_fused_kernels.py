@@ -123,6 +123,8 @@ CONV_CASES = [
     ((5, 3, 11, 13), (4, 3, 4, 4), dict(padding=1, stride=2)),
     ((3, 4, 13, 12), (5, 4, 3, 3), dict(padding=2, stride=3, dilation=2)),
     ((4, 5, 7, 7), (6, 5, 4, 4), dict(padding=(0, 2), stride=(2, 1))),
+    # A lone image in one band, with work enough for two threads to share the GEMM's rows.
+    ((1, 96, 7, 7), (132, 96, 3, 3), dict(padding=1)),
 ]
 
 
