@@ -1,7 +1,8 @@
 // GEMM: Intel MKL (from PyPI, through its single dynamic library mkl_rt) for float32 and
-// float64; a plain loop for the other dtypes (no BLAS has them). On CPUs with AVX-512, float32
-// products of at least a few rows and columns run on Kindle's own kernel (sgemm.h): MKL runs
-// its AVX2 code on AMD's AVX-512 cores, at half their speed.
+// float64; a plain loop for the other dtypes (no BLAS has them). On AMD's CPUs with AVX-512,
+// float32 products of at least a few rows and columns run on Kindle's own kernel (sgemm.h): MKL
+// runs its AVX2 code there, at half their speed (on Intel's it runs AVX-512 code, and stays). A
+// linear layer at a small batch takes sgemm.h's dot-product form on either.
 //
 // Why MKL and not OpenBLAS: measured side by side with torch (which uses MKL), OpenBLAS reached
 // 84-89% of torch's GFLOP/s at 256-1024 on this machine, MKL 98-104%. MKL runs on the GNU
@@ -277,7 +278,7 @@ void few_rows_gemm(const GemmArgs& g) {
 // Kindle's SGEMM takes products with at least this many rows and columns; thinner ones (a
 // matrix-vector product, a batch-1 linear layer) are bound by memory, where MKL's paths do well.
 constexpr int64_t kOwnMin = 8;
-bool own_sgemm(int64_t m, int64_t n) { return m >= kOwnMin && n >= kOwnMin && sgemm::available(); }
+bool own_sgemm(int64_t m, int64_t n) { return m >= kOwnMin && n >= kOwnMin && sgemm::preferred(); }
 // A linear layer at a small batch (1-16 rows times a transposed weight): Kindle's dot-product
 // form reads the weight once in place (0.35-0.45 of torch's time at 2-16 rows here, 0.85 at 1).
 bool own_dot(const GemmArgs& g) {

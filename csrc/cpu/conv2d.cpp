@@ -261,7 +261,7 @@ struct Filters {
 
   Filters(const T* w_, const Conv<T>& cv, bool trans_) : w(w_), Og(cv.Og), CgK(cv.CgK), trans(trans_) {
     if constexpr (std::is_same_v<T, float>) {
-      if (sgemm::available() && (trans ? CgK : Og) >= 8)
+      if (sgemm::preferred() && (trans ? CgK : Og) >= 8)
         for (int64_t gi = 0; gi < cv.G; ++gi)
           packed.push_back(trans ? std::make_unique<sgemm::PackedA>(true, CgK, Og, w + gi * Og * CgK, CgK)
                                  : std::make_unique<sgemm::PackedA>(false, Og, CgK, w + gi * Og * CgK, CgK));
@@ -282,17 +282,25 @@ struct Filters {
   void mul(int64_t gi, int64_t n, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
     mul_rows(gi, 0, rows(), n, b, ldb, beta, c, ldc);
   }
-  // f(r0, r1) over the rows [0, rows()) of a product of n columns: on the calling thread, or
-  // (threads > 1, enough work) in blocks of whole packed panels over the threads. Only Kindle's
-  // GEMM is split: each of its rows is the same sum in any block, so the bits stay independent of
-  // the thread count (MKL's kernels may differ with the number of rows).
+  // f(r0, r1) over the rows [0, rows()) of a product of n columns, so that threads > 1 can share
+  // a product with enough work. Kindle's GEMM is split in blocks of whole packed panels, one per
+  // thread: each of its rows is the same sum in any block. MKL's result for a row may depend on
+  // how many rows a call has, so its products are cut into the same blocks (a function of the
+  // shapes) at any thread count, run in parallel or in turn.
   template <typename F>
   void over_rows(int threads, int64_t n, const F& f) const {
-    const int64_t step = sgemm::kPanelRows, blocks = (rows() + step - 1) / step;
-    const bool split = threads > 1 && !packed.empty() && blocks >= 2 &&
-                       double(Og) * double(CgK) * double(n) >= double(1 << 22);
-    if (!split) return f(0, rows());
-    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) { f(b0 * step, std::min(rows(), b1 * step)); });
+    const int64_t m = rows();
+    if (double(Og) * double(CgK) * double(n) < double(1 << 22)) return f(0, m);
+    int64_t step = sgemm::kPanelRows;
+    if (packed.empty()) step = std::max<int64_t>(32, (m / 4 + 15) / 16 * 16);
+    else if (threads <= 1) return f(0, m);
+    const int64_t blocks = (m + step - 1) / step;
+    if (blocks < 2) return f(0, m);
+    if (threads <= 1) {
+      for (int64_t bi = 0; bi < blocks; ++bi) f(bi * step, std::min(m, (bi + 1) * step));
+      return;
+    }
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) { f(b0 * step, std::min(m, b1 * step)); });
   }
 };
 

@@ -87,7 +87,7 @@ class StepProduct {
   // op(W) = W (stored m x k) or W^T (W stored k x m), rows ld apart.
   StepProduct(bool trans_w, int64_t B, int64_t m, int64_t k, const T* w, int64_t ld) : B_(B), m_(m) {
     if constexpr (std::is_same_v<T, float>) {
-      if (B >= 8 && sgemm::available()) {
+      if (B >= 8 && sgemm::preferred()) {
         own_ = std::make_unique<sgemm::PackedA>(trans_w, m, k, w, ld);
         tmp_.resize(size_t(m * B));
         return;

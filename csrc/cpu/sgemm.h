@@ -10,8 +10,14 @@
 
 namespace kindle::cpu::sgemm {
 
-// True when the CPU has AVX-512F (checked once) and KINDLE_SGEMM is not "mkl".
+// True when the CPU has AVX-512F (checked once) and KINDLE_SGEMM is not "mkl": the kernels here
+// can run. The dot-product form for a few rows (gemm below) is used wherever they can.
 bool available();
+// True where the packed GEMM (PackedA, multiply, gemm with many rows) is the one to use rather
+// than MKL's: available(), on a CPU that is not Intel's (MKL runs AVX2 code on AMD's AVX-512
+// cores, its own AVX-512 kernels on Intel's, where they measured faster), or with
+// KINDLE_SGEMM=kindle.
+bool preferred();
 
 // A row-major operand A (m x k, or its transpose when trans) packed into panels of kMr rows, so
 // that many products with it (bands of one convolution) pack it once.
