@@ -199,6 +199,13 @@ void init_mkl() {
   std::call_once(once, [] {
     MKL_Set_Interface_Layer(kInterfaceLp64);
     MKL_Set_Threading_Layer(kThreadingGnu);
+#ifndef KINDLE_BLAS_OPENBLAS
+    // MKL's threaded GEMM may split the sum over k, so its bits would depend on the thread count
+    // (a 128x4096 by 4096x1024 product differed in the 5th digit between 1 and 2 threads). Its
+    // strict reproducibility mode keeps them the same for any thread count, at 0.85-1.1 of the
+    // default mode's speed here. A user's own MKL_CBWR setting wins.
+    if (!std::getenv("MKL_CBWR")) MKL_CBWR_Set(MKL_CBWR_AUTO | MKL_CBWR_STRICT);
+#endif
   });
 }
 

@@ -97,8 +97,10 @@ TEST(Sgemm, MatchesTheReferenceAcrossShapesAndLayouts) {
 TEST(Sgemm, MatmulDoesNotDependOnTheThreadCount) {
   const int saved = kindle::get_num_threads();
   kindle::manual_seed(3);
+  // (The last two: MKL's threaded GEMM split their sums over k, outside its strict mode.)
   for (auto shape : {std::vector<int64_t>{300, 500, 200}, std::vector<int64_t>{40, 3000, 70},
-                     std::vector<int64_t>{2000, 24, 96}}) {
+                     std::vector<int64_t>{2000, 24, 96}, std::vector<int64_t>{128, 1024, 4096},
+                     std::vector<int64_t>{2048, 64, 2048}}) {
     kindle::Tensor a = kindle::randn({shape[0], shape[2]}), b = kindle::randn({shape[2], shape[1]});
     kindle::set_num_threads(1);
     kindle::Tensor one = kindle::matmul(a, b);
@@ -106,7 +108,7 @@ TEST(Sgemm, MatmulDoesNotDependOnTheThreadCount) {
     kindle::Tensor two = kindle::matmul(a, b);
     kindle::Tensor bt = kindle::matmul(a, b.t().contiguous().t());
     EXPECT_TRUE(kindle::equal(one, two)) << shape[0] << "x" << shape[1];
-    if (sg::available()) EXPECT_TRUE(kindle::equal(one, bt)) << "transposed operand";
+    if (sg::preferred()) EXPECT_TRUE(kindle::equal(one, bt)) << "transposed operand";
     kindle::Tensor ref = kindle::matmul(a.to(kindle::kFloat64), b.to(kindle::kFloat64)).to(kindle::kFloat32);
     EXPECT_TRUE(kindle::allclose(one, ref, 1e-4, 1e-4));
   }

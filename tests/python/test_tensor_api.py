@@ -823,6 +823,23 @@ def test_pointwise_bit_identical_with_1_and_2_threads(threads, name, f, shape):
     assert _bits(one) == _bits(two), f"{name} differs between 1 and 2 threads"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(300, 500, 200), (128, 1024, 4096), (2048, 64, 2048), (35, 2600, 650),
+                                   (4, 96, 700, 64)])
+def test_matmul_bit_identical_with_1_and_2_threads(threads, dtype, shape):
+    # Kindle's GEMM splits C, never a sum; MKL's threaded GEMM may split the sum over k (the
+    # second and third shapes did), so it runs in its strict reproducibility mode.
+    rng = np.random.default_rng(7)
+    *batch, m, n, k = shape
+    a = kindle.tensor(rng.standard_normal((*batch, m, k)).astype(dtype))
+    b = kindle.tensor(rng.standard_normal((*batch, k, n)).astype(dtype))
+    kindle.set_num_threads(1)
+    one = kindle.matmul(a, b)
+    kindle.set_num_threads(2)
+    two = kindle.matmul(a, b)
+    assert _bits(one) == _bits(two), f"{shape} {dtype} differs between 1 and 2 threads"
+
+
 def test_gelu_backward_bit_identical_with_1_and_2_threads(threads):
     x = kindle.tensor(np.random.default_rng(6).standard_normal(1_000_003).astype(np.float32) * 4)
     x.requires_grad_()
