@@ -199,13 +199,6 @@ void init_mkl() {
   std::call_once(once, [] {
     MKL_Set_Interface_Layer(kInterfaceLp64);
     MKL_Set_Threading_Layer(kThreadingGnu);
-#ifndef KINDLE_BLAS_OPENBLAS
-    // MKL's threaded GEMM may split the sum over k, so its bits would depend on the thread count
-    // (a 128x4096 by 4096x1024 product differed in the 5th digit between 1 and 2 threads). Its
-    // strict reproducibility mode keeps them the same for any thread count, at 0.85-1.1 of the
-    // default mode's speed here. A user's own MKL_CBWR setting wins.
-    if (!std::getenv("MKL_CBWR")) MKL_CBWR_Set(MKL_CBWR_AUTO | MKL_CBWR_STRICT);
-#endif
   });
 }
 
@@ -279,6 +272,56 @@ void few_rows_gemm(const GemmArgs& g) {
       part.c = static_cast<T*>(g.c) + j0;
       blas_gemm<T>(part, 1, 0, 0, 0);
     }
+  });
+}
+
+// The BLAS on several threads may split a product's sum over k (MKL did for 128x4096 by 4096x1024:
+// the 5th digit changed between 1 and 2 threads), and its strict reproducibility mode halved the
+// speed of small single-threaded products. So a large product is cut into bands of C that are a
+// function of its shape only (up to kBlasBands of them), each one single-threaded BLAS call; the
+// bands, and the products of a batch, run in parallel or in turn, the same calls either way, so
+// the bits do not depend on the thread count.
+constexpr int64_t kBlasBands = 4;
+
+template <typename T>
+void banded_blas_gemm(const GemmArgs& g, int64_t batch, int64_t sa, int64_t sb, int64_t sc, int threads) {
+  const double flops = double(g.m) * double(g.n) * double(g.k);
+  const bool by_cols = g.n >= g.m;
+  const int64_t extent = by_cols ? g.n : g.m;
+  const int64_t bands = std::max<int64_t>(1, std::min({kBlasBands, int64_t(flops / double(1 << 24)), extent / 64}));
+  const int64_t step = (extent + bands - 1) / bands;
+  const int64_t es = sizeof(T);
+  auto run = [&](int64_t item) {
+    const int64_t bi = item / bands, lo = (item % bands) * step, len = std::min(extent, lo + step) - lo;
+    if (len <= 0) return;
+    GemmArgs part = g;
+    const char* a = static_cast<const char*>(g.a) + bi * sa * es;
+    const char* b = static_cast<const char*>(g.b) + bi * sb * es;
+    char* c = static_cast<char*>(g.c) + bi * sc * es;
+    if (by_cols) {
+      part.n = len;
+      b += (g.trans_b ? lo * g.ldb : lo) * es;
+      c += lo * es;
+    } else {
+      part.m = len;
+      a += (g.trans_a ? lo : lo * g.lda) * es;
+      c += lo * g.ldc * es;
+    }
+    part.a = a;
+    part.b = b;
+    part.c = c;
+    blas_gemm<T>(part, 1, 0, 0, 0);
+  };
+  const int64_t items = batch * bands;
+  if (threads <= 1 || items == 1 || omp_in_parallel()) {
+    MKL_Set_Num_Threads_Local(1);
+    if (bands == 1) return blas_gemm<T>(g, batch, sa, sb, sc);  // one product, or a batch of one-band products
+    for (int64_t i = 0; i < items; ++i) run(i);
+    return;
+  }
+  parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
+    MKL_Set_Num_Threads_Local(1);
+    for (int64_t i = i0; i < i1; ++i) run(i);
   });
 }
 
@@ -452,8 +495,7 @@ void gemm_kernel(DType dt, const GemmArgs* g0, int64_t batch, int64_t sa, int64_
             return;
           }
         }
-        MKL_Set_Num_Threads_Local(flops < double(1 << 23) ? 1 : get_num_threads());
-        blas_gemm<T>(*g0, batch, sa, sb, sc);
+        banded_blas_gemm<T>(*g0, batch, sa, sb, sc, flops < double(1 << 23) ? 1 : get_num_threads());
         return;
       }
     }
@@ -479,8 +521,12 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
     if (own_sgemm(m, n) || own_dot(g)) return own_gemm(g, threads);
   }
   init_mkl();
-  MKL_Set_Num_Threads_Local(threads);
-  blas_gemm<T>(g, 1, 0, 0, 0);
+  if (threads <= 1) {  // callers on one thread (a convolution's units) keep one call
+    MKL_Set_Num_Threads_Local(1);
+    blas_gemm<T>(g, 1, 0, 0, 0);
+    return;
+  }
+  banded_blas_gemm<T>(g, 1, 0, 0, 0, threads);
 }
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
                           float, float*, int64_t, int);
