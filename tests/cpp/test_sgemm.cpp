@@ -4,9 +4,11 @@
 // of C over threads. On a CPU without AVX-512 the kernel is never entered, and these tests skip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "cpu/sgemm.h"
@@ -90,6 +92,33 @@ TEST(Sgemm, MatchesTheReferenceAcrossShapesAndLayouts) {
         check({29, 45, 70, ta, tb, 0, -1.5f, 2.f}, packed, rng);
         check({50, 40, 300, ta, tb, 1, 1.f, 1.f}, packed, rng);
       }
+}
+
+// A product over a range of packed rows (a convolution's threads each take whole panels) writes
+// exactly those rows, with the bits the whole product has there.
+TEST(Sgemm, RowRangesOfAPackedProductMatchTheWhole) {
+  if (!sg::available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d;
+  const int64_t m = 61, k = 300, n = 45;
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+  for (auto& x : a) x = d(rng);
+  for (auto& x : b) x = d(rng);
+  sg::PackedA pa(false, m, k, a.data(), k);
+  std::vector<float> whole(size_t(m * n)), parts(size_t(m * n), -1.f), one(size_t(m * n), -1.f);
+  sg::multiply(pa, false, n, 1.f, b.data(), n, 0.f, whole.data(), n);
+  for (int64_t r0 = 0; r0 < m; r0 += 2 * sg::kPanelRows)
+    sg::multiply(pa, r0, std::min<int64_t>(2 * sg::kPanelRows, m - r0), false, n, 1.f, b.data(), n, 0.f,
+                 parts.data(), n);
+  EXPECT_EQ(whole, parts);
+  sg::multiply(pa, sg::kPanelRows, sg::kPanelRows, false, n, 1.f, b.data(), n, 0.f, one.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const bool inside = i >= sg::kPanelRows && i < 2 * sg::kPanelRows;
+      ASSERT_EQ(one[size_t(i * n + j)], inside ? whole[size_t(i * n + j)] : -1.f) << "row " << i;
+    }
+  EXPECT_THROW(sg::multiply(pa, 5, 10, false, n, 1.f, b.data(), n, 0.f, one.data(), n), std::logic_error);
+  EXPECT_THROW(sg::multiply(pa, 60, 12, false, n, 1.f, b.data(), n, 0.f, one.data(), n), std::logic_error);
 }
 
 // Through the library: a float32 matmul gives the same bits on 1 and 2 threads (C is split over
