@@ -840,6 +840,23 @@ def test_matmul_bit_identical_with_1_and_2_threads(threads, dtype, shape):
     assert _bits(one) == _bits(two), f"{shape} {dtype} differs between 1 and 2 threads"
 
 
+@pytest.mark.parametrize("shape", [(1200, 1777), (3, 701, 1001), (64, 128, 784)])
+def test_large_outer_products_match_numpy(threads, shape):
+    # k = 1 products over 8 MB are written with streaming stores (rows of any length and
+    # alignment: 1777 and 1001 floats leave unaligned row starts and tails).
+    rng = np.random.default_rng(8)
+    *batch, m, n = shape
+    a = rng.standard_normal((*batch, m, 1)).astype(np.float32)
+    b = rng.standard_normal((*batch, 1, n)).astype(np.float32)
+    want = a * b  # each element one float32 product, as the kernel's
+    for t in (1, 2):
+        kindle.set_num_threads(t)
+        got = kindle.matmul(kindle.tensor(a), kindle.tensor(b)).numpy()
+        assert np.array_equal(got, want)
+    col = kindle.tensor(a).transpose(-1, -2).contiguous().transpose(-1, -2)  # a strided left operand
+    assert np.array_equal(kindle.matmul(col, kindle.tensor(b)).numpy(), want)
+
+
 def test_gelu_backward_bit_identical_with_1_and_2_threads(threads):
     x = kindle.tensor(np.random.default_rng(6).standard_normal(1_000_003).astype(np.float32) * 4)
     x.requires_grad_()
