@@ -6,13 +6,14 @@
 // tile: one GEMM per image would have 16-64 columns and read the whole weight for each image.
 // A 1x1, stride-1, unpadded convolution of a large plane uses the image itself as its columns.
 // Units of work (one image, or one tile of images) run in parallel with single-threaded GEMMs;
-// a lone image spreads its forward bands over the threads, and its backward runs on one thread
-// (MKL's threaded GEMM may split the sum over K, which would make the bits depend on the
-// thread count).
+// a lone image spreads its forward bands over the threads, and where there are fewer units or
+// bands than threads the threads share each GEMM's rows (Filters::over_rows). MKL's threaded
+// GEMM is never used: it may split the sum over K, which would make the bits depend on the
+// thread count.
 //
-// Determinism: every unit's result is computed the same way whatever the thread count; the
-// weight gradient sums units in fixed blocks (a function of the shapes only), then adds the
-// blocks in order.
+// Determinism: every unit's result is computed the same way whatever the thread count (an MKL
+// product's rows are cut into the same blocks at any thread count); the weight gradient sums
+// units in fixed blocks (a function of the shapes only), then adds the blocks in order.
 #include <algorithm>
 #include <cstring>
 #include <memory>
