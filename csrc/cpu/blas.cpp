@@ -447,11 +447,9 @@ inline void streamed_scaled_row(float* __restrict c, const float* __restrict b, 
   int64_t j = 0;
 #if defined(__AVX512F__)
   const int64_t head = std::min<int64_t>(n, int64_t((64 - reinterpret_cast<uintptr_t>(c) % 64) % 64) / 4);
-  if (reinterpret_cast<uintptr_t>(c) % 4 == 0) {
-    for (; j < head; ++j) c[j] = a * b[j];
-    const __m512 va = _mm512_set1_ps(a);
-    for (; j + 16 <= n; j += 16) _mm512_stream_ps(c + j, _mm512_mul_ps(va, _mm512_loadu_ps(b + j)));
-  }
+  for (; j < head; ++j) c[j] = a * b[j];
+  const __m512 va = _mm512_set1_ps(a);
+  for (; j + 16 <= n; j += 16) _mm512_stream_ps(c + j, _mm512_mul_ps(va, _mm512_loadu_ps(b + j)));
 #endif
   for (; j < n; ++j) c[j] = a * b[j];
 }

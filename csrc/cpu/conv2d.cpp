@@ -49,16 +49,25 @@ void strided_copy(T* __restrict r, const T* __restrict src, int64_t lo, int64_t 
 // src[l] < 0, the padding), and its adjoint plane[src[l]] += row[l]. One tap's positions are
 // distinct, so sixteen of them are gathered (and scattered back) at once without conflicts; the
 // scalar loops were a fifth of a DCGAN layer's time.
+#if defined(__AVX512F__)
+// Sixteen table entries at `table`: their positions (pos), which of them lie in the plane (in),
+// and the plane's values there (0 in the padding).
+inline __m512 gather16(const float* plane, const int32_t* table, __m512i& pos, __mmask16& in) {
+  pos = _mm512_loadu_si512(table);
+  in = _mm512_cmpge_epi32_mask(pos, _mm512_setzero_si512());
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, pos, plane, 4);
+}
+#endif
+
 template <typename T>
 void gather_row(T* __restrict row, const T* __restrict plane, const int32_t* src, int64_t l0, int64_t l1) {
   int64_t l = l0;
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>)
-    for (; l + 16 <= l1; l += 16) {
-      const __m512i idx = _mm512_loadu_si512(src + l);
-      const __mmask16 in = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512());
-      _mm512_storeu_ps(row + l, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, idx, plane, 4));
-    }
+  if constexpr (std::is_same_v<T, float>) {
+    __m512i pos;
+    __mmask16 in;
+    for (; l + 16 <= l1; l += 16) _mm512_storeu_ps(row + l, gather16(plane, src + l, pos, in));
+  }
 #endif
   for (; l < l1; ++l) row[l] = src[l] >= 0 ? plane[src[l]] : T(0);
 }
@@ -67,14 +76,14 @@ template <typename T>
 void scatter_add_row(const T* __restrict row, T* __restrict plane, const int32_t* dst, int64_t l0, int64_t l1) {
   int64_t l = l0;
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
+    __m512i pos;
+    __mmask16 in;
     for (; l + 16 <= l1; l += 16) {
-      const __m512i idx = _mm512_loadu_si512(dst + l);
-      const __mmask16 in = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512());
-      const __m512 sum = _mm512_add_ps(_mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, idx, plane, 4),
-                                       _mm512_loadu_ps(row + l));
-      _mm512_mask_i32scatter_ps(plane, in, idx, sum, 4);
+      const __m512 sum = _mm512_add_ps(gather16(plane, dst + l, pos, in), _mm512_loadu_ps(row + l));
+      _mm512_mask_i32scatter_ps(plane, in, pos, sum, 4);
     }
+  }
 #endif
   for (; l < l1; ++l)
     if (dst[l] >= 0) plane[dst[l]] += row[l];
@@ -291,17 +300,13 @@ struct Filters {
   template <typename F>
   void over_rows(int threads, int64_t n, const F& f) const {
     const int64_t m = rows();
-    if (double(Og) * double(CgK) * double(n) < double(1 << 22)) return f(0, m);
-    int64_t step = sgemm::kPanelRows;
-    if (packed.empty()) step = std::max<int64_t>(32, (m / 4 + 15) / 16 * 16);
-    else if (threads <= 1) return f(0, m);
+    const bool small = double(Og) * double(CgK) * double(n) < double(1 << 22);
+    if (small || (!packed.empty() && threads <= 1)) return f(0, m);
+    const int64_t step = packed.empty() ? std::max<int64_t>(32, (m / 4 + 15) / 16 * 16) : sgemm::kPanelRows;
     const int64_t blocks = (m + step - 1) / step;
-    if (blocks < 2) return f(0, m);
-    if (threads <= 1) {
-      for (int64_t bi = 0; bi < blocks; ++bi) f(bi * step, std::min(m, (bi + 1) * step));
-      return;
-    }
-    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) { f(b0 * step, std::min(m, b1 * step)); });
+    auto run = [&](int64_t b0, int64_t b1) { f(b0 * step, std::min(m, b1 * step)); };
+    if (threads > 1) parallel_for(0, blocks, 1, run);
+    else for (int64_t bi = 0; bi < blocks; ++bi) run(bi, bi + 1);
   }
 };
 
