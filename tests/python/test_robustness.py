@@ -446,8 +446,16 @@ def test_cpu_cache_is_bounded_by_recent_use():
         s = kindle.cpu.memory_stats()
         assert s["cached_bytes"] <= 64 * MB, s
         assert s["allocated_bytes"] == 0, s
-        # The same size again is served from the cache.
-        hits = s["cache_hits"]
+        # The same size again is served from the cache, mid-size blocks too (glibc would map or
+        # trim a freed 400 KB block, and the next one would fault its pages in again).
+        for size in (16 * MB, 400_000, 128 * 1024):
+            t = kindle.empty(size, dtype=kindle.uint8)
+            del t
+            hits = kindle.cpu.memory_stats()["cache_hits"]
+            t = kindle.empty(size, dtype=kindle.uint8)
+            del t
+            assert kindle.cpu.memory_stats()["cache_hits"] == hits + 1, size
+        hits = kindle.cpu.memory_stats()["cache_hits"]
         for _ in range(3):
             t = kindle.empty(16 * MB, dtype=kindle.uint8)
             del t

@@ -44,8 +44,7 @@ class BatchedTensor(Tensor):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        from ._batching import dispatch
-        return dispatch(func, args, kwargs or {})
+        return _batching.dispatch(func, args, kwargs or {})
 
     # Members that do not reach __torch_function__ (answered by the bindings from the example
     # view) and would otherwise see one example only.
@@ -171,6 +170,9 @@ def to_levels(t, lvls):
         shape = list(p.shape)
         shape[k] = lvl.size
         return p.expand(shape)
+
+
+from . import _batching  # noqa: E402  (it imports this module)
 
 
 def from_levels(p, lvls):

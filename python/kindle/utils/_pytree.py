@@ -37,6 +37,7 @@ class NodeDef(NamedTuple):
 
 
 SUPPORTED_NODES = {}
+_LEAF_TYPES = set()          # types found to be leaves (neither registered nor namedtuples)
 _SERIALIZED_NAME = {}        # type -> name written by treespec_dumps
 _SERIALIZED_TYPE = {}        # name -> type
 _DUMPABLE = {}               # type -> (to_dumpable_context, from_dumpable_context)
@@ -52,6 +53,7 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=
     if (to_dumpable_context is None) != (from_dumpable_context is None):
         raise ValueError("Both to_dumpable_context and from_dumpable_context must be None or registered.")
     SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
+    _LEAF_TYPES.discard(cls)
     name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
     _SERIALIZED_NAME[cls] = name
     _SERIALIZED_TYPE[name] = cls
@@ -228,11 +230,15 @@ _SERIALIZED_TYPE["collections.namedtuple"] = collections.namedtuple
 def _node_of(obj):
     """The NodeDef for obj, or None for a leaf. Exact types, as torch (a subclass of list is a leaf
     unless registered), except that any namedtuple is a node."""
-    node = SUPPORTED_NODES.get(type(obj))
+    cls = type(obj)
+    node = SUPPORTED_NODES.get(cls)
     if node is not None:
         return node
-    if is_namedtuple_instance(obj) or is_structseq_instance(obj):
+    if cls in _LEAF_TYPES:
+        return None
+    if is_namedtuple_class(cls) or is_structseq_class(cls):
         return _NAMEDTUPLE
+    _LEAF_TYPES.add(cls)
     return None
 
 
