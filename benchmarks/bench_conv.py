@@ -5,7 +5,7 @@
     python benchmarks/bench_conv.py --quick            # seconds: checks the script, not speed
 
 Each row is one layer shape from the models of issue 18 (ResNet's small late stages, the 7x7
-stem, fast-neural-style's 9x9, DCGAN's stride-2 4x4 convolutions and transposed convolutions),
+stem, fast-neural-style's 9x9 layers, 5x5 layers, DCGAN's stride-2 4x4 convolutions and transposed convolutions),
 timed as inference ("fwd": no autograd) and as a training step ("fwd+bwd": forward, then
 backward of out.sum() into the input and the weight). Kindle and torch run alternately (A B B A
 ...) on the same float32 data; the figure is the best of each library's per-round medians, and
@@ -35,6 +35,9 @@ SHAPES = [
     ("ResNet 3x3 64->64 on 56x56, batch 1", (1, 64, 56, 64, 3, 1, 1, False)),
     ("ResNet 7x7/2 stem 3->64 on 224x224, batch 1", (1, 3, 224, 64, 7, 2, 3, False)),
     ("style 9x9 32->32 on 72x72, batch 1", (1, 32, 72, 32, 9, 1, 4, False)),
+    ("style 9x9 32->3 on 80x80, batch 1", (1, 32, 80, 3, 9, 1, 4, False)),
+    ("5x5 64->64 on 56x56, batch 1", (1, 64, 56, 64, 5, 1, 2, False)),
+    ("LeNet 5x5 1->20 on 28x28, batch 64", (64, 1, 28, 20, 5, 1, 0, False)),
     ("DCGAN D 4x4/2 1->64 on 16x16, batch 64", (64, 1, 16, 64, 4, 2, 1, False)),
     ("DCGAN D 4x4/2 64->128 on 8x8, batch 64", (64, 64, 8, 128, 4, 2, 1, False)),
     ("DCGAN G T4x4/2 128->64 on 4x4, batch 64", (64, 128, 4, 64, 4, 2, 1, True)),

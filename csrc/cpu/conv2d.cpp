@@ -25,6 +25,7 @@
 #endif
 
 #include "cpu/blas.h"
+#include "cpu/direct_conv.h"
 #include "cpu/parallel.h"
 #include "cpu/sgemm.h"
 #include "cpu/winograd.h"
@@ -134,6 +135,14 @@ struct Conv {
   bool winograd() const {
     return std::is_same_v<T, float> && G == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
            g.dw == 1 && std::min(g.C, O) >= 16 && g.oh * g.ow >= 100;
+  }
+  // Stride 1, undilated, ungrouped float32 with a 5x5 kernel or larger: the direct kernel
+  // (csrc/cpu/direct_conv.cpp) for the forward pass, and for the input gradient where its padding
+  // allows (on the adjoint, whose output rows are the input's).
+  bool large_kernel(bool adjoint) const {
+    return std::is_same_v<T, float> && G == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+           (adjoint ? direct_conv_applies(O, g.C, g.kh, g.kw, g.W, g.ph, g.pw, true)
+                    : direct_conv_applies(g.C, O, g.kh, g.kw, g.ow, g.ph, g.pw, false));
   }
   // Columns of the widest tile.
   int64_t tile_cols() const { return nb == 1 ? band * g.ow : nb * L; }
@@ -449,6 +458,10 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
       winograd_conv3x3(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw);
       return;
     }
+    if (cv.large_kernel(false)) {
+      direct_conv(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
+      return;
+    }
   }
   const Filters<T> filters(w, cv, false);
   cv.over_units(input.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
@@ -542,6 +555,10 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
       winograd_conv3x3(gy, w, true, nullptr, dx, g.N, cv.O, g.oh, g.ow, g.C, 2 - g.ph, 2 - g.pw);
       return;
     }
+    if (cv.large_kernel(true)) {
+      direct_conv(gy, w, true, nullptr, dx, g.N, cv.O, g.oh, g.ow, g.C, g.kh, g.kw, g.kh - 1 - g.ph, g.kw - 1 - g.pw);
+      return;
+    }
   }
   const Filters<T> filters(w, cv, true);
   cv.over_units(grad_out.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
@@ -603,6 +620,13 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
       }
     });
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (cv.G == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+        direct_conv_weight_applies(g.C, g.kh, g.kw, g.ow)) {
+      direct_conv_weight(x, gy, dw, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
+      return;
+    }
   }
   const int64_t units = cv.units(), blocks = std::min<int64_t>(units, 4);
   if (blocks == 0) {

@@ -125,6 +125,19 @@ CONV_CASES = [
     ((4, 5, 7, 7), (6, 5, 4, 4), dict(padding=(0, 2), stride=(2, 1))),
     # A lone image in one band, with work enough for two threads to share the GEMM's rows.
     ((1, 96, 7, 7), (132, 96, 3, 3), dict(padding=1)),
+    # The direct kernel for 5x5 and larger (AVX-512 builds): forward, input gradient (on the
+    # adjoint) and weight gradient; rows with a short last vector, channel blocks of 9 and of 14
+    # with a short last one, a 7-wide kernel with unequal padding, a 3x15 kernel (the weight
+    # gradient's widths stop at 14: im2col there), padding too large for the adjoint (im2col for
+    # the input gradient), few input channels (im2col for both gradients), and a weight gradient
+    # whose chunks of rows cross images.
+    ((2, 16, 20, 37), (18, 16, 5, 5), dict(padding=2)),
+    ((1, 17, 19, 24), (20, 17, 9, 7), dict(padding=(4, 2))),
+    ((2, 16, 22, 22), (40, 16, 5, 5), dict(padding=0)),
+    ((1, 16, 20, 30), (16, 16, 3, 15), dict(padding=(1, 7))),
+    ((1, 16, 20, 20), (16, 16, 5, 5), dict(padding=5)),
+    ((3, 3, 24, 33), (5, 3, 7, 7), dict(padding=3)),
+    ((3, 16, 40, 40), (64, 16, 5, 5), dict(padding=2)),
 ]
 
 
