@@ -80,13 +80,22 @@ void backward(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const T
 // One step's product with the recurrent weight, y (B x m) = x (B x k) op(W)^T + beta y, op(W) of
 // m x k, packed once for every step. Where Kindle's SGEMM runs (sgemm.h) and the batch has at least
 // 8 rows, op(W) is its left operand and the product is computed transposed (m x B: the batch is
-// the kernel's columns), then added into y; otherwise MKL's packed GEMM with op(W)^T packed.
+// the kernel's columns), then added into y. The forward step of a small batch (at most
+// sgemm::kDotRows rows) takes dot products with W's rows as they are stored, on every thread (bands
+// of W's rows, each output the same sum at any thread count): packing W cost a copy of it per
+// sequence, and MKL's packed product of one row ran on one thread, at a sixth of a word-level
+// LSTM's batch-1 inference. Otherwise MKL's packed GEMM with op(W)^T packed.
 template <typename T>
 class StepProduct {
  public:
   // op(W) = W (stored m x k) or W^T (W stored k x m), rows ld apart.
-  StepProduct(bool trans_w, int64_t B, int64_t m, int64_t k, const T* w, int64_t ld) : B_(B), m_(m) {
+  StepProduct(bool trans_w, int64_t B, int64_t m, int64_t k, const T* w, int64_t ld) : B_(B), m_(m), k_(k) {
     if constexpr (std::is_same_v<T, float>) {
+      if (!trans_w && B <= sgemm::kDotRows && m >= 8 && sgemm::available()) {
+        rows_ = w;
+        ld_ = ld;
+        return;
+      }
       if (B >= 8 && sgemm::preferred()) {
         own_ = std::make_unique<sgemm::PackedA>(trans_w, m, k, w, ld);
         tmp_.resize(size_t(m * B));
@@ -96,6 +105,7 @@ class StepProduct {
     mkl_ = std::make_unique<PackedGemm<T>>(!trans_w, B, m, k, w, ld);
   }
   void multiply(const T* x, int64_t ldx, T beta, T* y, int64_t ldy) {
+    if (rows_) return gemm<T>(false, true, B_, m_, k_, T(1), x, ldx, rows_, ld_, beta, y, ldy, get_num_threads());
     if (mkl_) return mkl_->multiply(x, ldx, beta, y, ldy);
     if constexpr (std::is_same_v<T, float>) {
       sgemm::multiply(*own_, true, B_, 1.f, x, ldx, 0.f, tmp_.data(), B_);
@@ -116,7 +126,8 @@ class StepProduct {
   }
 
  private:
-  int64_t B_, m_;
+  int64_t B_, m_, k_, ld_ = 0;
+  const T* rows_ = nullptr;
   std::unique_ptr<PackedGemm<T>> mkl_;
   std::unique_ptr<sgemm::PackedA> own_;
   std::vector<T> tmp_;

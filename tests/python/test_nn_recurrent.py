@@ -98,3 +98,32 @@ def test_rnn_bad_input():
         kindle._C._nn.rnn(x, h, None, [], "XYZ", True, 1, 0.0, False, False, False)
     with pytest.raises(RuntimeError, match="input_size"):
         kindle._C._nn.gru_cell(kindle.randn(2, 4), kindle.randn(2, 7), kindle.randn(21, 5), kindle.randn(21, 7))
+
+
+@pytest.mark.parametrize("batch", [1, 5, 16, 20])
+def test_lstm_float32_matches_float64_and_ignores_the_thread_count(batch):
+    # Small batches (up to 16 rows) take the recurrent product as dot products with the weight's
+    # rows, split over the threads; larger ones MKL's packed GEMM. Both: float32 close to torch's
+    # float64, and the same bits at 1 and 2 threads, forward and backward.
+    torch.manual_seed(1)
+    ref = torch.nn.LSTM(24, 40, num_layers=2).double()
+    x = torch.randn(7, batch, 24, dtype=torch.float64)
+    want, _ = ref(x)
+    m = kindle.nn.LSTM(24, 40, num_layers=2)
+    m.load_state_dict({k: kindle.tensor(v.detach().float().numpy()) for k, v in ref.state_dict().items()})
+    results = []
+    old = kindle.get_num_threads()
+    try:
+        for threads in (1, 2):
+            kindle.set_num_threads(threads)
+            xk = kindle.tensor(x.float().numpy(), requires_grad=True)
+            out, (h, c) = m(xk)
+            out.sum().backward()
+            np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=0, atol=2e-5)
+            results.append([out.detach().numpy(), h.detach().numpy(), xk.grad.numpy()] +
+                           [p.grad.numpy().copy() for p in m.parameters()])
+            m.zero_grad()
+    finally:
+        kindle.set_num_threads(old)
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
