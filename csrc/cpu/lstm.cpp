@@ -80,18 +80,22 @@ void backward(const Tensor* ghy, const Tensor* gcy, const Tensor& gates, const T
 // One step's product with the recurrent weight, y (B x m) = x (B x k) op(W)^T + beta y, op(W) of
 // m x k, packed once for every step. Where Kindle's SGEMM runs (sgemm.h) and the batch has at least
 // 8 rows, op(W) is its left operand and the product is computed transposed (m x B: the batch is
-// the kernel's columns), then added into y. The forward step of a small batch (at most
-// sgemm::kDotRows rows) takes dot products with W's rows as they are stored, on every thread (bands
-// of W's rows, each output the same sum at any thread count): packing W cost a copy of it per
-// sequence, and MKL's packed product of one row ran on one thread, at a sixth of a word-level
-// LSTM's batch-1 inference. Otherwise MKL's packed GEMM with op(W)^T packed.
+// the kernel's columns), then added into y. The forward step of a batch of one or two takes dot
+// products with W's rows as they are stored, on every thread (bands of W's rows, each output the
+// same sum at any thread count): packing W cost a copy of it per sequence, and MKL's packed
+// product of one row ran on one thread (a word-level LSTM's batch-1 inference: 37.5 -> 30 ms at
+// one thread, 31 -> 22 at two). From batch 4 MKL's packed kernel was faster on one thread (the
+// choice cannot depend on the thread count: the bits would). Otherwise MKL's packed GEMM with
+// op(W)^T packed.
+constexpr int64_t kDotBatch = 2;
+
 template <typename T>
 class StepProduct {
  public:
   // op(W) = W (stored m x k) or W^T (W stored k x m), rows ld apart.
   StepProduct(bool trans_w, int64_t B, int64_t m, int64_t k, const T* w, int64_t ld) : B_(B), m_(m), k_(k) {
     if constexpr (std::is_same_v<T, float>) {
-      if (!trans_w && B <= sgemm::kDotRows && m >= 8 && sgemm::available()) {
+      if (!trans_w && B <= kDotBatch && m >= 8 && sgemm::available()) {
         rows_ = w;
         ld_ = ld;
         return;

@@ -100,9 +100,9 @@ def test_rnn_bad_input():
         kindle._C._nn.gru_cell(kindle.randn(2, 4), kindle.randn(2, 7), kindle.randn(21, 5), kindle.randn(21, 7))
 
 
-@pytest.mark.parametrize("batch", [1, 5, 16, 20])
+@pytest.mark.parametrize("batch", [1, 2, 5, 20])
 def test_lstm_float32_matches_float64_and_ignores_the_thread_count(batch):
-    # Small batches (up to 16 rows) take the recurrent product as dot products with the weight's
+    # Batches of one or two take the recurrent product as dot products with the weight's
     # rows, split over the threads; larger ones MKL's packed GEMM. Both: float32 close to torch's
     # float64, and the same bits at 1 and 2 threads, forward and backward.
     torch.manual_seed(1)
