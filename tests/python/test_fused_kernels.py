@@ -13,7 +13,8 @@ def _t(a, grad=True):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape", [(2, 3, 70, 70, 8, 5), (1, 2, 130, 90, 16, 16), (2, 1, 5, 9, 4, 4)])
+@pytest.mark.parametrize("shape", [(2, 3, 70, 70, 8, 5), (1, 2, 130, 90, 16, 16), (2, 1, 5, 9, 4, 4),
+                                   (1, 2, 70, 300, 8, 8), (1, 1, 300, 300, 8, 6)])  # several key blocks
 def test_sdpa_fused_matches_torch(shape, causal):
     torch = pytest.importorskip("torch")
     B, H, L, S, E, Ev = shape
@@ -30,6 +31,28 @@ def test_sdpa_fused_matches_torch(shape, causal):
     np.testing.assert_allclose(ky.detach().numpy(), ty.detach().numpy(), atol=1e-12)
     for a, b in ((kq, tq), (kk, tk), (kv, tv)):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_float32_ignores_the_thread_count(heads, causal):
+    # Heads run in parallel, or one head's products on every thread; either way the same bits.
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((2, heads, 300, 64)).astype(np.float32) for _ in range(3))
+    go = rng.standard_normal((2, heads, 300, 64)).astype(np.float32)
+    results = []
+    old = kindle.get_num_threads()
+    try:
+        for threads in (1, 2):
+            kindle.set_num_threads(threads)
+            kq, kk, kv = _t(q), _t(k), _t(v)
+            out = F.scaled_dot_product_attention(kq, kk, kv, is_causal=causal)
+            out.backward(_t(go, False))
+            results.append([out.detach().numpy(), kq.grad.numpy(), kk.grad.numpy(), kv.grad.numpy()])
+    finally:
+        kindle.set_num_threads(old)
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
 
 
 def test_sdpa_fused_gradcheck_and_noncontiguous():
