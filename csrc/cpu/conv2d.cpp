@@ -623,7 +623,7 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
   }
   if constexpr (std::is_same_v<T, float>) {
     if (cv.G == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-        direct_conv_weight_applies(g.C, g.kh, g.kw, g.ow)) {
+        direct_conv_weight_applies(g.C, cv.O, g.kh, g.kw, g.ow)) {
       direct_conv_weight(x, gy, dw, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
       return;
     }

@@ -271,12 +271,13 @@ constexpr auto weight_table(std::integer_sequence<int, K...>) {
 
 }  // namespace
 
-bool direct_conv_weight_applies(int64_t C, int64_t kh, int64_t kw, int64_t ow) {
-  // Measured against im2col and MKL's GEMM: under 16 input channels the units are few and the
-  // unfolded matrix small; from 64 channels on the GEMM ran faster (a 64 -> 192 5x5 layer on
-  // 27x27: 1.4x; a 128-channel 7x7 one: 1.2x); at 16-32 channels the direct kernel took 0.55 of
-  // the time on a 9x9 layer, 0.85 on a 32 -> 3 one, and tied on 5x5 ones.
-  return C >= 16 && C <= 32 && kh * kw >= 25 && ow >= 16 && kw >= kMinKw && kw <= kMaxKw;
+bool direct_conv_weight_applies(int64_t C, int64_t O, int64_t kh, int64_t kw, int64_t ow) {
+  // Measured against im2col and MKL's GEMM (whose product has O rows and C*kh*kw columns): under
+  // 16 input channels the units are few and the unfolded matrix small; with more than 64 input
+  // or output channels the GEMM ran faster (a 64 -> 192 5x5 layer on 27x27: 1.3x; a 128-channel
+  // 7x7 one: 1.1x); at 16-64 the direct kernel took 0.5 of the time on a 9x9 layer, 0.85 on 5x5
+  // ones, and its units spread over the threads where a lone image's GEMM is one unit.
+  return C >= 16 && C <= 64 && O <= 64 && kh * kw >= 25 && ow >= 16 && kw >= kMinKw && kw <= kMaxKw;
 }
 
 void direct_conv_weight(const float* x, const float* gy, float* dw, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -366,7 +367,7 @@ void direct_conv(const float* x, const float* w, bool adjoint, const float* bias
 
 #else  // no AVX-512 in this build: conv2d keeps im2col
 
-bool direct_conv_weight_applies(int64_t, int64_t, int64_t, int64_t) { return false; }
+bool direct_conv_weight_applies(int64_t, int64_t, int64_t, int64_t, int64_t) { return false; }
 
 void direct_conv_weight(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                         int64_t, int64_t, int64_t) {

@@ -20,8 +20,8 @@ void direct_conv(const float* x, const float* w, bool adjoint, const float* bias
                  int64_t H, int64_t W, int64_t O, int64_t kh, int64_t kw, int64_t ph, int64_t pw);
 
 // Whether direct_conv_weight runs this shape on this build and is the faster form (kernel widths
-// 5 to 14, 16 to 32 input channels).
-bool direct_conv_weight_applies(int64_t C, int64_t kh, int64_t kw, int64_t ow);
+// 5 to 14, 16 to 64 input channels, at most 64 output channels).
+bool direct_conv_weight_applies(int64_t C, int64_t O, int64_t kh, int64_t kw, int64_t ow);
 
 // dw (O, C, kh, kw) = the weight gradient of that convolution (stride 1, padding ph/pw) of x
 // (N, C, H, W) for the output gradient gy (N, O, oh, ow); dw is overwritten.
