@@ -2,7 +2,9 @@
 // channels) is accumulated in registers over every (channel, tap) from a zero-padded copy of the
 // input, with no column matrix. A tap costs one load per 16 inputs and one broadcast per output
 // channel, for 16 multiply-adds per channel per vector; the block's packed weights ([c][ky][kx][o],
-// 114 KB for a 32-channel 9x9 layer) stay in L2 while a unit of rows runs over them.
+// 114 KB for a 32-channel 9x9 layer) stay in L2 while a unit of rows runs over them. Layers with
+// a multiple of 32 output channels vectorise over the channels instead (wide_chunk), and the
+// weight gradient over the output channels of the transposed output gradient (weight_taps).
 //
 // Work is split into units of (image, channel block, a few output rows); every output element is
 // summed by one unit in a fixed order (channels, then taps), so results do not depend on the
