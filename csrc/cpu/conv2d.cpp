@@ -136,13 +136,16 @@ struct Conv {
     return std::is_same_v<T, float> && G == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
            g.dw == 1 && std::min(g.C, O) >= 16 && g.oh * g.ow >= 100;
   }
-  // Stride 1, undilated, ungrouped float32 with a 5x5 kernel or larger: the direct kernel
-  // (csrc/cpu/direct_conv.cpp) for the forward pass, and for the input gradient where its padding
-  // allows (on the adjoint, whose output rows are the input's).
+  // Stride 1, undilated, ungrouped float32: the shapes the direct kernels (csrc/cpu/direct_conv.cpp)
+  // take, where their own rules (kernel size, channels, padding) pick them.
+  bool dense_stride1() const {
+    return std::is_same_v<T, float> && G == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1;
+  }
+  // The direct kernel for the forward pass, or for the input gradient (on the adjoint, whose output
+  // rows are the input's).
   bool large_kernel(bool adjoint) const {
-    return std::is_same_v<T, float> && G == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-           (adjoint ? direct_conv_applies(O, g.C, g.kh, g.kw, g.W, g.ph, g.pw, true)
-                    : direct_conv_applies(g.C, O, g.kh, g.kw, g.ow, g.ph, g.pw, false));
+    return dense_stride1() && (adjoint ? direct_conv_applies(O, g.C, g.kh, g.kw, g.W, g.ph, g.pw, true)
+                                       : direct_conv_applies(g.C, O, g.kh, g.kw, g.ow, g.ph, g.pw, false));
   }
   // Columns of the widest tile.
   int64_t tile_cols() const { return nb == 1 ? band * g.ow : nb * L; }
@@ -622,8 +625,7 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (cv.G == 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-        direct_conv_weight_applies(g.C, cv.O, g.kh, g.kw, g.ow)) {
+    if (cv.dense_stride1() && direct_conv_weight_applies(g.C, cv.O, g.kh, g.kw, g.ow)) {
       direct_conv_weight(x, gy, dw, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
       return;
     }
