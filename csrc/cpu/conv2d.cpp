@@ -25,6 +25,8 @@
 #endif
 
 #include "cpu/blas.h"
+#include "cpu/conv_gather.h"
+#include "cpu/conv_subpixel.h"
 #include "cpu/direct_conv.h"
 #include "cpu/parallel.h"
 #include "cpu/sgemm.h"
@@ -40,54 +42,11 @@ constexpr int64_t kTileCols = 512;
 // Xeon (2 MB L2) 128 columns ran DCGAN's and MNIST's layers in 0.6-0.8 of the time 2048 took.
 // The filters are then read once per 128 columns, 1/64 byte per flop, which even DRAM sustains.
 constexpr int64_t kImageTileCols = 128;
+constexpr int64_t kColumnTile = 128;
 
 template <int S, typename T>
 void strided_copy(T* __restrict r, const T* __restrict src, int64_t lo, int64_t hi) {
   for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[S * ox];
-}
-
-// The tabulated im2col and col2im of one (channel, tap) row: row[l] = plane[src[l]] (0 where
-// src[l] < 0, the padding), and its adjoint plane[src[l]] += row[l]. One tap's positions are
-// distinct, so sixteen of them are gathered (and scattered back) at once without conflicts; the
-// scalar loops were a fifth of a DCGAN layer's time.
-#if defined(__AVX512F__)
-// Sixteen table entries at `table`: their positions (pos), which of them lie in the plane (in),
-// and the plane's values there (0 in the padding).
-inline __m512 gather16(const float* plane, const int32_t* table, __m512i& pos, __mmask16& in) {
-  pos = _mm512_loadu_si512(table);
-  in = _mm512_cmpge_epi32_mask(pos, _mm512_setzero_si512());
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, pos, plane, 4);
-}
-#endif
-
-template <typename T>
-void gather_row(T* __restrict row, const T* __restrict plane, const int32_t* src, int64_t l0, int64_t l1) {
-  int64_t l = l0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
-    __m512i pos;
-    __mmask16 in;
-    for (; l + 16 <= l1; l += 16) _mm512_storeu_ps(row + l, gather16(plane, src + l, pos, in));
-  }
-#endif
-  for (; l < l1; ++l) row[l] = src[l] >= 0 ? plane[src[l]] : T(0);
-}
-
-template <typename T>
-void scatter_add_row(const T* __restrict row, T* __restrict plane, const int32_t* dst, int64_t l0, int64_t l1) {
-  int64_t l = l0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
-    __m512i pos;
-    __mmask16 in;
-    for (; l + 16 <= l1; l += 16) {
-      const __m512 sum = _mm512_add_ps(gather16(plane, dst + l, pos, in), _mm512_loadu_ps(row + l));
-      _mm512_mask_i32scatter_ps(plane, in, pos, sum, 4);
-    }
-  }
-#endif
-  for (; l < l1; ++l)
-    if (dst[l] >= 0) plane[dst[l]] += row[l];
 }
 
 template <typename T>
@@ -112,7 +71,17 @@ struct Conv {
     // GEMM. There every tap's source in the plane is tabulated once per call, and im2col and
     // col2im become one gather (scatter-add) loop per channel and tap.
     const int64_t taps = g.kh * g.kw;
-    if (!direct && !(Cg == 1 && G > 1) && (g.sw > 1 || g.ow < 16) && L * taps <= (int64_t(1) << 18)) {
+    const bool tabulable = !direct && !(Cg == 1 && G > 1) && L * taps <= (int64_t(1) << 18);
+    const int64_t total = g.N * L;
+    if (tabulable && nb > 1 && total > 0) {
+      // Filters of 1 MB and more are read once per tile: wider tiles share that read (256 columns
+      // ran a 256-channel 7x7 layer at batch 8 in 0.93 of the time 128 took); smaller ones keep
+      // the tile's columns in L2 (DCGAN's 64->128 layer: 0.95 at 128).
+      const int64_t target = O * K >= (int64_t(1) << 18) ? 2 * kColumnTile : kColumnTile;
+      const int64_t n = std::max<int64_t>((total + target - 1) / target, total >= 64 ? 2 : 1);
+      tile_w = ((total + n - 1) / n + 15) / 16 * 16;
+    }
+    if (tabulable && (tile_w > 0 || g.sw > 1 || g.ow < 16)) {
       table.resize(size_t(taps * L));
       for (int64_t ki = 0; ki < g.kh; ++ki)
         for (int64_t kj = 0; kj < g.kw; ++kj)
@@ -122,10 +91,19 @@ struct Conv {
               table[size_t((ki * g.kw + kj) * L + oy * g.ow + ox)] =
                   ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? int32_t(ih * g.W + iw) : -1;
             }
+      for (int64_t t = 0; t < taps; ++t) shifts.push_back(table_shift(table.data() + t * L, L));
     }
   }
 
   std::vector<int32_t> table;  // (tap, output position): offset in the input plane, -1 in the padding
+  std::vector<int64_t> shifts;  // per tap: table_shift (conv_gather.h)
+  // The forward pass of a small plane (nb > 1): the output columns of all the images, (image,
+  // position) flattened, in tiles of tile_w columns (a multiple of 16; 0 where this path is not
+  // taken). MKL's kernels take 16 columns at a time and a ragged last block costs a whole one, so
+  // a tile of two 7x7 images (98 columns) cost as much as 112, and one 4x4 image's 16 columns
+  // left the GEMM's fixed costs unshared.
+  int64_t tile_w = 0;
+  int64_t column_tiles() const { return tile_w > 0 ? (g.N * L + tile_w - 1) / tile_w : 0; }
 
   int64_t units() const { return (g.N + nb - 1) / nb; }
   // 3x3, stride 1, undilated, ungrouped, float32, with channels enough for the transforms to pay:
@@ -151,7 +129,9 @@ struct Conv {
   int64_t tile_cols() const { return nb == 1 ? band * g.ow : nb * L; }
   // Per-thread scratch: the unfolded tile, then (several images per unit) the tile's output or
   // output gradient in (O, columns) layout.
-  int64_t buffer_size() const { return K * tile_cols() + (nb > 1 ? O * tile_cols() : 0); }
+  int64_t buffer_size() const {
+    return std::max(K * tile_cols() + (nb > 1 ? O * tile_cols() : 0), (K + O) * tile_w);
+  }
 
   // The output columns [lo, hi) whose input column ox*sw + off lies inside the image.
   void valid_range(int64_t off, int64_t& lo, int64_t& hi) const {
@@ -216,6 +196,21 @@ struct Conv {
             std::fill(r + hi, r + g.ow, T(0));
           }
         }
+  }
+
+  // Unfolds output positions [l0, l1) of image x through the table: column l of row r is at
+  // col[r * ld + l - l0].
+  void im2col_positions(const T* x, T* col, int64_t ld, int64_t l0, int64_t l1) const {
+    const int64_t taps = g.kh * g.kw;
+    for (int64_t c = 0; c < g.C; ++c) {
+      const T* xc = x + c * HW;
+      for (int64_t t = 0; t < taps; ++t) {
+        const int32_t* src = table.data() + t * L;
+        const int64_t shift = shifts[size_t(t)];
+        if (shift != kNoShift) shifted_row(col + (c * taps + t) * ld - l0, xc, src, shift, l0, l1);
+        else gather_row(col + (c * taps + t) * ld - l0, xc, src, l0, l1);
+      }
+    }
   }
 
   // dx += the adjoint of im2col(., ., ld, oy0, oy1) applied to col.
@@ -467,6 +462,46 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
     }
   }
   const Filters<T> filters(w, cv, false);
+  if (cv.tile_w > 0) {
+    const int64_t tiles = cv.column_tiles(), total = g.N * cv.L;
+    auto run = [&](int64_t t0, int64_t t1, int threads) {
+      Tensor own = empty_tensor({cv.buffer_size()}, input.dtype());
+      T* buf = static_cast<T*>(own.data_ptr());
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t c0 = t * cv.tile_w, cw = std::min(cv.tile_w, total - c0), ld = (cw + 15) / 16 * 16;
+        T* tile = buf + cv.K * ld;
+        // Images i0..i1-1 overlap the tile; image i's positions [l0, l1) are columns from i*L - c0.
+        const int64_t i0 = c0 / cv.L, i1 = (c0 + cw + cv.L - 1) / cv.L;
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+          cv.im2col_positions(x + i * g.C * cv.HW, buf + i * cv.L + l0 - c0, ld, l0, l1);
+        }
+        if (ld > cw)  // zero columns up to the block of 16 (their products are discarded)
+          for (int64_t r = 0; r < cv.K; ++r) std::fill(buf + r * ld + cw, buf + (r + 1) * ld, T(0));
+        filters.over_rows(threads, ld, [&](int64_t r0, int64_t r1) {
+          for (int64_t gi = 0; gi < cv.G; ++gi) {
+            filters.mul_rows(gi, r0, r1, ld, buf + gi * cv.CgK * ld, ld, T(0), tile + gi * cv.Og * ld, ld);
+            for (int64_t i = i0; i < i1; ++i) {
+              const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+              for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) {
+                const T* src = tile + o * ld + i * cv.L - c0;
+                T* dst = y + (i * cv.O + o) * cv.L;
+                const T bo = b ? b[o] : T(0);
+                for (int64_t l = l0; l < l1; ++l) dst[l] = src[l] + bo;
+              }
+            }
+          }
+        });
+      }
+    };
+    // Tiles are a function of the shapes, each computed by one thread the same way at any thread
+    // count; a lone tile shares its GEMM's rows (Filters::over_rows).
+    if (tiles >= 2 && get_num_threads() > 1 && !omp_in_parallel())
+      parallel_for(0, tiles, 1, [&](int64_t b0, int64_t b1) { run(b0, b1, 1); });
+    else
+      run(0, tiles, omp_in_parallel() ? 1 : get_num_threads());
+    return;
+  }
   cv.over_units(input.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {
     for (int64_t u = first; u < last; ++u) {
       const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
@@ -562,6 +597,10 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
       direct_conv(gy, w, true, nullptr, dx, g.N, cv.O, g.oh, g.ow, g.C, g.kh, g.kw, g.kh - 1 - g.ph, g.kw - 1 - g.pw);
       return;
     }
+  }
+  if (subpixel_adjoint_applies(cg)) {
+    subpixel_adjoint(gy, w, dx, cg);
+    return;
   }
   const Filters<T> filters(w, cv, true);
   cv.over_units(grad_out.dtype(), [&](int64_t first, int64_t last, T* buf, int threads) {

@@ -103,15 +103,36 @@ def test_conv2d_native_matches_torch(groups, mult, dtype):
             np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol)
 
 
-def _conv_f64_reference(x, w, b, gy, **kw):
-    """Output and gradients of conv2d computed by kindle in float64 (the im2col path)."""
-    kx, kw_, kb = (_t(a.astype(np.float64)) for a in (x, w, b))
-    y = F.conv2d(kx, kw_, kb, **kw)
-    y.backward(_t(gy.astype(np.float64), False))
-    return [y.detach().numpy(), kx.grad.numpy(), kw_.grad.numpy(), kb.grad.numpy()]
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
 
-def _conv_float32(x, w, b, gy, **kw):
+def _conv_f64_reference(x, w, b, gy, stride=1, padding=0, dilation=1, groups=1):
+    """Output and gradients of conv2d in float64 by direct sums in NumPy, one tap at a time: no
+    code shared with the kernels under test (whose float64 build takes the same paths)."""
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
+    x, w, b, gy = (a.astype(np.float64) for a in (x, w, b, gy))
+    N, C, H, W = x.shape
+    O, Cg, kh, kw = w.shape
+    oh, ow = gy.shape[2:]
+    xp = np.zeros((N, C, H + 2 * ph, W + 2 * pw))
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    dxp, dwt = np.zeros_like(xp), np.zeros_like(w)
+    y = np.broadcast_to(b[None, :, None, None], (N, O, oh, ow)).copy()
+    Og = O // groups
+    for g in range(groups):
+        os_, cs = slice(g * Og, (g + 1) * Og), slice(g * Cg, (g + 1) * Cg)
+        for i in range(kh):
+            for j in range(kw):
+                win = (slice(None), cs, slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                       slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+                y[:, os_] += np.einsum("nchw,oc->nohw", xp[win], w[os_, :, i, j])
+                dxp[win] += np.einsum("nohw,oc->nchw", gy[:, os_], w[os_, :, i, j])
+                dwt[os_, :, i, j] = np.einsum("nohw,nchw->oc", gy[:, os_], xp[win])
+    return [y, dxp[:, :, ph:ph + H, pw:pw + W], dwt, gy.sum(axis=(0, 2, 3))]
+
+
+def _conv_kindle(x, w, b, gy, **kw):
     kx, kw_, kb = _t(x), _t(w), _t(b)
     y = F.conv2d(kx, kw_, kb, **kw)
     y.backward(_t(gy, False))
@@ -161,28 +182,44 @@ CONV_CASES = [
     ((1, 16, 20, 20), (16, 16, 5, 5), dict(padding=5)),
     ((3, 3, 24, 33), (5, 3, 7, 7), dict(padding=3)),
     ((3, 16, 40, 40), (64, 16, 5, 5), dict(padding=2)),
+    # Small planes' forward in column tiles of 16-column blocks across images, the last tile short
+    # (its columns padded with zeros), with small filters (tiles of 128) and large (256).
+    ((9, 16, 7, 7), (20, 16, 3, 3), dict(padding=1)),
+    ((3, 128, 5, 5), (256, 128, 3, 3), dict(padding=1)),
+    # The input gradient by sub-pixel phases (csrc/cpu/conv_subpixel.cpp): a 4x4 stride-2 kernel
+    # (2x2 taps per phase, one GEMM per row shift), stride 1 (one phase, one GEMM), a 3x5 kernel at
+    # strides (2, 3) on odd planes (phases with different tap counts and rows), padding 2 at stride
+    # 2, and lone tiles: phases shared over the threads, and at stride 1 blocks of rows.
+    ((6, 128, 14, 14), (24, 128, 4, 4), dict(padding=1, stride=2)),
+    ((5, 128, 7, 7), (24, 128, 3, 3), dict(padding=1)),
+    ((4, 128, 11, 13), (20, 128, 3, 5), dict(padding=(1, 2), stride=(2, 3))),
+    ((3, 128, 9, 9), (18, 128, 3, 3), dict(padding=2, stride=2)),
+    ((1, 144, 7, 7), (40, 144, 3, 3), dict(padding=1)),
+    ((1, 128, 8, 8), (16, 128, 4, 4), dict(padding=1, stride=2)),
 ]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("xs,ws,kw", CONV_CASES)
-def test_conv2d_paths_match_float64(xs, ws, kw):
+def test_conv2d_paths_match_float64(xs, ws, kw, dtype):
     rng = np.random.default_rng(5)
-    x = rng.standard_normal(xs).astype(np.float32)
-    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
-    b = rng.standard_normal(ws[0]).astype(np.float32)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(dtype)
+    b = rng.standard_normal(ws[0]).astype(dtype)
     gy_shape = F.conv2d(_t(x, False), _t(w, False), None, **kw).shape
-    gy = rng.standard_normal(gy_shape).astype(np.float32)
+    gy = rng.standard_normal(gy_shape).astype(dtype)
+    tol = 2e-6 if dtype == np.float32 else 1e-12
     want = _conv_f64_reference(x, w, b, gy, **kw)
     results = []
     old = kindle.get_num_threads()
     try:
         for threads in (1, 2):
             kindle.set_num_threads(threads)
-            got = _conv_float32(x, w, b, gy, **kw)
+            got = _conv_kindle(x, w, b, gy, **kw)
             for name, g, r in zip(("out", "grad_input", "grad_weight", "grad_bias"), got, want):
                 scale = np.abs(r).max() + 1e-30
-                assert g.shape == r.shape, name
-                assert np.abs(g - r).max() / scale < 2e-6, (name, np.abs(g - r).max() / scale)
+                assert g.shape == r.shape and g.dtype == dtype, name
+                assert np.abs(g - r).max() / scale < tol, (name, np.abs(g - r).max() / scale)
             results.append(got)
     finally:
         kindle.set_num_threads(old)
