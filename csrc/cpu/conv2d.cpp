@@ -78,8 +78,7 @@ struct Conv {
       // ran a 256-channel 7x7 layer at batch 8 in 0.93 of the time 128 took); smaller ones keep
       // the tile's columns in L2 (DCGAN's 64->128 layer: 0.95 at 128).
       const int64_t target = O * K >= (int64_t(1) << 18) ? 2 * kColumnTile : kColumnTile;
-      const int64_t n = std::max<int64_t>((total + target - 1) / target, total >= 64 ? 2 : 1);
-      tile_w = ((total + n - 1) / n + 15) / 16 * 16;
+      tile_w = column_tile(total, target);
     }
     if (tabulable && (tile_w > 0 || g.sw > 1 || g.ow < 16)) {
       table.resize(size_t(taps * L));
@@ -201,8 +200,13 @@ struct Conv {
   // Unfolds output positions [l0, l1) of image x through the table: column l of row r is at
   // col[r * ld + l - l0].
   void im2col_positions(const T* x, T* col, int64_t ld, int64_t l0, int64_t l1) const {
+    im2col_positions(x, col, ld, l0, l1, 0, g.C);
+  }
+  // The same for channels [c0, c1) only (row 0 of col is channel c0's first tap).
+  void im2col_positions(const T* x, T* col, int64_t ld, int64_t l0, int64_t l1, int64_t c0, int64_t c1) const {
     const int64_t taps = g.kh * g.kw;
-    for (int64_t c = 0; c < g.C; ++c) {
+    col -= c0 * taps * ld;
+    for (int64_t c = c0; c < c1; ++c) {
       const T* xc = x + c * HW;
       for (int64_t t = 0; t < taps; ++t) {
         const int32_t* src = table.data() + t * L;
@@ -643,6 +647,50 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
   });
 }
 
+// The weight gradient of a small plane (the forward pass's column tiles, ungrouped): dW = the sum
+// over tiles of columns, in order, of gy's tile (O x columns) times the unfolded tile transposed,
+// in slabs of about kSlabCols of dW's columns (whole input channels), one slab per task. Each
+// slab unfolds only its own channels, and every element of dW is one sum over all the images:
+// no partial sums to add, where units of images summed into separate copies of dW (9.4 MB each
+// for 512 channels at 3x3) and then added them, and each GEMM had only one unit's columns to sum.
+constexpr int64_t kSlabCols = 384;
+constexpr int64_t kSumTile = 512;  // columns summed per GEMM
+
+template <typename T>
+void weight_in_slabs(const T* gy, const T* x, T* dw, const Conv<T>& cv, DType dt) {
+  const WindowGeom& g = cv.g;
+  const int64_t taps = g.kh * g.kw, total = g.N * cv.L;
+  const int64_t span = std::min(kSumTile, (total + 15) / 16 * 16), tiles = (total + span - 1) / span;
+  // At least 8 slabs where there are 8 channels, so that threads share them evenly.
+  const int64_t cs = std::max<int64_t>(1, std::min(kSlabCols / taps, (g.C + 7) / 8)), slabs = (g.C + cs - 1) / cs;
+  parallel_for(0, slabs, 1, [&](int64_t s0, int64_t s1) {
+    Tensor own = empty_tensor({(cv.O + std::min(cs, g.C) * taps) * span}, dt);
+    T* gyt = static_cast<T*>(own.data_ptr());
+    T* col = gyt + cv.O * span;
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t c0 = t * span, cw = std::min(span, total - c0), ld = (cw + 15) / 16 * 16;
+      const int64_t i0 = c0 / cv.L, i1 = (c0 + cw + cv.L - 1) / cv.L;
+      for (int64_t i = i0; i < i1; ++i) {  // gy's columns of the tile, (O, ld)
+        const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+        for (int64_t o = 0; o < cv.O; ++o)
+          std::copy(gy + (i * cv.O + o) * cv.L + l0, gy + (i * cv.O + o) * cv.L + l1, gyt + o * ld + i * cv.L + l0 - c0);
+      }
+      if (ld > cw)  // zero columns up to the block of 16: they add zeros to the sums
+        for (int64_t o = 0; o < cv.O; ++o) std::fill(gyt + o * ld + cw, gyt + (o + 1) * ld, T(0));
+      for (int64_t sl = s0; sl < s1; ++sl) {
+        const int64_t ch0 = sl * cs, ch1 = std::min(g.C, ch0 + cs), rows = (ch1 - ch0) * taps;
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+          cv.im2col_positions(x + i * g.C * cv.HW, col + i * cv.L + l0 - c0, ld, l0, l1, ch0, ch1);
+        }
+        if (ld > cw)
+          for (int64_t r = 0; r < rows; ++r) std::fill(col + r * ld + cw, col + (r + 1) * ld, T(0));
+        gemm<T>(false, true, cv.O, rows, ld, T(1), gyt, ld, col, ld, t ? T(1) : T(0), dw + ch0 * taps, cv.K, 1);
+      }
+    }
+  });
+}
+
 template <typename T>
 void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& grad_weight, const ConvGeom& cg) {
   Conv<T> cv(cg);
@@ -669,6 +717,7 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
       return;
     }
   }
+  if (cv.tile_w > 0 && cv.G == 1) return weight_in_slabs(gy, x, dw, cv, grad_out.dtype());
   const int64_t units = cv.units(), blocks = std::min<int64_t>(units, 4);
   if (blocks == 0) {
     std::fill(dw, dw + wsize, T(0));

@@ -2,8 +2,9 @@
 // column of an unfolded row reads one element of a plane through a table of offsets computed
 // once per call, so that narrow or strided windows cost one gather loop per (channel, tap).
 #pragma once
-#include <cstdint>
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -52,6 +53,13 @@ inline void shifted_row(T* __restrict row, const T* __restrict plane, const int3
       const __mmask16 in = _mm512_cmpge_epi32_mask(_mm512_loadu_si512(src + l), _mm512_setzero_si512());
       _mm512_storeu_ps(row + l, _mm512_maskz_loadu_ps(in, plane + (l + shift)));  // (masked lanes never load)
     }
+    if (l < l1) {  // the tail, masked too: rows are short (49 positions of a 7x7 plane)
+      const __mmask16 tail = __mmask16((1u << (l1 - l)) - 1);
+      const __mmask16 in =
+          _mm512_mask_cmpge_epi32_mask(tail, _mm512_maskz_loadu_epi32(tail, src + l), _mm512_setzero_si512());
+      _mm512_mask_storeu_ps(row + l, tail, _mm512_maskz_loadu_ps(in, plane + (l + shift)));
+      return;
+    }
   }
 #endif
   for (; l < l1; ++l) row[l] = src[l] >= 0 ? plane[l + shift] : T(0);
@@ -67,6 +75,15 @@ inline int64_t table_shift(const int32_t* src, int64_t n) {
     else if (src[l] - l != shift) return kNoShift;
   }
   return shift == kNoShift ? 0 : shift;  // (all padding: any shift reads nothing)
+}
+
+// Columns per tile when `total` columns are cut into tiles of about `target`: a multiple of 16
+// (MKL's kernels take 16 columns at a time, and a ragged block costs a whole one), at least two
+// tiles from 64 columns and a multiple of 4 from 3, so that two or four threads share them evenly.
+inline int64_t column_tile(int64_t total, int64_t target) {
+  int64_t n = std::max<int64_t>((total + target - 1) / target, total >= 64 ? 2 : 1);
+  if (n > 2) n = (n + 3) / 4 * 4;
+  return ((total + n - 1) / n + 15) / 16 * 16;
 }
 
 template <typename T>

@@ -81,8 +81,7 @@ struct Subpixel {
     P = ay.grid * ax.grid;
     total = g.N * P;
     rows = ay.span * ax.span * O;
-    const int64_t n = std::max<int64_t>((total + kTileTarget - 1) / kTileTarget, total >= 64 ? 2 : 1);
-    tile_w = ((total + n - 1) / n + 15) / 16 * 16;
+    tile_w = column_tile(total, kTileTarget);
     tiles = (total + tile_w - 1) / tile_w;
     table.resize(size_t(ay.span * ax.span * P));
     for (int64_t dy = 0; dy < ay.span; ++dy)
@@ -153,41 +152,62 @@ struct Subpixel {
       for (int64_t r = 0; r < rows; ++r) std::fill(col + r * ld + cw, col + (r + 1) * ld, T(0));
   }
 
-  // Rows [r0, r1) of phase (ry, rx) for the tile: out = the phase's GEMMs over col, then written
-  // to its positions in dx (zeros where the phase has no taps).
-  void phase(int64_t ry, int64_t rx, int64_t r0, int64_t r1, const T* col, int64_t c0, int64_t cw, int64_t ld,
-             T* out, T* dx) const {
+  // Rows [r0, r1) of phase (ry, rx)'s product for the tile: its GEMMs over col into out (C x ld),
+  // or zeros where the phase has no taps.
+  void phase(int64_t ry, int64_t rx, int64_t r0, int64_t r1, const T* col, int64_t ld, T* out) const {
     const Axis::Phase &py = ay.phases[size_t(ry)], &px = ax.phases[size_t(rx)];
-    const bool empty = py.taps == 0 || px.taps == 0;
-    if (!empty) {
-      // Row tap t's block of unfolded rows starts at row shift py.shift - t. Where the phase has
-      // every column shift of the union (always at stride 1), its blocks are contiguous: one GEMM.
-      const int64_t width = px.taps * O, lda = py.taps * width, blocks = px.taps == ax.span ? 1 : py.taps;
-      const int64_t depth = lda / blocks;
-      const T* a = filters + filter_at[size_t(ry * g.sw + rx)] + r0 * lda;
-      for (int64_t bi = 0; bi < blocks; ++bi) {
-        const int64_t first = ((py.shift - (py.taps - 1 - bi) - ay.lo) * ax.span + (px.shift - px.taps + 1 - ax.lo)) * O;
-        gemm<T>(false, false, r1 - r0, ld, depth, T(1), a + bi * depth, lda, col + first * ld, ld, bi ? T(1) : T(0),
-                out + r0 * ld, ld, 1);
-      }
+    if (py.taps == 0 || px.taps == 0) {
+      std::fill(out + r0 * ld, out + r1 * ld, T(0));
+      return;
     }
-    const int64_t HW = g.H * g.W;
+    // Row tap t's block of unfolded rows starts at row shift py.shift - t. Where the phase has
+    // every column shift of the union (always at stride 1), its blocks are contiguous: one GEMM.
+    const int64_t width = px.taps * O, lda = py.taps * width, blocks = px.taps == ax.span ? 1 : py.taps;
+    const int64_t depth = lda / blocks;
+    const T* a = filters + filter_at[size_t(ry * g.sw + rx)] + r0 * lda;
+    for (int64_t bi = 0; bi < blocks; ++bi) {
+      const int64_t first = ((py.shift - (py.taps - 1 - bi) - ay.lo) * ax.span + (px.shift - px.taps + 1 - ax.lo)) * O;
+      gemm<T>(false, false, r1 - r0, ld, depth, T(1), a + bi * depth, lda, col + first * ld, ld, bi ? T(1) : T(0),
+              out + r0 * ld, ld, 1);
+    }
+  }
+
+  // Writes rows [r0, r1) of the phases' products (phase ph's at out + ph * C * ld) for the tile's
+  // columns [c0, c0 + cw) into dx: each input row once, its columns interleaved from the sw column
+  // phases, in order. (One phase at a time, each writing every sw-th element of every sh-th row,
+  // took an eighth of a transposed layer's time.)
+  void write(const T* out, int64_t c0, int64_t cw, int64_t ld, int64_t r0, int64_t r1, T* dx) const {
+    const int64_t HW = g.H * g.W, gx = ax.grid;
     over_images(c0, cw, [&](int64_t i, int64_t p0, int64_t p1) {
+      const int64_t jy0 = p0 / gx, jy1 = (p1 + gx - 1) / gx;
       for (int64_t c = r0; c < r1; ++c) {
-        const T* src = out + c * ld + i * P - c0;
         T* plane = dx + (i * g.C + c) * HW;
-        for (int64_t p = p0; p < p1;) {
-          const int64_t jy = p / ax.grid, row_end = std::min(p1, (jy + 1) * ax.grid);
-          if (jy < py.count) {
-            const int64_t jx0 = p - jy * ax.grid, jx1 = std::min(row_end - jy * ax.grid, px.count);
-            T* d = plane + (ry + g.sh * jy) * g.W + rx;
-            const T* s = src + jy * ax.grid;
-            if (empty)
-              for (int64_t jx = jx0; jx < jx1; ++jx) d[g.sw * jx] = T(0);
-            else
-              for (int64_t jx = jx0; jx < jx1; ++jx) d[g.sw * jx] = s[jx];
+        for (int64_t jy = jy0; jy < jy1; ++jy) {
+          // Grid columns [jx0, jx1) of grid row jy lie in the tile.
+          const int64_t jx0 = jy == jy0 ? p0 - jy * gx : 0, jx1 = std::min(gx, p1 - jy * gx);
+          const int64_t iw0 = g.sw * jx0, iw1 = std::min(g.W, g.sw * jx1);
+          for (int64_t ry = 0; ry < g.sh; ++ry) {
+            const int64_t ih = ry + g.sh * jy;
+            if (ih >= g.H) break;
+            T* d = plane + ih * g.W;
+            // Phase (ry, rx)'s value for grid column jx, at src[ph][jx].
+            const T* src = out + (ry * g.sw * g.C + c) * ld + i * P - c0 + jy * gx;
+            const int64_t phase_stride = g.C * ld;
+            if (g.sw == 1) {
+              std::copy(src + iw0, src + iw1, d + iw0);
+            } else if (g.sw == 2) {
+              const T *s0 = src, *s1 = src + phase_stride;
+              int64_t jx = jx0;
+              for (; 2 * jx + 1 < iw1; ++jx) {
+                d[2 * jx] = s0[jx];
+                d[2 * jx + 1] = s1[jx];
+              }
+              if (2 * jx < iw1) d[2 * jx] = s0[jx];
+            } else {
+              for (int64_t jx = jx0; jx < jx1; ++jx)
+                for (int64_t rx = 0; rx < g.sw && g.sw * jx + rx < iw1; ++rx) d[g.sw * jx + rx] = src[rx * phase_stride + jx];
+            }
           }
-          p = row_end;
         }
       }
     });
@@ -195,18 +215,17 @@ struct Subpixel {
 
   void run(const T* gy, T* dx, DType dt) const {
     const int64_t phases = g.sh * g.sw;
-    auto buffers = [&] { return empty_tensor({(rows + g.C) * tile_w}, dt); };
     if (tiles >= 2) {
       // Tiles in parallel, each whole on one thread.
       auto work = [&](int64_t t0, int64_t t1) {
-        Tensor own = buffers();
+        Tensor own = empty_tensor({(rows + phases * g.C) * tile_w}, dt);
         T* col = static_cast<T*>(own.data_ptr());
-        T* out = col + rows * tile_w;
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t c0 = t * tile_w, cw = std::min(tile_w, total - c0), ld = (cw + 15) / 16 * 16;
+          T* out = col + rows * ld;
           unfold(gy, c0, cw, ld, col);
-          for (int64_t ry = 0; ry < g.sh; ++ry)
-            for (int64_t rx = 0; rx < g.sw; ++rx) phase(ry, rx, 0, g.C, col, c0, cw, ld, out, dx);
+          for (int64_t ph = 0; ph < phases; ++ph) phase(ph / g.sw, ph % g.sw, 0, g.C, col, ld, out + ph * g.C * ld);
+          write(out, c0, cw, ld, 0, g.C, dx);
         }
       };
       if (get_num_threads() > 1 && !omp_in_parallel()) parallel_for(0, tiles, 1, work);
@@ -218,15 +237,17 @@ struct Subpixel {
     const int64_t cw = total, ld = (cw + 15) / 16 * 16;
     const int64_t step = phases >= 2 ? g.C : std::max<int64_t>(32, (g.C / 4 + 15) / 16 * 16);
     const int64_t blocks = (g.C + step - 1) / step;
-    Tensor own = empty_tensor({rows * ld + phases * g.C * ld}, dt);
+    Tensor own = empty_tensor({(rows + phases * g.C) * ld}, dt);
     T* col = static_cast<T*>(own.data_ptr());
+    T* out = col + rows * ld;
     unfold(gy, 0, cw, ld, col);
     parallel_for(0, phases * blocks, 1, [&](int64_t b, int64_t e) {
       for (int64_t item = b; item < e; ++item) {
         const int64_t ph = item / blocks, r0 = item % blocks * step, r1 = std::min(g.C, r0 + step);
-        phase(ph / g.sw, ph % g.sw, r0, r1, col, 0, cw, ld, col + rows * ld + ph * g.C * ld, dx);
+        phase(ph / g.sw, ph % g.sw, r0, r1, col, ld, out + ph * g.C * ld);
       }
     });
+    parallel_for(0, g.C, 1, [&](int64_t r0, int64_t r1) { write(out, 0, cw, ld, r0, r1, dx); });
   }
 };
 
