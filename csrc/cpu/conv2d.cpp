@@ -73,7 +73,7 @@ struct Conv {
     const int64_t taps = g.kh * g.kw;
     const bool tabulable = !direct && !(Cg == 1 && G > 1) && L * taps <= (int64_t(1) << 18);
     const int64_t total = g.N * L;
-    if (tabulable && nb > 1 && total > 0) {
+    if (tabulable && L < kTileCols / 2 && total > 0) {
       // Filters of 1 MB and more are read once per tile: wider tiles share that read (256 columns
       // ran a 256-channel 7x7 layer at batch 8 in 0.93 of the time 128 took); smaller ones keep
       // the tile's columns in L2 (DCGAN's 64->128 layer: 0.95 at 128).
@@ -96,11 +96,12 @@ struct Conv {
 
   std::vector<int32_t> table;  // (tap, output position): offset in the input plane, -1 in the padding
   std::vector<int64_t> shifts;  // per tap: table_shift (conv_gather.h)
-  // The forward pass of a small plane (nb > 1): the output columns of all the images, (image,
-  // position) flattened, in tiles of tile_w columns (a multiple of 16; 0 where this path is not
-  // taken). MKL's kernels take 16 columns at a time and a ragged last block costs a whole one, so
-  // a tile of two 7x7 images (98 columns) cost as much as 112, and one 4x4 image's 16 columns
-  // left the GEMM's fixed costs unshared.
+  // The forward pass and weight gradient of a small plane (under kTileCols / 2 positions, a lone
+  // image's too): the output columns of all the images, (image, position) flattened, in tiles of
+  // tile_w columns (a multiple of 16; 0 where this path is not taken). MKL's kernels take 16
+  // columns at a time and a ragged last block costs a whole one, so a tile of two 7x7 images (98
+  // columns) cost as much as 112, and one 4x4 image's 16 columns left the GEMM's fixed costs
+  // unshared.
   int64_t tile_w = 0;
   int64_t column_tiles() const { return tile_w > 0 ? (g.N * L + tile_w - 1) / tile_w : 0; }
 
@@ -140,14 +141,16 @@ struct Conv {
   }
 
   // Unfolds output rows [oy0, oy1) of image x: row r of the column matrix starts at col + r * ld.
-  void im2col(const T* x, T* col, int64_t ld, int64_t oy0, int64_t oy1) const {
+  // Channels [c0, c1) only (c1 < 0: all), their rows from row 0 of col.
+  void im2col(const T* x, T* col, int64_t ld, int64_t oy0, int64_t oy1, int64_t c0 = 0, int64_t c1 = -1) const {
+    if (c1 < 0) c1 = g.C;
     if (!table.empty()) {
       const int64_t taps = g.kh * g.kw, l0 = oy0 * g.ow, l1 = oy1 * g.ow;
-      for (int64_t c = 0; c < g.C; ++c) {
+      for (int64_t c = c0; c < c1; ++c) {
         const T* xc = x + c * HW;
         for (int64_t t = 0; t < taps; ++t) {
           const int32_t* src = table.data() + t * L;
-          gather_row(col + (c * taps + t) * ld - l0, xc, src, l0, l1);
+          gather_row(col + ((c - c0) * taps + t) * ld - l0, xc, src, l0, l1);
         }
       }
       return;
@@ -155,10 +158,10 @@ struct Conv {
     // Stride 1 with output rows as wide as input rows ("same" padding): a tap's window rows are
     // one contiguous run of the input plane (whose reads stay inside the plane while pw <= W).
     const bool rows_contiguous = g.sh == 1 && g.sw == 1 && g.ow == g.W && g.pw <= g.W;
-    for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t c = c0; c < c1; ++c)
       for (int64_t ki = 0; ki < g.kh; ++ki)
         for (int64_t kj = 0; kj < g.kw; ++kj) {
-          T* row = col + ((c * g.kh + ki) * g.kw + kj) * ld - oy0 * g.ow;
+          T* row = col + (((c - c0) * g.kh + ki) * g.kw + kj) * ld - oy0 * g.ow;
           const int64_t off = kj * g.dw - g.pw;
           int64_t lo, hi;
           valid_range(off, lo, hi);
@@ -205,14 +208,14 @@ struct Conv {
   // The same for channels [c0, c1) only (row 0 of col is channel c0's first tap).
   void im2col_positions(const T* x, T* col, int64_t ld, int64_t l0, int64_t l1, int64_t c0, int64_t c1) const {
     const int64_t taps = g.kh * g.kw;
-    col -= c0 * taps * ld;
     for (int64_t c = c0; c < c1; ++c) {
       const T* xc = x + c * HW;
       for (int64_t t = 0; t < taps; ++t) {
         const int32_t* src = table.data() + t * L;
         const int64_t shift = shifts[size_t(t)];
-        if (shift != kNoShift) shifted_row(col + (c * taps + t) * ld - l0, xc, src, shift, l0, l1);
-        else gather_row(col + (c * taps + t) * ld - l0, xc, src, l0, l1);
+        T* row = col + ((c - c0) * taps + t) * ld - l0;
+        if (shift != kNoShift) shifted_row(row, xc, src, shift, l0, l1);
+        else gather_row(row, xc, src, l0, l1);
       }
     }
   }
@@ -663,7 +666,9 @@ void weight_in_slabs(const T* gy, const T* x, T* dw, const Conv<T>& cv, DType dt
   const int64_t span = std::min(kSumTile, (total + 15) / 16 * 16), tiles = (total + span - 1) / span;
   // At least 8 slabs where there are 8 channels, so that threads share them evenly.
   const int64_t cs = std::max<int64_t>(1, std::min(kSlabCols / taps, (g.C + 7) / 8)), slabs = (g.C + cs - 1) / cs;
-  parallel_for(0, slabs, 1, [&](int64_t s0, int64_t s1) {
+  // (Small products on the calling thread: waking a second cost more than it saved.)
+  const bool small = double(cv.O) * double(cv.K) * double(total) < double(1 << 21);
+  parallel_for(0, slabs, small ? slabs : 1, [&](int64_t s0, int64_t s1) {
     Tensor own = empty_tensor({(cv.O + std::min(cs, g.C) * taps) * span}, dt);
     T* gyt = static_cast<T*>(own.data_ptr());
     T* col = gyt + cv.O * span;
@@ -718,7 +723,12 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
     }
   }
   if (cv.tile_w > 0 && cv.G == 1) return weight_in_slabs(gy, x, dw, cv, grad_out.dtype());
-  const int64_t units = cv.units(), blocks = std::min<int64_t>(units, 4);
+  // Items of work: tiles of images (nb > 1), or bands of one image's output rows, so that a lone
+  // image's weight gradient is shared by the threads too (it was one GEMM per band on one thread:
+  // a ResNet's batch-1 training step at two threads took 1.1-1.2x torch's time). The items are
+  // summed in up to 4 fixed blocks of consecutive items, then the blocks in order.
+  const int64_t bands = cv.nb > 1 ? 1 : (g.oh + cv.band - 1) / cv.band;
+  const int64_t items = cv.units() * bands, blocks = std::min<int64_t>(items, 4);
   if (blocks == 0) {
     std::fill(dw, dw + wsize, T(0));
     return;
@@ -735,13 +745,19 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
                 beta, acc + gi * cv.Og * cv.CgK, cv.CgK, 1);
       beta = T(1);
     };
-    for (int64_t u = bi * units / blocks; u < (bi + 1) * units / blocks; ++u) {
-      const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
+    for (int64_t item = bi * items / blocks; item < (bi + 1) * items / blocks; ++item) {
+      const int64_t u = item / bands, n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
       const T* xn = x + n0 * g.C * cv.HW;
       const T* gyn = gy + n0 * cv.O * cv.L;
-      if (cv.direct) {
-        product(gyn, cv.L, xn, cv.L, cv.L);
-      } else if (cv.nb > 1) {
+      if (cv.nb == 1) {
+        const int64_t oy0 = item % bands * cv.band, oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
+        if (cv.direct) {
+          product(gyn + oy0 * g.ow, cv.L, xn + oy0 * g.ow, cv.L, cw);
+        } else {
+          cv.im2col(xn, buf, cw, oy0, oy1);
+          product(gyn + oy0 * g.ow, cv.L, buf, cw, cw);
+        }
+      } else {
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
         for (int64_t i = 0; i < m; ++i) {
@@ -749,12 +765,6 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
           cv.gather(gyn, tile, i, m);
         }
         product(tile, cols, buf, cols, cols);
-      } else {
-        for (int64_t oy0 = 0; oy0 < g.oh; oy0 += cv.band) {
-          const int64_t oy1 = std::min(g.oh, oy0 + cv.band), cw = (oy1 - oy0) * g.ow;
-          cv.im2col(xn, buf, cw, oy0, oy1);
-          product(gyn + oy0 * g.ow, cv.L, buf, cw, cw);
-        }
       }
     }
     if (beta == T(0)) std::fill(acc, acc + wsize, T(0));  // no output positions
