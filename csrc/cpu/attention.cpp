@@ -41,8 +41,9 @@ void forward(const Tensor& q_, const Tensor& k_, const Tensor& v_, const Tensor&
   const T inf = std::numeric_limits<T>::infinity();
   over_heads(g.BH, [&](int64_t h, int threads) {
     std::vector<T> s(size_t(kFwdBr * kFwdBc)), acc(size_t(kFwdBr * g.Ev)), m(kFwdBr), l(kFwdBr);
-    const T *q = Q + h * g.L * g.E, *k = K + h * g.S * g.E, *v = V + h * g.S * g.Ev;
-    T *o = O + h * g.L * g.Ev, *lse = LSE + h * g.L;
+    const T *q = Q + g.q.at(h, g.heads), *k = K + g.k.at(h, g.heads), *v = V + g.v.at(h, g.heads);
+    T *o = O + g.out.at(h, g.heads), *lse = LSE + h * g.L;
+    const int64_t qr = g.q.row, kr = g.k.row, vr = g.v.row, orow_stride = g.out.row;
     for (int64_t i0 = 0; i0 < g.L; i0 += kFwdBr) {
       const int64_t br = std::min(kFwdBr, g.L - i0);
       std::fill(m.begin(), m.end(), -inf);
@@ -51,8 +52,7 @@ void forward(const Tensor& q_, const Tensor& k_, const Tensor& v_, const Tensor&
       const int64_t jend = g.causal ? std::min(g.S, i0 + br) : g.S;
       for (int64_t j0 = 0; j0 < jend; j0 += kFwdBc) {
         const int64_t bc = std::min(kFwdBc, jend - j0);
-        gemm<T>(false, true, br, bc, g.E, T(g.scale), q + i0 * g.E, g.E, k + j0 * g.E, g.E, T(0), s.data(), bc,
-                threads);
+        gemm<T>(false, true, br, bc, g.E, T(g.scale), q + i0 * qr, qr, k + j0 * kr, kr, T(0), s.data(), bc, threads);
         for (int64_t r = 0; r < br; ++r) {
           T* sr = s.data() + r * bc;
           const int64_t lim = g.causal ? std::min(bc, i0 + r - j0 + 1) : bc;  // keys j0 + c <= i0 + r
@@ -77,11 +77,10 @@ void forward(const Tensor& q_, const Tensor& k_, const Tensor& v_, const Tensor&
           T* ar = acc.data() + r * g.Ev;
           for (int64_t e = 0; e < g.Ev; ++e) ar[e] *= corr;
         }
-        gemm<T>(false, false, br, g.Ev, bc, T(1), s.data(), bc, v + j0 * g.Ev, g.Ev, T(1), acc.data(), g.Ev,
-                threads);
+        gemm<T>(false, false, br, g.Ev, bc, T(1), s.data(), bc, v + j0 * vr, vr, T(1), acc.data(), g.Ev, threads);
       }
       for (int64_t r = 0; r < br; ++r) {
-        T* orow = o + (i0 + r) * g.Ev;
+        T* orow = o + (i0 + r) * orow_stride;
         const T* ar = acc.data() + r * g.Ev;
         if (l[r] > 0) {
           const T inv = T(1) / l[r];

@@ -11,48 +11,76 @@
 namespace kindle {
 namespace {
 
+// How the forward kernel reads t (batch..., rows, cols; `heads` = its dim -3) in place: at most
+// two batch dims, rows contiguous. Otherwise t is replaced by a contiguous copy.
+void head_rows(Tensor& t, int64_t heads, HeadRows& hr) {
+  const int64_t d = t.dim();
+  if (d <= 4 && (t.size(-1) <= 1 || t.stride(-1) == 1)) {
+    hr = {d == 4 ? t.stride(0) : 0, d >= 3 ? t.stride(-3) : 0, t.stride(-2)};
+    return;
+  }
+  t = t.contiguous();
+  hr = HeadRows::contiguous(t.size(-2), t.size(-1));
+  hr.batch = hr.head * heads;
+}
+
 // q (..., L, E), k (..., S, E), v (..., S, Ev) with equal batch dims; float32 or float64.
 Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
   const int64_t L = q.size(-2), S = k.size(-2), E = q.size(-1), Ev = v.size(-1);
   int64_t BH = 1;
   for (int64_t i = 0; i < q.dim() - 2; ++i) BH *= q.size(i);
-  Tensor q3 = q.reshape({BH, L, E}), k3 = k.reshape({BH, S, E}), v3 = v.reshape({BH, S, Ev});
+  const int64_t heads = q.dim() >= 3 ? q.size(-3) : 1;
   AttentionGeom g{BH, L, S, E, Ev, scale, causal};
-  Tensor qc, kc, vc, out, lse;
+  g.heads = heads;
+  Tensor qv = q, kv = k, vv = v, out, lse;
   {
     autograd::NoGradGuard ng;
-    qc = q3.contiguous();
-    kc = k3.contiguous();
-    vc = v3.contiguous();
-    out = empty_tensor({BH, L, Ev}, q.dtype(), q.device());
+    head_rows(qv, heads, g.q);
+    head_rows(kv, heads, g.k);
+    head_rows(vv, heads, g.v);
+    // The output's memory follows the query's, as torch's fused CPU kernel does: a (B, heads, L,
+    // E) query laid out (B, L, heads, E) (split from one projection and transposed) gets an
+    // output laid out (B, L, heads, Ev), returned as its (B, heads, L, Ev) view, and the
+    // transpose(1, 2).contiguous() that usually follows is free. Otherwise it is contiguous.
+    const bool four = q.dim() == 4 && q.size(1) > 1 && q.size(2) > 1 && q.stride(1) < q.stride(2);
+    DimVector layout(q.sizes());
+    layout.back() = Ev;
+    if (four) std::swap(layout[1], layout[2]);
+    out = empty_tensor(layout, q.dtype(), q.device());
+    if (four) out = out.transpose(1, 2);
+    g.out = four ? HeadRows{L * heads * Ev, Ev, heads * Ev} : HeadRows{L * heads * Ev, L * Ev, Ev};
     lse = empty_tensor({BH, L}, q.dtype(), q.device());
-    if (BH * L > 0) flash_attention_stub[q.device()](qc, kc, vc, out, lse, g);
+    if (BH * L > 0) flash_attention_stub[q.device()](qv, kv, vv, out, lse, g);
   }
-  DimVector os(q.sizes());
-  os.back() = Ev;
-  bool need = autograd::GradMode::is_enabled() && (q3.requires_grad() || k3.requires_grad() || v3.requires_grad());
-  if (!need) return out.reshape(os);
+  bool need = autograd::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  if (!need) return out;
   auto ctx = std::make_shared<autograd::FunctionCtx>();
-  ctx->needs_input_grad = {q3.requires_grad(), k3.requires_grad(), v3.requires_grad()};
-  ctx->save_for_backward({qc, kc, vc, out, lse});
+  ctx->needs_input_grad = {q.requires_grad(), k.requires_grad(), v.requires_grad()};
+  ctx->save_for_backward({qv, kv, vv, out, lse});
+  const DimVector qs(q.sizes()), ks(k.sizes()), vs(v.sizes());
   auto outs = autograd::wrap_outputs(
-      "ScaledDotProductFlashAttentionBackward0", {q3, k3, v3}, {out}, ctx,
-      [g](autograd::FunctionCtx& c, autograd::tensor_list grads) -> autograd::tensor_list {
+      "ScaledDotProductFlashAttentionBackward0", {q, k, v}, {out}, ctx,
+      [g, qs, ks, vs](autograd::FunctionCtx& c, autograd::tensor_list grads) -> autograd::tensor_list {
         autograd::tensor_list s = c.saved_tensors();
         if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
-        Tensor dq = empty_tensor(s[0].sizes(), s[0].dtype(), s[0].device());
-        Tensor dk = empty_tensor(s[1].sizes(), s[1].dtype(), s[1].device());
-        Tensor dv = empty_tensor(s[2].sizes(), s[2].dtype(), s[2].device());
+        // The backward kernel takes contiguous (BH, rows, cols) tensors.
+        auto flat = [&](const Tensor& t, int64_t rows, int64_t cols) {
+          return t.contiguous().reshape({g.BH, rows, cols});
+        };
+        Tensor q3 = flat(s[0], g.L, g.E), k3 = flat(s[1], g.S, g.E), v3 = flat(s[2], g.S, g.Ev);
+        Tensor o3 = flat(s[3], g.L, g.Ev), go3 = flat(grads[0], g.L, g.Ev);
+        Tensor dq = empty_tensor(q3.sizes(), q3.dtype(), q3.device());
+        Tensor dk = empty_tensor(k3.sizes(), k3.dtype(), k3.device());
+        Tensor dv = empty_tensor(v3.sizes(), v3.dtype(), v3.device());
         if (g.BH * g.L > 0) {
-          flash_attention_backward_stub[dq.device()](grads[0].contiguous(), s[0], s[1], s[2], s[3], s[4], dq, dk, dv,
-                                                     g);
+          flash_attention_backward_stub[dq.device()](go3, q3, k3, v3, o3, s[4], dq, dk, dv, g);
         } else {
           dk.zero_();
           dv.zero_();
         }
-        return {dq, dk, dv};
+        return {dq.reshape(qs), dk.reshape(ks), dv.reshape(vs)};
       });
-  return outs[0].reshape(os);
+  return outs[0];
 }
 
 }  // namespace

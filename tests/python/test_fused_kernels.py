@@ -13,6 +13,34 @@ def _t(a, grad=True):
 
 
 @pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dims", [4, 3, 5])
+def test_sdpa_reads_heads_split_from_one_projection(dims, causal):
+    """q, k and v as nanoGPT makes them (views of one projection, heads transposed) are read in
+    place; the output's layout follows the query's as torch's does, so transpose(1, 2).contiguous()
+    is free; gradients reach the projection."""
+    torch = pytest.importorskip("torch")
+    B, T, H, hs = 2, 37, 3, 8
+    rng = np.random.default_rng(1)
+    x, go = rng.standard_normal((B, T, 3 * H * hs)), rng.standard_normal((B, H, T, hs))
+    outs = []
+    for lib, xt in ((kindle, _t(x)), (torch, torch.from_numpy(x).requires_grad_())):
+        q, k, v = (t.view(B, T, H, hs).transpose(1, 2) for t in xt.split(H * hs, dim=2))
+        if dims == 3:
+            q, k, v = (t.reshape(B * H, T, hs) for t in (q, k, v))
+        if dims == 5:
+            q, k, v = (t.unsqueeze(0) for t in (q, k, v))
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        y.backward(lib.from_numpy(go.reshape(y.shape)))
+        outs.append((y, xt.grad))
+    (ky, kg), (ty, tg) = outs
+    assert ky.shape == ty.shape and ky.stride() == ty.stride()
+    np.testing.assert_allclose(ky.detach().numpy(), ty.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(kg.numpy(), tg.numpy(), rtol=1e-10, atol=1e-12)
+    if dims == 4:
+        assert ky.transpose(1, 2).is_contiguous()
+
+
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", [(2, 3, 70, 70, 8, 5), (1, 2, 130, 90, 16, 16), (2, 1, 5, 9, 4, 4),
                                    (1, 2, 70, 300, 8, 8), (1, 1, 300, 300, 8, 6)])  # several key blocks
 def test_sdpa_fused_matches_torch(shape, causal):
