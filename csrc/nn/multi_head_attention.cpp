@@ -184,13 +184,23 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
     KINDLE_CHECK_ASSERT(!has_bias_k && !has_bias_v, "bias_k and bias_v must both be set or both be None");
   }
 
+  // The (L, N, E) projections as (N, heads, L, head_dim) views, for scaled_dot_product_attention,
+  // which reads such strided heads in place: the reshapes below copy them (their N and heads dims
+  // do not merge).
+  const bool views = !need_weights && !(static_k && static_k->defined()) && !(static_v && static_v->defined()) &&
+                     !add_zero_attn;
+  const Tensor q4 = views ? q.reshape({tgt_len, bsz, num_heads, head_dim}).permute({1, 2, 0, 3}) : Tensor();
+  const Tensor k4 = views ? k.reshape({k.size(0), bsz, num_heads, head_dim}).permute({1, 2, 0, 3}) : Tensor();
+  const Tensor v4 = views ? v.reshape({v.size(0), bsz, num_heads, head_dim}).permute({1, 2, 0, 3}) : Tensor();
   // (L, N, E) -> (N * heads, L, head_dim)
   const int64_t rows = bsz * num_heads;
-  q = q.reshape({tgt_len, rows, head_dim}).transpose(0, 1);
-  k = static_k && static_k->defined() ? check_static(*static_k, rows, head_dim, "static_k")
-                                      : k.reshape({k.size(0), rows, head_dim}).transpose(0, 1);
-  v = static_v && static_v->defined() ? check_static(*static_v, rows, head_dim, "static_v")
-                                      : v.reshape({v.size(0), rows, head_dim}).transpose(0, 1);
+  if (!views) {
+    q = q.reshape({tgt_len, rows, head_dim}).transpose(0, 1);
+    k = static_k && static_k->defined() ? check_static(*static_k, rows, head_dim, "static_k")
+                                        : k.reshape({k.size(0), rows, head_dim}).transpose(0, 1);
+    v = static_v && static_v->defined() ? check_static(*static_v, rows, head_dim, "static_v")
+                                        : v.reshape({v.size(0), rows, head_dim}).transpose(0, 1);
+  }
   if (add_zero_attn) {
     Tensor z = zeros({rows, 1, head_dim}, k.dtype(), k.device());
     k = cat({k, z}, 1);
@@ -198,7 +208,7 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
     if (attn_mask.defined()) attn_mask = pad(attn_mask, {0, 1});
     if (kpm.defined()) kpm = pad(kpm, {0, 1});
   }
-  src_len = k.size(1);
+  src_len = views ? k.size(0) : k.size(1);
 
   if (kpm.defined()) {
     KINDLE_CHECK_ASSERT(kpm.size(0) == bsz, "Expected key_padded_mask.shape[0] to be ", bsz, ", but got ",
@@ -232,12 +242,23 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
     if (attn_mask.size(0) == 1 && attn_mask.dim() == 3) attn_mask = attn_mask.unsqueeze(0);
     else attn_mask = attn_mask.reshape({bsz, num_heads, -1, src_len});
   }
-  q = q.reshape({bsz, num_heads, tgt_len, head_dim});
-  k = k.reshape({bsz, num_heads, src_len, head_dim});
-  v = v.reshape({bsz, num_heads, src_len, head_dim});
+  if (views) {
+    q = q4, k = k4, v = v4;
+  } else {
+    q = q.reshape({bsz, num_heads, tgt_len, head_dim});
+    k = k.reshape({bsz, num_heads, src_len, head_dim});
+    v = v.reshape({bsz, num_heads, src_len, head_dim});
+  }
   Tensor out = scaled_dot_product_attention(q, k, v, opt(attn_mask), dropout_p, is_causal);
-  out = out.permute({2, 0, 1, 3}).reshape({bsz * tgt_len, embed_dim});
-  out = linear(out, out_proj_weight, out_bias).reshape({tgt_len, bsz, -1});
+  if (out.transpose(1, 2).is_contiguous()) {
+    // Laid out (N, L, heads, head_dim) (the queries were): project it as (N * L, E) rows in place
+    // and return the (L, N, E) view of the (N, L, E) result.
+    out = linear(out.transpose(1, 2).reshape({bsz * tgt_len, embed_dim}), out_proj_weight, out_bias);
+    out = out.reshape({bsz, tgt_len, -1}).transpose(0, 1);
+  } else {
+    out = out.permute({2, 0, 1, 3}).reshape({bsz * tgt_len, embed_dim});
+    out = linear(out, out_proj_weight, out_bias).reshape({tgt_len, bsz, -1});
+  }
   if (!batched) out = out.squeeze(IntArrayRef{1});
   return {out, Tensor()};
 }
