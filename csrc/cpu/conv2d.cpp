@@ -27,6 +27,7 @@
 #include "cpu/blas.h"
 #include "cpu/conv_gather.h"
 #include "cpu/conv_subpixel.h"
+#include "cpu/depthwise.h"
 #include "cpu/direct_conv.h"
 #include "cpu/parallel.h"
 #include "cpu/sgemm.h"
@@ -324,120 +325,6 @@ struct Filters {
   }
 };
 
-// Depthwise convolution (one input channel per group): a direct stencil per output plane. GEMMs
-// with one input channel would be (1 x k*k) by (k*k x L) products, all overhead.
-template <typename T>
-struct Depthwise {
-  const Conv<T>& cv;
-  const WindowGeom& g;
-  int64_t mult;  // output channels per input channel
-  explicit Depthwise(const Conv<T>& c) : cv(c), g(c.g), mult(c.O / c.g.C) {}
-
-  // Vector width in elements: rows are computed in whole vectors so that the taps' loads and
-  // stores never overlap a partial store (store-to-load forwarding stalls dominated otherwise).
-  static constexpr int64_t kLanes = 32 / sizeof(T);
-  int64_t ow_r() const { return (g.ow + kLanes - 1) / kLanes * kLanes; }
-  // The zero-padded input plane: wide enough for ow_r() outputs of every tap.
-  int64_t pad_w() const { return std::max(g.W + 2 * g.pw, (ow_r() - 1) * g.sw + (g.kw - 1) * g.dw + 1); }
-  int64_t pad_h() const { return std::max(g.H + 2 * g.ph, (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1); }
-  // One spare row: the last input row's margin fill runs pw elements past the padded plane.
-  int64_t scratch_size() const { return (pad_h() + 1) * pad_w() + ow_r(); }
-
-  // y (one output plane) = bias + the stencil of w over x (one input plane); scratch holds
-  // scratch_size() elements.
-  void plane_forward(const T* x, const T* w, T bias, T* y, T* scratch) const {
-    const int64_t Wp = pad_w(), Hp = pad_h(), owr = ow_r();
-    T* xp = scratch;
-    T* acc = scratch + (Hp + 1) * Wp;
-    // Only the margins need zeros; the plane's rows are copied in between.
-    std::fill(xp, xp + g.ph * Wp + g.pw, T(0));
-    for (int64_t i = 0; i < g.H; ++i) {
-      T* r = xp + (i + g.ph) * Wp + g.pw;
-      std::memcpy(r, x + i * g.W, size_t(g.W) * sizeof(T));
-      std::fill(r + g.W, r + Wp, T(0));  // right margin, then the next row's left margin
-    }
-    std::fill(xp + (g.H + g.ph) * Wp + g.pw, xp + (Hp + 1) * Wp, T(0));
-#ifdef __AVX2__
-    if constexpr (std::is_same_v<T, float>) {
-      if (g.sw == 1) {  // the common case, by hand: 8 outputs in one register, all taps
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          for (int64_t ox0 = 0; ox0 < g.ow; ox0 += 8) {
-            __m256 a = _mm256_set1_ps(bias);
-            for (int64_t ki = 0; ki < g.kh; ++ki) {
-              const float* row = xp + (oy * g.sh + ki * g.dh) * Wp + ox0;
-              const float* wr = w + ki * g.kw;
-              for (int64_t kj = 0; kj < g.kw; ++kj)
-                a = _mm256_fmadd_ps(_mm256_set1_ps(wr[kj]), _mm256_loadu_ps(row + kj * g.dw), a);
-            }
-            float* dst = y + oy * g.ow + ox0;
-            if (ox0 + 8 <= g.ow) {
-              _mm256_storeu_ps(dst, a);
-            } else {
-              _mm256_storeu_ps(acc, a);
-              for (int64_t l = 0; l < g.ow - ox0; ++l) dst[l] = acc[l];
-            }
-          }
-        }
-        return;
-      }
-    }
-#endif
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      for (int64_t ox = 0; ox < owr; ++ox) acc[ox] = bias;
-      for (int64_t ki = 0; ki < g.kh; ++ki)
-        for (int64_t kj = 0; kj < g.kw; ++kj) {
-          const T wv = w[ki * g.kw + kj];
-          const T* src = xp + (oy * g.sh + ki * g.dh) * Wp + kj * g.dw;
-          for (int64_t ox = 0; ox < owr; ++ox) acc[ox] += wv * src[ox * g.sw];
-        }
-      std::memcpy(y + oy * g.ow, acc, size_t(g.ow) * sizeof(T));
-    }
-  }
-  // dx (one input plane) += the adjoint stencil applied to gy (one output plane).
-  void plane_backward_input(const T* gy, const T* w, T* dx) const {
-    for (int64_t ki = 0; ki < g.kh; ++ki)
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const T wv = w[ki * g.kw + kj];
-        const int64_t off = kj * g.dw - g.pw;
-        int64_t lo, hi;
-        cv.valid_range(off, lo, hi);
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          const int64_t ih = oy * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          T* dst = dx + ih * g.W + off;
-          const T* src = gy + oy * g.ow;
-          if (g.sw == 1)
-            for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += wv * src[ox];
-          else
-            for (int64_t ox = lo; ox < hi; ++ox) dst[ox * g.sw] += wv * src[ox];
-        }
-      }
-  }
-  // dw (one filter) += the correlation of gy (one output plane) with x (one input plane).
-  void plane_backward_weight(const T* gy, const T* x, T* dw) const {
-    for (int64_t ki = 0; ki < g.kh; ++ki)
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const int64_t off = kj * g.dw - g.pw;
-        int64_t lo, hi;
-        cv.valid_range(off, lo, hi);
-        T acc = 0;
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          const int64_t ih = oy * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          const T* src = x + ih * g.W + off;
-          const T* gr = gy + oy * g.ow;
-          T row = 0;
-          if (g.sw == 1)
-            for (int64_t ox = lo; ox < hi; ++ox) row += gr[ox] * src[ox];
-          else
-            for (int64_t ox = lo; ox < hi; ++ox) row += gr[ox] * src[ox * g.sw];
-          acc += row;
-        }
-        dw[ki * g.kw + kj] += acc;
-      }
-  }
-};
-
 template <typename T>
 void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, const Tensor& out, const ConvGeom& cg) {
   Conv<T> cv(cg);
@@ -447,13 +334,13 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
   const T* b = bias ? static_cast<const T*>(bias->data_ptr()) : nullptr;
   T* y = static_cast<T*>(out.data_ptr());
   if (cv.Cg == 1 && cv.G > 1) {
-    Depthwise<T> d(cv);
+    const Depthwise<T> d(g, cv.O);
     parallel_for(0, g.N * cv.O, 1, [&](int64_t b0, int64_t e0) {
-      std::vector<T> scratch(size_t(d.scratch_size()));
+      Tensor own = empty_tensor({d.scratch_size()}, input.dtype());
+      T* scratch = static_cast<T*>(own.data_ptr());
       for (int64_t t = b0; t < e0; ++t) {
         const int64_t n = t / cv.O, o = t % cv.O;
-        d.plane_forward(x + (n * g.C + o / d.mult) * cv.HW, w + o * g.kh * g.kw, b ? b[o] : T(0), y + t * cv.L,
-                        scratch.data());
+        d.forward(x + (n * g.C + o / d.mult) * cv.HW, w + o * g.kh * g.kw, b ? b[o] : T(0), y + t * cv.L, scratch);
       }
     });
     return;
@@ -581,14 +468,13 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
   const T* w = static_cast<const T*>(weight.data_ptr());
   T* dx = static_cast<T*>(grad_in.data_ptr());
   if (cv.Cg == 1 && cv.G > 1) {
-    Depthwise<T> d(cv);
+    const Depthwise<T> d(g, cv.O);
     parallel_for(0, g.N * g.C, 1, [&](int64_t b0, int64_t e0) {
+      Tensor own = empty_tensor({d.scratch_size()}, grad_out.dtype());
+      T* scratch = static_cast<T*>(own.data_ptr());
       for (int64_t t = b0; t < e0; ++t) {
         const int64_t n = t / g.C, c = t % g.C;
-        T* dp = dx + t * cv.HW;
-        std::fill(dp, dp + cv.HW, T(0));
-        for (int64_t o = c * d.mult; o < (c + 1) * d.mult; ++o)
-          d.plane_backward_input(gy + (n * cv.O + o) * cv.L, w + o * g.kh * g.kw, dp);
+        d.backward_input(gy + (n * cv.O + c * d.mult) * cv.L, w + c * d.mult * g.kh * g.kw, dx + t * cv.HW, scratch);
       }
     });
     return;
@@ -705,13 +591,16 @@ void backward_weight(const Tensor& grad_out, const Tensor& input, const Tensor& 
   T* dw = static_cast<T*>(grad_weight.data_ptr());
   const int64_t wsize = cv.O * cv.CgK;
   if (cv.Cg == 1 && cv.G > 1) {  // one filter per task, images summed in order
-    Depthwise<T> d(cv);
+    const Depthwise<T> d(g, cv.O);
     parallel_for(0, cv.O, 1, [&](int64_t b0, int64_t e0) {
+      Tensor own = empty_tensor({d.scratch_size() + d.sums_size()}, grad_out.dtype());
+      T* scratch = static_cast<T*>(own.data_ptr());
       for (int64_t o = b0; o < e0; ++o) {
         T* dwo = dw + o * g.kh * g.kw;
         std::fill(dwo, dwo + g.kh * g.kw, T(0));
         for (int64_t n = 0; n < g.N; ++n)
-          d.plane_backward_weight(gy + (n * cv.O + o) * cv.L, x + (n * g.C + o / d.mult) * cv.HW, dwo);
+          d.backward_weight(gy + (n * cv.O + o) * cv.L, x + (n * g.C + o / d.mult) * cv.HW, dwo, scratch,
+                            scratch + d.scratch_size());
       }
     });
     return;

@@ -224,6 +224,15 @@ CONV_CASES = [
     ((3, 128, 9, 9), (18, 128, 3, 3), dict(padding=2, stride=2)),
     ((1, 144, 7, 7), (40, 144, 3, 3), dict(padding=1)),
     ((1, 128, 8, 8), (16, 128, 4, 4), dict(padding=1, stride=2)),
+    # Depthwise (csrc/cpu/depthwise.h): phase planes at strides 1-3, dilation, a channel
+    # multiplier, a 1x1 plane, kernels wider than a block's reach.
+    ((3, 6, 7, 7), (6, 1, 3, 3), dict(padding=1, groups=6)),
+    ((2, 4, 14, 13), (4, 1, 3, 3), dict(padding=1, stride=2, groups=4)),
+    ((2, 3, 11, 9), (6, 1, 5, 5), dict(padding=2, groups=3)),
+    ((1, 4, 12, 12), (4, 1, 3, 3), dict(padding=2, dilation=2, groups=4)),
+    ((2, 5, 9, 10), (5, 1, 4, 4), dict(padding=(0, 1), stride=(3, 2), groups=5)),
+    ((1, 3, 1, 1), (3, 1, 3, 3), dict(padding=1, groups=3)),
+    ((2, 2, 40, 37), (2, 1, 7, 7), dict(padding=3, groups=2)),
 ]
 
 
