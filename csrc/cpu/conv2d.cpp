@@ -142,16 +142,14 @@ struct Conv {
   }
 
   // Unfolds output rows [oy0, oy1) of image x: row r of the column matrix starts at col + r * ld.
-  // Channels [c0, c1) only (c1 < 0: all), their rows from row 0 of col.
-  void im2col(const T* x, T* col, int64_t ld, int64_t oy0, int64_t oy1, int64_t c0 = 0, int64_t c1 = -1) const {
-    if (c1 < 0) c1 = g.C;
+  void im2col(const T* x, T* col, int64_t ld, int64_t oy0, int64_t oy1) const {
     if (!table.empty()) {
       const int64_t taps = g.kh * g.kw, l0 = oy0 * g.ow, l1 = oy1 * g.ow;
-      for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t c = 0; c < g.C; ++c) {
         const T* xc = x + c * HW;
         for (int64_t t = 0; t < taps; ++t) {
           const int32_t* src = table.data() + t * L;
-          gather_row(col + ((c - c0) * taps + t) * ld - l0, xc, src, l0, l1);
+          gather_row(col + (c * taps + t) * ld - l0, xc, src, l0, l1);
         }
       }
       return;
@@ -159,10 +157,10 @@ struct Conv {
     // Stride 1 with output rows as wide as input rows ("same" padding): a tap's window rows are
     // one contiguous run of the input plane (whose reads stay inside the plane while pw <= W).
     const bool rows_contiguous = g.sh == 1 && g.sw == 1 && g.ow == g.W && g.pw <= g.W;
-    for (int64_t c = c0; c < c1; ++c)
+    for (int64_t c = 0; c < g.C; ++c)
       for (int64_t ki = 0; ki < g.kh; ++ki)
         for (int64_t kj = 0; kj < g.kw; ++kj) {
-          T* row = col + (((c - c0) * g.kh + ki) * g.kw + kj) * ld - oy0 * g.ow;
+          T* row = col + ((c * g.kh + ki) * g.kw + kj) * ld - oy0 * g.ow;
           const int64_t off = kj * g.dw - g.pw;
           int64_t lo, hi;
           valid_range(off, lo, hi);
@@ -364,26 +362,22 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t c0 = t * cv.tile_w, cw = std::min(cv.tile_w, total - c0), ld = (cw + 15) / 16 * 16;
         T* tile = buf + cv.K * ld;
-        // Images i0..i1-1 overlap the tile; image i's positions [l0, l1) are columns from i*L - c0.
-        const int64_t i0 = c0 / cv.L, i1 = (c0 + cw + cv.L - 1) / cv.L;
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+        over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {
           cv.im2col_positions(x + i * g.C * cv.HW, buf + i * cv.L + l0 - c0, ld, l0, l1);
-        }
+        });
         if (ld > cw)  // zero columns up to the block of 16 (their products are discarded)
           for (int64_t r = 0; r < cv.K; ++r) std::fill(buf + r * ld + cw, buf + (r + 1) * ld, T(0));
         filters.over_rows(threads, ld, [&](int64_t r0, int64_t r1) {
           for (int64_t gi = 0; gi < cv.G; ++gi) {
             filters.mul_rows(gi, r0, r1, ld, buf + gi * cv.CgK * ld, ld, T(0), tile + gi * cv.Og * ld, ld);
-            for (int64_t i = i0; i < i1; ++i) {
-              const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+            over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {
               for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) {
                 const T* src = tile + o * ld + i * cv.L - c0;
                 T* dst = y + (i * cv.O + o) * cv.L;
                 const T bo = b ? b[o] : T(0);
                 for (int64_t l = l0; l < l1; ++l) dst[l] = src[l] + bo;
               }
-            }
+            });
           }
         });
       }
@@ -560,20 +554,17 @@ void weight_in_slabs(const T* gy, const T* x, T* dw, const Conv<T>& cv, DType dt
     T* col = gyt + cv.O * span;
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t c0 = t * span, cw = std::min(span, total - c0), ld = (cw + 15) / 16 * 16;
-      const int64_t i0 = c0 / cv.L, i1 = (c0 + cw + cv.L - 1) / cv.L;
-      for (int64_t i = i0; i < i1; ++i) {  // gy's columns of the tile, (O, ld)
-        const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+      over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {  // gy's columns of the tile, (O, ld)
         for (int64_t o = 0; o < cv.O; ++o)
           std::copy(gy + (i * cv.O + o) * cv.L + l0, gy + (i * cv.O + o) * cv.L + l1, gyt + o * ld + i * cv.L + l0 - c0);
-      }
+      });
       if (ld > cw)  // zero columns up to the block of 16: they add zeros to the sums
         for (int64_t o = 0; o < cv.O; ++o) std::fill(gyt + o * ld + cw, gyt + (o + 1) * ld, T(0));
       for (int64_t sl = s0; sl < s1; ++sl) {
         const int64_t ch0 = sl * cs, ch1 = std::min(g.C, ch0 + cs), rows = (ch1 - ch0) * taps;
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t l0 = std::max<int64_t>(0, c0 - i * cv.L), l1 = std::min(cv.L, c0 + cw - i * cv.L);
+        over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {
           cv.im2col_positions(x + i * g.C * cv.HW, col + i * cv.L + l0 - c0, ld, l0, l1, ch0, ch1);
-        }
+        });
         if (ld > cw)
           for (int64_t r = 0; r < rows; ++r) std::fill(col + r * ld + cw, col + (r + 1) * ld, T(0));
         gemm<T>(false, true, cv.O, rows, ld, T(1), gyt, ld, col, ld, t ? T(1) : T(0), dw + ch0 * taps, cv.K, 1);

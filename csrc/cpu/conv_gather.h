@@ -77,6 +77,14 @@ inline int64_t table_shift(const int32_t* src, int64_t n) {
   return shift == kNoShift ? 0 : shift;  // (all padding: any shift reads nothing)
 }
 
+// Calls f(i, l0, l1) for the images overlapping the tile of columns [c0, c0 + cw), the columns being
+// the positions of all the images (L each) flattened: image i's positions [l0, l1) are the tile's
+// columns from i * L + l0 - c0.
+template <typename F>
+inline void over_images(int64_t L, int64_t c0, int64_t cw, const F& f) {
+  for (int64_t i = c0 / L; i * L < c0 + cw; ++i) f(i, std::max<int64_t>(0, c0 - i * L), std::min(L, c0 + cw - i * L));
+}
+
 // Columns per tile when `total` columns are cut into tiles of about `target`: a multiple of 16
 // (MKL's kernels take 16 columns at a time, and a ragged block costs a whole one), at least two
 // tiles from 64 columns and a multiple of 4 from 3, so that two or four threads share them evenly.

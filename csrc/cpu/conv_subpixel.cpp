@@ -72,7 +72,7 @@ struct Subpixel {
   int64_t P, total, tile_w, tiles, rows;  // grid positions per image, in all; unfolded rows
   std::vector<int32_t> table;             // (union tap, grid position): offset in a gy plane, or -1
   std::vector<int64_t> shifts;            // per union tap: table_shift, kNoShift where it has none
-  Tensor filters_;                        // per phase and row tap: C x (column taps * O)
+  Tensor filters_;                        // per phase: C x (row taps * column taps * O)
   const T* filters = nullptr;
   std::vector<int64_t> filter_at;         // offset of phase (ry, rx)'s first block in `filters`
 
@@ -96,9 +96,8 @@ struct Subpixel {
     // A phase's filters, C x (row taps * column taps * O): A[c][(t', u, o)] = w[o][c][ki][kj] for
     // its row tap t = taps - 1 - t' (ki = first + sh * t: ascending row shift, the order of the
     // unfolded rows) and column u of its column taps in ascending shift order (kj = first + sw *
-    // (taps - 1 - u)). Read through w
-    // transposed to (C*kh*kw, O) in blocks: a gather down w's columns missed the cache every
-    // element (a tenth of a 7x7 layer's input gradient).
+    // (taps - 1 - u)). Read through w transposed to (C*kh*kw, O) in blocks: a gather down w's
+    // columns missed the cache every element (a tenth of a 7x7 layer's input gradient).
     const int64_t taps = g.kh * g.kw, CK = g.C * taps;
     filters_ = empty_tensor({2 * O * CK}, dt);  // (the caching allocator: no page faults)
     T* f = static_cast<T*>(filters_.data_ptr());
@@ -127,16 +126,10 @@ struct Subpixel {
       }
   }
 
-  // The images overlapping columns [c0, c0 + cw) and, for image i, its grid positions [p0, p1).
-  template <typename F>
-  void over_images(int64_t c0, int64_t cw, const F& f) const {
-    for (int64_t i = c0 / P; i * P < c0 + cw; ++i) f(i, std::max<int64_t>(0, c0 - i * P), std::min(P, c0 + cw - i * P));
-  }
-
   // Unfolds the tile's columns of gy into col (rows x ld), zero past cw.
   void unfold(const T* gy, int64_t c0, int64_t cw, int64_t ld, T* col) const {
     const int64_t L = g.oh * g.ow, taps = ay.span * ax.span;
-    over_images(c0, cw, [&](int64_t i, int64_t p0, int64_t p1) {
+    over_images(P, c0, cw, [&](int64_t i, int64_t p0, int64_t p1) {
       for (int64_t u = 0; u < taps; ++u) {
         const int32_t* src = table.data() + u * P;
         const int64_t shift = shifts[size_t(u)];
@@ -178,7 +171,7 @@ struct Subpixel {
   // took an eighth of a transposed layer's time.)
   void write(const T* out, int64_t c0, int64_t cw, int64_t ld, int64_t r0, int64_t r1, T* dx) const {
     const int64_t HW = g.H * g.W, gx = ax.grid;
-    over_images(c0, cw, [&](int64_t i, int64_t p0, int64_t p1) {
+    over_images(P, c0, cw, [&](int64_t i, int64_t p0, int64_t p1) {
       const int64_t jy0 = p0 / gx, jy1 = (p1 + gx - 1) / gx;
       for (int64_t c = r0; c < r1; ++c) {
         T* plane = dx + (i * g.C + c) * HW;
