@@ -45,11 +45,6 @@ constexpr int64_t kTileCols = 512;
 constexpr int64_t kImageTileCols = 128;
 constexpr int64_t kColumnTile = 128;
 
-template <int S, typename T>
-void strided_copy(T* __restrict r, const T* __restrict src, int64_t lo, int64_t hi) {
-  for (int64_t ox = lo; ox < hi; ++ox) r[ox] = src[S * ox];
-}
-
 template <typename T>
 struct Conv {
   const WindowGeom& g;
@@ -211,10 +206,7 @@ struct Conv {
       const T* xc = x + c * HW;
       for (int64_t t = 0; t < taps; ++t) {
         const int32_t* src = table.data() + t * L;
-        const int64_t shift = shifts[size_t(t)];
-        T* row = col + ((c - c0) * taps + t) * ld - l0;
-        if (shift != kNoShift) shifted_row(row, xc, src, shift, l0, l1);
-        else gather_row(row, xc, src, l0, l1);
+        table_row(col + ((c - c0) * taps + t) * ld - l0, xc, src, shifts[size_t(t)], l0, l1);
       }
     }
   }
@@ -365,8 +357,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {
           cv.im2col_positions(x + i * g.C * cv.HW, buf + i * cv.L + l0 - c0, ld, l0, l1);
         });
-        if (ld > cw)  // zero columns up to the block of 16 (their products are discarded)
-          for (int64_t r = 0; r < cv.K; ++r) std::fill(buf + r * ld + cw, buf + (r + 1) * ld, T(0));
+        zero_padding(buf, cv.K, cw, ld);
         filters.over_rows(threads, ld, [&](int64_t r0, int64_t r1) {
           for (int64_t gi = 0; gi < cv.G; ++gi) {
             filters.mul_rows(gi, r0, r1, ld, buf + gi * cv.CgK * ld, ld, T(0), tile + gi * cv.Og * ld, ld);
@@ -558,15 +549,13 @@ void weight_in_slabs(const T* gy, const T* x, T* dw, const Conv<T>& cv, DType dt
         for (int64_t o = 0; o < cv.O; ++o)
           std::copy(gy + (i * cv.O + o) * cv.L + l0, gy + (i * cv.O + o) * cv.L + l1, gyt + o * ld + i * cv.L + l0 - c0);
       });
-      if (ld > cw)  // zero columns up to the block of 16: they add zeros to the sums
-        for (int64_t o = 0; o < cv.O; ++o) std::fill(gyt + o * ld + cw, gyt + (o + 1) * ld, T(0));
+      zero_padding(gyt, cv.O, cw, ld);
       for (int64_t sl = s0; sl < s1; ++sl) {
         const int64_t ch0 = sl * cs, ch1 = std::min(g.C, ch0 + cs), rows = (ch1 - ch0) * taps;
         over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {
           cv.im2col_positions(x + i * g.C * cv.HW, col + i * cv.L + l0 - c0, ld, l0, l1, ch0, ch1);
         });
-        if (ld > cw)
-          for (int64_t r = 0; r < rows; ++r) std::fill(col + r * ld + cw, col + (r + 1) * ld, T(0));
+        zero_padding(col, rows, cw, ld);
         gemm<T>(false, true, cv.O, rows, ld, T(1), gyt, ld, col, ld, t ? T(1) : T(0), dw + ch0 * taps, cv.K, 1);
       }
     }

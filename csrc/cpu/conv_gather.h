@@ -1,6 +1,7 @@
-// Tabulated row gathers shared by the convolution kernels (conv2d.cpp, conv_subpixel.cpp): each
-// column of an unfolded row reads one element of a plane through a table of offsets computed
-// once per call, so that narrow or strided windows cost one gather loop per (channel, tap).
+// Tabulated row gathers and column-tile helpers shared by the convolution kernels (conv2d.cpp,
+// conv_subpixel.cpp, depthwise.h): each column of an unfolded row reads one element of a plane
+// through a table of offsets computed once per call, so that narrow or strided windows cost one
+// gather loop per (channel, tap).
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -65,6 +66,12 @@ inline void shifted_row(T* __restrict row, const T* __restrict plane, const int3
   for (; l < l1; ++l) row[l] = src[l] >= 0 ? plane[l + shift] : T(0);
 }
 
+// A constant-stride copy, r[i] = src[S * i] for i in [lo, hi) (a constant stride vectorises).
+template <int S, typename T>
+inline void strided_copy(T* __restrict r, const T* __restrict src, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) r[i] = src[S * i];
+}
+
 // The shift of a table of n entries if it is one (see shifted_row), else kNoShift.
 constexpr int64_t kNoShift = INT64_MIN;
 inline int64_t table_shift(const int32_t* src, int64_t n) {
@@ -75,6 +82,21 @@ inline int64_t table_shift(const int32_t* src, int64_t n) {
     else if (src[l] - l != shift) return kNoShift;
   }
   return shift == kNoShift ? 0 : shift;  // (all padding: any shift reads nothing)
+}
+
+// One tabulated row: shifted_row where the table has a shift (table_shift), else gather_row.
+template <typename T>
+inline void table_row(T* row, const T* plane, const int32_t* src, int64_t shift, int64_t l0, int64_t l1) {
+  if (shift != kNoShift) shifted_row(row, plane, src, shift, l0, l1);
+  else gather_row(row, plane, src, l0, l1);
+}
+
+// Zeros columns [cw, ld) of `rows` rows of ld: a column tile's padding up to its block of 16
+// (zero products where the tile's columns are summed, discarded where they are outputs).
+template <typename T>
+inline void zero_padding(T* m, int64_t rows, int64_t cw, int64_t ld) {
+  if (ld > cw)
+    for (int64_t r = 0; r < rows; ++r) std::fill(m + r * ld + cw, m + (r + 1) * ld, T(0));
 }
 
 // Calls f(i, l0, l1) for the images overlapping the tile of columns [c0, c0 + cw), the columns being

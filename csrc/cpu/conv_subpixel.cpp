@@ -131,18 +131,12 @@ struct Subpixel {
     const int64_t L = g.oh * g.ow, taps = ay.span * ax.span;
     over_images(P, c0, cw, [&](int64_t i, int64_t p0, int64_t p1) {
       for (int64_t u = 0; u < taps; ++u) {
-        const int32_t* src = table.data() + u * P;
-        const int64_t shift = shifts[size_t(u)];
-        for (int64_t o = 0; o < O; ++o) {
-          T* row = col + (u * O + o) * ld + i * P - c0;
-          const T* plane = gy + (i * O + o) * L;
-          if (shift != kNoShift) shifted_row(row, plane, src, shift, p0, p1);
-          else gather_row(row, plane, src, p0, p1);
-        }
+        for (int64_t o = 0; o < O; ++o)
+          table_row(col + (u * O + o) * ld + i * P - c0, gy + (i * O + o) * L, table.data() + u * P,
+                    shifts[size_t(u)], p0, p1);
       }
     });
-    if (ld > cw)
-      for (int64_t r = 0; r < rows; ++r) std::fill(col + r * ld + cw, col + (r + 1) * ld, T(0));
+    zero_padding(col, rows, cw, ld);
   }
 
   // Rows [r0, r1) of phase (ry, rx)'s product for the tile: its GEMMs over col into out (C x ld),

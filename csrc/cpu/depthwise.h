@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/conv_gather.h"
 #include "ops/kernels.h"
 
 // The vector helpers below are inlined: GCC's note that a 64-byte vector argument's ABI differs
@@ -77,10 +78,6 @@ struct Depthwise {
   }
   int64_t phases() const { return g.sh * g.sw; }
   template <int S>
-  static void strided(T* __restrict dst, const T* __restrict src, int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) dst[c] = src[S * c];
-  }
-  template <int S>
   static void scattered(T* __restrict dst, const T* __restrict src, int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) dst[S * c] = src[c];
   }
@@ -110,7 +107,7 @@ struct Depthwise {
     std::fill(q, q + phases() * stride, T(0));
     rows([&](int64_t at, int64_t from, int64_t c0, int64_t c1) {
       if (g.sw == 1) std::copy(x + from + c0, x + from + c1, q + at + c0);
-      else if (g.sw == 2) strided<2>(q + at, x + from, c0, c1);  // (a constant stride vectorises)
+      else if (g.sw == 2) strided_copy<2>(q + at, x + from, c0, c1);
       else for (int64_t c = c0; c < c1; ++c) q[at + c] = x[from + c * g.sw];
     });
   }
