@@ -174,12 +174,26 @@ void unary_loop(const TensorIter& it, const F& f) {
 }
 
 #ifdef __AVX2__
-// float32 -> float32 with an 8-wide AVX2 body `v`, eight elements at a time whatever the strides
-// (gathered into a buffer when not contiguous, and the tail of a run padded): every element goes
-// through `v`, so a result does not depend on where the element falls in a run, which changes
-// with the thread count. Pass `v` as a lambda (a function pointer is not inlined).
-template <typename V>
-void unary_loop_f32x8(const TensorIter& it, const V& v) {
+// float32 -> float32 with a vector body `v` (__m256, or __m512 in the AVX-512 build), a whole
+// vector at a time whatever the strides (gathered into a buffer when not contiguous, and the tail
+// of a run padded): every element goes through `v`, so a result does not depend on where the
+// element falls in a run, which changes with the thread count. Pass `v` as a lambda (a function
+// pointer is not inlined).
+template <typename Vec, typename V>
+void unary_loop_f32v(const TensorIter& it, const V& v) {
+  constexpr int64_t W = sizeof(Vec) / sizeof(float);
+  auto load = [](const float* q) {
+    if constexpr (W == 8) return _mm256_loadu_ps(q);
+#ifdef __AVX512F__
+    else return _mm512_loadu_ps(q);
+#endif
+  };
+  auto store = [](float* q, Vec y) {
+    if constexpr (W == 8) _mm256_storeu_ps(q, y);
+#ifdef __AVX512F__
+    else _mm512_storeu_ps(q, y);
+#endif
+  };
   for_each_run(it, [&](char** p, const int64_t* s, int64_t n) {
     const bool contiguous = s[0] == 4 && s[1] == 4;
     int64_t i = 0;
@@ -187,18 +201,18 @@ void unary_loop_f32x8(const TensorIter& it, const V& v) {
       float* o = reinterpret_cast<float*>(p[0]);
       const float* a = reinterpret_cast<const float*>(p[1]);
       // two vectors a step: their dependency chains (a division, a polynomial) overlap
-      for (; i + 16 <= n; i += 16) {
-        const __m256 y0 = v(_mm256_loadu_ps(a + i)), y1 = v(_mm256_loadu_ps(a + i + 8));
-        _mm256_storeu_ps(o + i, y0);
-        _mm256_storeu_ps(o + i + 8, y1);
+      for (; i + 2 * W <= n; i += 2 * W) {
+        const Vec y0 = v(load(a + i)), y1 = v(load(a + i + W));
+        store(o + i, y0);
+        store(o + i + W, y1);
       }
-      for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, v(_mm256_loadu_ps(a + i)));
+      for (; i + W <= n; i += W) store(o + i, v(load(a + i)));
     }
-    alignas(32) float buf[8];
-    for (; i < n; i += 8) {
-      const int64_t m = std::min<int64_t>(8, n - i);
-      for (int64_t k = 0; k < 8; ++k) buf[k] = k < m ? *reinterpret_cast<const float*>(p[1] + (i + k) * s[1]) : 0.0f;
-      _mm256_store_ps(buf, v(_mm256_load_ps(buf)));
+    alignas(64) float buf[W];
+    for (; i < n; i += W) {
+      const int64_t m = std::min<int64_t>(W, n - i);
+      for (int64_t k = 0; k < W; ++k) buf[k] = k < m ? *reinterpret_cast<const float*>(p[1] + (i + k) * s[1]) : 0.0f;
+      store(buf, v(load(buf)));
       for (int64_t k = 0; k < m; ++k) *reinterpret_cast<float*>(p[0] + (i + k) * s[0]) = buf[k];
     }
   });

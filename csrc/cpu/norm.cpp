@@ -22,6 +22,24 @@ void dispatch_ff(DType d, const F& f) {
   else f(float{});
 }
 
+// The sum of f(j) for j < n in kLanes partial sums (term j into lane j % kLanes), the lanes then
+// added pairwise: a fixed order, whatever the thread count. One `omp simd` accumulator makes
+// every vector wait for the previous add (a 768-wide layer_norm row took 1.3x torch's time);
+// 32 lanes are 4 independent chains of 8-wide float vectors.
+template <typename T, typename F>
+inline T lane_sum(int64_t n, const F& f) {
+  constexpr int64_t kLanes = 32;
+  T acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+#pragma omp simd
+    for (int64_t k = 0; k < kLanes; ++k) acc[k] += f(j + k);
+  for (int64_t k = 0; j + k < n; ++k) acc[k] += f(j + k);
+  for (int64_t w = kLanes / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
+}
+
 void layer_norm_kernel(const Tensor& x, const Tensor* w, const Tensor* b, const Tensor& y, const Tensor& mean,
                        const Tensor& rstd, const RowsGeom& g) {
   dispatch_ff(x.dtype(), [&](auto tag) {
@@ -32,17 +50,15 @@ void layer_norm_kernel(const Tensor& x, const Tensor* w, const Tensor* b, const 
       for (int64_t i = lo; i < hi; ++i) {
         const T* xr = xp + i * g.D;
         T* yr = yp + i * g.D;
-        T s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t j = 0; j < g.D; ++j) s += xr[j];
+        const T s = lane_sum<T>(g.D, [&](int64_t j) { return xr[j]; });
         const T mu = g.D ? s / T(g.D) : T(0);
-        T ss = 0;
-#pragma omp simd reduction(+ : ss)
-        for (int64_t j = 0; j < g.D; ++j) ss += (xr[j] - mu) * (xr[j] - mu);
+        const T ss = lane_sum<T>(g.D, [&](int64_t j) { return (xr[j] - mu) * (xr[j] - mu); });
         const T r = T(1) / std::sqrt(ss / T(std::max<int64_t>(g.D, 1)) + T(g.eps));
         mp[i] = mu;
         rp[i] = r;
-        if (wp && bp) for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r * wp[j] + bp[j];
+        if (wp && bp)
+#pragma omp simd
+          for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r * wp[j] + bp[j];
         else if (wp) for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r * wp[j];
         else if (bp) for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r + bp[j];
         else for (int64_t j = 0; j < g.D; ++j) yr[j] = (xr[j] - mu) * r;

@@ -16,7 +16,11 @@ void float_unary(const TensorIter& it, UnaryOp op) {
   switch (op) {
     case UnaryOp::Sqrt: return run([](M x) { return std::sqrt(x); });
     case UnaryOp::Rsqrt: return run([](M x) { return M(1) / std::sqrt(x); });
-    case UnaryOp::Exp: return run([](M x) { return vm::exp(x); });
+    case UnaryOp::Exp:
+#ifdef __AVX512F__
+      if constexpr (std::is_same_v<T, float>) return unary_loop_f32v<__m512>(it, [](__m512 x) { return vm::exp16(x); });
+#endif
+      return run([](M x) { return vm::exp(x); });
     case UnaryOp::Exp2: return run([](M x) { return vm::exp2(x); });
     case UnaryOp::Log: return run([](M x) { return vm::log(x); });
     case UnaryOp::Log2: return run([](M x) { return vm::log2(x); });
@@ -35,8 +39,10 @@ void float_unary(const TensorIter& it, UnaryOp op) {
     case UnaryOp::Atanh: return run([](M x) { return std::atanh(x); });
     case UnaryOp::Cosh: return run([](M x) { return vm::cosh(x); });
     case UnaryOp::Tanh:
-#ifdef __AVX2__
-      if constexpr (std::is_same_v<T, float>) return unary_loop_f32x8(it, [](__m256 x) { return vm::tanh8(x); });
+#if defined(__AVX512F__)
+      if constexpr (std::is_same_v<T, float>) return unary_loop_f32v<__m512>(it, [](__m512 x) { return vm::tanh16(x); });
+#elif defined(__AVX2__)
+      if constexpr (std::is_same_v<T, float>) return unary_loop_f32v<__m256>(it, [](__m256 x) { return vm::tanh8(x); });
 #endif
       return run([](M x) { return vm::tanh(x); });
     case UnaryOp::Erf: return run([](M x) { return vm::erf(x); });
@@ -44,6 +50,9 @@ void float_unary(const TensorIter& it, UnaryOp op) {
     case UnaryOp::Sigmoid: return run([](M x) { return M(1) / (M(1) + vm::exp(-x)); });
     case UnaryOp::Silu: return run([](M x) { return x / (M(1) + vm::exp(-x)); });
     case UnaryOp::GeluErf:
+#ifdef __AVX512F__
+      if constexpr (std::is_same_v<T, float>) return unary_loop_f32v<__m512>(it, [](__m512 x) { return vm::gelu16(x); });
+#endif
       if constexpr (std::is_same_v<M, float>)
         return run([](M x) { return M(0.5) * x * (M(1) + vm::gelu_erf(x * M(0.70710678118654752))); });
       else

@@ -86,6 +86,79 @@ inline __m256 tanh8(__m256 x) {
 }
 #endif
 
+#ifdef __AVX512F__
+// 16-wide float32 exp, tanh and gelu written inline (in the AVX-512 build): through libmvec's
+// 8-wide calls exp ran at 2.1x, tanh 2.4x and gelu 1.4-1.9x torch's time (torch inlines SLEEF's
+// 16-wide code); 16 wide through a call, 1.6x, 2.3x and 1.5x.
+
+// exp(x) = 2^n e^r, n = round(x log2 e), r = x - n ln 2 in two parts (Cody-Waite), e^r by
+// Cephes' degree-5 minimax form 1 + r + r^2 p(r); 2^n applied by scalef, which rounds subnormal
+// results and saturates to inf / 0. The clamp keeps n finite (exp(89) is already inf, exp(-104)
+// 0) and passes NaN through (min/max return their second operand for NaN). Max relative error
+// 1.5 ULP against float64 (test_vector_math.cpp).
+inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  // p(r) = c0 + c1 r + ... + c5 r^5 by Estrin's scheme: a chain of 3 multiply-adds, not 5
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  const __m512 p01 = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 p23 = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
+  const __m512 p45 = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+  const __m512 p = _mm512_fmadd_ps(_mm512_fmadd_ps(p45, r2, p23), r2, p01);
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
+// 1 / d by the 14-bit reciprocal and one Newton step (relative error about 2^-27): a 16-wide
+// division costs 10-16 cycles. d is in [1, 3] wherever it is used.
+inline __m512 recip16(__m512 d) {
+  const __m512 r = _mm512_rcp14_ps(d);
+  return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
+}
+
+// tanh as tanh8 does: (1 - e^-2|x|) / (1 + e^-2|x|), its Taylor series below |x| = 0.3.
+inline __m512 tanh16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 a = _mm512_abs_ps(x);
+  const __m512 t = exp16(_mm512_mul_ps(a, _mm512_set1_ps(-2.0f)));
+  const __m512 big = _mm512_mul_ps(_mm512_sub_ps(one, t), recip16(_mm512_add_ps(one, t)));
+  const __m512 x2 = _mm512_mul_ps(a, a);
+  __m512 p = _mm512_set1_ps(-0.00886323552f);
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(0.0218694885f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-0.0539682540f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(0.133333333f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-0.333333333f));
+  p = _mm512_fmadd_ps(p, x2, one);
+  const __m512 r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(0.3f), _CMP_LT_OQ), big,
+                                        _mm512_mul_ps(a, p));
+  // the sign of x back on |tanh|: bitwise or of x's sign bit (also keeps -0 and NaN's payload)
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r),
+      _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(int(0x80000000u)))));
+}
+
+// gelu(x) = x/2 (1 + erf(x / sqrt 2)), erf as gelu_erf (Abramowitz & Stegun 7.1.26): with
+// a = |x| / sqrt 2, erfc(a) = p(t) e^(-a^2), t = 1 / (1 + 0.3275911 a), and x/2 (1 + erf) is
+// x erfc(a) / 2 below 0 and x (1 - erfc(a) / 2) above (the halving folded into p).
+inline __m512 gelu16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 a = _mm512_abs_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+  const __m512 t = recip16(_mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, one));
+  __m512 p = _mm512_set1_ps(0.5f * 1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f * -1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f * 1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f * -0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.5f * 0.254829592f));
+  p = _mm512_mul_ps(p, t);
+  const __m512 h = _mm512_mul_ps(p, exp16(_mm512_fnmadd_ps(a, a, _mm512_setzero_ps())));  // erfc(a) / 2
+  // NaN compares false: 1 - NaN either way
+  const __m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_sub_ps(one, h), h);
+  return _mm512_mul_ps(x, s);
+}
+#endif
+
 // erfinv: Giles' single-precision approximation, refined by Newton steps on erf.
 template <typename T>
 inline T erfinv(T y) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "elementwise_into.h"
 #include "native_ops.h"
 #include "ops/activation_kernels.h"
 #include "ops/elementwise.h"
@@ -39,6 +40,10 @@ Tensor unary(const char* name, const Tensor& self, UnaryOp op, const Tensor& out
   bool real_out = rule.output == KernelOutput::Real && is_complex(dt);
   KINDLE_CHECK(!(real_out && out.defined() && out.is_same(self)), "In-place ", rule.name,
                " is not supported for complex tensors.");
+  // An op that keeps its input's dtype writes only that dtype (PyTorch's unary ops; the ones that
+  // promote to float cast their result to any out dtype it converts to).
+  KINDLE_CHECK(!out.defined() || rule.promote_float || rule.output != KernelOutput::Same || out.dtype() == dt,
+               name, ": found dtype ", out.dtype(), " for the output but expected ", dt);
   TensorIterConfig cfg;
   cfg.add_output(out).add_input(self);
   cfg.int_to_float = rule.promote_float;
@@ -314,6 +319,8 @@ Tensor native_threshold(const Tensor& self, const Scalar& threshold, const Scala
 Tensor native_add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("add", a, b, alpha, false); }
 const Tensor& native_add_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("add_", a, b, alpha, false, a); return a; }
 Tensor native_sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return add_impl("sub", a, b, alpha, true); }
+void add_into(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor& out) { add_impl("add", a, b, alpha, false, out); }
+void sub_into(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor& out) { add_impl("sub", a, b, alpha, true, out); }
 const Tensor& native_sub_(const Tensor& a, const Tensor& b, const Scalar& alpha) { add_impl("sub_", a, b, alpha, true, a); return a; }
 Tensor subtract(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub(a, b, alpha); }
 const Tensor& subtract_(const Tensor& a, const Tensor& b, const Scalar& alpha) { return sub_(a, b, alpha); }
@@ -327,6 +334,9 @@ static BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {
 Tensor native_div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div", rounding_mode);
   return binary("div", a, b, op);
+}
+void div_into(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode, const Tensor& out) {
+  binary("div", a, b, div_op("div", rounding_mode), out);
 }
 const Tensor& native_div_(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div_", rounding_mode);

@@ -83,6 +83,10 @@ bool int_from_py(PyObject* o, int64_t& out);
 nb::object write_out(nb::handle out, const Tensor& result, const char* op);
 nb::object write_out(nb::handle out, const char* name, std::initializer_list<const char*> fields,
                      std::tuple<Tensor, Tensor>&& t, const char* op);
+// The tensor `out` when an elementwise op may write its result straight into it: a Tensor of
+// the inputs' broadcast shape, on their device, with no gradient to record; else nullptr (and
+// write_out's path: resizing, its errors).
+const Tensor* out_in_place(nb::handle out, std::initializer_list<const Tensor*> inputs);
 void check_factory_options(nb::handle layout, nb::handle memory_format, const char* op);
 
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);

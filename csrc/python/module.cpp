@@ -5,6 +5,7 @@
 
 #include <nanobind/stl/string_view.h>
 
+#include "kindle/autograd.h"
 #include "kindle/cpu_capability.h"
 #include "kindle/random_guard.h"
 #include "ops/tensor_iter.h"
@@ -46,6 +47,30 @@ nb::object write_out(nb::handle out, const Tensor& result, const char* op) {
   }
   dst.copy_(result);
   return nb::borrow(out);
+}
+
+const Tensor* out_in_place(nb::handle out, std::initializer_list<const Tensor*> inputs) {
+  if (!nb::isinstance<Tensor>(out)) return nullptr;
+  const Tensor* dst = nb::inst_ptr<Tensor>(out);
+  const bool grad = autograd::GradMode::is_enabled();
+  if (grad && dst->requires_grad()) return nullptr;
+  size_t nd = 0;
+  for (const Tensor* t : inputs) {
+    if (t->device() != dst->device() || (grad && t->requires_grad())) return nullptr;
+    nd = std::max(nd, size_t(t->dim()));
+  }
+  DimVector shape(nd);
+  for (size_t i = 0; i < nd; ++i) shape[i] = 1;
+  for (const Tensor* t : inputs) {  // not broadcastable: write_out's path raises the error
+    IntArrayRef s = t->sizes();
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& d = shape[nd - s.size() + i];
+      if (s[i] == d || s[i] == 1) continue;
+      if (d != 1) return nullptr;
+      d = s[i];
+    }
+  }
+  return IntArrayRef(dst->sizes()) == IntArrayRef(shape) ? dst : nullptr;
 }
 
 bool int_from_py(PyObject* o, int64_t& out) {

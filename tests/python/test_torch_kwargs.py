@@ -8,6 +8,7 @@ appears and when a listed one has been closed, so the list only shrinks."""
 import inspect
 import re
 
+import numpy as np
 import pytest
 
 import kindle
@@ -125,3 +126,76 @@ def test_factory_layout_and_memory_format():
     assert kindle.empty_like(t, memory_format=kindle.preserve_format).shape == (2, 3)
     with pytest.raises(TypeError):
         kindle.ones(2, layout="strided")
+
+
+# out= for elementwise ops writes straight into the given tensor (no temporary, no copy): each
+# case runs in kindle and torch and must give the same values, dtype, strides and identity, or
+# the same kind of error.
+_OUT_OPS = {
+    "neg": lambda lib, a, b, out: lib.neg(a, out=out),
+    "exp": lambda lib, a, b, out: lib.exp(a, out=out),
+    "tanh": lambda lib, a, b, out: lib.tanh(a, out=out),
+    "sqrt": lambda lib, a, b, out: lib.sqrt(a.abs(), out=out),
+    "mul": lambda lib, a, b, out: lib.mul(a, b, out=out),
+    "add_alpha": lambda lib, a, b, out: lib.add(a, b, alpha=2, out=out),
+    "sub": lambda lib, a, b, out: lib.sub(a, b, out=out),
+    "div_floor": lambda lib, a, b, out: lib.div(a, b, rounding_mode="floor", out=out),
+    "maximum": lambda lib, a, b, out: lib.maximum(a, b, out=out),
+    "lt": lambda lib, a, b, out: lib.lt(a, b, out=out),
+}
+_OUT_CASES = {  # (a's shape, b's shape, out: shape, dtype, transposed)
+    "same": ((3, 4), (3, 4), ((3, 4), "float32", False)),
+    "broadcast": ((3, 1), (4,), ((3, 4), "float32", False)),
+    "strided_out": ((3, 4), (3, 4), ((4, 3), "float32", True)),
+    "wider_out": ((5,), (5,), ((5,), "float64", False)),
+    "bool_out": ((5,), (5,), ((5,), "bool", False)),
+    "resized": ((2, 3), (2, 3), ((4,), "float32", False)),
+    "empty_out": ((2, 3), (3,), ((0,), "float32", False)),
+    "zero_dim": ((), (), ((), "float32", False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OUT_CASES))
+@pytest.mark.parametrize("op", sorted(_OUT_OPS))
+def test_out_elementwise_matches_torch(op, case):
+    import warnings
+    torch = pytest.importorskip("torch")
+    sa, sb, (so, dt, transposed) = _OUT_CASES[case]
+    results = []
+    for lib in (kindle, torch):
+        g = torch.Generator().manual_seed(0)
+        a = lib.tensor(torch.randn(sa, generator=g).tolist())
+        b = lib.tensor((torch.rand(sb, generator=g) + 0.5).tolist())
+        out = lib.zeros(so, dtype=getattr(lib, dt))
+        if transposed:
+            out = out.t()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                r = _OUT_OPS[op](lib, a, b, out)
+            except Exception as e:  # noqa: BLE001 (the kind is compared)
+                results.append(("error", type(e).__name__))
+                continue
+        assert r is out
+        results.append((r.tolist(), str(r.dtype).split(".")[-1], r.stride(), tuple(r.shape),
+                        any("resized" in str(x.message) for x in w)))
+    k, t = results
+    if t[0] == "error" or k[0] == "error":
+        assert k == t
+        return
+    assert k[1:] == t[1:]
+    assert np.allclose(np.array(k[0], dtype=float), np.array(t[0], dtype=float), rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def test_out_aliasing_an_input():
+    a = kindle.arange(6.0)
+    assert kindle.neg(a, out=a) is a and a.tolist() == [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0]
+    a = kindle.arange(6.0)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        kindle.neg(a[:4], out=a[2:])
+    a = kindle.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        kindle.exp(kindle.ones(3), out=a)  # a leaf that requires grad, with grad mode on
+    with kindle.no_grad():
+        kindle.exp(kindle.zeros(3), out=a)
+    assert a.tolist() == [1.0, 1.0, 1.0]
