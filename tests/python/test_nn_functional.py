@@ -364,3 +364,36 @@ def test_max_pool2d_nan_and_tie_order_as_torch(dtype, kernel, stride, padding):
         tv, ti = TF.max_pool2d(tt, kernel, stride, padding, return_indices=True)
         assert np.array_equal(kv.float().numpy(), tv.float().numpy(), equal_nan=True), width
         assert np.array_equal(ki.numpy(), ti.numpy()), width
+
+
+def _pool_configs():
+    rng = np.random.default_rng(7)
+    configs = [((1, 2, 111, 111), 3, 2, 0, 1, True), ((2, 3, 56, 57), 3, 2, 1, 1, False),
+               ((1, 2, 27, 27), 3, 2, 0, 1, True), ((1, 1, 40, 41), 3, 1, 1, 1, False),
+               ((1, 1, 33, 50), 5, 3, 2, 1, True), ((1, 2, 30, 45), 3, 2, 1, 2, False),
+               ((1, 1, 20, 19), (2, 3), (2, 1), (1, 1), 1, True), ((1, 1, 9, 70), 4, 4, 2, 1, True)]
+    for _ in range(24):
+        k = int(rng.integers(1, 5))
+        d = int(rng.integers(1, 3))
+        p = int(rng.integers(0, k // 2 + 1))
+        h, w = int(rng.integers(max(k * d, 3), 30)), int(rng.integers(max(k * d, 3), 70))
+        configs.append(((1, 2, h, w), k, int(rng.integers(1, 4)), p, d, bool(rng.integers(0, 2))))
+    return configs
+
+
+@pytest.mark.parametrize("cfg", _pool_configs())
+def test_max_pool2d_vector_windows_match_torch(cfg):
+    # max_pool2d's vectorised general windows (interior columns by loads, borders by masked
+    # gathers): values and indices as torch's, with ties, NaN and -inf in the data.
+    shape, k, s, p, d, ceil = cfg
+    rng = np.random.default_rng(abs(hash(str(cfg))) % 2**32)
+    x = rng.integers(-3, 4, size=shape).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, size=max(1, flat.size // 50))] = np.nan
+    flat[rng.integers(0, flat.size, size=max(1, flat.size // 50))] = -np.inf
+    for dt in ("float32", "float64"):  # float64 runs the scalar loop: the same rule
+        xt = torch.tensor(x.astype(dt))
+        kv, ki = KF.max_pool2d(kindle.tensor(x.astype(dt)), k, s, p, d, ceil, return_indices=True)
+        tv, ti = TF.max_pool2d(xt, k, s, p, d, ceil, return_indices=True)
+        np.testing.assert_array_equal(to_numpy(ki), ti.numpy())
+        np.testing.assert_array_equal(to_numpy(kv), tv.numpy())
