@@ -406,7 +406,9 @@ void param_kernel(TensorIter& it, ParamOp op, const double* pr) {
         if (hi != hi) return run([=](M) { return hi; });
         return run([=](M x) { return std::min(x, hi); });
       }
-      case ParamOp::Hardtanh: { M lo = M(pr[0]), hi = M(pr[1]); return run([=](M x) { return x < lo ? lo : x > hi ? hi : x; }); }
+      // (as the selects x < lo ? lo : x > hi ? hi : x, NaN passing through; written so, GCC emits
+      // one max and one min an element, where the selects ran 1.15x torch's time in place)
+      case ParamOp::Hardtanh: { M lo = M(pr[0]), hi = M(pr[1]); return run([=](M x) { return std::min(std::max(x, lo), hi); }); }
       case ParamOp::Threshold: { M th = M(pr[0]), v = M(pr[1]); return run([=](M x) { return x <= th ? v : x; }); }
       case ParamOp::Addcmul: { M v = M(pr[0]); ternary_loop<T>(it, [=](M a, M b, M c) { return M(a + v * b * c); }); return; }
       default: break;
