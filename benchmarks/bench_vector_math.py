@@ -24,7 +24,7 @@ FUNCTIONS = [
     ("log2", (1e-3, 1e3)), ("log10", (1e-3, 1e3)), ("log1p", (-0.9, 1e3)), ("sin", (-100, 100)),
     ("cos", (-100, 100)), ("tan", (-1.5, 1.5)), ("asin", (-1, 1)), ("acos", (-1, 1)), ("atan", (-100, 100)),
     ("sinh", (-80, 80)), ("cosh", (-80, 80)), ("tanh", (-10, 10)), ("erf", (-5, 5)), ("sigmoid", (-20, 20)),
-    ("pow", (1e-3, 10), (-4, 4)), ("atan2", (-10, 10), (-10, 10)), ("hypot", (-10, 10), (-10, 10)),
+    ("gelu", (-6, 6)), ("silu", (-20, 20)), ("pow", (1e-3, 10), (-4, 4)), ("atan2", (-10, 10), (-10, 10)), ("hypot", (-10, 10), (-10, 10)),
 ]
 
 
@@ -57,7 +57,9 @@ def main(argv=None):
                 arrays = [rng.uniform(lo, hi, a.size).astype(dt) for lo, hi in spec[1:]]
                 kargs = [kindle.from_numpy(x) for x in arrays]
                 targs = [torch.from_numpy(x) for x in arrays]
-                kf, tf = getattr(kindle, name), getattr(torch, name)
+                def fn(lib):  # (gelu and silu live in nn.functional)
+                    return getattr(lib, name, None) or getattr(lib.nn.functional, name)
+                kf, tf = fn(kindle), fn(torch)
                 kt, tt = [], []
                 for _ in range(a.reps):  # interleaved: A B A B
                     d, kout = timed(kf, kargs)
