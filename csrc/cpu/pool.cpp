@@ -140,7 +140,9 @@ inline void max_window(const T* xp, const WindowGeom& g, int64_t oy, int64_t ox,
 // or a gather. Offsets in 32 bits: the caller checks the plane has fewer than 2^31 elements.
 inline void max_window8(const float* xp, const WindowGeom& g, int64_t oy, int64_t ox, __m256& bv, __m256i& off) {
   const __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int32_t(g.sw)));
-  bool first = true;
+  bool first = true;  // (every window has a row in the image: some tap sets bv and off)
+  bv = _mm256_setzero_ps();
+  off = _mm256_setzero_si256();
   const int64_t c = ox * g.sw - g.pw;
   for (int64_t ki = 0; ki < g.kh; ++ki) {
     const int64_t ih = oy * g.sh - g.ph + ki * g.dh;
