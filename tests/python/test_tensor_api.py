@@ -966,3 +966,32 @@ def test_where_select_loops_match_numpy(dtype, case):
         c, cn, ka, kb, a, b = c[::2], cn[::2], ka[1::2], kb[::2], a[1::2], b[::2]
     r = kindle.where(c, ka, kb)
     np.testing.assert_array_equal(r.numpy(), np.where(cn, a, b))
+
+
+def test_vector_kernels_do_not_depend_on_thread_count(threads):
+    # The 16-lane exp/tanh/gelu loops (every element through the vector body), max_pool2d's
+    # vector windows, layer_norm's lane sums and MKL's bands: bit-identical at 1 and 2 threads,
+    # on a ragged length and a non-contiguous view.
+    g = np.random.default_rng(3)
+    x = kindle.tensor(g.standard_normal(200_003).astype(np.float32) * 4)
+    xt = kindle.tensor(g.standard_normal((300, 677)).astype(np.float32) * 4).t()
+    img = kindle.tensor(g.standard_normal((2, 8, 57, 61)).astype(np.float32))
+    rows = kindle.tensor(g.standard_normal((1024, 768)).astype(np.float32))
+    w = kindle.tensor(g.standard_normal((768, 768)).astype(np.float32) * 0.03)
+    F = kindle.nn.functional
+
+    def run():
+        out = []
+        for t in (x, xt):
+            out += [kindle.exp(t), kindle.tanh(t), F.gelu(t), kindle.sigmoid(t), F.silu(t)]
+        out += list(F.max_pool2d(img, 3, 2, 1, return_indices=True))
+        out += list(F.max_pool2d(img, 3, 2, ceil_mode=True, return_indices=True))
+        out += [F.layer_norm(rows, (768,)), rows @ w]
+        return [o.numpy().copy() for o in out]
+
+    kindle.set_num_threads(1)
+    one = run()
+    kindle.set_num_threads(2)
+    two = run()
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
