@@ -28,6 +28,11 @@ FUNCTIONS = [
 ]
 
 
+def function(lib, name):
+    """lib.<name>, or lib.nn.functional.<name> (gelu, silu)."""
+    return getattr(lib, name, None) or getattr(lib.nn.functional, name)
+
+
 def timed(fn, args):
     t0 = time.perf_counter()
     out = fn(*args)
@@ -57,9 +62,7 @@ def main(argv=None):
                 arrays = [rng.uniform(lo, hi, a.size).astype(dt) for lo, hi in spec[1:]]
                 kargs = [kindle.from_numpy(x) for x in arrays]
                 targs = [torch.from_numpy(x) for x in arrays]
-                def fn(lib):  # (gelu and silu live in nn.functional)
-                    return getattr(lib, name, None) or getattr(lib.nn.functional, name)
-                kf, tf = fn(kindle), fn(torch)
+                kf, tf = function(kindle, name), function(torch, name)
                 kt, tt = [], []
                 for _ in range(a.reps):  # interleaved: A B A B
                     d, kout = timed(kf, kargs)

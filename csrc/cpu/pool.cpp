@@ -42,9 +42,14 @@ inline void max_2x2(T a, T b, T c, T d, int64_t W, T& bv, int64_t& off) {
 }
 
 #if defined(__AVX2__)
-// take_max on eight lanes (a NaN v, or a v larger than the best, replaces it).
+// take_max's rule on eight lanes: where a NaN v, or a v larger than the best, replaces it.
+inline __m256 replaces8(__m256 v, __m256 bv) {
+  return _mm256_or_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(v, bv, _CMP_GT_OQ));
+}
+
+// take_max on eight lanes.
 inline void take_max8(__m256 v, int32_t k, __m256& bv, __m256i& off) {
-  const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(v, bv, _CMP_GT_OQ));
+  const __m256 take = replaces8(v, bv);
   bv = _mm256_blendv_ps(bv, v, take);
   off = _mm256_blendv_epi8(off, _mm256_set1_epi32(k), _mm256_castps_si256(take));
 }
@@ -179,9 +184,8 @@ inline void max_window8_border(const float* xp, const WindowGeom& g, int64_t oy,
           in_range, _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), col),
                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(g.W)), col)));
       const __m256 v = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xp + ih * g.W, col, _mm256_castsi256_ps(valid), 4);
-      const __m256 better = _mm256_or_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(v, bv, _CMP_GT_OQ));
-      const __m256i take =
-          _mm256_and_si256(valid, _mm256_or_si256(_mm256_castps_si256(better), _mm256_andnot_si256(have, valid)));
+      const __m256i take = _mm256_and_si256(
+          valid, _mm256_or_si256(_mm256_castps_si256(replaces8(v, bv)), _mm256_andnot_si256(have, valid)));
       bv = _mm256_blendv_ps(bv, v, _mm256_castsi256_ps(take));
       off = _mm256_blendv_epi8(off, _mm256_add_epi32(col, _mm256_set1_epi32(int32_t(ih * g.W))), take);
       have = _mm256_or_si256(have, valid);

@@ -54,20 +54,13 @@ const Tensor* out_in_place(nb::handle out, std::initializer_list<const Tensor*> 
   const Tensor* dst = nb::inst_ptr<Tensor>(out);
   const bool grad = autograd::GradMode::is_enabled();
   if (grad && dst->requires_grad()) return nullptr;
-  size_t nd = 0;
+  DimVector shape;
   for (const Tensor* t : inputs) {
     if (t->device() != dst->device() || (grad && t->requires_grad())) return nullptr;
-    nd = std::max(nd, size_t(t->dim()));
-  }
-  DimVector shape(nd);
-  for (size_t i = 0; i < nd; ++i) shape[i] = 1;
-  for (const Tensor* t : inputs) {  // not broadcastable: write_out's path raises the error
-    IntArrayRef s = t->sizes();
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& d = shape[nd - s.size() + i];
-      if (s[i] == d || s[i] == 1) continue;
-      if (d != 1) return nullptr;
-      d = s[i];
+    try {
+      shape = broadcast_shapes(shape, t->sizes(), "out=");
+    } catch (const Error&) {  // not broadcastable: write_out's path raises the op's own error
+      return nullptr;
     }
   }
   return IntArrayRef(dst->sizes()) == IntArrayRef(shape) ? dst : nullptr;
