@@ -58,7 +58,10 @@ thread count at compile time, so the model is compiled afresh (torch._dynamo.res
 batch and thread count; compilation and its warm-up calls are not timed. A subprocess probe
 first checks that Inductor works on the machine (a C++ compiler, ...); if it does not, or a
 model's compilation fails or runs past --compile-timeout, the column says n/a and the reason is
-printed. --quick leaves compilation off unless --compile is given.
+printed. --quick leaves compilation off unless --compile is given. With compilation on, the
+inference rows also time kindle.compile(model) ("k.compiled", and "kc/c" = kindle.compile /
+torch.compile): the eval-mode graph traced once with convolution + batch norm + clamping
+activation chains fused (python/kindle/_fusion.py); its output is checked against torch's.
 
 A model or workload that fails on either library is reported as "error: <message>" (the
 traceback goes to stderr) and the run continues.
@@ -440,6 +443,14 @@ def run_infer(pair, spec, batch, size, cfg, args, compile_state):
             except Exception as e:  # noqa: BLE001
                 print(f"torch.compile n/a for {label}: {short_error(e)}", flush=True)
                 compile_state["failures"] += 1
+        if compile_state["want"]:
+            kc = kindle.compile(models["kindle"])
+            out_k = first(kc(xs["kindle"]))
+            diff_k, _ = compare({"output": to_numpy(out_k)}, r32["torch"], 0.0)
+            if diff_k > INFER_TOL:
+                return report_error(res, "kindle.compile", AssertionError(
+                    f"kindle.compile's output differs from torch's by {diff_k:.1e}"))
+            fns["kindle_compiled"] = lambda m=kc, x=xs["kindle"]: first(m(x))
         try:
             samples = timed(fns, cfg, args.rounds or cfg.rounds)
         except Exception as e:  # noqa: BLE001
@@ -498,20 +509,22 @@ def finish(res, samples):
 
 # ----------------------------------------------------------------------------- output
 COLUMNS = ("thr", "model", "mode", "batch", "input", "kindle", "torch", "k/t", "compiled", "k/c",
-           "spread", "check")
-LEFT = (1, 2, 4, 11)
-WIDTHS = [3, 14, 5, 5, 11, 9, 9, 5, 9, 5, 10, 20]
+           "k.compiled", "kc/c", "spread", "check")
+LEFT = (1, 2, 4, 13)
+WIDTHS = [3, 14, 5, 5, 11, 9, 9, 5, 9, 5, 10, 5, 10, 20]
 
 
 def row_cells(threads, spec, mode, batch, size, res):
     head = [str(threads), spec.name, mode, str(batch), spec.describe(size)]
     if res.error:
-        return head + [f"error: {res.error}"] + ["-"] * 6
+        return head + [f"error: {res.error}"] + ["-"] * 8
     t = res.times
     comp = fmt_time(t["compiled"]) if "compiled" in t else res.compiled
     kc = f"{t['kindle'] / t['compiled']:.2f}" if "compiled" in t else res.compiled
+    kcomp = fmt_time(t["kindle_compiled"]) if "kindle_compiled" in t else "-"
+    kcc = f"{t['kindle_compiled'] / t['compiled']:.2f}" if "kindle_compiled" in t and "compiled" in t else "-"
     return head + [fmt_time(t["kindle"]), fmt_time(t["torch"]), f"{t['kindle'] / t['torch']:.2f}", comp, kc,
-                   f"{100 * res.spread:.0f}% n={res.rounds}", res.check]
+                   kcomp, kcc, f"{100 * res.spread:.0f}% n={res.rounds}", res.check]
 
 
 def header_lines(args, cfg, np_setter, compile_note):
@@ -524,7 +537,8 @@ def header_lines(args, cfg, np_setter, compile_note):
         f"torch.compile: {compile_note}",
         "times: median per call (infer: eval-mode forward under no_grad; train: one SGD step = "
         "zero_grad, forward, cross-entropy, backward, step); k/t = kindle/torch eager, k/c = "
-        "kindle/torch.compile (below 1: kindle faster); spread = largest IQR/median in the row, "
+        "kindle eager/torch.compile, k.compiled = kindle.compile (inference fusions), kc/c = "
+        "kindle.compile/torch.compile (below 1: kindle faster); spread = largest IQR/median in the row, "
         "n = rounds; check = largest max abs(kindle - torch) / max abs(torch) (infer: output, tolerance 1e-3; "
         "train: loss and gradients, 1e-2, and above it the same step in float64 decides, tolerance "
         "1e-6, shown as 'f64'). Input: one sample. Compare ratios within one run only.",
@@ -559,7 +573,8 @@ def main(argv=None):
     specs = [BY_NAME[n] for n in names]
     want_compile = (not args.quick) if args.compile is None else args.compile
 
-    compile_state = {"reason": "off (--no-compile, or --quick without --compile)", "failures": 0}
+    compile_state = {"reason": "off (--no-compile, or --quick without --compile)", "failures": 0,
+                     "want": want_compile}
     if want_compile and "infer" in args.modes:
         print("probing torch.compile (Inductor) in a subprocess ...", flush=True)
         compile_state["reason"] = probe_compile(min(args.compile_timeout, 600))

@@ -315,6 +315,18 @@ struct Filters {
   }
 };
 
+// Rows [0, rows) of cols elements (row stride ld) clamped to [lo, hi], for _conv2d_clamp: applied
+// to each block of the output right after it is written, while it is in cache. NaN stays NaN.
+template <typename T>
+void clamp_rows(T* y, int64_t rows, int64_t cols, int64_t ld, const ConvGeom& cg) {
+  const T lo = T(cg.lo), hi = T(cg.hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    T* p = y + r * ld;
+#pragma omp simd
+    for (int64_t l = 0; l < cols; ++l) p[l] = std::min(std::max(p[l], lo), hi);
+  }
+}
+
 template <typename T>
 void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, const Tensor& out, const ConvGeom& cg) {
   Conv<T> cv(cg);
@@ -330,7 +342,10 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
       T* scratch = static_cast<T*>(own.data_ptr());
       for (int64_t t = b0; t < e0; ++t) {
         const int64_t n = t / cv.O, o = t % cv.O;
-        d.forward(x + (n * g.C + o / d.mult) * cv.HW, w + o * g.kh * g.kw, b ? b[o] : T(0), y + t * cv.L, scratch);
+        const T* plane = x + (n * g.C + o / d.mult) * cv.HW;
+        const T* next = t + 1 < e0 ? x + ((t + 1) / cv.O * g.C + (t + 1) % cv.O / d.mult) * cv.HW : nullptr;
+        d.forward(plane, w + o * g.kh * g.kw, b ? b[o] : T(0), y + t * cv.L, scratch, next == plane ? nullptr : next);
+        if (cg.clamps()) clamp_rows(y + t * cv.L, 1, cv.L, cv.L, cg);
       }
     });
     return;
@@ -338,10 +353,12 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
   if constexpr (std::is_same_v<T, float>) {
     if (cv.winograd()) {
       winograd_conv3x3(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw);
+      if (cg.clamps()) clamp_rows(y, g.N * cv.O, cv.L, cv.L, cg);
       return;
     }
     if (cv.large_kernel(false)) {
       direct_conv(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
+      if (cg.clamps()) clamp_rows(y, g.N * cv.O, cv.L, cv.L, cg);
       return;
     }
   }
@@ -367,6 +384,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
                 T* dst = y + (i * cv.O + o) * cv.L;
                 const T bo = b ? b[o] : T(0);
                 for (int64_t l = l0; l < l1; ++l) dst[l] = src[l] + bo;
+                if (cg.clamps()) clamp_rows(dst + l0, 1, l1 - l0, 0, cg);
               }
             });
           }
@@ -400,6 +418,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
                 T* dst = yn + (i * cv.O + o) * cv.L;
                 const T bo = b ? b[o] : T(0);
                 for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
+                if (cg.clamps()) clamp_rows(dst, 1, cv.L, 0, cg);
               }
           }
         });
@@ -430,6 +449,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
               for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) std::fill(yb + o * cv.L, yb + o * cv.L + cw, b[o]);
             filters.mul_rows(gi, r0, r1, cw, cols + gi * cv.CgK * ld, ld, b ? T(1) : T(0), yb + gi * cv.Og * cv.L,
                              cv.L);
+            if (cg.clamps()) clamp_rows(yb + (gi * cv.Og + r0) * cv.L, r1 - r0, cw, cv.L, cg);
           }
         });
       };

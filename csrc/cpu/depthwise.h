@@ -112,13 +112,21 @@ struct Depthwise {
     });
   }
 
-  // y (one output plane, oh x ow) = bias + the stencil of w over x (one input plane).
-  void forward(const T* x, const T* w, T bias, T* y, T* scratch) const {
+  // y (one output plane, oh x ow) = bias + the stencil of w over x (one input plane). `next`, the
+  // input plane the caller does next (or null), is prefetched while this one computes: at batch 8
+  // the planes come from DRAM, and fetching each only when fill() reads it left the core waiting
+  // (MobileNet-v2's 96-channel 112x112 stride-2 layer ran at 5 GB/s, twice its batch-1 time per plane).
+  void forward(const T* x, const T* w, T bias, T* y, T* scratch, const T* next = nullptr) const {
     T* q = scratch;
     T* acc = scratch + phases() * stride;
     fill(x, q);
     const size_t taps = phase.size();
+    constexpr int64_t kLine = 64 / sizeof(T);
+    const int64_t lines = next ? (g.H * g.W + kLine - 1) / kLine : 0, blocks = (V + kBlock - 1) / kBlock;
+    const int64_t per_block = (lines + blocks - 1) / blocks;
+    int64_t line = 0;
     for (int64_t p0 = 0; p0 < V; p0 += kBlock) {
+      for (int64_t e = std::min(lines, line + per_block); line < e; ++line) __builtin_prefetch(next + line * kLine, 0, 2);
       Vec a0 = splat(bias), a1 = a0;
       for (size_t t = 0; t < taps; ++t) {
         const Vec wv = splat(w[t]);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kindle/autocast.h"
+#include "kindle/autograd.h"
 #include "nn/common.h"
 #include "ops/kernels.h"
 #include "ops/rnn_kernels.h"
@@ -169,15 +170,45 @@ void check_float(const Tensor& a, const Tensor& b, const char* op) {
 
 }  // namespace
 
-Tensor native_conv2d_forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                             IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  check_float(input, weight, "conv2d");
-  ConvGeom g = conv_geom(input.sizes(), weight.sizes(), stride, padding, dilation, groups, "conv2d");
+namespace {
+Tensor run_conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const ConvGeom& g) {
   Tensor out = empty_tensor({g.w.N, g.O, g.w.oh, g.w.ow}, input.dtype(), input.device());
   Tensor x = input.contiguous(), w = weight.contiguous(), b;
   if (bias) b = bias->to(input.dtype()).contiguous();
   if (out.numel()) conv2d_stub[input.device()](x, w, bias ? &b : nullptr, out, g);
   return out;
+}
+}  // namespace
+
+Tensor native_conv2d_forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                             IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  check_float(input, weight, "conv2d");
+  return run_conv2d(input, weight, bias,
+                    conv_geom(input.sizes(), weight.sizes(), stride, padding, dilation, groups, "conv2d"));
+}
+
+// conv2d followed by clamp(min, max), for inference (kindle.compile's fused convolution + batch
+// norm + ReLU/ReLU6/Hardtanh): the convolution clamps each block of its output while the block is
+// still in cache, where the eager pair would make a second pass over the whole activation.
+Tensor _conv2d_clamp(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+                     IntArrayRef padding, IntArrayRef dilation, int64_t groups, double min, double max) {
+  KINDLE_CHECK(!(autograd::GradMode::is_enabled() &&
+                 (input.requires_grad() || weight.requires_grad() || (bias && bias->requires_grad()))),
+               "_conv2d_clamp: an inference-only op (no gradient formula); call it with gradients off, or use "
+               "conv2d followed by clamp");
+  KINDLE_CHECK(!(min > max), "_conv2d_clamp: expected min <= max, got min=", min, " and max=", max);
+  const bool native = input.dim() == 4 && input.dtype() == weight.dtype() &&
+                      (input.dtype() == kFloat32 || input.dtype() == kFloat64) && input.device().is_cpu();
+  if (!native) return conv2d(input, weight, bias, stride, padding, dilation, groups).clamp_(min, max);
+  check_conv(input, weight, groups, 2, "_conv2d_clamp");
+  const int64_t O = weight.size(0);
+  KINDLE_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == O), "_conv2d_clamp: Given weight of size ",
+               weight.sizes(), ", expected bias to be 1-dimensional with ", O, " elements, but got bias of size ",
+               bias ? bias->sizes() : IntArrayRef{}, " instead");
+  ConvGeom g = conv_geom(input.sizes(), weight.sizes(), stride, padding, dilation, groups, "_conv2d_clamp");
+  g.lo = min;
+  g.hi = max;
+  return run_conv2d(input, weight, bias, g);
 }
 
 Tensor native_conv2d_backward_input(const Tensor& grad_output, const Tensor& weight, IntArrayRef input_size,

@@ -178,10 +178,13 @@ struct WindowGeom {
 extern KernelStub<void (*)(const Tensor& image, const Tensor& cols, const WindowGeom&)> im2col_stub;
 extern KernelStub<void (*)(const Tensor& cols, const Tensor& image, const WindowGeom&)> col2im_stub;
 // 2-D convolution of contiguous float32/float64 tensors (csrc/cpu/conv2d.cpp): `w` is the
-// input's window geometry, O the output channels.
+// input's window geometry, O the output channels. The forward pass clamps its output to [lo, hi]
+// block by block where clamps() (_conv2d_clamp: a fused ReLU/ReLU6/Hardtanh; NaN stays NaN).
 struct ConvGeom {
   WindowGeom w;
   int64_t O, groups;
+  double lo = -__builtin_inf(), hi = __builtin_inf();
+  bool clamps() const { return lo != -__builtin_inf() || hi != __builtin_inf(); }
 };
 extern KernelStub<void (*)(const Tensor& input, const Tensor& weight, const Tensor* bias, const Tensor& out,
                            const ConvGeom&)> conv2d_stub;

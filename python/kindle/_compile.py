@@ -1,15 +1,27 @@
-"""kindle.compile: torch.compile's signature, running eagerly.
+"""kindle.compile: torch.compile's signature; inference fusions for modules.
 
-Kindle has no graph compiler yet, so compile() never changes what runs: it checks its
-arguments as torch.compile does and returns an OptimizedModule (for a module) or a wrapper
-(for a function) that calls the original directly, as torch.compile(backend="eager") would
-without its graph capture. Everything that works on the model keeps working on the result:
-training, .parameters(), attribute access, and state_dict(), whose keys carry torch's
+compile() checks its arguments as torch.compile does and returns an OptimizedModule (for a
+module) or a wrapper (for a function). Everything that works on the model keeps working on the
+result: training, .parameters(), attribute access, and state_dict(), whose keys carry torch's
 "_orig_mod." prefix.
+
+What runs: a function, and a module in training mode or with gradients on, run as written
+(torch.compile(backend="eager") without its graph capture). A module in eval mode with
+gradients off (inference: no_grad or inference_mode) is traced once (kindle.fx) and its
+convolution + batch norm + clamping activation chains run fused (kindle/_fusion.py); a model the
+tracer cannot follow (data-dependent control flow), or one with forward hooks, runs as written.
+The traced graph is dropped and retraced when a child module is added, replaced or removed
+anywhere (structure_epoch); parameters and buffers are read at every call, so in-place updates
+and replaced tensors are seen. As with torch.compile's traced graphs, Python-level branches on
+plain attributes are taken as they were when the graph was traced.
 """
 import functools
 
+from . import _C
+from .nn.modules import module as _module
 from .nn.modules.module import Module
+
+_FUSING_BACKENDS = ("inductor",)
 
 __all__ = ["compile", "OptimizedModule", "list_backends"]
 
@@ -45,7 +57,7 @@ class OptimizedModule(Module):
     reads and writes attributes on it. `training` mirrors the original's."""
 
     _own_attributes = {"_orig_mod", "dynamo_ctx", "_torchdynamo_orig_callable", "forward", "_initialized",
-                       "get_compiler_config"}
+                       "get_compiler_config", "_inference"}
 
     def __init__(self, mod, dynamo_ctx=None):
         object.__setattr__(self, "_orig_mod", mod)  # attribute reads during Module.__init__ reach mod
@@ -55,9 +67,35 @@ class OptimizedModule(Module):
         self._modules["_orig_mod"] = mod
         object.__setattr__(self, "dynamo_ctx", dynamo_ctx)
         object.__setattr__(self, "_torchdynamo_orig_callable", mod.forward)
+        # (structure epoch, graph module or None where tracing failed); None before the first use
+        object.__setattr__(self, "_inference", None)
 
     def forward(self, *args, **kwargs):
-        return self._modules["_orig_mod"](*args, **kwargs)
+        mod = self._modules["_orig_mod"]
+        if not mod.training and not kwargs and not _C.is_grad_enabled() and self._fuses():
+            gm = self._inference_graph(mod, len(args))
+            if gm is not None:
+                return gm(*args)
+        return mod(*args, **kwargs)
+
+    def _fuses(self):
+        ctx = self.dynamo_ctx
+        return ctx is None or (not ctx.disable and ctx.backend in _FUSING_BACKENDS)
+
+    def _inference_graph(self, mod, nargs):
+        """The fused graph for eval-mode calls, traced on first use; None where it cannot be used."""
+        if mod._forward_hooks or mod._forward_pre_hooks or _module._global_call_hooks:
+            return None
+        cached = self._inference
+        epoch = _module.structure_epoch()
+        if cached is None or cached[0] != epoch:
+            gm = _trace_fused(mod)
+            cached = (_module.structure_epoch(), gm)  # tracing itself builds modules
+            object.__setattr__(self, "_inference", cached)
+        gm = cached[1]
+        if gm is None or gm._kindle_nargs != nargs:
+            return None
+        return gm
 
     def get_compiler_config(self):
         return self.dynamo_ctx
@@ -96,6 +134,18 @@ class OptimizedModule(Module):
 
     def __reduce__(self):
         return (type(self), (self._orig_mod, self.dynamo_ctx))
+
+
+def _trace_fused(mod):
+    from . import _fusion
+    from .fx import symbolic_trace
+    try:
+        gm = symbolic_trace(mod)
+    except Exception:  # data-dependent control flow, untraceable calls: run as written
+        return None
+    gm._kindle_nargs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+    _fusion.fuse_for_inference(gm)
+    return gm
 
 
 def _check_arguments(backend, mode, options):

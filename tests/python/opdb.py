@@ -1998,6 +1998,9 @@ NOT_IN_DB = {
     "_gradient_along": "behind gradient (kindle.gradient, a Python function over it)",
     "_histogram": "behind histogram (kindle.histogram: range=, the result tuple)",
     "_unique_consecutive": "behind unique_consecutive (kindle.unique_consecutive: the optional outputs)",
+    # kindle.compile's fused convolution + clamp (inference only, no gradient): test_compile_fusion.py
+    # checks it bit for bit against conv2d then clamp on every convolution path
+    "_conv2d_clamp": "test_compile_fusion.py",
     # uninitialised memory after growth: test_composite_numpy.py checks shapes, strides and kept values
     "resize_": "test_composite_numpy.py",
     # `variants: nn` kernels without a torch.nn.functional name (behind nn.RNN / LSTM / GRU and the

@@ -431,6 +431,40 @@ def test_fork_after_parallel_op_does_not_hang():
     assert "child 0" in r.stdout
 
 
+def test_cpu_cache_grows_to_a_loop_that_cycles_through_more_sizes_than_it_holds_live():
+    # An inference loop frees each activation right after the next layer used it: two blocks live
+    # at a time, 12 distinct sizes (222 MiB) a pass. Capped at the live peak, an LRU cache would
+    # evict every size before its next use; it must learn the cycle and then miss no more.
+    r = _run("""
+        import kindle
+        MB = 2 ** 20
+        sizes = [(8 + i) * MB for i in range(12)]
+        def one_pass():
+            prev = None
+            for s in sizes:
+                cur = kindle.empty(s, dtype=kindle.uint8)
+                prev = cur
+        for _ in range(4):
+            one_pass()
+        misses = kindle.cpu.memory_stats()["cache_misses"]
+        one_pass()
+        one_pass()
+        s = kindle.cpu.memory_stats()
+        assert s["cache_misses"] == misses, s
+        assert s["cached_bytes"] <= 2 * sum(sizes), s
+        # One-off sizes afterwards do not raise it further.
+        for i in range(20):
+            t = kindle.empty((100 + i) * MB, dtype=kindle.uint8)
+            del t
+        assert kindle.cpu.memory_stats()["cached_bytes"] <= 2 * sum(sizes) + 120 * MB
+        kindle.cpu.empty_cache()
+        assert kindle.cpu.memory_stats()["cached_bytes"] == 0
+        print("ok")
+    """, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "ok" in r.stdout
+
+
 def test_cpu_cache_is_bounded_by_recent_use():
     # In a fresh process: the window's peak must not include other tests' tensors.
     r = _run("""

@@ -19,7 +19,9 @@ def _abs_index(n, idx):
 
 
 def _renumber(module):
-    module._modules = OrderedDict((str(i), m) for i, m in enumerate(module._modules.values()))
+    items = list(module._modules.values())
+    module._modules.clear()
+    module._modules.update((str(i), m) for i, m in enumerate(items))
 
 
 def _no_digit_dir(module):

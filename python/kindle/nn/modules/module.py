@@ -80,6 +80,58 @@ def register_module_parameter_registration_hook(hook):
     return handle
 
 
+class _Children(dict):
+    """A module's `_modules`. Every change to any module's children advances `structure_epoch`,
+    which is what kindle.compile's traced graphs check before they run (a graph that called the
+    module a submodule was replaced by would be silently wrong)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        _epoch[0] += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        _epoch[0] += 1
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        _epoch[0] += 1
+        return super().pop(*args)
+
+    def popitem(self):
+        _epoch[0] += 1
+        return super().popitem()
+
+    def clear(self):
+        _epoch[0] += 1
+        super().clear()
+
+    def update(self, *args, **kwargs):
+        _epoch[0] += 1
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        _epoch[0] += 1
+        return super().setdefault(key, default)
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __reduce_ex__(self, protocol):
+        # Pickled (and deep-copied) as the plain dict torch writes; Module.__setstate__ wraps it again.
+        return dict, (dict(self),)
+
+
+_epoch = [0]
+
+
+def structure_epoch():
+    """A number that changes whenever a child module is added, replaced or removed anywhere."""
+    return _epoch[0]
+
+
 def _module_registered(parent, name, module):
     for hook in _global_module_registration_hooks.values():
         out = hook(parent, name, module)
@@ -164,7 +216,7 @@ class Module:
         setattr_("_state_dict_pre_hooks", OrderedDict())
         setattr_("_load_state_dict_pre_hooks", OrderedDict())
         setattr_("_load_state_dict_post_hooks", OrderedDict())
-        setattr_("_modules", {})
+        setattr_("_modules", _Children())
 
     # ---- registration
 
@@ -363,8 +415,18 @@ class Module:
                 + list(self._buffers))
         return sorted(k for k in keys if not k[0].isdigit())
 
+    def __getstate__(self):
+        state = self.__dict__
+        if type(state.get("_modules")) is _Children:  # written as the plain dict torch writes
+            state = dict(state)
+            state["_modules"] = dict(state["_modules"])
+        return state
+
     def __setstate__(self, state):
         self.__dict__.update(state)
+        if type(self.__dict__.get("_modules")) is dict:  # pickled before _Children, or by torch
+            self.__dict__["_modules"] = _Children(self.__dict__["_modules"])
+            _epoch[0] += 1
 
     # ---- calling
 
