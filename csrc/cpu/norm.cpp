@@ -230,6 +230,41 @@ void batch_norm_apply_kernel(const Tensor& x, const Tensor& mean, const Tensor& 
   });
 }
 
+void batch_norm_apply_parts_kernel(const std::vector<Tensor>& parts, const Tensor& mean, const Tensor& invstd,
+                                   const Tensor* w, const Tensor* b, const Tensor& y, const ChannelsGeom& g, double lo,
+                                   double hi) {
+  dispatch_ff(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *mp = cptr<T>(&mean), *ip = cptr<T>(&invstd), *wp = cptr<T>(w), *bp = cptr<T>(b);
+    T* yp = ptr<T>(y);
+    // Channel c of the concatenation: its first plane in image 0, and its part's image stride.
+    std::vector<const T*> first(size_t(g.C));
+    std::vector<int64_t> image(size_t(g.C));
+    int64_t c0 = 0;
+    for (const Tensor& p : parts) {
+      const int64_t cp = p.size(1);
+      const T* base = cptr<T>(&p);
+      for (int64_t c = 0; c < cp; ++c) {
+        first[size_t(c0 + c)] = base + c * g.S;
+        image[size_t(c0 + c)] = cp * g.S;
+      }
+      c0 += cp;
+    }
+    const T tlo = T(lo), thi = T(hi);
+    parallel_for(0, g.N * g.C, rows_grain(g.S), [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / g.C, c = t % g.C;
+        // The arithmetic of batch_norm_apply_kernel, then the clamp (NaN stays NaN).
+        const T scale = ip[c] * (wp ? wp[c] : T(1)), mu = mp[c];
+        const T shift = bp ? bp[c] : T(0);
+        const T* r = first[size_t(c)] + n * image[size_t(c)];
+        T* o = yp + t * g.S;
+        for (int64_t k = 0; k < g.S; ++k) o[k] = std::min(std::max((r[k] - mu) * scale + shift, tlo), thi);
+      }
+    });
+  });
+}
+
 void batch_norm_reduce_kernel(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                               const Tensor& sum_g, const Tensor& sum_gx, const ChannelsGeom& g) {
   dispatch_ff(x.dtype(), [&](auto tag) {
@@ -294,5 +329,6 @@ KINDLE_REGISTER_KERNEL(layer_norm_backward_param_stub, DeviceType::CPU, &cpu::la
 KINDLE_REGISTER_KERNEL(batch_norm_stats_stub, DeviceType::CPU, &cpu::batch_norm_stats_kernel);
 KINDLE_REGISTER_KERNEL(batch_norm_apply_stub, DeviceType::CPU, &cpu::batch_norm_apply_kernel);
 KINDLE_REGISTER_KERNEL(batch_norm_reduce_stub, DeviceType::CPU, &cpu::batch_norm_reduce_kernel);
+KINDLE_REGISTER_KERNEL(batch_norm_apply_parts_stub, DeviceType::CPU, &cpu::batch_norm_apply_parts_kernel);
 KINDLE_REGISTER_KERNEL(batch_norm_backward_input_stub, DeviceType::CPU, &cpu::batch_norm_backward_input_kernel);
 }  // namespace kindle

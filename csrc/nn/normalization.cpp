@@ -222,6 +222,52 @@ std::tuple<Tensor, Tensor, Tensor> native_fused_batch_norm(const Tensor& input, 
   return {y, mean, invstd};
 }
 
+// Eval-mode batch norm of torch.cat(tensors, 1), then clamp(min, max): kindle.compile's fusion of
+// DenseNet's cat -> BatchNorm2d -> ReLU, one pass where eager makes three (the concatenation, the
+// normalisation, the in-place ReLU). `invstd` is 1 / sqrt(running_var + eps), computed by the caller
+// as batch_norm computes it, so the result is batch_norm's then clamp's, element for element.
+Tensor _cat_batch_norm_clamp(TensorList tensors, const Tensor& mean, const Tensor& invstd,
+                             const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double min,
+                             double max) {
+  KINDLE_CHECK(!tensors.empty(), "_cat_batch_norm_clamp: expected at least one tensor");
+  KINDLE_CHECK(!(min > max), "_cat_batch_norm_clamp: expected min <= max, got min=", min, " and max=", max);
+  const Tensor& t0 = tensors[0];
+  const bool grad = autograd::GradMode::is_enabled();
+  std::vector<Tensor> parts;
+  int64_t C = 0;
+  for (const Tensor& t : tensors) {
+    check_ff(t, "_cat_batch_norm_clamp");
+    KINDLE_CHECK(t.dim() >= 2 && t.dim() == t0.dim() && t.dtype() == t0.dtype() && t.device() == t0.device() &&
+                     t.size(0) == t0.size(0) && t.sizes().slice(2) == t0.sizes().slice(2),
+                 "_cat_batch_norm_clamp: expected tensors of one dtype and device, shaped (N, C_i, *) alike but "
+                 "for C_i; got ", t0.sizes(), " ", t0.dtype(), " and ", t.sizes(), " ", t.dtype());
+    KINDLE_CHECK(!(grad && t.requires_grad()), "_cat_batch_norm_clamp: an inference-only op (no gradient "
+                 "formula); call it with gradients off, or use cat, batch_norm and clamp");
+    parts.push_back(t.contiguous());
+    C += t.size(1);
+  }
+  const DType dt = t0.dtype();
+  auto per_channel = [&](const std::optional<Tensor>& p, const char* what) -> std::optional<Tensor> {
+    if (!p) return std::nullopt;
+    KINDLE_CHECK(p->numel() == C, "_cat_batch_norm_clamp: ", what, " should contain ", C, " elements, not ",
+                 p->numel());
+    KINDLE_CHECK(!(grad && p->requires_grad()), "_cat_batch_norm_clamp: an inference-only op (no gradient "
+                 "formula); call it with gradients off");
+    return p->to(dt).contiguous();
+  };
+  auto m = per_channel(mean, "mean"), s = per_channel(invstd, "invstd"), w = per_channel(weight, "weight"),
+       b = per_channel(bias, "bias");
+  std::vector<int64_t> shape(t0.sizes().begin(), t0.sizes().end());
+  shape[1] = C;
+  Tensor y = empty_tensor(shape, dt, t0.device());
+  int64_t S = 1;
+  for (size_t i = 2; i < shape.size(); ++i) S *= shape[i];
+  const ChannelsGeom g{shape[0], C, S};
+  if (y.numel())
+    batch_norm_apply_parts_stub[t0.device()](parts, *m, *s, w ? &*w : nullptr, b ? &*b : nullptr, y, g, min, max);
+  return y;
+}
+
 namespace autograd {
 Tensor layer_norm_grad_input(const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
                              const std::optional<Tensor>& weight, IntArrayRef normalized_shape, double eps,

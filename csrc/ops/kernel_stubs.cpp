@@ -87,6 +87,9 @@ KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const ChannelsG
     "batch_norm"};
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor*, const Tensor&,
                     const ChannelsGeom&)> batch_norm_apply_stub{"batch_norm"};
+KernelStub<void (*)(const std::vector<Tensor>&, const Tensor&, const Tensor&, const Tensor*, const Tensor*,
+                    const Tensor&, const ChannelsGeom&, double, double)> batch_norm_apply_parts_stub{
+    "_cat_batch_norm_clamp"};
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                     const ChannelsGeom&)> batch_norm_reduce_stub{"batch_norm_backward"};
 KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor*, const Tensor*,

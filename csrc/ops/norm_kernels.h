@@ -1,6 +1,7 @@
 // Kernels of the fused normalisation ops (csrc/nn/normalization.cpp, csrc/cpu/norm.cpp). All
 // tensors are contiguous and float32 or float64; statistics are kept in the input's dtype.
 #pragma once
+#include <vector>
 #include "ops/kernels.h"
 
 namespace kindle {
@@ -30,6 +31,12 @@ extern KernelStub<void (*)(const Tensor& x, const Tensor& mean, const Tensor& va
 // y = (x - mean) * invstd * w + b
 extern KernelStub<void (*)(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor* w,
                            const Tensor* b, const Tensor& y, const ChannelsGeom&)> batch_norm_apply_stub;
+// y = clamp((x - mean) * invstd * w + b, lo, hi) where x is `parts` concatenated along dim 1 (each
+// (N, C_i, S), contiguous; g.C = the sum of the C_i): _cat_batch_norm_clamp, kindle.compile's
+// eval-mode cat + batch norm + ReLU in one pass.
+extern KernelStub<void (*)(const std::vector<Tensor>& parts, const Tensor& mean, const Tensor& invstd, const Tensor* w,
+                           const Tensor* b, const Tensor& y, const ChannelsGeom&, double lo, double hi)>
+    batch_norm_apply_parts_stub;
 // Per channel: sum of grad and sum of grad * xhat.
 extern KernelStub<void (*)(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                            const Tensor& sum_g, const Tensor& sum_gx, const ChannelsGeom&)> batch_norm_reduce_stub;

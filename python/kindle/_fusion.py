@@ -1,5 +1,6 @@
 """Inference fusions for kindle.compile: a traced model's eval-mode convolution, batch norm and
-clamping activation (ReLU, ReLU6, Hardtanh) run as one convolution.
+clamping activation (ReLU, ReLU6, Hardtanh) run as one convolution; a batch norm that is not
+after a convolution runs with its activation, and the concatenation feeding it, as one pass.
 
 An eval-mode batch norm after a convolution is an affine map per output channel, so it folds
 into the convolution's weight and bias (w * s, (b - mean) * s + beta, with s = gamma /
@@ -7,6 +8,11 @@ sqrt(var + eps)); a following ReLU/ReLU6/Hardtanh is a clamp the convolution app
 block of its output while the block is still in cache. Eager, the three are three passes over
 the activation (MobileNet-v2 at batch 8 spent 45 of its 130 ms in batch norm and ReLU6), which
 is what torch.compile's generated code saves; here they are one.
+
+DenseNet's layers start with torch.cat(features, 1) -> BatchNorm2d -> ReLU, and the concatenation
+is used by nothing else: eager, that is three passes over the growing feature stack (copy,
+normalise, clamp in place); fused, one pass reads the parts and writes the normalised result
+(_cat_batch_norm_clamp), with batch_norm's own arithmetic.
 
 The folded weights are cached and recomputed when any of the tensors they were made from
 changes (a new tensor, or an in-place update: the version counter). The fused graph only runs
@@ -106,6 +112,34 @@ class ConvBNAct(Module):
         return f"{self._conv!r}, bn={self._bn is not None}, clamp=({self.lo}, {self.hi})"
 
 
+class CatBNAct(Module):
+    """torch.cat(parts, 1) (or one tensor) -> eval batch norm -> clamp (optional), as one pass."""
+
+    def __init__(self, bn, bounds=None):
+        super().__init__()
+        object.__setattr__(self, "_bn", bn)
+        self.lo, self.hi = bounds if bounds is not None else (-math.inf, math.inf)
+        self.clamps = bounds
+        self._key = None
+        self._invstd = None
+
+    def forward(self, parts):
+        bn = self._bn
+        if bn.training:
+            y = bn(_C.cat(parts, 1))
+            return y if self.clamps is None else y.clamp(self.lo, self.hi)
+        var = bn.running_var
+        key = (id(var), var._version, bn.eps)
+        if key != self._key:
+            self._invstd = (var.detach() + bn.eps).rsqrt()  # as batch_norm computes it
+            self._key = key
+        return _C._nn._cat_batch_norm_clamp(parts, bn.running_mean.detach(), self._invstd, bn.weight, bn.bias,
+                                           self.lo, self.hi)
+
+    def extra_repr(self):
+        return f"{self._bn!r}, clamp=({self.lo}, {self.hi})"
+
+
 def _only_user(node):
     users = list(node.users)
     return users[0] if len(users) == 1 else None
@@ -131,7 +165,9 @@ def _act_bounds(gm, node):
 
 def fuse_for_inference(gm):
     """Rewrites the GraphModule `gm` in place: each Conv2d whose only user is an eval-foldable
-    BatchNorm2d and/or a clamping activation becomes one ConvBNAct call. Returns how many."""
+    BatchNorm2d and/or a clamping activation becomes one ConvBNAct call; then each remaining
+    BatchNorm2d fed by a cat along dim 1 used only by it, or followed by a clamping activation,
+    one CatBNAct call. Returns how many."""
     graph = gm.graph
     fused = 0
     for node in list(graph.nodes):
@@ -159,6 +195,35 @@ def fuse_for_inference(gm):
         gm.add_submodule(name, ConvBNAct(conv, bn, bounds))
         with graph.inserting_after(chain[-1]):
             new = graph.call_module(name, (node.args[0],))
+        chain[-1].replace_all_uses_with(new)
+        for n in reversed(chain):
+            graph.erase_node(n)
+        fused += 1
+    for node in list(graph.nodes):
+        bn = _module_of(gm, node)
+        if bn is None or type(bn) is not BatchNorm2d or len(node.args) != 1 or node.kwargs:
+            continue
+        if not _foldable_bn(bn, bn.num_features) or bn.running_mean.dtype not in (_C.float32, _C.float64):
+            continue
+        src = node.args[0]
+        parts = None
+        if (getattr(src, "op", None) == "call_function" and src.target is _C.cat and _only_user(src) is node
+                and src.args and isinstance(src.args[0], (list, tuple)) and set(src.kwargs) <= {"dim"}
+                and len(src.args) <= 2):
+            dim = src.kwargs.get("dim", src.args[1] if len(src.args) == 2 else 0)
+            if dim == 1:
+                parts = list(src.args[0])
+        act = _only_user(node)
+        bounds = _act_bounds(gm, act) if act is not None and act.args and act.args[0] is node else None
+        if parts is None and bounds is None:
+            continue
+        chain = ([src] if parts is not None else []) + [node] + ([act] if bounds is not None else [])
+        name = f"_fused_{fused}"
+        while hasattr(gm, name):
+            name += "_"
+        gm.add_submodule(name, CatBNAct(bn, bounds))
+        with graph.inserting_after(chain[-1]):
+            new = graph.call_module(name, (parts if parts is not None else [src],))
         chain[-1].replace_all_uses_with(new)
         for n in reversed(chain):
             graph.erase_node(n)

@@ -2001,6 +2001,7 @@ NOT_IN_DB = {
     # kindle.compile's fused convolution + clamp (inference only, no gradient): test_compile_fusion.py
     # checks it bit for bit against conv2d then clamp on every convolution path
     "_conv2d_clamp": "test_compile_fusion.py",
+    "_cat_batch_norm_clamp": "test_compile_fusion.py",
     # uninitialised memory after growth: test_composite_numpy.py checks shapes, strides and kept values
     "resize_": "test_composite_numpy.py",
     # `variants: nn` kernels without a torch.nn.functional name (behind nn.RNN / LSTM / GRU and the

@@ -13,11 +13,12 @@ import kindle.nn.functional as F
 _clamp = kindle._C._nn._conv2d_clamp
 
 
-def _fused_count(cm):
+def _fused_count(cm, kind=None):
     graph = cm._inference[1]
     if graph is None:  # not traceable: runs as written
         return 0
-    return sum(1 for n in graph.graph.nodes if n.op == "call_module" and n.target.startswith("_fused"))
+    return sum(1 for n in graph.graph.nodes if n.op == "call_module" and n.target.startswith("_fused")
+               and (kind is None or type(graph.get_submodule(n.target)).__name__ == kind))
 
 
 # Shapes that reach each of conv2d's forward paths: 1x1 on a large plane (the image as its own
@@ -244,7 +245,12 @@ def test_compile_does_not_fuse_what_would_change_the_meaning():
                     _close(a, b)
             else:
                 _close(got, want)
-            assert _fused_count(cm) == 0, name
+            assert _fused_count(cm, "ConvBNAct") == 0, name
+    # (the batch norm and ReLU after the twice-used convolution still run as one pass)
+    cm = kindle.compile(nets["two uses"])
+    with kindle.no_grad():
+        cm(x)
+    assert _fused_count(cm, "CatBNAct") == 1
     assert len(seen) == 2  # the hook ran in the compiled call too
 
 
@@ -316,3 +322,114 @@ def test_modules_children_changes_advance_the_structure_epoch():
     before = structure_epoch()
     seq(kindle.ones(2))
     assert structure_epoch() == before
+
+
+# ---- cat -> batch norm -> clamp
+
+_cat_bn = kindle._C._nn._cat_batch_norm_clamp
+
+
+def _bn_reference(parts, mean, var, w, b, eps, lo, hi):
+    return F.batch_norm(kindle.cat(parts, 1), mean, var, w, b, False, 0.1, eps).clamp(lo, hi)
+
+
+@pytest.mark.parametrize("dtype", [kindle.float32, kindle.float64])
+@pytest.mark.parametrize("spatial", [(5, 7), (), (9,), (2, 3, 4)])
+def test_cat_batch_norm_clamp_is_cat_then_batch_norm_then_clamp(dtype, spatial):
+    gen = kindle.Generator().manual_seed(7)
+    widths = (3, 1, 8)
+    parts = [kindle.randn(2, c, *spatial, generator=gen, dtype=dtype) * 2 + 1 for c in widths]
+    parts[1] = kindle.randn(2, *spatial, 1, generator=gen, dtype=dtype).movedim(-1, 1)  # non-contiguous
+    C = sum(widths)
+    mean = kindle.randn(C, generator=gen, dtype=dtype)
+    var = kindle.rand(C, generator=gen, dtype=dtype) + 0.5
+    w, b = kindle.randn(C, generator=gen, dtype=dtype), kindle.randn(C, generator=gen, dtype=dtype)
+    for (lo, hi), affine, eps in itertools.product(((0.0, math.inf), (0.0, 6.0), (-math.inf, math.inf)),
+                                                   (True, False), (1e-5, 0.1)):
+        ww, bb = (w, b) if affine else (None, None)
+        want = _bn_reference(parts, mean, var, ww, bb, eps, lo, hi)
+        got = _cat_bn(parts, mean, (var + eps).rsqrt(), ww, bb, lo, hi)
+        assert got.dtype == dtype and got.shape == want.shape
+        assert kindle.equal(got, want), (lo, hi, affine, eps)
+    one = _cat_bn(parts[2:], mean[:8], (var[:8] + 1e-5).rsqrt(), None, None, 0.0, math.inf)
+    assert kindle.equal(one, _bn_reference(parts[2:], mean[:8], var[:8], None, None, 1e-5, 0.0, math.inf))
+
+
+def test_cat_batch_norm_clamp_keeps_nan_and_refuses_bad_input():
+    x = kindle.randn(1, 2, 3, 3)
+    x[0, 0, 1, 1] = math.nan
+    m, s = kindle.zeros(2), kindle.ones(2)
+    got = _cat_bn([x], m, s, None, None, 0.0, 6.0)
+    assert got[0, 0, 1, 1].isnan() and got.nan_to_num().min() >= 0 and got.nan_to_num().max() <= 6
+    y = kindle.randn(1, 3, 3, 4)
+    with pytest.raises(RuntimeError, match="alike"):
+        _cat_bn([x, y], kindle.zeros(5), kindle.ones(5), None, None, 0.0, 6.0)
+    with pytest.raises(RuntimeError, match="alike"):
+        _cat_bn([x, x.double()], kindle.zeros(4), kindle.ones(4), None, None, 0.0, 6.0)
+    with pytest.raises(RuntimeError, match="should contain 4 elements"):
+        _cat_bn([x, x], kindle.zeros(2), kindle.ones(4), None, None, 0.0, 6.0)
+    with pytest.raises(RuntimeError, match="min <= max"):
+        _cat_bn([x], m, s, None, None, 1.0, 0.0)
+    with pytest.raises(RuntimeError, match="at least one"):
+        _cat_bn([], m, s, None, None, 0.0, 6.0)
+    with pytest.raises(RuntimeError, match="inference-only"):
+        _cat_bn([x.requires_grad_()], m, s, None, None, 0.0, 6.0)
+    with kindle.no_grad():
+        assert _cat_bn([x], m, s, None, None, 0.0, 6.0).shape == x.shape
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.norm1 = nn.BatchNorm2d(cin)
+        self.relu1 = nn.ReLU(inplace=True)
+        self.conv1 = nn.Conv2d(cin, 4 * growth, 1, bias=False)
+        self.norm2 = nn.BatchNorm2d(4 * growth)
+        self.relu2 = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, inputs):
+        x = kindle.cat(inputs, 1)
+        return self.conv2(self.relu2(self.norm2(self.conv1(self.relu1(self.norm1(x))))))
+
+
+class Dense(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.layers = nn.ModuleList([DenseLayer(8 + 4 * i, 4) for i in range(3)])
+        self.norm = nn.BatchNorm2d(20)
+        self.norm_alone = nn.BatchNorm2d(20)
+
+    def forward(self, x):
+        feats = [self.stem(x)]
+        for layer in self.layers:
+            feats.append(layer(feats))
+        y = F.relu(self.norm(kindle.cat(feats, dim=1)))
+        return self.norm_alone(y)  # a lone batch norm: nothing to fuse it with
+
+
+def test_compile_fuses_cat_batch_norm_relu():
+    kindle.manual_seed(3)
+    net = Dense()
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with kindle.no_grad():
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    net.eval()
+    cm = kindle.compile(net)
+    x = kindle.randn(2, 3, 10, 10)
+    with kindle.no_grad():
+        want = net(x)
+        _close(cm(x), want)
+        # per layer: conv1+norm2+relu2 and cat+norm1+relu1; then cat+norm+relu at the end
+        assert _fused_count(cm) == 7
+        gm = cm._inference[1]
+        assert not any(n.target is kindle.cat for n in gm.graph.nodes if n.op == "call_function")
+        net.norm.running_var.mul_(2)  # in place: the cached invstd follows
+        _close(cm(x), net(x))
+        net.layers[1].norm1.train()
+        _close(cm(x), net(x))
