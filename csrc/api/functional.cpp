@@ -62,9 +62,8 @@ Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
                   IntArrayRef dilation, bool ceil_mode) {
   const char* op = "max_pool2d";
   DimVector k = expand(kernel_size, 2, {}, op, "kernel_size");
-  return std::get<0>(max_pool2d_with_indices(self, k, expand(stride, 2, k, op, "stride"),
-                                             expand(padding, 2, {}, op, "padding"),
-                                             expand(dilation, 2, {}, op, "dilation"), ceil_mode));
+  return _max_pool2d_values(self, k, expand(stride, 2, k, op, "stride"), expand(padding, 2, {}, op, "padding"),
+                            expand(dilation, 2, {}, op, "dilation"), ceil_mode);
 }
 
 // The op expands a single value to all three dims.

@@ -263,10 +263,13 @@ void max_pool_planes(const T* x, T* vals, int64_t* idx, const WindowGeom& g) {
   const bool two_by_two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
                           g.dh == 1 && g.dw == 1 && 2 * g.oh <= g.H && 2 * g.ow <= g.W;
   parallel_for(0, planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(L, 1)), [&](int64_t lo, int64_t hi) {
+    // Values only (idx null: nothing will differentiate the pool): the same loops write each
+    // plane's indices into one per-task plane that stays in cache, not into memory.
+    std::vector<int64_t> scratch(idx ? 0 : size_t(L));
     for (int64_t p = lo; p < hi; ++p) {
       const T* xp = x + p * HW;
       T* vp = vals + p * L;
-      int64_t* ip = idx + p * L;
+      int64_t* ip = idx ? idx + p * L : scratch.data();
       if (two_by_two) max_pool_2x2_plane(xp, vp, ip, g);
       else max_pool_plane(xp, vp, ip, g);
     }
@@ -280,7 +283,7 @@ void max_pool2d_kernel(const Tensor& x, const Tensor& values, const Tensor& indi
       KINDLE_CHECK(false, "max_pool2d: \"max_pool2d\" not implemented for 'Bool'");
     } else {
       max_pool_planes<T>(static_cast<const T*>(x.data_ptr()), static_cast<T*>(values.data_ptr()),
-                         static_cast<int64_t*>(indices.data_ptr()), g);
+                         indices.numel() ? static_cast<int64_t*>(indices.data_ptr()) : nullptr, g);
     }
   });
 }

@@ -28,7 +28,8 @@ extern KernelStub<void (*)(const Tensor* dout, const Tensor& G, const Tensor& c0
 
 namespace kindle {
 // max_pool2d over contiguous (P, H, W) planes: values and flat indices into each plane, for the
-// window geometry g (g.N * g.C planes). The first maximum wins; NaN beats every number.
+// window geometry g (g.N * g.C planes); values only where `indices` has no elements. The first
+// maximum wins; NaN beats every number.
 struct WindowGeom;
 extern KernelStub<void (*)(const Tensor& x, const Tensor& values, const Tensor& indices, const WindowGeom& g)>
     max_pool2d_stub;

@@ -911,13 +911,16 @@ def _max_pool2d_samples(g):
            g.S(t((1, 2, 4, 4), "E"), 2), g.S(t((1, 1, 4, 5)), kernel_size=(4, 5)), g.S(t((0, 2, 4, 4)), 2),
            g.S(t((1, 1, 4, 4)), 2, stride=[]),
            g.S(_ties(g, (1, 2, 6, 6)), 3, 1, return_indices=True),                  # ties: the first maximum
-           g.S(t((4, 16, 32, 32)), 3, 2, 1)]
+           g.S(t((4, 16, 32, 32)), 3, 2, 1), g.S(t((2, 8, 33, 31)), 3, 2, 1, ceil_mode=True),
+           g.S(t((2, 8, 32, 32)), 2)]
     if g.dtype in FLOATS:
         e = ([v for v in EXTREMAL if v == v] * 3)[:28] + [float("-inf")] * 4
         e = np.array(e).reshape(4, 8)
         e[2:, 6:] = float("-inf")                                          # -inf everywhere in one window
         out.append(g.S(t((1, 1, 4, 8), data=e), 2, return_indices=True))
+        out.append(g.S(t((1, 1, 4, 8), data=e), 2))
         out.append(g.S(t((1, 1, 4, 4), data=[float("nan")] + [1.0] * 15), 2, return_indices=True))
+        out.append(g.S(t((1, 1, 4, 4), data=[float("nan")] + [1.0] * 15), 3, 1, 1))
         out.append(g.S(t((1, 1, 3, 3), data=[float("-inf")] * 9), 2, 1, 1, return_indices=True))
     return out
 
@@ -960,7 +963,8 @@ def _avg_pool2d_samples(g):
            g.S(t((1, 1, 4, 4)), 2, divisor_override=3), g.S(t((1, 1, 5, 5)), 3, 2, 1, False, False, 2),
            g.S(t((1, 2, 5, 4), "T"), 2), g.S(t((2, 3, 4, 4), "P"), (2, 1), padding=(1, 0)), g.S(t((1, 2, 4, 4), "E"), 2),
            g.S(t((1, 1, 4, 5)), kernel_size=(4, 5)), g.S(t((0, 2, 4, 4)), 2), g.S(t((1, 1, 4, 4)), 2, stride=[]),
-           g.S(t((4, 16, 32, 32)), 3, 2, 1)]
+           g.S(t((4, 16, 32, 32)), 3, 2, 1), g.S(t((2, 8, 33, 31)), 3, 2, 1, ceil_mode=True),
+           g.S(t((2, 8, 32, 32)), 2)]
     if g.dtype in FLOATS:
         out.append(g.S(t((1, 1, 2, 7), data=EXTREMAL), (1, 2)))
     return out
@@ -1200,7 +1204,8 @@ NN_OPS: list[OpInfo] = [
     fop("fold", _fold_samples, FLOATS + COMPLEX + ("bool",), dtypes_gap=("bool",), tol=ACC, op_names=("col2im",), errors=_fold_errors, kind="nn_conv"),
 
     # ---- pooling
-    fop("max_pool2d", _max_pool2d_samples, NUMERIC, op_names=("max_pool2d_with_indices",), errors=_pool_errors(2, True),
+    fop("max_pool2d", _max_pool2d_samples, NUMERIC, op_names=("max_pool2d_with_indices", "_max_pool2d_values"),
+        errors=_pool_errors(2, True),
         kind="nn_pool"),
     fop("max_pool1d", _max_pool1d_samples, op_names=("max_pool2d_with_indices",), errors=_pool_errors(1, True),
         kind="nn_pool"),

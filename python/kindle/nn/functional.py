@@ -449,6 +449,9 @@ def _stride(stride, kernel_size, n=2):
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
+    if not return_indices:
+        return _nn._max_pool2d_values(input, _pair(kernel_size), _stride(stride, kernel_size), _pair(padding),
+                                      _pair(dilation), ceil_mode)
     values, indices = _nn.max_pool2d_with_indices(input, _pair(kernel_size), _stride(stride, kernel_size),
                                                   _pair(padding), _pair(dilation), ceil_mode)
     return (values, indices) if return_indices else values
