@@ -208,6 +208,9 @@ TEST(FrontendLayersExtra, ShuffleUnpoolRReLUCrossMapLRN) {
   // Unpooling puts each maximum back where max pooling found it.
   Tensor img = randn({2, 3, 4, 6});
   auto [vals, idx] = max_pool2d_with_indices(img, {2, 2});
+  EXPECT_TRUE(equal(max_pool2d(img, 2), vals));  // the values-only kernel (no indices written)
+  EXPECT_TRUE(equal(max_pool2d(img, 3, 2, 1, 1, true), std::get<0>(max_pool2d_with_indices(img, {3, 3}, {2, 2}, {1, 1},
+                                                                                           {1, 1}, true))));
   nn::MaxUnpool2d unpool(nn::MaxUnpool2dOptions(2));
   Tensor back = unpool(vals, idx);
   EXPECT_EQ(back.sizes(), img.sizes());
