@@ -9,7 +9,9 @@ What runs: a function, and a module in training mode or with gradients on, run a
 (torch.compile(backend="eager") without its graph capture). A module in eval mode with
 gradients off (inference: no_grad or inference_mode) is traced once (kindle.fx) and its
 convolution + batch norm + clamping activation chains run fused (kindle/_fusion.py); a model the
-tracer cannot follow (data-dependent control flow), or one with forward hooks, runs as written.
+tracer cannot follow (data-dependent control flow), one with forward hooks, and calls under
+autocast run as written (a fused module whose modules have since gained hooks, or gone back to
+training mode, calls them in turn).
 The traced graph is dropped and retraced when a child module is added, replaced or removed
 anywhere (structure_epoch); parameters and buffers are read at every call, so in-place updates
 and replaced tensors are seen. As with torch.compile's traced graphs, Python-level branches on
@@ -18,6 +20,7 @@ plain attributes are taken as they were when the graph was traced.
 import functools
 
 from . import _C
+from .amp import autocast_mode as _autocast_mode
 from .nn.modules import module as _module
 from .nn.modules.module import Module
 
@@ -80,7 +83,11 @@ class OptimizedModule(Module):
 
     def _fuses(self):
         ctx = self.dynamo_ctx
-        return ctx is None or (not ctx.disable and ctx.backend in _FUSING_BACKENDS)
+        if ctx is not None and (ctx.disable or ctx.backend not in _FUSING_BACKENDS):
+            return False
+        # Under autocast the convolutions compute in the lower dtype; the fused ops have no
+        # autocast policy, so such calls run as written.
+        return not any(_autocast_mode._state.enabled.values())
 
     def _inference_graph(self, mod, nargs):
         """The fused graph for eval-mode calls, traced on first use; None where it cannot be used."""

@@ -61,14 +61,25 @@ class ConvBNAct(Module):
     """conv -> batch norm (eval, optional) -> clamp (optional), as one convolution. Holds the
     original modules by reference (not as submodules: their parameters stay the model's)."""
 
-    def __init__(self, conv, bn=None, bounds=None):
+    def __init__(self, conv, bn=None, bounds=None, act=None):
         super().__init__()
         object.__setattr__(self, "_conv", conv)
         object.__setattr__(self, "_bn", bn)
+        object.__setattr__(self, "_act", act)  # the activation module, None for a function (F.relu)
         self.lo, self.hi = bounds if bounds is not None else (-math.inf, math.inf)
         self.clamps = bounds
         self._key = None
         self._folded = None
+
+    def _as_written(self, x):
+        """The original modules in turn: where one of them is back in training mode or has had a
+        hook registered since the graph was traced."""
+        y = self._conv(x)
+        if self._bn is not None:
+            y = self._bn(y)
+        if self._act is not None:
+            return self._act(y)
+        return y if self.clamps is None else y.clamp(self.lo, self.hi)
 
     def _sources(self):
         conv, bn = self._conv, self._bn
@@ -99,10 +110,10 @@ class ConvBNAct(Module):
         return self._folded
 
     def forward(self, x):
-        conv, bn = self._conv, self._bn
-        if bn is not None and bn.training:  # a submodule switched back to training on its own
-            y = bn(conv(x))
-            return y if self.clamps is None else y.clamp(self.lo, self.hi)
+        conv, bn, act = self._conv, self._bn, self._act
+        if (_has_hooks(conv) or (bn is not None and (bn.training or _has_hooks(bn)))
+                or (act is not None and _has_hooks(act))):
+            return self._as_written(x)
         w, b = self._weights()
         if self.clamps is None:
             return F.conv2d(x, w, b, conv.stride, conv.padding, conv.dilation, conv.groups)
@@ -115,18 +126,21 @@ class ConvBNAct(Module):
 class CatBNAct(Module):
     """torch.cat(parts, 1) (or one tensor) -> eval batch norm -> clamp (optional), as one pass."""
 
-    def __init__(self, bn, bounds=None):
+    def __init__(self, bn, bounds=None, act=None):
         super().__init__()
         object.__setattr__(self, "_bn", bn)
+        object.__setattr__(self, "_act", act)
         self.lo, self.hi = bounds if bounds is not None else (-math.inf, math.inf)
         self.clamps = bounds
         self._key = None
         self._invstd = None
 
     def forward(self, parts):
-        bn = self._bn
-        if bn.training:
-            y = bn(_C.cat(parts, 1))
+        bn, act = self._bn, self._act
+        if bn.training or _has_hooks(bn) or (act is not None and _has_hooks(act)):  # as written
+            y = bn(_C.cat(parts, 1) if len(parts) > 1 else parts[0])
+            if act is not None:
+                return act(y)
             return y if self.clamps is None else y.clamp(self.lo, self.hi)
         var = bn.running_var
         key = (id(var), var._version, bn.eps)
@@ -192,7 +206,8 @@ def fuse_for_inference(gm):
         name = f"_fused_{fused}"
         while hasattr(gm, name):
             name += "_"
-        gm.add_submodule(name, ConvBNAct(conv, bn, bounds))
+        act_mod = _module_of(gm, chain[-1]) if bounds is not None else None
+        gm.add_submodule(name, ConvBNAct(conv, bn, bounds, act_mod))
         with graph.inserting_after(chain[-1]):
             new = graph.call_module(name, (node.args[0],))
         chain[-1].replace_all_uses_with(new)
@@ -221,7 +236,7 @@ def fuse_for_inference(gm):
         name = f"_fused_{fused}"
         while hasattr(gm, name):
             name += "_"
-        gm.add_submodule(name, CatBNAct(bn, bounds))
+        gm.add_submodule(name, CatBNAct(bn, bounds, _module_of(gm, act) if bounds is not None else None))
         with graph.inserting_after(chain[-1]):
             new = graph.call_module(name, (parts if parts is not None else [src],))
         chain[-1].replace_all_uses_with(new)

@@ -433,3 +433,31 @@ def test_compile_fuses_cat_batch_norm_relu():
         _close(cm(x), net(x))
         net.layers[1].norm1.train()
         _close(cm(x), net(x))
+
+
+def test_compile_sees_hooks_added_later_and_autocast():
+    net = _net().eval()
+    cm = kindle.compile(net)
+    x = kindle.randn(2, 3, 16, 16)
+    seen = []
+    with kindle.no_grad():
+        want = net(x)
+        cm(x)
+        assert _fused_count(cm) == 7
+        # hooks registered after the graph was traced still fire: the fused module calls its
+        # modules in turn while they have hooks
+        h1 = net[0][0].register_forward_hook(lambda m, i, o: seen.append("conv"))
+        h2 = net[4].register_forward_pre_hook(lambda m, i: seen.append("hardtanh"))
+        h3 = net[2].bn1.register_forward_hook(lambda m, i, o: seen.append("bn1"))
+        _close(cm(x), want)
+        assert sorted(seen) == ["bn1", "conv", "hardtanh"]
+        for h in (h1, h2, h3):
+            h.remove()
+        seen.clear()
+        _close(cm(x), want)
+        assert seen == []
+        # under autocast the model runs as written: the same dtypes as eager
+        with kindle.autocast("cpu", dtype=kindle.bfloat16):
+            got, ref = cm(x), net(x)
+        assert got.dtype == ref.dtype
+        assert kindle.equal(got, ref)
