@@ -335,6 +335,12 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
   const T* w = static_cast<const T*>(weight.data_ptr());
   const T* b = bias ? static_cast<const T*>(bias->data_ptr()) : nullptr;
   T* y = static_cast<T*>(out.data_ptr());
+  // Image n's output starts at y + n * ys (a channel slice of a larger tensor where ys > O * L).
+  const int64_t ys = cg.out_image_stride ? cg.out_image_stride : cv.O * cv.L;
+  auto clamp_images = [&] {
+    if (cg.clamps())
+      for (int64_t n = 0; n < g.N; ++n) clamp_rows(y + n * ys, cv.O, cv.L, cv.L, cg);
+  };
   if (cv.Cg == 1 && cv.G > 1) {
     const Depthwise<T> d(g, cv.O);
     parallel_for(0, g.N * cv.O, 1, [&](int64_t b0, int64_t e0) {
@@ -344,21 +350,29 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
         const int64_t n = t / cv.O, o = t % cv.O;
         const T* plane = x + (n * g.C + o / d.mult) * cv.HW;
         const T* next = t + 1 < e0 ? x + ((t + 1) / cv.O * g.C + (t + 1) % cv.O / d.mult) * cv.HW : nullptr;
-        d.forward(plane, w + o * g.kh * g.kw, b ? b[o] : T(0), y + t * cv.L, scratch, next == plane ? nullptr : next);
-        if (cg.clamps()) clamp_rows(y + t * cv.L, 1, cv.L, cv.L, cg);
+        T* yo = y + n * ys + o * cv.L;
+        d.forward(plane, w + o * g.kh * g.kw, b ? b[o] : T(0), yo, scratch, next == plane ? nullptr : next);
+        if (cg.clamps()) clamp_rows(yo, 1, cv.L, cv.L, cg);
       }
     });
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
     if (cv.winograd()) {
-      winograd_conv3x3(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw);
-      if (cg.clamps()) clamp_rows(y, g.N * cv.O, cv.L, cv.L, cg);
+      winograd_conv3x3(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw, ys);
+      clamp_images();
       return;
     }
     if (cv.large_kernel(false)) {
-      direct_conv(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
-      if (cg.clamps()) clamp_rows(y, g.N * cv.O, cv.L, cv.L, cg);
+      if (ys == cv.O * cv.L) {
+        direct_conv(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
+      } else {  // (the direct kernel writes whole images: through a buffer into the slice)
+        Tensor tmp = empty_tensor({g.N * cv.O * cv.L}, input.dtype());
+        T* t = static_cast<T*>(tmp.data_ptr());
+        direct_conv(x, w, false, b, t, g.N, g.C, g.H, g.W, cv.O, g.kh, g.kw, g.ph, g.pw);
+        for (int64_t n = 0; n < g.N; ++n) std::copy(t + n * cv.O * cv.L, t + (n + 1) * cv.O * cv.L, y + n * ys);
+      }
+      clamp_images();
       return;
     }
   }
@@ -381,7 +395,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
             over_images(cv.L, c0, cw, [&](int64_t i, int64_t l0, int64_t l1) {
               for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) {
                 const T* src = tile + o * ld + i * cv.L - c0;
-                T* dst = y + (i * cv.O + o) * cv.L;
+                T* dst = y + i * ys + o * cv.L;
                 const T bo = b ? b[o] : T(0);
                 for (int64_t l = l0; l < l1; ++l) dst[l] = src[l] + bo;
                 if (cg.clamps()) clamp_rows(dst + l0, 1, l1 - l0, 0, cg);
@@ -403,7 +417,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
     for (int64_t u = first; u < last; ++u) {
       const int64_t n0 = u * cv.nb, m = std::min(g.N, n0 + cv.nb) - n0;
       const T* xn = x + n0 * g.C * cv.HW;
-      T* yn = y + n0 * cv.O * cv.L;
+      T* yn = y + n0 * ys;
       if (cv.nb > 1) {
         const int64_t cols = m * cv.L;
         T* tile = buf + cv.K * cols;
@@ -415,7 +429,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
             for (int64_t i = 0; i < m; ++i)
               for (int64_t o = gi * cv.Og + r0; o < gi * cv.Og + r1; ++o) {
                 const T* src = tile + o * cols + i * cv.L;
-                T* dst = yn + (i * cv.O + o) * cv.L;
+                T* dst = yn + i * ys + o * cv.L;
                 const T bo = b ? b[o] : T(0);
                 for (int64_t l = 0; l < cv.L; ++l) dst[l] = src[l] + bo;
                 if (cg.clamps()) clamp_rows(dst, 1, cv.L, 0, cg);

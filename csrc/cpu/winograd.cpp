@@ -197,7 +197,8 @@ void transform_input(const Geometry& g, const float* x, int64_t m, float* V, flo
 
 // y for images [0, m) from M[xi][o][p], plus bias: the transform runs over all P tiles of an
 // output channel at once (unit-stride whatever the plane size), then the 2x2 blocks are placed.
-void transform_output(const Geometry& g, const float* M, const float* bias, int64_t m, float* y, float* scratch) {
+void transform_output(const Geometry& g, const float* M, const float* bias, int64_t m, float* y, int64_t ys,
+                      float* scratch) {
   const int64_t P = m * g.T, OP = g.O * P, tw = g.tw;
   float* s = scratch;      // 8 rows of P
   float* yt = s + 8 * P;   // 4 rows of P: the blocks' four outputs
@@ -207,7 +208,7 @@ void transform_output(const Geometry& g, const float* M, const float* bias, int6
                                         s + (4 + j) * P, P);
     cols_a(s, bias ? bias[o] : 0.f, yt, P);
     for (int64_t i = 0; i < m; ++i) {
-      float* dst = y + (i * g.O + o) * g.oh * g.ow;
+      float* dst = y + i * ys + o * g.oh * g.ow;
       for (int64_t ty = 0; ty < g.th; ++ty) {
         const int64_t p = i * g.T + ty * tw;
         interleave(yt + p, yt + P + p, dst + 2 * ty * g.ow, g.ow);
@@ -220,9 +221,10 @@ void transform_output(const Geometry& g, const float* M, const float* bias, int6
 }  // namespace
 
 void winograd_conv3x3(const float* x, const float* w, bool adjoint, const float* bias, float* y, int64_t N,
-                      int64_t C, int64_t H, int64_t W, int64_t O, int64_t ph, int64_t pw) {
+                      int64_t C, int64_t H, int64_t W, int64_t O, int64_t ph, int64_t pw, int64_t y_image_stride) {
   const Geometry g(N, C, H, W, O, ph, pw);
   if (N == 0 || g.oh <= 0 || g.ow <= 0) return;
+  const int64_t ys = y_image_stride ? y_image_stride : O * g.oh * g.ow;
   Tensor u_buf = empty_tensor({16 * O * C}, kFloat32);
   float* U = static_cast<float*>(u_buf.data_ptr());
   transform_weight(w, adjoint, O, C, U);
@@ -242,7 +244,7 @@ void winograd_conv3x3(const float* x, const float* w, bool adjoint, const float*
     };
     if (spread) parallel_for(0, 16, 1, products);
     else products(0, 16);
-    transform_output(g, M, bias, m, y + n0 * O * g.oh * g.ow, plane);
+    transform_output(g, M, bias, m, y + n0 * ys, ys, plane);
   };
   const int64_t per_thread = V_size + M_size + plane_size;
   if (g.units >= 2 && get_num_threads() > 1 && !omp_in_parallel()) {

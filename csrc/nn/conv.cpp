@@ -191,14 +191,30 @@ Tensor native_conv2d_forward(const Tensor& input, const Tensor& weight, const st
 // norm + ReLU/ReLU6/Hardtanh): the convolution clamps each block of its output while the block is
 // still in cache, where the eager pair would make a second pass over the whole activation.
 Tensor _conv2d_clamp(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-                     IntArrayRef padding, IntArrayRef dilation, int64_t groups, double min, double max) {
+                     IntArrayRef padding, IntArrayRef dilation, int64_t groups, double min, double max,
+                     const std::optional<Tensor>& out, int64_t out_channel) {
   KINDLE_CHECK(!(autograd::GradMode::is_enabled() &&
-                 (input.requires_grad() || weight.requires_grad() || (bias && bias->requires_grad()))),
+                 (input.requires_grad() || weight.requires_grad() || (bias && bias->requires_grad()) ||
+                  (out && out->requires_grad()))),
                "_conv2d_clamp: an inference-only op (no gradient formula); call it with gradients off, or use "
                "conv2d followed by clamp");
   KINDLE_CHECK(!(min > max), "_conv2d_clamp: expected min <= max, got min=", min, " and max=", max);
   const bool native = input.dim() == 4 && input.dtype() == weight.dtype() &&
                       (input.dtype() == kFloat32 || input.dtype() == kFloat64) && input.device().is_cpu();
+  if (out) {
+    const int64_t O = weight.dim() > 0 ? weight.size(0) : 0;
+    KINDLE_CHECK(out->dim() == 4 && out->is_contiguous() && out->dtype() == input.dtype() &&
+                     out->device() == input.device() && out_channel >= 0 && out_channel + O <= out->size(1),
+                 "_conv2d_clamp: expected `out` a contiguous 4-D ", input.dtype(), " tensor with channels [",
+                 out_channel, ", ", out_channel + O, "), got ", out->sizes(), " ", out->dtype());
+    if (!native) {
+      Tensor y = conv2d(input, weight, bias, stride, padding, dilation, groups).clamp_(min, max);
+      KINDLE_CHECK(y.dim() == 4 && y.size(0) == out->size(0) && y.size(2) == out->size(2) && y.size(3) == out->size(3),
+                   "_conv2d_clamp: the convolution's output ", y.sizes(), " does not fit `out` ", out->sizes());
+      out->narrow(1, out_channel, O).copy_(y);
+      return *out;
+    }
+  }
   if (!native) return conv2d(input, weight, bias, stride, padding, dilation, groups).clamp_(min, max);
   check_conv(input, weight, groups, 2, "_conv2d_clamp");
   const int64_t O = weight.size(0);
@@ -208,7 +224,15 @@ Tensor _conv2d_clamp(const Tensor& input, const Tensor& weight, const std::optio
   ConvGeom g = conv_geom(input.sizes(), weight.sizes(), stride, padding, dilation, groups, "_conv2d_clamp");
   g.lo = min;
   g.hi = max;
-  return run_conv2d(input, weight, bias, g);
+  if (!out) return run_conv2d(input, weight, bias, g);
+  KINDLE_CHECK(out->size(0) == g.w.N && out->size(2) == g.w.oh && out->size(3) == g.w.ow,
+               "_conv2d_clamp: the convolution's output (", g.w.N, ", ", O, ", ", g.w.oh, ", ", g.w.ow,
+               ") does not fit `out` ", out->sizes());
+  g.out_image_stride = out->size(1) * g.w.oh * g.w.ow;
+  Tensor x = input.contiguous(), w = weight.contiguous(), b;
+  if (bias) b = bias->to(input.dtype()).contiguous();
+  if (out->numel() && O) conv2d_stub[input.device()](x, w, bias ? &b : nullptr, out->narrow(1, out_channel, O), g);
+  return *out;
 }
 
 Tensor native_conv2d_backward_input(const Tensor& grad_output, const Tensor& weight, IntArrayRef input_size,

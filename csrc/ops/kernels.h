@@ -185,6 +185,9 @@ struct ConvGeom {
   int64_t O, groups;
   double lo = -__builtin_inf(), hi = __builtin_inf();
   bool clamps() const { return lo != -__builtin_inf() || hi != __builtin_inf(); }
+  // The forward pass's output image stride in elements, where it writes into a channel slice of
+  // a larger tensor (kindle.compile's convolutions feeding one cat); 0: O * oh * ow.
+  int64_t out_image_stride = 0;
 };
 extern KernelStub<void (*)(const Tensor& input, const Tensor& weight, const Tensor* bias, const Tensor& out,
                            const ConvGeom&)> conv2d_stub;

@@ -110,15 +110,22 @@ class ConvBNAct(Module):
         self._key = (ts, tuple(t._version for t in ts if t is not None), bn.eps)
         return self._folded
 
-    def forward(self, x):
+    def changed(self):
+        """Whether a module has had a hook registered since tracing, or is back in training."""
         conv, bn, act = self._conv, self._bn, self._act
-        if (_has_hooks(conv) or (bn is not None and (bn.training or _has_hooks(bn)))
-                or (act is not None and _has_hooks(act))):
+        return (_has_hooks(conv) or (bn is not None and (bn.training or _has_hooks(bn)))
+                or (act is not None and _has_hooks(act)))
+
+    def forward(self, x, out=None, out_channel=0):
+        """With `out`: writes channels [out_channel, out_channel + O) of it (see ConvCat)."""
+        if self.changed():
             return self._as_written(x)
+        conv = self._conv
         w, b = self._weights()
-        if self.clamps is None:
+        if self.clamps is None and out is None:
             return F.conv2d(x, w, b, conv.stride, conv.padding, conv.dilation, conv.groups)
-        return _C._nn._conv2d_clamp(x, w, b, conv.stride, conv.padding, conv.dilation, conv.groups, self.lo, self.hi)
+        return _C._nn._conv2d_clamp(x, w, b, conv.stride, conv.padding, conv.dilation, conv.groups, self.lo, self.hi,
+                                    out, out_channel)
 
     def extra_repr(self):
         return f"{self._conv!r}, bn={self._bn is not None}, clamp=({self.lo}, {self.hi})"
@@ -156,6 +163,54 @@ class CatBNAct(Module):
         return f"{self._bn!r}, clamp=({self.lo}, {self.hi})"
 
 
+class ConvCat(Module):
+    """torch.cat([f(x) for each fused convolution f], 1) with each convolution writing its own
+    channels of the result (SqueezeNet's Fire modules concatenate two convolutions' outputs): no
+    copy. Falls back to the calls and the cat where shapes or dtypes do not allow it."""
+
+    def __init__(self, parts):
+        super().__init__()
+        object.__setattr__(self, "_parts", list(parts))
+
+    def forward(self, xs):
+        parts = self._parts
+        x0 = xs[0]
+        shape = None
+        if (x0.dtype in (_C.float32, _C.float64) and x0.device.type == "cpu"
+                and not any(p.changed() for p in parts)):
+            shape = _out_shape(parts[0]._conv, x0)
+            for p, x in zip(parts, xs):
+                if x.dtype != x0.dtype or x.device != x0.device or _out_shape(p._conv, x) != shape:
+                    shape = None
+                    break
+        if shape is None:
+            return _C.cat([p(x) for p, x in zip(parts, xs)], 1)
+        n, _, oh, ow = shape
+        out = _C.empty((n, sum(p._conv.out_channels for p in parts), oh, ow), dtype=x0.dtype)
+        channel = 0
+        for p, x in zip(parts, xs):
+            p(x, out, channel)
+            channel += p._conv.out_channels
+        return out
+
+
+def _out_shape(conv, x):
+    if x.dim() != 4 or x.shape[1] != conv.in_channels:
+        return None
+    hw = [(x.shape[2 + i] + 2 * conv.padding[i] - conv.dilation[i] * (conv.kernel_size[i] - 1) - 1) // conv.stride[i] + 1
+          for i in range(2)]
+    return (x.shape[0], conv.out_channels, hw[0], hw[1])
+
+
+def _cat_parts(node):
+    """The list a call of torch.cat(list, 1) concatenates, else None."""
+    if (getattr(node, "op", None) != "call_function" or node.target is not _C.cat or not node.args
+            or not isinstance(node.args[0], (list, tuple)) or not set(node.kwargs) <= {"dim"} or len(node.args) > 2):
+        return None
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) == 2 else 0)
+    return list(node.args[0]) if dim == 1 else None
+
+
 def _only_user(node):
     users = list(node.users)
     return users[0] if len(users) == 1 else None
@@ -183,7 +238,8 @@ def fuse_for_inference(gm):
     """Rewrites the GraphModule `gm` in place: each Conv2d whose only user is an eval-foldable
     BatchNorm2d and/or a clamping activation becomes one ConvBNAct call; then each remaining
     BatchNorm2d fed by a cat along dim 1 used only by it, or followed by a clamping activation,
-    one CatBNAct call. Returns how many."""
+    one CatBNAct call; then each cat along dim 1 of fused convolutions used only by it, one
+    ConvCat call. Returns how many."""
     graph = gm.graph
     fused = 0
     for node in list(graph.nodes):
@@ -223,13 +279,7 @@ def fuse_for_inference(gm):
         if not _foldable_bn(bn, bn.num_features) or bn.running_mean.dtype not in (_C.float32, _C.float64):
             continue
         src = node.args[0]
-        parts = None
-        if (getattr(src, "op", None) == "call_function" and src.target is _C.cat and _only_user(src) is node
-                and src.args and isinstance(src.args[0], (list, tuple)) and set(src.kwargs) <= {"dim"}
-                and len(src.args) <= 2):
-            dim = src.kwargs.get("dim", src.args[1] if len(src.args) == 2 else 0)
-            if dim == 1:
-                parts = list(src.args[0])
+        parts = _cat_parts(src) if _only_user(src) is node else None
         act = _only_user(node)
         bounds = _act_bounds(gm, act) if act is not None and act.args and act.args[0] is node else None
         if parts is None and bounds is None:
@@ -244,6 +294,24 @@ def fuse_for_inference(gm):
         chain[-1].replace_all_uses_with(new)
         for n in reversed(chain):
             graph.erase_node(n)
+        fused += 1
+    for node in list(graph.nodes):
+        parts = _cat_parts(node)
+        if not parts or len(parts) < 2 or len(set(parts)) != len(parts):
+            continue
+        mods = [_module_of(gm, p) if hasattr(p, "op") else None for p in parts]
+        if not all(isinstance(m, ConvBNAct) and _only_user(p) is node for m, p in zip(mods, parts)):
+            continue
+        name = f"_fused_{fused}"
+        while hasattr(gm, name):
+            name += "_"
+        gm.add_submodule(name, ConvCat(mods))
+        with graph.inserting_after(node):
+            new = graph.call_module(name, ([p.args[0] for p in parts],))
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        for p in parts:
+            graph.erase_node(p)
         fused += 1
     if fused:
         gm.recompile()

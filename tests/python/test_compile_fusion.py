@@ -55,6 +55,36 @@ def test_conv2d_clamp_is_conv2d_then_clamp_bit_for_bit(case, dtype):
         assert kindle.equal(got, want), (case, bias is not None, lo, hi)
 
 
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c[0] > 0])
+@pytest.mark.parametrize("dtype", [kindle.float32, kindle.float64])
+def test_conv2d_clamp_writes_a_channel_slice_of_out(case, dtype):
+    N, C, H, W, O, k, s, p, d, g = case
+    gen = kindle.Generator().manual_seed(hash(case) % 1000 + 1)
+    x = kindle.randn(N, C, H, W, generator=gen, dtype=dtype)
+    w = kindle.randn(O, C // g, k, k, generator=gen, dtype=dtype)
+    b = kindle.randn(O, generator=gen, dtype=dtype)
+    want = F.conv2d(x, w, b, s, p, d, g).clamp(0.0, 6.0)
+    out = kindle.full((N, O + 5, want.shape[2], want.shape[3]), 123.0, dtype=dtype)
+    got = _clamp(x, w, b, (s, s), (p, p), (d, d), g, 0.0, 6.0, out, 3)
+    assert got.data_ptr() == out.data_ptr()
+    assert kindle.equal(out[:, 3:3 + O], want)
+    assert (out[:, :3] == 123).all() and (out[:, 3 + O:] == 123).all()
+
+
+def test_conv2d_clamp_out_checks_and_other_dtypes():
+    x, w = kindle.randn(2, 4, 6, 6), kindle.randn(3, 4, 3, 3)
+    for bad in (kindle.empty(2, 5, 4, 4, dtype=kindle.float64), kindle.empty(2, 5, 5, 4), kindle.empty(2, 2, 4, 4),
+                kindle.empty(2, 4, 4, 5).transpose(2, 3), kindle.empty(3, 5, 4, 4)):
+        with pytest.raises(RuntimeError):
+            _clamp(x, w, None, (1, 1), (0, 0), (1, 1), 1, 0.0, 6.0, bad, 0)
+    with pytest.raises(RuntimeError):
+        _clamp(x, w, None, (1, 1), (0, 0), (1, 1), 1, 0.0, 6.0, kindle.empty(2, 5, 4, 4), 3)
+    out = kindle.zeros(2, 5, 4, 4, dtype=kindle.bfloat16)
+    _clamp(x.bfloat16(), w.bfloat16(), None, (1, 1), (0, 0), (1, 1), 1, 0.0, 6.0, out, 1)
+    assert kindle.equal(out[:, 1:4], F.conv2d(x.bfloat16(), w.bfloat16()).clamp(0.0, 6.0))
+    assert (out[:, 0] == 0).all() and (out[:, 4] == 0).all()
+
+
 def test_conv2d_clamp_keeps_nan_and_takes_any_layout_and_dtype():
     x = kindle.randn(2, 4, 9, 9)
     x[0, 1, 4, 4] = math.nan
@@ -463,3 +493,42 @@ def test_compile_sees_hooks_added_later_and_autocast():
             got, ref = cm(x), net(x)
         assert got.dtype == ref.dtype
         assert kindle.equal(got, ref)
+
+
+class Fire(nn.Module):
+    """SqueezeNet's Fire module, as torchvision writes it."""
+
+    def __init__(self, cin, squeeze, e1, e3):
+        super().__init__()
+        self.squeeze = nn.Conv2d(cin, squeeze, 1)
+        self.squeeze_activation = nn.ReLU(inplace=True)
+        self.expand1x1 = nn.Conv2d(squeeze, e1, 1)
+        self.expand1x1_activation = nn.ReLU(inplace=True)
+        self.expand3x3 = nn.Conv2d(squeeze, e3, 3, padding=1)
+        self.expand3x3_activation = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        x = self.squeeze_activation(self.squeeze(x))
+        return kindle.cat([self.expand1x1_activation(self.expand1x1(x)),
+                           self.expand3x3_activation(self.expand3x3(x))], 1)
+
+
+def test_compile_writes_concatenated_convolutions_in_place():
+    kindle.manual_seed(5)
+    # 16 and 32 channels on 12x12: the 3x3 expansion takes the Winograd path, the 1x1 the GEMM one
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2), nn.ReLU(inplace=True), Fire(16, 16, 32, 32),
+                        Fire(64, 16, 24, 40), nn.MaxPool2d(3, 2, ceil_mode=True), Fire(64, 8, 8, 8))
+    x = kindle.randn(2, 3, 26, 26)
+    # conv+relu, then per Fire: squeeze+relu and the two expansions written into one tensor
+    cm, want = _compiled_matches(net, x, 7)
+    assert _fused_count(cm, "ConvCat") == 3
+    seen = []
+    with kindle.no_grad():
+        h = net[2].expand3x3.register_forward_hook(lambda m, i, o: seen.append(o.shape))
+        _close(cm(x), want)
+        assert seen == [(2, 32, 12, 12)]
+        h.remove()
+        x2 = kindle.randn(1, 3, 30, 30)  # another input size: the same graph
+        _close(cm(x2), net(x2))
+    net64 = nn.Sequential(Fire(4, 4, 4, 4)).double()
+    _compiled_matches(net64, kindle.randn(1, 4, 5, 5, dtype=kindle.float64), 2)
