@@ -416,6 +416,23 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
   return max_pool2d_fwd(self, kernel_size, s, padding, dilation, ceil_mode);
 }
 
+namespace {
+// The values (and, with `indices`, the int64 indices) of max pooling a 4-D input.
+std::tuple<Tensor, Tensor> run_max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                                          IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, bool indices) {
+  KINDLE_CHECK(self.dim() == 4, "max_pool2d: expected a 4-D input, got ", self.sizes());
+  KINDLE_CHECK(self.dtype() != kBool, "max_pool2d: \"max_pool2d\" not implemented for 'Bool'");
+  WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "max_pool2d", ceil_mode);
+  Tensor x = self.contiguous();
+  Tensor vals = empty_tensor({g.N, g.C, g.oh, g.ow}, self.dtype(), self.device());
+  // (no elements: the kernel writes the values only)
+  const std::vector<int64_t> idx_shape = indices ? std::vector<int64_t>{g.N, g.C, g.oh, g.ow} : std::vector<int64_t>{0};
+  Tensor idx = empty_tensor(idx_shape, kInt64, self.device());
+  if (vals.numel()) max_pool2d_stub[self.device()](x, vals, idx, g);
+  return {vals, idx};
+}
+}  // namespace
+
 // max_pool2d's values alone, where nothing will differentiate them (gradients off, or an input
 // that does not require grad, and no forward-mode tangent): the indices' int64 stores were two
 // thirds of the bytes a pool wrote. Otherwise max_pool2d_with_indices, whose gradient needs them.
@@ -429,25 +446,12 @@ Tensor _max_pool2d_values(const Tensor& self, IntArrayRef kernel_size, IntArrayR
   check_pool(self, kernel_size, s, padding, "max_pool2d");
   if (self.dim() == 3)
     return _max_pool2d_values(self.unsqueeze(0), kernel_size, s, padding, dilation, ceil_mode).squeeze(IntArrayRef{0});
-  KINDLE_CHECK(self.dim() == 4, "max_pool2d: expected a 4-D input, got ", self.sizes());
-  KINDLE_CHECK(self.dtype() != kBool, "max_pool2d: \"max_pool2d\" not implemented for 'Bool'");
-  WindowGeom g = geom(self, kernel_size, dilation, padding, s, "max_pool2d", ceil_mode);
-  Tensor x = self.contiguous();
-  Tensor vals = empty_tensor({g.N, g.C, g.oh, g.ow}, self.dtype(), self.device());
-  if (vals.numel()) max_pool2d_stub[self.device()](x, vals, empty_tensor({0}, kInt64, self.device()), g);
-  return vals;
+  return std::get<0>(run_max_pool2d(self, kernel_size, s, padding, dilation, ceil_mode, false));
 }
 
 std::tuple<Tensor, Tensor> native_max_pool2d_fwd(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
                                                  IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  KINDLE_CHECK(self.dim() == 4, "max_pool2d: expected a 4-D input, got ", self.sizes());
-  KINDLE_CHECK(self.dtype() != kBool, "max_pool2d: \"max_pool2d\" not implemented for 'Bool'");
-  WindowGeom g = geom(self, kernel_size, dilation, padding, stride, "max_pool2d", ceil_mode);
-  Tensor x = self.contiguous();
-  Tensor vals = empty_tensor({g.N, g.C, g.oh, g.ow}, self.dtype(), self.device());
-  Tensor idx = empty_tensor({g.N, g.C, g.oh, g.ow}, kInt64, self.device());
-  if (vals.numel()) max_pool2d_stub[self.device()](x, vals, idx, g);
-  return {vals, idx};
+  return run_max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 
 Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,

@@ -77,9 +77,7 @@ class ConvBNAct(Module):
         y = self._conv(x)
         if self._bn is not None:
             y = self._bn(y)
-        if self._act is not None:
-            return self._act(y)
-        return y if self.clamps is None else y.clamp(self.lo, self.hi)
+        return _activate(self, y)
 
     def _sources(self):
         """The tensors the folded weights come from, read from the modules' own dicts (the
@@ -146,10 +144,7 @@ class CatBNAct(Module):
     def forward(self, parts):
         bn, act = self._bn, self._act
         if bn.training or _has_hooks(bn) or (act is not None and _has_hooks(act)):  # as written
-            y = bn(_C.cat(parts, 1) if len(parts) > 1 else parts[0])
-            if act is not None:
-                return act(y)
-            return y if self.clamps is None else y.clamp(self.lo, self.hi)
+            return _activate(self, bn(_C.cat(parts, 1) if len(parts) > 1 else parts[0]))
         bb, bp = bn._buffers, bn._parameters
         var = bb["running_var"]
         key = self._key
@@ -211,6 +206,28 @@ def _cat_parts(node):
     return list(node.args[0]) if dim == 1 else None
 
 
+def _activate(fused, y):
+    """A fused module's activation applied as written: its module (hooks and all), or the clamp
+    that stands for a functional ReLU."""
+    if fused._act is not None:
+        return fused._act(y)
+    return y if fused.clamps is None else y.clamp(fused.lo, fused.hi)
+
+
+def _replace(gm, nodes, module, args, index):
+    """Puts one call of `module` (a new submodule of gm) with `args` in place of `nodes` (in graph
+    order; the last one's users get the new call) and erases them."""
+    name = f"_fused_{index}"
+    while hasattr(gm, name):
+        name += "_"
+    gm.add_submodule(name, module)
+    with gm.graph.inserting_after(nodes[-1]):
+        new = gm.graph.call_module(name, args)
+    nodes[-1].replace_all_uses_with(new)
+    for n in reversed(nodes):
+        gm.graph.erase_node(n)
+
+
 def _only_user(node):
     users = list(node.users)
     return users[0] if len(users) == 1 else None
@@ -261,16 +278,8 @@ def fuse_for_inference(gm):
                 chain.append(nxt)
         if len(chain) == 1:
             continue
-        name = f"_fused_{fused}"
-        while hasattr(gm, name):
-            name += "_"
         act_mod = _module_of(gm, chain[-1]) if bounds is not None else None
-        gm.add_submodule(name, ConvBNAct(conv, bn, bounds, act_mod))
-        with graph.inserting_after(chain[-1]):
-            new = graph.call_module(name, (node.args[0],))
-        chain[-1].replace_all_uses_with(new)
-        for n in reversed(chain):
-            graph.erase_node(n)
+        _replace(gm, chain, ConvBNAct(conv, bn, bounds, act_mod), (node.args[0],), fused)
         fused += 1
     for node in list(graph.nodes):
         bn = _module_of(gm, node)
@@ -285,15 +294,8 @@ def fuse_for_inference(gm):
         if parts is None and bounds is None:
             continue
         chain = ([src] if parts is not None else []) + [node] + ([act] if bounds is not None else [])
-        name = f"_fused_{fused}"
-        while hasattr(gm, name):
-            name += "_"
-        gm.add_submodule(name, CatBNAct(bn, bounds, _module_of(gm, act) if bounds is not None else None))
-        with graph.inserting_after(chain[-1]):
-            new = graph.call_module(name, (parts if parts is not None else [src],))
-        chain[-1].replace_all_uses_with(new)
-        for n in reversed(chain):
-            graph.erase_node(n)
+        _replace(gm, chain, CatBNAct(bn, bounds, _module_of(gm, act) if bounds is not None else None),
+                 (parts if parts is not None else [src],), fused)
         fused += 1
     for node in list(graph.nodes):
         parts = _cat_parts(node)
@@ -302,16 +304,7 @@ def fuse_for_inference(gm):
         mods = [_module_of(gm, p) if hasattr(p, "op") else None for p in parts]
         if not all(isinstance(m, ConvBNAct) and _only_user(p) is node for m, p in zip(mods, parts)):
             continue
-        name = f"_fused_{fused}"
-        while hasattr(gm, name):
-            name += "_"
-        gm.add_submodule(name, ConvCat(mods))
-        with graph.inserting_after(node):
-            new = graph.call_module(name, ([p.args[0] for p in parts],))
-        node.replace_all_uses_with(new)
-        graph.erase_node(node)
-        for p in parts:
-            graph.erase_node(p)
+        _replace(gm, parts + [node], ConvCat(mods), ([p.args[0] for p in parts],), fused)
         fused += 1
     if fused:
         gm.recompile()
