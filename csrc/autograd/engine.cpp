@@ -251,6 +251,7 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
     if (!g.defined()) {
       KINDLE_CHECK(t.numel() == 1, "grad can be implicitly created only for scalar outputs (got a tensor of shape ",
                    t.sizes(), "; pass gradient= with the same shape)");
+      KINDLE_CHECK(!t.is_complex(), "grad can be implicitly created only for real scalar outputs but got ", t.dtype());
       g = ones_like(t);
     } else {
       KINDLE_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ", g.sizes(),

@@ -19,7 +19,8 @@ std::atomic<bool> anomaly_check_nan{true};
 std::function<std::string()> stack_provider;
 }  // namespace
 
-bool GradMode::is_enabled() { return grad_enabled; }
+bool GradMode::is_enabled() { return grad_enabled && !inference_mode_enabled(); }
+bool GradMode::flag() { return grad_enabled; }
 void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
 
 bool AnomalyMode::is_enabled() { return anomaly_enabled.load(std::memory_order_relaxed); }
@@ -173,10 +174,33 @@ void check_inplace(const Tensor& self, const char* op) {
   KINDLE_CHECK(m && m->grad_fn, op, ": a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
+namespace retaining {
+// retain_grad's hook (id 0): accumulates the gradient into the box that .grad reads.
+std::function<Tensor(const Tensor&)> retain_hook(std::shared_ptr<Tensor> box) {
+  return [box = std::move(box)](const Tensor& g) {
+    if (!box->defined()) *box = g.detach().clone();
+    else *box = *box + g.detach();
+    return Tensor();
+  };
+}
+
+// A tensor that retains its grad keeps doing so through an in-place op, as torch's: the hook moves
+// to the new grad_fn, so that .grad is the gradient of the tensor's new value.
+void move_retain_hook(const Tensor& self, AutogradMeta& m, const std::shared_ptr<Node>& old_fn, uint32_t old_nr) {
+  if (!m.retained_grad) return;
+  if (old_fn) std::erase_if(old_fn->tensor_hooks, [&](const Node::OutputHook& h) { return h.id == 0 && h.output_nr == old_nr; });
+  refresh_view_grad_fn(self, m);
+  if (m.grad_fn) m.grad_fn->tensor_hooks.push_back({m.output_nr, 0, retain_hook(m.retained_grad)});
+}
+}  // namespace retaining
+
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   AutogradMeta& m = materialize_meta(self);
+  const std::shared_ptr<Node> old_fn = m.grad_fn;
+  const uint32_t old_nr = m.output_nr;
   if (!m.base.defined()) {
     set_output(self, node);
+    retaining::move_retain_hook(self, m, old_fn, old_nr);
     return;
   }
   // An in-place op on a view: the base's history becomes "the old base with this region
@@ -189,6 +213,7 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   set_output(base, copy);
   m.view_version = self.version() - 1;  // forces refresh_view_grad_fn on next use
   refresh_view_grad_fn(self, m);
+  retaining::move_retain_hook(self, m, old_fn, old_nr);
 }
 
 // ---- SavedVariable ----
@@ -312,13 +337,8 @@ void Tensor::retain_grad() const {
   KINDLE_CHECK(requires_grad(), "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
   if (is_leaf() || retains_grad()) return;
   AutogradMeta& m = materialize_meta(*this);
-  auto box = std::make_shared<Tensor>();
-  m.retained_grad = box;
-  m.grad_fn->tensor_hooks.push_back({m.output_nr, 0, [box](const Tensor& g) {
-    if (!box->defined()) *box = g.detach().clone();
-    else *box = *box + g.detach();
-    return Tensor();
-  }});
+  m.retained_grad = std::make_shared<Tensor>();
+  m.grad_fn->tensor_hooks.push_back({m.output_nr, 0, autograd::retaining::retain_hook(m.retained_grad)});
 }
 
 uint64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/derived_cache.h"
 #include "kindle/cuda.h"
 #include "kindle/profiler.h"
 #include "kindle/error.h"
@@ -115,6 +116,8 @@ class CpuAllocator final : public Allocator {
     }
     release(old);
   }
+
+  static bool owns(const DataPtr& p) { return p.free_fn == &free_small || p.free_fn == &free_large; }
 
   CpuCacheStats stats() {
     std::lock_guard<std::mutex> g(mu_);
@@ -282,7 +285,16 @@ void copy_bytes_across(void* dst, Device dst_device, const void* src, Device src
 
 CpuCacheStats cpu_cache_stats() { return cpu_allocator()->stats(); }
 void cpu_cache_set_limit(size_t bytes) { cpu_allocator()->set_limit(bytes); }
-void empty_cache() { cpu_allocator()->empty(); }
+void empty_cache() {
+  derived_cache_clear();  // (its tensors' blocks then come back to the cache, and go with it)
+  cpu_allocator()->empty();
+}
+
+namespace detail {
+bool cpu_allocator_owns(const DataPtr& p) {
+  return CpuAllocator::owns(p);
+}
+}  // namespace detail
 
 Storage make_storage(size_t nbytes, Device device) {
   if (device.is_cpu()) {

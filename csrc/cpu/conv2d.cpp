@@ -359,7 +359,7 @@ void forward(const Tensor& input, const Tensor& weight, const Tensor* bias, cons
   }
   if constexpr (std::is_same_v<T, float>) {
     if (cv.winograd()) {
-      winograd_conv3x3(x, w, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw, ys);
+      winograd_conv3x3(x, weight, false, b, y, g.N, g.C, g.H, g.W, cv.O, g.ph, g.pw, ys);
       clamp_images();
       return;
     }
@@ -502,7 +502,7 @@ void backward_input(const Tensor& grad_out, const Tensor& weight, const Tensor& 
     // The input gradient is the convolution of gy with the flipped, transposed filters, padded by
     // 2 - p (so p <= 2 here).
     if (cv.winograd() && g.ph <= 2 && g.pw <= 2) {
-      winograd_conv3x3(gy, w, true, nullptr, dx, g.N, cv.O, g.oh, g.ow, g.C, 2 - g.ph, 2 - g.pw);
+      winograd_conv3x3(gy, weight, true, nullptr, dx, g.N, cv.O, g.oh, g.ow, g.C, 2 - g.ph, 2 - g.pw);
       return;
     }
     if (cv.large_kernel(true)) {

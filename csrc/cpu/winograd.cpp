@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "cpu/blas.h"
+#include "core/derived_cache.h"
 #include "cpu/parallel.h"
 #include "kindle/tensor.h"
 
@@ -220,14 +221,19 @@ void transform_output(const Geometry& g, const float* M, const float* bias, int6
 
 }  // namespace
 
-void winograd_conv3x3(const float* x, const float* w, bool adjoint, const float* bias, float* y, int64_t N,
+void winograd_conv3x3(const float* x, const Tensor& weight, bool adjoint, const float* bias, float* y, int64_t N,
                       int64_t C, int64_t H, int64_t W, int64_t O, int64_t ph, int64_t pw, int64_t y_image_stride) {
   const Geometry g(N, C, H, W, O, ph, pw);
   if (N == 0 || g.oh <= 0 || g.ow <= 0) return;
   const int64_t ys = y_image_stride ? y_image_stride : O * g.oh * g.ow;
-  Tensor u_buf = empty_tensor({16 * O * C}, kFloat32);
-  float* U = static_cast<float*>(u_buf.data_ptr());
-  transform_weight(w, adjoint, O, C, U);
+  // The kind names this transform and its shape parameters (the bytes alone do not say them).
+  const uint64_t kind = (uint64_t(0x3a9e) << 48) ^ (uint64_t(adjoint) << 47) ^ (uint64_t(O) << 24) ^ uint64_t(C);
+  const Tensor u_buf = derived(weight, kind, [&] {
+    Tensor u = empty_tensor({16 * O * C}, kFloat32);
+    transform_weight(static_cast<const float*>(weight.data_ptr()), adjoint, O, C, static_cast<float*>(u.data_ptr()));
+    return u;
+  });
+  const float* U = static_cast<const float*>(u_buf.data_ptr());
   const int64_t maxP = g.nb * g.T, V_size = 16 * C * maxP, M_size = 16 * O * maxP;
   // The split padded plane and 4 transformed rows (input), or 12 rows of the unit's tiles (output).
   const int64_t plane_size = std::max((g.Hp + 4) * 2 * (g.tw + 1), 12 * maxP);

@@ -246,7 +246,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     return profiler::begin_range(name, module ? profiler::EventKind::Module : profiler::EventKind::User);
   }, nb::arg("name"), nb::arg("module") = false);
   m.def("_profiler_end", &profiler::end_range);
-  m.def("is_grad_enabled", &GradMode::is_enabled);
+  m.def("is_grad_enabled", &GradMode::flag);
   m.def("_set_grad_enabled", &GradMode::set_enabled);
   m.def("_is_inference_mode_enabled", &inference_mode_enabled);
   m.def("_set_inference_mode_enabled", &set_inference_mode_enabled);

@@ -5,6 +5,7 @@
 
 #include <nanobind/stl/string_view.h>
 
+#include "core/derived_cache.h"
 #include "kindle/autograd.h"
 #include "kindle/cpu_capability.h"
 #include "kindle/random_guard.h"
@@ -230,6 +231,62 @@ void set_error(PyObject* type, const char* what) {
 }
 }  // namespace
 
+namespace {
+// NumPy's names for dim and keepdim (x.sum(axis=0, keepdims=True)), which torch's argument parser
+// accepts wherever the parameter is: each binding that has either parameter gets one more
+// overload, tried only after the others failed, that renames the keywords and calls again (so the
+// common call pays nothing). Without a NumPy name it passes (next_overload), and nanobind raises
+// its usual TypeError.
+bool takes_dim(nb::handle f) {
+  if (!nb::hasattr(f, "__nb_signature__")) return false;
+  for (nb::handle sig : nb::borrow<nb::tuple>(f.attr("__nb_signature__"))) {
+    std::string_view text = nb::cast<std::string_view>(nb::borrow<nb::tuple>(sig)[0]);
+    for (std::string_view p : {"(dim: ", ", dim: ", "(keepdim: ", ", keepdim: "})
+      if (text.find(p) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+nb::dict renamed_kwargs(const nb::kwargs& kwargs) {
+  nb::dict out;
+  bool renamed = false;
+  for (auto [k, v] : kwargs) {
+    std::string key = nb::cast<std::string>(k);
+    if (key == "axis") key = "dim", renamed = true;
+    else if (key == "keepdims") key = "keepdim", renamed = true;
+    KINDLE_CHECK_TYPE(!out.contains(key.c_str()), "got multiple values for argument '", key, "'");
+    out[key.c_str()] = v;
+  }
+  if (!renamed) throw nb::next_overload();
+  return out;
+}
+
+std::vector<std::string> names_taking_dim(nb::handle scope) {
+  std::vector<std::string> names;
+  for (nb::handle name : nb::borrow<nb::list>(nb::module_::import_("builtins").attr("dir")(scope))) {
+    std::string n = nb::cast<std::string>(name);
+    if (!n.empty() && n[0] != '_' && takes_dim(scope.attr(name))) names.push_back(n);
+  }
+  return names;
+}
+
+void add_numpy_names(nb::module_ scope) {
+  for (const std::string& n : names_taking_dim(scope))
+    scope.def(n.c_str(), [scope, n](nb::args args, nb::kwargs kwargs) {
+      nb::dict k = renamed_kwargs(kwargs);
+      return scope.attr(n.c_str())(*args, **k);
+    });
+}
+
+void add_numpy_names(nb::class_<Tensor>& cls) {
+  for (const std::string& n : names_taking_dim(cls))
+    cls.def(n.c_str(), [n](nb::handle self, nb::args args, nb::kwargs kwargs) {
+      nb::dict k = renamed_kwargs(kwargs);
+      return self.attr(n.c_str())(*args, **k);
+    });
+}
+}  // namespace
+
 NB_MODULE(_C, m) {
   // The dtype objects live as long as the process, on purpose: do not report them at exit.
   nb::set_leak_warnings(false);
@@ -333,6 +390,11 @@ NB_MODULE(_C, m) {
     d["cache_limit"] = s.cache_limit;
     d["cache_hits"] = s.cache_hits;
     d["cache_misses"] = s.cache_misses;
+    DerivedCacheStats ds = derived_cache_stats();  // Note [Derived data cache]
+    d["derived_entries"] = ds.entries;
+    d["derived_bytes"] = ds.bytes;
+    d["derived_hits"] = ds.hits;
+    d["derived_misses"] = ds.misses;
     return d;
   });
   m.def("cpu_cache_set_limit", &cpu_cache_set_limit, nb::arg("bytes"));
@@ -340,7 +402,7 @@ NB_MODULE(_C, m) {
   static PyType_Slot tensor_slots[] = {{Py_tp_traverse, (void*)tensor_tp_traverse},
                                        {Py_tp_clear, (void*)tensor_tp_clear},
                                        {0, nullptr}};
-  nb::class_<Tensor> cls(m, "Tensor", nb::dynamic_attr(), nb::type_slots(tensor_slots));
+  nb::class_<Tensor> cls(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable(), nb::type_slots(tensor_slots));
   bind_torch_function(m);
   bind_tensor(m, cls);
   bind_indexing(cls);
@@ -353,4 +415,7 @@ NB_MODULE(_C, m) {
   bind_serialize(m);
   bind_distributed(m);
   bind_cuda(m);
+  add_numpy_names(m);
+  add_numpy_names(nb::borrow<nb::module_>(m.attr("_nn")));
+  add_numpy_names(cls);
 }

@@ -99,6 +99,7 @@ nb::object to_numpy(nb::handle self_obj, bool force) {
   std::vector<int64_t> strides;
   for (int64_t i = 0; i < t.dim(); ++i) { shape.push_back(size_t(t.sizes()[i])); strides.push_back(t.strides()[i]); }
   nb::object owner = nb::cast(t.detach());  // holds the storage for as long as NumPy needs it
+  t.impl()->storage()->mark_exported();     // NumPy may write it (Note [Derived data cache])
   nb::ndarray<nb::numpy> arr(t.data_ptr(), t.dim(), shape.data(), owner, strides.data(), nb_dtype(t.dtype()));
   return nb::cast(arr, nb::rv_policy::reference);
 }
@@ -109,22 +110,33 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy);
 
 // kind: the category of the Python scalars seen (0 bool, 1 int, 2 float, 3 complex); np_dtype: the promoted
 // dtype of the NumPy scalars seen, which keep their dtype as in PyTorch.
-void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::optional<DType>& np_dtype) {
+// Every scalar must sit at one depth (leaf_depth, -1 until the first is seen) and every sequence
+// above it: a ragged list ([[1, 2], 3]) would otherwise pass with its shape taken from the first
+// branch, and fill() would write fewer elements than the tensor has.
+void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::optional<DType>& np_dtype,
+           int64_t& leaf_depth) {
   PyObject* o = h.ptr();
+  auto leaf = [&] {
+    if (leaf_depth < 0) leaf_depth = depth;
+    if (depth != leaf_depth) throw TypeError("tensor(): not a sequence: a scalar " + std::string(nb::repr(h).c_str()) +
+                                             " where the data before it has a sequence (a ragged nested list)");
+  };
   // A list nested deeper than any tensor (or one that contains itself) must not recurse on.
   KINDLE_CHECK_VALUE(depth <= kMaxTensorDims, "tensor(): too many dimensions '", nb::inst_name(h).c_str(),
                      "' (more than ", kMaxTensorDims, " levels of nesting)");
   if (!PySequence_Check(o) && !nb::isinstance<Tensor>(h) && PyObject_HasAttrString(o, "dtype") &&
       PyObject_HasAttrString(o, "item")) {
+    leaf();
     DType d = from_data(h, std::nullopt, true).dtype();
     np_dtype = np_dtype ? promote_types(*np_dtype, d) : d;
     return;
   }
-  if (PyBool_Check(o)) { kind = std::max(kind, 0); return; }
-  if (PyLong_Check(o)) { kind = std::max(kind, 1); return; }
-  if (PyFloat_Check(o)) { kind = std::max(kind, 2); return; }
-  if (PyComplex_Check(o)) { kind = std::max(kind, 3); return; }
+  if (PyBool_Check(o)) { leaf(); kind = std::max(kind, 0); return; }
+  if (PyLong_Check(o)) { leaf(); kind = std::max(kind, 1); return; }
+  if (PyFloat_Check(o)) { leaf(); kind = std::max(kind, 2); return; }
+  if (PyComplex_Check(o)) { leaf(); kind = std::max(kind, 3); return; }
   if (nb::isinstance<Tensor>(h)) {
+    leaf();
     const Tensor& t = nb::cast<const Tensor&>(h);
     KINDLE_CHECK(t.numel() == 1, "tensor(): only one element tensors can be converted to Python scalars inside a list");
     kind = std::max(kind, is_complex(t.dtype()) ? 3 : t.is_floating_point() ? 2 : t.dtype() == kBool ? 0 : 1);
@@ -132,13 +144,17 @@ void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::option
   }
   if (PySequence_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o)) {
     Py_ssize_t n = PySequence_Size(o);
+    if (leaf_depth >= 0 && depth >= leaf_depth)
+      throw TypeError(std::string("tensor(): '") + nb::inst_name(h).c_str() + "' object cannot be interpreted as a "
+                      "number: a sequence where the data before it has a scalar (a ragged nested list)");
     if (int64_t(shape.size()) <= depth) shape.push_back(int64_t(n));
     else KINDLE_CHECK_VALUE(shape[depth] == int64_t(n), "expected sequence of length ", shape[depth], " at dim ", depth, " (got ", n, ")");
-    for (Py_ssize_t i = 0; i < n; ++i) infer(nb::steal(PySequence_GetItem(o, i)), depth + 1, shape, kind, np_dtype);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      infer(nb::steal(PySequence_GetItem(o, i)), depth + 1, shape, kind, np_dtype, leaf_depth);
     return;
   }
-  if (PyIndex_Check(o)) { kind = std::max(kind, 1); return; }
-  if (PyNumber_Check(o)) { kind = std::max(kind, 2); return; }
+  if (PyIndex_Check(o)) { leaf(); kind = std::max(kind, 1); return; }
+  if (PyNumber_Check(o)) { leaf(); kind = std::max(kind, 2); return; }
   throw TypeError(detail::str_cat("Could not infer dtype of ", nb::inst_name(h).c_str()));
 }
 
@@ -176,8 +192,14 @@ void fill(nb::handle h, char*& p, DType dt) {
 Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
   if (nb::isinstance<Tensor>(data)) {
     const Tensor& t = nb::cast<const Tensor&>(data);
-    Tensor r = dtype && *dtype != t.dtype() ? t.to(*dtype) : (copy ? t.clone() : t.detach());
-    return r;
+    if (!copy) return dtype && *dtype != t.dtype() ? t.to(*dtype) : t;  // as_tensor: t itself, graph and all
+    // tensor(t): a new leaf, as t.detach().clone() (torch warns that this is what it does)
+    if (PyErr_WarnEx(PyExc_UserWarning, "To copy construct from a tensor, it is recommended to use "
+                     "sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), rather "
+                     "than torch.tensor(sourceTensor).", 1) < 0)
+      throw nb::python_error();
+    Tensor d = t.detach();
+    return dtype && *dtype != t.dtype() ? d.to(*dtype) : d.clone();
   }
   AnyArray arr;
   // NumPy scalars (np.float64(2.5), np.int8(3)) keep their dtype: go through a 0-d array.
@@ -192,7 +214,11 @@ Tensor from_data(nb::handle data, std::optional<DType> dtype, bool copy) {
   DimVector shape;
   int kind = -1;
   std::optional<DType> np_dtype;
-  infer(data, 0, shape, kind, np_dtype);
+  int64_t leaf_depth = -1;
+  infer(data, 0, shape, kind, np_dtype, leaf_depth);
+  // [[], [[]]]-like data: a deeper empty branch after a shallower one.
+  KINDLE_CHECK_VALUE(leaf_depth < 0 || leaf_depth == int64_t(shape.size()), "tensor(): ragged nested sequence: "
+                     "scalars at depth ", leaf_depth, " but sequences ", shape.size(), " deep");
   DType py_dt = kind == 3 ? to_complex_type(default_dtype()) : kind == 2 ? default_dtype()
               : kind == 1 ? kInt64 : kind == 0 ? kBool : default_dtype();
   DType dt = dtype.value_or(np_dtype ? (kind >= 0 ? promote_types(*np_dtype, py_dt) : *np_dtype) : py_dt);
@@ -224,15 +250,42 @@ bool tensor_from_number_or_array(nb::handle h, Tensor& out) {
   return true;
 }
 
+// The array for from_numpy / from_dlpack. A read-only one (np.asarray of a PIL image, a broadcast
+// view) is wrapped too, as torch does, with torch's warning: nothing stops a write through the
+// tensor. What nanobind cannot take (object arrays, byte-swapped or unsigned 16-64-bit ones) is a
+// TypeError naming the dtype.
+AnyArray cast_array(nb::handle a, const char* op) {
+  AnyArray arr;
+  if (nb::try_cast<AnyArray>(a, arr, false)) return arr;
+  nb::ndarray<nb::ro, nb::device::cpu> ro;
+  if (nb::try_cast(a, ro, false)) {
+    static bool warned = false;  // (torch warns once per program)
+    if (!warned) {
+      warned = true;
+      if (PyErr_WarnEx(PyExc_UserWarning, "The given NumPy array is not writable, and Kindle does not support "
+                       "non-writable tensors. This means writing to this tensor will result in undefined behavior. "
+                       "You may want to copy the array to protect its data or make it writable before converting it "
+                       "to a tensor. This type of warning will be suppressed for the rest of this program.", 1) < 0)
+        throw nb::python_error();
+    }
+    return AnyArray(ro);
+  }
+  std::string what = nb::hasattr(a, "dtype") ? nb::cast<std::string>(a.attr("dtype").attr("__str__")())
+                                             : std::string(nb::inst_name(a).c_str());
+  throw TypeError(detail::str_cat(op, ": can't convert np.ndarray of type ", what, " (byte order and layout as "
+                                  "given). The only supported types are: complex128, complex64, float64, float32, "
+                                  "float16, bfloat16, int64, int32, int16, int8, uint8, and bool."));
+}
+
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("from_numpy", [](nb::handle a) {
     nb::object np = nb::module_::import_("numpy");
     KINDLE_CHECK_TYPE(nb::isinstance(a, np.attr("ndarray")), "expected np.ndarray (got ", nb::inst_name(a).c_str(), ")");
-    return wrap_array(nb::cast<AnyArray>(a), "from_numpy");
+    return wrap_array(cast_array(a, "from_numpy"), "from_numpy");
   }, nb::arg("ndarray"));
   m.def("from_dlpack", [](nb::handle ext) {
     if (nb::isinstance<Tensor>(ext)) return nb::cast<Tensor>(ext).detach();
-    return wrap_array(nb::cast<AnyArray>(ext), "from_dlpack");
+    return wrap_array(cast_array(ext, "from_dlpack"), "from_dlpack");
   }, nb::arg("ext_tensor"));
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device, bool requires_grad) {
     Tensor t = from_data(data, dtype, true);
@@ -248,10 +301,15 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     return t;
   }, nb::arg("data"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
      nb::arg("requires_grad") = false);
-  m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device) {
+  m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device) -> nb::object {
+    if (nb::isinstance<Tensor>(data)) {  // the same object where nothing changes (torch: `as_tensor(t) is t`)
+      const Tensor& src = nb::cast<const Tensor&>(data);
+      if ((!dtype || *dtype == src.dtype()) && (!device || factory_device(device) == src.device()))
+        return nb::borrow(data);
+    }
     Tensor t = from_data(data, dtype, false);
     device = factory_device(device);
-    return device && t.device() != *device ? t._to_device(*device) : t;
+    return nb::cast(device && t.device() != *device ? t._to_device(*device) : t);
   }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
   cls.def("numpy", [](nb::handle self, bool force) { return to_numpy(self, force); }, nb::kw_only(), nb::arg("force") = false);
   cls.def("__array__", [](nb::handle self, nb::handle dtype, nb::handle) {
@@ -265,6 +323,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     std::vector<int64_t> strides;
     for (int64_t i = 0; i < t.dim(); ++i) { shape.push_back(size_t(t.sizes()[i])); strides.push_back(t.strides()[i]); }
     nb::object owner = nb::cast(t.detach());
+    t.impl()->storage()->mark_exported();
     nb::ndarray<> arr(t.data_ptr(), size_t(t.dim()), shape.data(), owner, strides.data(), nb_dtype(t.dtype()));
     return nb::cast(arr, nb::rv_policy::reference);  // a "dltensor" capsule
   });

@@ -19,10 +19,16 @@ nb::object size_type() {
   return *t;
 }
 
+// Through tuple's own constructor: the items are ints already, so Size.__new__'s checks (which
+// convert and validate what users pass) would only add their cost to every .shape.
 nb::object make_size(IntArrayRef s) {
   PyObject* tup = PyTuple_New(Py_ssize_t(s.size()));
   for (size_t i = 0; i < s.size(); ++i) PyTuple_SET_ITEM(tup, Py_ssize_t(i), PyLong_FromLongLong(s[i]));
-  return size_type()(nb::steal(tup));
+  nb::object args = nb::steal(PyTuple_Pack(1, tup));
+  Py_DECREF(tup);
+  PyObject* r = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(size_type().ptr()), args.ptr(), nullptr);
+  if (!r) throw nb::python_error();
+  return nb::steal(r);
 }
 
 nb::object tolist_rec(const Tensor& t, const char* p, int64_t d) {
@@ -216,7 +222,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("nelement", &Tensor::numel);
   cls.def("element_size", &Tensor::element_size);
   cls.def("storage_offset", &Tensor::storage_offset);
-  cls.def("data_ptr", [](const Tensor& t) { return uintptr_t(t.raw_data_ptr()); });  // the device's address
+  cls.def("data_ptr", [](const Tensor& t) {  // the device's address, which ctypes may write through
+    t.impl()->storage()->mark_exported();
+    return uintptr_t(t.raw_data_ptr());
+  });
   cls.def("is_contiguous", [](const Tensor& t, nb::handle memory_format) {
     int rank = channels_last_rank(memory_format, "is_contiguous");
     KINDLE_CHECK(rank != -1, "is_contiguous: preserve memory format is unsupported by the contiguous operator");

@@ -22,13 +22,16 @@ using tensor_list = std::vector<Tensor>;
 
 // Grad mode is per thread, as in PyTorch.
 struct GradMode {
+  // Whether ops record: the flag, and never inside inference mode (where torch's enable_grad sets
+  // the flag but inference tensors still get no history).
   static bool is_enabled();
+  static bool flag();  // what set_enabled set (torch.is_grad_enabled())
   static void set_enabled(bool enabled);
 };
 
 class AutoGradMode {
  public:
-  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  explicit AutoGradMode(bool enabled) : prev_(GradMode::flag()) { GradMode::set_enabled(enabled); }
   ~AutoGradMode() { GradMode::set_enabled(prev_); }
   AutoGradMode(const AutoGradMode&) = delete;
   AutoGradMode& operator=(const AutoGradMode&) = delete;

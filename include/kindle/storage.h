@@ -59,6 +59,11 @@ struct CpuCacheStats {
 CpuCacheStats cpu_cache_stats();
 void cpu_cache_set_limit(size_t bytes);
 void empty_cache();  // returns every cached block to the system
+namespace detail {
+// The bytes come from the CPU allocator (not NumPy's, a file mapping or shared memory, which
+// other code or processes may write).
+bool cpu_allocator_owns(const DataPtr& p);
+}  // namespace detail
 
 // Inference mode (torch.inference_mode), per thread. A storage allocated while it is on belongs
 // to inference tensors (so do all views of it): autograd refuses to save them, or to see them
@@ -67,13 +72,21 @@ void empty_cache();  // returns every cached block to the system
 bool inference_mode_enabled();
 void set_inference_mode_enabled(bool enabled);
 
+class StorageImpl;
+namespace detail {
+void drop_derived(const StorageImpl* source);  // csrc/core/derived_cache.cpp
+}
+
 class StorageImpl : public RefCounted<StorageImpl> {
  public:
   StorageImpl(DataPtr ptr, size_t nbytes, Device device)
       : ptr_(ptr), nbytes_(nbytes), device_(device), inference_(inference_mode_enabled()) {}
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
-  ~StorageImpl() { if (ptr_.free_fn) ptr_.free_fn(ptr_.ctx, ptr_.data, nbytes_); }
+  ~StorageImpl() {
+    if (flags_.load(std::memory_order_relaxed) & kHasDerived) detail::drop_derived(this);
+    if (ptr_.free_fn) ptr_.free_fn(ptr_.ctx, ptr_.data, nbytes_);
+  }
 
   void* data() const { return ptr_.data; }
   size_t nbytes() const { return nbytes_; }
@@ -88,13 +101,22 @@ class StorageImpl : public RefCounted<StorageImpl> {
   }
   const DataPtr& data_ptr() const { return ptr_; }
   bool is_inference() const { return inference_; }
+  // The bytes were handed to code outside Kindle's ops (NumPy, DLPack, a raw pointer), which can
+  // write them without bumping the version: nothing derived from them may be cached.
+  void mark_exported() { flags_.fetch_or(kExported, std::memory_order_relaxed); }
+  bool exported() const { return flags_.load(std::memory_order_relaxed) & kExported; }
+  // Set by the derived-data cache (csrc/core/derived_cache.h), which drops its entries for this
+  // storage when the storage goes.
+  void mark_has_derived() { flags_.fetch_or(kHasDerived, std::memory_order_relaxed); }
 
  private:
+  static constexpr uint8_t kExported = 1, kHasDerived = 2;
   DataPtr ptr_;
   size_t nbytes_;
   Device device_;
   bool inference_;
   std::atomic<uint32_t> version_{0};
+  std::atomic<uint8_t> flags_{0};
 };
 
 using Storage = intrusive_ptr<StorageImpl>;

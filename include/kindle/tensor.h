@@ -134,11 +134,14 @@ class Tensor {
     if (!impl_->device().is_cpu()) [[unlikely]] detail::throw_not_host_memory(impl_->device());
     return impl_->data();
   }
+  // The typed pointer is what host code outside Kindle's kernels writes through (libtorch's
+  // data_ptr<T>, accessor, mutable_data_ptr), bypassing the version counter: the storage is
+  // marked exported so that nothing derived from its bytes is cached (csrc/core/derived_cache.h).
   template <typename T>
   T* data_ptr() const {
-    KINDLE_CHECK_TYPE(dtype_of_v<T> == dtype(), "data_ptr: tensor has dtype ", dtype(),
-                      ", asked for ", dtype_of_v<T>);
-    return reinterpret_cast<T*>(data_ptr());
+    T* p = const_data_ptr_unmarked<T>();
+    if (!impl_->storage()->exported()) impl_->storage()->mark_exported();
+    return p;
   }
   // The address on the tensor's own device, for that device's kernels and for stub arguments
   // that only pass it on (never dereferenced by host code unless the device is the CPU).
@@ -175,7 +178,7 @@ class Tensor {
   template <typename T>
   T* mutable_data_ptr() const { return data_ptr<T>(); }
   template <typename T>
-  const T* const_data_ptr() const { return data_ptr<T>(); }
+  const T* const_data_ptr() const { return const_data_ptr_unmarked<T>(); }
   Tensor toType(DType dtype) const;
   // Elements start..end (step apart) along dim: a view, as x[start:end:step] in Python.
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
@@ -211,6 +214,13 @@ class Tensor {
 #include "kindle/tensor_methods.inc"
 
  private:
+  template <typename T>
+  T* const_data_ptr_unmarked() const {
+    KINDLE_CHECK_TYPE(dtype_of_v<T> == dtype(), "data_ptr: tensor has dtype ", dtype(),
+                      ", asked for ", dtype_of_v<T>);
+    return reinterpret_cast<T*>(data_ptr());
+  }
+
   intrusive_ptr<TensorImpl> impl_;
 };
 

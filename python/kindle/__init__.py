@@ -4,6 +4,7 @@ A PyTorch-compatible front end over a C++20 core: `import kindle as torch` runs 
 that uses the parts Kindle implements. Everything numeric happens in kindle._C.
 """
 import builtins as _builtins
+import operator as _operator
 import os as _os
 import threading as _threading
 
@@ -107,6 +108,28 @@ complex128 = cdouble = _C.complex128
 
 class Size(tuple):
     """The shape of a tensor: a tuple of ints, printed as kindle.Size([...])."""
+
+    def __new__(cls, sizes=()):
+        items = []
+        for i, s in enumerate(sizes):
+            if isinstance(s, _builtins.float) or not hasattr(type(s), "__index__"):
+                raise TypeError(f"{_legacy.type_prefix}.Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(s).__name__}')")
+            items.append(_operator.index(s))  # a 0-d integer tensor or a NumPy integer becomes an int
+        return tuple.__new__(cls, items)
+
+    # Concatenation and repetition stay Sizes, as torch's
+    def __add__(self, other):
+        r = tuple.__add__(self, other)
+        return Size(r) if isinstance(other, tuple) else r
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def __repr__(self):
         return f"{_legacy.type_prefix}.Size({list(self)})"  # torch.Size under install_as_torch

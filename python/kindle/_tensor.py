@@ -45,7 +45,7 @@ def _reduce_ex(self, proto):
     dtype = _dtype_name(t.dtype)
     if dtype == "bfloat16":  # NumPy has no bfloat16; float32 holds every bfloat16 value exactly
         t = t.float()
-    values = t.contiguous().numpy().copy()
+    values = t.clone().contiguous().numpy()  # (a copy: exporting t itself would mark it, Note [Derived data cache])
     state = dict(getattr(self, "__dict__", {}))
     return _rebuild_tensor, (type(self), values, dtype, self.requires_grad, state)
 

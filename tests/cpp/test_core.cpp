@@ -2,6 +2,8 @@
 
 #include <kindle/kindle.h>
 
+#include "core/derived_cache.h"
+
 using namespace kindle;
 
 TEST(Core, FactoriesAndItem) {
@@ -81,6 +83,39 @@ TEST(Core, CachingAllocatorReusesLargeBlocks) {
   EXPECT_EQ(after.cache_hits, before.cache_hits + 1);
   empty_cache();
   EXPECT_EQ(cpu_cache_stats().cached_bytes, 0u);
+}
+
+// Note [Derived data cache]: Winograd's transformed filters (3x3, 16 channels, a 12x12 map) are
+// kept from the second call with an unchanged weight on, refreshed when the weight is written in
+// place, dropped with the weight, and never kept for bytes handed out through data_ptr<T>().
+TEST(Core, DerivedCacheFollowsTheWeight) {
+  derived_cache_clear();
+  Tensor x = randn({2, 16, 12, 12}), w = randn({16, 16, 3, 3});
+  auto conv = [&](const Tensor& weight) { return conv2d(x, weight, std::nullopt, {1, 1}, {1, 1}); };
+  const Tensor ref = conv(w);
+  const size_t hits0 = derived_cache_stats().hits;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(equal(conv(w), ref));
+  EXPECT_EQ(derived_cache_stats().hits, hits0 + 2);  // the second call kept it; the third and fourth hit
+  EXPECT_EQ(derived_cache_stats().bytes, size_t(16 * 16 * 16 * 4));
+  w.mul_(2);  // an in-place write moves the version: the cached filters are stale
+  EXPECT_TRUE(allclose(conv(w), ref * 2, 1e-5, 1e-5));
+  EXPECT_EQ(derived_cache_stats().bytes, 0u);
+  {
+    Tensor w2 = w.clone();
+    for (int i = 0; i < 3; ++i) conv(w2);
+    EXPECT_EQ(derived_cache_stats().entries, 2u);
+  }
+  EXPECT_EQ(derived_cache_stats().entries, 1u);  // w2's went with it
+  Tensor w3 = randn({16, 16, 3, 3});
+  float* p = w3.data_ptr<float>();  // written behind Kindle's back below: never cached
+  const size_t hits1 = derived_cache_stats().hits;
+  const Tensor r3 = conv(w3);
+  for (int i = 0; i < 2; ++i) conv(w3);
+  for (int64_t i = 0; i < w3.numel(); ++i) p[i] = -p[i];
+  EXPECT_TRUE(allclose(conv(w3), -r3, 1e-5, 1e-5));
+  EXPECT_EQ(derived_cache_stats().hits, hits1);
+  empty_cache();
+  EXPECT_EQ(derived_cache_stats().entries, 0u);
 }
 
 TEST(Core, Printing) {

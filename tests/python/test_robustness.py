@@ -535,3 +535,60 @@ def test_integer_division_by_zero_writes_nothing():
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         x.div_(kindle.tensor([2, 1, 0]), rounding_mode="trunc")
     assert x.tolist() == [5, 6, 7]
+
+
+def test_weight_derived_data_is_cached_only_while_the_weight_is_unchanged_and_private():
+    # Note [Derived data cache]: a 3x3 convolution's transformed filters (Winograd) are kept across
+    # eval calls; every way a weight changes must reach the next call.
+    r = _run("""
+        import kindle
+        F = kindle.nn.functional
+        st = kindle.cpu.memory_stats
+        kindle.manual_seed(0)
+        x = kindle.randn(2, 16, 12, 12)
+        conv = kindle.nn.Conv2d(16, 16, 3, padding=1)
+        def fresh():  # the same convolution through a copy of the weight (no cache entry)
+            return F.conv2d(x, conv.weight.detach().clone(), conv.bias.detach().clone(), padding=1)
+        with kindle.no_grad():
+            ref = conv(x)
+            h = st()["derived_hits"]
+            for _ in range(3):
+                assert kindle.equal(conv(x), ref)
+            assert st()["derived_hits"] == h + 2, st()
+            assert st()["derived_bytes"] > 0
+            other = kindle.nn.Conv2d(16, 16, 3, padding=1)
+            conv.load_state_dict(other.state_dict())   # copies in place
+            assert kindle.allclose(conv(x), fresh(), atol=1e-6)
+            conv.weight.mul_(0.5)
+            assert kindle.allclose(conv(x), fresh(), atol=1e-6)
+            conv.weight.data[0].zero_()                 # through .data and a view
+            assert kindle.allclose(conv(x), fresh(), atol=1e-6)
+        # Training: the weight moves every step, so nothing is kept (only a record per weight).
+        kindle.cpu.empty_cache()
+        opt = kindle.optim.SGD(conv.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            conv(x).square().mean().backward()
+            opt.step()
+            with kindle.no_grad():
+                assert kindle.allclose(conv(x), fresh(), atol=1e-6)
+        assert st()["derived_bytes"] == 0, st()
+        # Bytes NumPy can write are never cached, before or after the export.
+        with kindle.no_grad():
+            a = conv.weight.detach().numpy()
+            h = st()["derived_hits"]
+            for _ in range(3):
+                conv(x)
+            a *= -1.0
+            assert kindle.allclose(conv(x), fresh(), atol=1e-6)
+            assert st()["derived_hits"] == h
+            # Nor shared memory, which another process may write (Hogwild training).
+            shared = kindle.nn.Conv2d(16, 16, 3, padding=1).share_memory()
+            for _ in range(4):
+                shared(x)
+            assert st()["derived_hits"] == h
+        kindle.cpu.empty_cache()
+        assert st()["derived_entries"] == 0
+        print("ok")
+    """, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -29,13 +29,15 @@ def synchronize(device=None):
 
 
 def empty_cache():
-    """Returns every cached block to the system."""
+    """Returns every cached block to the system (and drops the data derived from weights)."""
     _C.empty_cache()
 
 
 def memory_stats():
     """Counters of the CPU allocator's large blocks (1 MiB and up), in bytes: allocated_bytes
-    (live now), peak_allocated_bytes, cached_bytes, cache_limit, cache_hits, cache_misses."""
+    (live now), peak_allocated_bytes, cached_bytes, cache_limit, cache_hits, cache_misses; and of
+    the data kept derived from weights (Winograd's transformed filters): derived_entries,
+    derived_bytes, derived_hits, derived_misses."""
     return dict(_C.cpu_memory_stats())
 
 

@@ -77,12 +77,14 @@ def _reflect(x, twice_low, twice_high):
 
 
 def _pad_coords(x, size, padding_mode, align_corners):
-    if padding_mode == "border":
-        return x.clamp(0, size - 1)
+    if padding_mode == "zeros":
+        return x
     if padding_mode == "reflection":
         x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-        return x.clamp(0, size - 1)
-    return x
+    # A coordinate that clipping leaves NaN (NaN itself, or an infinite one reflected) reads as
+    # outside the input, a zero, as torch's (where zero padding keeps the NaN)
+    x = x.clamp(0, size - 1)
+    return _C.where(x.isnan(), _C.full_like(x, -1.0), x)
 
 
 class _Reader:
@@ -102,7 +104,8 @@ class _Reader:
         for p, s in zip(pos, sizes):
             ok = (p >= 0) & (p <= s - 1)
             inside = ok if inside is None else inside & ok
-            term = p.clamp(0, s - 1).to(_C.int64) * stride
+            # (a NaN coordinate, masked out by `inside`, still needs an index that exists)
+            term = p.clamp(0, s - 1).nan_to_num(0.0).to(_C.int64) * stride
             lin = term if lin is None else lin + term
             stride *= s
         out_shape = list(lin.shape[1:])

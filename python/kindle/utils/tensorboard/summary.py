@@ -21,7 +21,10 @@ def make_np(x):
     if np.isscalar(x):
         return np.array([x])
     if hasattr(x, "detach") and hasattr(x, "numpy"):
-        return x.detach().cpu().numpy() if hasattr(x, "cpu") else x.detach().numpy()
+        # (a copy: a weight logged every step would otherwise be marked as exported to NumPy and
+        # lose its cached derived data, Note [Derived data cache] in csrc/core/derived_cache.cpp)
+        x = x.detach().cpu() if hasattr(x, "cpu") else x.detach()
+        return x.clone().numpy()
     if isinstance(x, (list, tuple)):
         return np.asarray(x)
     raise NotImplementedError(f"Got {type(x).__name__}, but numpy array or tensor are expected.")
