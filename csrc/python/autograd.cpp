@@ -164,7 +164,11 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       });
 
   cls.def_prop_rw("grad", [](const Tensor& t) { return tensor_or_none(t.grad()); },
-                  [](const Tensor& t, nb::handle g) { t.set_grad(tensor_or_undefined(g)); }, nb::arg("grad").none());
+                  [](const Tensor& t, nb::handle g) {
+                    KINDLE_CHECK_TYPE(g.is_none() || nb::isinstance<Tensor>(g), "assigned grad expected to be a "
+                                      "Tensor or None but got grad of type ", nb::inst_name(g).c_str());
+                    t.set_grad(tensor_or_undefined(g));
+                  }, nb::arg("grad").none());
   cls.def_prop_ro("grad_fn", [](const Tensor& t) { return t.grad_fn(); });
   cls.def_prop_ro("is_leaf", &Tensor::is_leaf);
   cls.def_prop_ro("output_nr", &Tensor::output_nr);

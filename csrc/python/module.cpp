@@ -197,10 +197,36 @@ Tensor to_channels_last(const Tensor& t, int rank, const char* op) {
 // memory_format= of a factory: channels_last (channels_last_3d) lays the new 4-d (5-d) tensor out
 // with the channels innermost, as PyTorch does; the other formats leave it row-major. *_like with
 // preserve_format (the default) gives a channels-last input a channels-last result.
+// A permutation of a dense layout (no gaps, no overlaps): what preserve_format copies exactly.
+bool dense_in_some_order(const Tensor& t) {
+  int64_t expected = 1;
+  DimVector order = dims_by_stride(t);
+  for (size_t i = order.size(); i-- > 0;) {  // innermost first
+    const int64_t d = order[i];
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
+  }
+  return true;
+}
+
 Tensor apply_memory_format(Tensor t, nb::handle memory_format, const char* op, const Tensor* like) {
   int rank = channels_last_rank(memory_format, op);
-  if (rank <= 0 && like && like->sizes() == t.sizes() && !like->is_contiguous() && has_channels_last_strides(*like, false))
-    rank = int(like->dim());
+  const bool preserve = like && (memory_format.is_none() || rank == -1) && like->sizes() == t.sizes() &&
+                        !like->is_contiguous();
+  if (preserve && has_channels_last_strides(*like, false)) rank = int(like->dim());
+  if (rank <= 0 && preserve && t.numel() > 1 && dense_in_some_order(*like)) {
+    // preserve_format on a permuted input (a transpose): the result has the input's strides
+    bool requires_grad = t.requires_grad();
+    Tensor out;
+    {
+      autograd::NoGradGuard no_grad;
+      out = empty_tensor_like_layout(*like, t.dtype(), t.device());
+      out.copy_(t);
+    }
+    if (requires_grad) out.requires_grad_(true);
+    return out;
+  }
   if (rank <= 0) return t;
   bool requires_grad = t.requires_grad();
   Tensor out;

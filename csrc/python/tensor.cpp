@@ -350,8 +350,17 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     KINDLE_CHECK(t.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
     return t.item().to_bool();
   });
-  cls.def("__float__", [](const Tensor& t) { return t.item().to_double(); });
-  cls.def("__int__", [](const Tensor& t) { return t.item().to_int(); });
+  // float(t) / int(t): one element (ValueError otherwise, as torch); a complex value with an
+  // imaginary part does not convert (RuntimeError, as torch's overflow check)
+  auto scalar_of = [](const Tensor& t, const char* to) {
+    KINDLE_CHECK_VALUE(t.numel() == 1, "only one element tensors can be converted to Python scalars");
+    Scalar v = t.item();
+    KINDLE_CHECK(!t.is_complex() || v.to_complex().imag() == 0, "value cannot be converted to type ", to,
+                 " without overflow");
+    return v;
+  };
+  cls.def("__float__", [scalar_of](const Tensor& t) { return scalar_of(t, "double").to_double(); });
+  cls.def("__int__", [scalar_of](const Tensor& t) { return scalar_of(t, "int64_t").to_int(); });
   cls.def("__index__", [](const Tensor& t) {
     KINDLE_CHECK_TYPE(t.numel() == 1 && is_integral(t.dtype(), true), "only integer tensors of a single element can be converted to an index");
     return t.item().to_int();

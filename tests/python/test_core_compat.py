@@ -186,3 +186,46 @@ def test_grid_sample_with_non_finite_coordinates(mode, padding_mode, value):
     ref = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(grid), **kw).numpy()
     got = kindle.nn.functional.grid_sample(kindle.tensor(x), kindle.tensor(grid), **kw).numpy()
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@needs_torch
+@pytest.mark.parametrize("fn", ["empty_like", "zeros_like", "ones_like", "rand_like", "randn_like"])
+def test_like_factories_preserve_a_permuted_layout(fn):
+    def layouts(lib):
+        f = getattr(lib, fn)
+        xs = [lib.ones(2, 3).t(), lib.ones(2, 3, 4).permute(2, 0, 1), lib.ones(3, 1).expand(3, 4),
+              lib.ones(4, 6)[:, ::2], lib.ones(2, 3, 4, 5).to(memory_format=lib.channels_last)]
+        return [f(x).stride() for x in xs] + [f(xs[0], memory_format=lib.contiguous_format).stride()]
+    assert layouts(kindle) == layouts(torch)
+    assert kindle.ones_like(kindle.ones(2, 3).t()).sum().item() == 6
+
+
+def test_variable_is_the_legacy_tensor_wrapper():
+    from kindle.autograd import Variable
+    x = Variable(kindle.ones(2), requires_grad=True)
+    assert type(x) is kindle.Tensor and x.requires_grad and isinstance(x, Variable)
+    assert isinstance(kindle.ones(1), Variable) and not isinstance(3, Variable)
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert not Variable(kindle.ones(2)).requires_grad
+    with pytest.warns(UserWarning, match="volatile"):
+        Variable(kindle.ones(2), volatile=True)
+    with pytest.raises(TypeError):
+        Variable([1.0])
+
+
+def test_scalar_conversions_and_grad_assignment_raise_torch_types():
+    with pytest.raises(ValueError, match="one element"):
+        float(kindle.ones(2))
+    with pytest.raises(ValueError):
+        int(kindle.ones(2))
+    with pytest.raises(RuntimeError):
+        int(kindle.tensor(-1j))
+    assert float(kindle.tensor(2 + 0j)) == 2.0
+    x = kindle.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match="Tensor or None"):
+        x.grad = 5
+    x.grad = kindle.zeros(2)
+    x.grad = None
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        kindle.autograd.grad((x * 2).sum(), [])

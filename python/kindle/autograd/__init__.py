@@ -8,10 +8,12 @@ from . import graph  # noqa: F401
 from . import profiler  # noqa: F401
 from . import functional  # noqa: F401,E402  (vjp, jvp, jacobian, hessian, vhp, hvp)
 from . import forward_ad  # noqa: F401,E402
+from . import variable  # noqa: F401,E402
+from .variable import Variable  # noqa: F401,E402
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck", "gradgradcheck",
-           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "Variable"]
 
 
 def _as_list(x):
@@ -60,6 +62,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     graph)."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     single = isinstance(inputs, _C.Tensor)
     if allow_unused is None:
         allow_unused = materialize_grads
