@@ -1,27 +1,61 @@
 """kindle.distributions: probability distributions and sampling (torch.distributions).
-Pure Python over kindle's ops; the random draws come from kindle's generator."""
+Pure Python over kindle's ops; the random draws come from kindle's generator. Each of torch's
+per-distribution submodules (kindle.distributions.normal, .categorical, ...) exists and exports the
+same class objects as this package."""
 from . import constraints, transforms  # noqa: F401
-from .circular import ContinuousBernoulli, VonMises  # noqa: F401
-from .constraint_registry import biject_to, transform_to  # noqa: F401
-from .continuous import (Beta, Cauchy, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma, Laplace,  # noqa: F401
-                         Normal, StudentT, Uniform)
-from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial, NegativeBinomial,  # noqa: F401
-                       OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
-from .distribution import Distribution, ExponentialFamily  # noqa: F401
-from .kl import kl_divergence, register_kl  # noqa: F401
-from .multivariate import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal, Wishart  # noqa: F401
-from .transformed import (ExpRelaxedCategorical, Gumbel, HalfCauchy, HalfNormal, Independent,  # noqa: F401
-                          Kumaraswamy, LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, Pareto,
-                          RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution, Weibull)
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .cauchy import Cauchy
+from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
+from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_cauchy import HalfCauchy
+from .half_normal import HalfNormal
+from .independent import Independent
+from .inverse_gamma import InverseGamma
+from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
+from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
+from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
+from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .pareto import Pareto
+from .poisson import Poisson
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli  # noqa: F401
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical  # noqa: F401
+from .studentT import StudentT
+from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
+from .uniform import Uniform
+from .von_mises import VonMises
+from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
-    "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
-    "LowRankMultivariateNormal", "Multinomial", "MixtureSameFamily", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
-    "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-    "StudentT", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "kl_divergence", "register_kl",
-    "transform_to",
+    "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
+    "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace",
+    "LogNormal", "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Poisson", "Uniform", "VonMises",
+    "Weibull", "Wishart", "TransformedDistribution", "biject_to", "kl_divergence", "register_kl", "transform_to",
 ]
 __all__ += transforms.__all__

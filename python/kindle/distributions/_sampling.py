@@ -4,6 +4,7 @@ Each draws from kindle's generator (poisson and binomial: or the one given) with
 pending, so a seed reproduces a run."""
 import kindle
 from kindle.autograd import Function
+from .utils import _dtype_name, _require_floating
 
 
 def _draw_gamma(alpha):
@@ -64,8 +65,7 @@ class _StandardGamma(Function):
 
 def _standard_gamma(alpha):
     """Samples of Gamma(alpha, 1), differentiable in alpha (implicit reparameterisation)."""
-    if not alpha.is_floating_point():
-        raise RuntimeError(f"\"standard_gamma\" not implemented for '{alpha.dtype}'")
+    _require_floating(alpha.dtype, "gamma_cpu")
     return _StandardGamma.apply(alpha)
 
 
@@ -75,6 +75,7 @@ def _standard_gamma_grad(alpha, z):
 
 def _sample_dirichlet(concentration):
     """Dirichlet samples along the last dim: normalised Gamma draws, differentiable."""
+    _require_floating(concentration.dtype, "dirichlet")
     g = _standard_gamma(concentration)
     return g / g.sum(-1, keepdim=True)
 
@@ -82,8 +83,7 @@ def _sample_dirichlet(concentration):
 def poisson(rates, generator=None):
     """Poisson(rates) counts, in the dtype of rates: products of uniforms below rate 10, Hörmann's
     transformed rejection (PTRS) above."""
-    if not rates.is_floating_point():
-        raise RuntimeError(f"\"poisson_cpu\" not implemented for '{rates.dtype}'")
+    _require_floating(rates.dtype, "poisson_cpu")
     r = rates.detach().to(kindle.float64).reshape(-1)
     if bool((r < 0).any()):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
@@ -121,6 +121,10 @@ def poisson(rates, generator=None):
 
 def binomial(count, prob, generator=None):
     """Binomial(count, prob) draws as sums of Bernoulli trials (chunks of 256 trials at a time)."""
+    if not count.dtype.is_floating_point:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {_dtype_name(count.dtype)}")
+    if not prob.dtype.is_floating_point:
+        raise ValueError(f"binomial only supports floating-point dtypes for prob, got: {_dtype_name(prob.dtype)}")
     count, prob = kindle.broadcast_tensors(count, prob)
     n = count.detach().to(kindle.float64).reshape(-1)
     p = prob.detach().to(kindle.float64).reshape(-1)

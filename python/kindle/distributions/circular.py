@@ -4,7 +4,8 @@ from numbers import Number
 
 import kindle
 from . import constraints
-from .distribution import Distribution, ExponentialFamily
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["VonMises", "ContinuousBernoulli"]
@@ -37,33 +38,44 @@ class VonMises(Distribution):
         return log_prob - math.log(2 * math.pi) - _log_i0(self.concentration)
 
     @lazy_property
+    def _loc(self):
+        return self.loc.to(kindle.float64)
+
+    @lazy_property
+    def _concentration(self):
+        return self.concentration.to(kindle.float64)
+
+    @lazy_property
     def _proposal_r(self):
-        kappa = self.concentration.double()
+        """Best & Fisher's r, in float64 (also for float32 or integer parameters)."""
+        kappa = self._concentration
         tau = 1 + (1 + 4 * kappa ** 2).sqrt()
         rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
         r = (1 + rho ** 2) / (2 * rho)
         # for tiny kappa the formula cancels: its limit 1/kappa + kappa
-        return kindle.where(kappa < 1e-5, 1 / kappa + kappa, r).to(self.concentration.dtype)
+        return kindle.where(kappa < 1e-5, 1 / kappa + kappa, r)
 
     def sample(self, sample_shape=kindle.Size()):
-        """Best & Fisher's rejection sampler, in float64, repeated for the draws not yet accepted."""
+        """Best & Fisher's rejection sampler in float64. Each round draws three uniforms for every
+        element and takes the accepted proposals (an element accepted again takes the newer one),
+        until every element has been accepted once: the draws torch makes, so a seed gives torch's
+        samples."""
         shape = self._extended_shape(sample_shape)
         with kindle.no_grad():
-            k = self.concentration.expand(shape).double().reshape(-1)
-            r = self._proposal_r.expand(shape).double().reshape(-1)
-            x = kindle.empty(k.shape, dtype=kindle.float64)
-            pending = kindle.arange(k.numel())
-            while pending.numel():
-                kk, rr = k[pending], r[pending]
-                u1, u2, u3 = (kindle.rand(pending.shape, dtype=kindle.float64) for _ in range(3))
+            loc, kappa, r = self._loc, self._concentration, self._proposal_r
+            x = kindle.zeros(shape, dtype=kindle.float64)
+            done = kindle.zeros(shape, dtype=kindle.bool)
+            while not bool(done.all()):
+                u = kindle.rand((3,) + tuple(shape), dtype=kindle.float64)
+                u1, u2, u3 = u.unbind()
                 z = kindle.cos(math.pi * u1)
-                f = (1 + rr * z) / (rr + z)
-                c = kk * (rr - f)
+                f = (1 + r * z) / (r + z)
+                c = kappa * (r - f)
                 accept = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
-                x[pending[accept]] = ((u3 - 0.5).sign() * f.clamp(-1, 1).acos())[accept]
-                pending = pending[~accept]
-            x = x.reshape(shape).to(self.loc.dtype)
-            return (x + math.pi + self.loc.expand(shape)) % (2 * math.pi) - math.pi
+                if bool(accept.any()):
+                    x = kindle.where(accept, (u3 - 0.5).sign() * f.clamp(-1, 1).acos(), x)
+                    done = done | accept
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(VonMises, _instance)
@@ -215,3 +227,16 @@ class ContinuousBernoulli(ExponentialFamily):
         log_probs0 = kindle.log1p(-self.probs)
         log_probs1 = kindle.log(self.probs)
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        """F(eta) = log((e^eta - 1) / eta) for the natural parameter eta = logit(p); near eta = 0
+        (the band of `lims` shifted by 1/2, as torch) its Taylor expansion."""
+        outside = (x <= self._lims[0] - 0.5) | (x > self._lims[1] - 0.5)
+        cut = kindle.where(outside, x, (self._lims[0] - 0.5) * kindle.ones_like(x))
+        log_norm = kindle.log(kindle.abs(kindle.exp(cut) - 1.0)) - kindle.log(kindle.abs(cut))
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return kindle.where(outside, log_norm, taylor)

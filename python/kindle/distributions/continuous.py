@@ -6,8 +6,9 @@ from numbers import Number, Real
 import kindle
 from . import constraints
 from ._sampling import _sample_dirichlet, _standard_gamma
-from .distribution import Distribution, ExponentialFamily
-from .utils import _standard_normal, broadcast_all
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .utils import _dtype_name, _require_floating, _standard_normal, broadcast_all
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy", "Gamma", "Chi2", "Beta", "Dirichlet", "StudentT",
            "FisherSnedecor"]
@@ -61,6 +62,7 @@ class Normal(ExponentialFamily):
 
     def sample(self, sample_shape=kindle.Size()):
         shape = self._extended_shape(sample_shape)
+        _require_floating(self.loc.dtype, "normal_kernel_cpu")
         with kindle.no_grad():
             return kindle.normal(self.loc.expand(shape), self.scale.expand(shape))
 
@@ -86,6 +88,14 @@ class Normal(ExponentialFamily):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + kindle.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        # x = mu / sigma^2, y = -1 / (2 sigma^2): F = mu^2 / (2 sigma^2) + log(sigma sqrt(2 pi))
+        return -0.25 * x.pow(2) / y + 0.5 * kindle.log(-math.pi / y)
 
 
 class Uniform(Distribution):
@@ -127,6 +137,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape=kindle.Size()):
         shape = self._extended_shape(sample_shape)
+        _require_floating(self.low.dtype, "check_uniform_bounds")
         rand = kindle.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + rand * (self.high - self.low)
 
@@ -184,6 +195,9 @@ class Exponential(ExponentialFamily):
 
     def rsample(self, sample_shape=kindle.Size()):
         shape = self._extended_shape(sample_shape)
+        if not self.rate.dtype.is_floating_point:
+            raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                               f"floating point but you specified {_dtype_name(self.rate.dtype)}")
         return kindle.empty(shape, dtype=self.rate.dtype).exponential_() / self.rate
 
     def log_prob(self, value):
@@ -201,6 +215,13 @@ class Exponential(ExponentialFamily):
 
     def entropy(self):
         return 1.0 - kindle.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -kindle.log(-x)
 
 
 class Laplace(Distribution):
@@ -353,6 +374,14 @@ class Gamma(ExponentialFamily):
         return (self.concentration - kindle.log(self.rate) + kindle.lgamma(self.concentration)
                 + (1.0 - self.concentration) * kindle.digamma(self.concentration))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        # x = a - 1, y = -b: F = lgamma(a) - a log(b)
+        return kindle.lgamma(x + 1) - (x + 1) * kindle.log(-y)
+
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
@@ -431,6 +460,13 @@ class Dirichlet(ExponentialFamily):
         return (kindle.lgamma(self.concentration).sum(-1) - kindle.lgamma(a0) - (k - a0) * kindle.digamma(a0)
                 - ((self.concentration - 1.0) * kindle.digamma(self.concentration)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - kindle.lgamma(x.sum(-1))
+
 
 class Beta(ExponentialFamily):
     """The beta distribution: the first coordinate of Dirichlet([concentration1, concentration0])."""
@@ -480,6 +516,13 @@ class Beta(ExponentialFamily):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return kindle.lgamma(x) + kindle.lgamma(y) - kindle.lgamma(x + y)
 
     @property
     def concentration1(self):

@@ -7,8 +7,9 @@ from . import constraints
 from ._sampling import binomial as _binomial
 from ._sampling import poisson as _poisson
 from .continuous import Gamma
-from .distribution import Distribution, ExponentialFamily
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .utils import _require_floating, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Binomial",
            "Multinomial", "Poisson", "Geometric", "NegativeBinomial"]
@@ -86,6 +87,7 @@ class Bernoulli(ExponentialFamily):
 
     def sample(self, sample_shape=kindle.Size()):
         shape = self._extended_shape(sample_shape)
+        _require_floating(self.probs.dtype, "bernoulli_tensor_cpu_p_")
         with kindle.no_grad():
             return kindle.bernoulli(self.probs.expand(shape))
 
@@ -97,6 +99,13 @@ class Bernoulli(ExponentialFamily):
 
     def entropy(self):
         return _bce_with_logits(self.logits, self.probs)
+
+    @property
+    def _natural_params(self):
+        return (kindle.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return kindle.log1p(kindle.exp(x))
 
     def enumerate_support(self, expand=True):
         values = kindle.arange(2, dtype=self._param.dtype)
@@ -522,6 +531,13 @@ class Poisson(ExponentialFamily):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - kindle.lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (kindle.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return kindle.exp(x)
 
 
 class Geometric(Distribution):

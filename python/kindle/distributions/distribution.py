@@ -160,6 +160,3 @@ class Distribution:
             for p in param_names)
         return self.__class__.__name__ + "(" + args_string + ")"
 
-
-class ExponentialFamily(Distribution):
-    """Distributions of the exponential family (a marker class here: entropy is closed-form in each)."""

@@ -5,11 +5,13 @@ from functools import total_ordering
 
 import kindle
 import kindle.nn.functional as F
+from .circular import ContinuousBernoulli
 from .continuous import Beta, Cauchy, Dirichlet, Exponential, Gamma, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import Distribution
-from .multivariate import MultivariateNormal
-from .transformed import Gumbel, HalfNormal, Independent, TransformedDistribution
+from .exp_family import ExponentialFamily
+from .multivariate import LowRankMultivariateNormal, MultivariateNormal
+from .transformed import Gumbel, HalfNormal, Independent, Pareto, TransformedDistribution
 from .utils import _sum_rightmost, euler_constant
 
 __all__ = ["register_kl", "kl_divergence"]
@@ -285,7 +287,7 @@ def _kl_uniform_gamma(p, q):
     common_term = p.high - p.low
     t1 = common_term.log()
     t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
-    t3 = (1 - q.concentration) * (p.high.log() * p.high - p.low.log() * p.low - common_term) / common_term
+    t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) / common_term
     t4 = q.rate * (p.high + p.low) / 2
     result = -t1 + t2 + t3 + t4
     result[p.low < q.support.lower_bound] = math.inf
@@ -308,3 +310,328 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     from .multivariate import _batch_mahalanobis
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+# ---- multivariate normals in either parameterisation
+#
+# KL(p || q) = 1/2 [log|S_q| - log|S_p| + tr(S_q^-1 S_p) + (m_q - m_p)^T S_q^-1 (m_q - m_p) - n]. With
+# S_q = L L^T (L lower triangular) and S_p = F F^T for any factor F, tr(S_q^-1 S_p) = |L^-1 F|^2
+# (Frobenius). A low-rank S = W W^T + D has the factor [W, D^1/2] and, by the matrix determinant
+# lemma, log|S| = log|C| + sum(log D) with C = I + W^T D^-1 W (its Cholesky factor is kept as
+# _capacitance_tril).
+
+def _gaussian_factor(d):
+    """(F, log|S|) for a (low-rank) multivariate normal with covariance S = F F^T."""
+    if isinstance(d, LowRankMultivariateNormal):
+        W, D = d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag
+        batch = kindle.broadcast_shapes(tuple(W.shape[:-2]), tuple(D.shape[:-1]))
+        n = D.shape[-1]
+        W = W.expand(tuple(batch) + tuple(W.shape[-2:]))
+        sqrt_D = kindle.diag_embed(D.sqrt()).expand(tuple(batch) + (n, n))
+        log_det = 2 * d._capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) + D.log().sum(-1)
+        return kindle.cat([W, sqrt_D], -1), log_det
+    L = d._unbroadcasted_scale_tril
+    return L, 2 * L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+def _gaussian_tril(d):
+    """(lower Cholesky factor of S, log|S|) for a (low-rank) multivariate normal."""
+    if isinstance(d, LowRankMultivariateNormal):
+        W, D = d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag
+        cov = kindle.matmul(W, W.transpose(-2, -1)) + kindle.diag_embed(D)
+        log_det = 2 * d._capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) + D.log().sum(-1)
+        return kindle.linalg.cholesky(cov), log_det
+    L = d._unbroadcasted_scale_tril
+    return L, 2 * L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+def _kl_gaussian_gaussian(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         "cannot be computed")
+    from .multivariate import _batch_mahalanobis
+    n = p.event_shape[0]
+    F, p_log_det = _gaussian_factor(p)
+    L, q_log_det = _gaussian_tril(q)
+    batch = tuple(kindle.broadcast_shapes(tuple(L.shape[:-2]), tuple(F.shape[:-2])))
+    trace = kindle.linalg.solve_triangular(L.expand(batch + (n, n)), F.expand(batch + tuple(F.shape[-2:])),
+                                           upper=False).pow(2).sum((-2, -1))
+    mahalanobis = _batch_mahalanobis(L, q.loc - p.loc)
+    return 0.5 * (q_log_det - p_log_det + trace + mahalanobis - n)
+
+
+for _p, _q in ((LowRankMultivariateNormal, LowRankMultivariateNormal),
+               (LowRankMultivariateNormal, MultivariateNormal),
+               (MultivariateNormal, LowRankMultivariateNormal)):
+    register_kl(_p, _q)(_kl_gaussian_gaussian)
+
+
+# ---- same exponential family: the Bregman divergence of the log normaliser
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """KL(p || q) = F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>, F the family's log
+    normaliser and theta the natural parameters (grad F by autograd)."""
+    if type(p) is not type(q):
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type {q.__class__.__name__}: "
+            "the cross KL-divergence between different exponential families cannot be computed using Bregman "
+            "divergences")
+    p_thetas = [t.detach().requires_grad_() for t in p._natural_params]
+    q_thetas = q._natural_params
+    p_log_norm = p._log_normalizer(*p_thetas)
+    grad_log_norm = kindle.autograd.grad(p_log_norm.sum(), p_thetas, create_graph=True)
+    result = q._log_normalizer(*q_thetas) - p_log_norm
+    for p_theta, q_theta, g in zip(p_thetas, q_thetas, grad_log_norm):
+        result = result - _sum_rightmost((q_theta - p_theta) * g, len(q.event_shape))
+    return result
+
+
+# ---- the rest of the same-family pairs
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuousbernoulli_continuousbernoulli(p, q):
+    return -p.entropy() + _cb_cross_entropy(p.mean, q)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    result = -p.entropy() + _pareto_cross_entropy(p.scale.log() + p.alpha.reciprocal(), q)
+    return _inf_where(p.scale < q.scale, result)
+
+
+# ---- pairs of different families, as KL(p || q) = -H(p) + E_p[-log q(x)]: the cross-entropy
+# E_p[-log q] is q's log density averaged through the moments of p it needs (E[x], E[x^2],
+# E[log x], ...). Where q's support does not cover p's, the divergence is infinite.
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _x_log_x(t):
+    """t log t, with its limit 0 at t = 0."""
+    return kindle.xlogy(t, t)
+
+
+def _inf_where(mask, result):
+    return kindle.where(mask, kindle.full_like(result, math.inf), result)
+
+
+def _normal_cross_entropy(mean, var, q):
+    """E[-log N(x; loc, scale)] for x of mean `mean` and variance `var`."""
+    return (var + (mean - q.loc).pow(2)) / (2 * q.scale.pow(2)) + q.scale.log() + _HALF_LOG_2PI
+
+
+def _exponential_cross_entropy(mean, q):
+    """E[-log Exp(x; rate)] = rate E[x] - log rate (x >= 0)."""
+    return q.rate * mean - q.rate.log()
+
+
+def _gamma_cross_entropy(mean, mean_log, q):
+    """E[-log Gamma(x; a, b)] = lgamma(a) - a log b - (a - 1) E[log x] + b E[x]."""
+    a, b = q.concentration, q.rate
+    return kindle.lgamma(a) - a * b.log() - (a - 1) * mean_log + b * mean
+
+
+def _gumbel_cross_entropy(mean, mean_exp_neg_z, q):
+    """E[-log Gumbel(x; loc, scale)] = log scale + E[z] + E[exp(-z)], z = (x - loc) / scale."""
+    return q.scale.log() + (mean - q.loc) / q.scale + mean_exp_neg_z
+
+
+def _pareto_cross_entropy(mean_log, q):
+    """E[-log Pareto(x; scale, alpha)] = (alpha + 1) E[log x] - log alpha - alpha log scale (x >= scale)."""
+    return (q.alpha + 1) * mean_log - q.alpha.log() - q.alpha * q.scale.log()
+
+
+def _beta_cross_entropy(mean_log, mean_log1m, q):
+    """E[-log Beta(x; a, b)] = log B(a, b) - (a - 1) E[log x] - (b - 1) E[log(1 - x)]."""
+    a, b = q.concentration1, q.concentration0
+    log_beta = kindle.lgamma(a) + kindle.lgamma(b) - kindle.lgamma(a + b)
+    return log_beta - (a - 1) * mean_log - (b - 1) * mean_log1m
+
+
+def _cb_cross_entropy(mean, q):
+    """E[-log CB(x; lambda)]: log CB(x) = x logit(lambda) + log(1 - lambda) + log C(lambda)."""
+    return -(mean * q.logits + kindle.log1p(-q.probs) + q._cont_bern_log_norm())
+
+
+def _infinite_like_param(name):
+    def _kl_infinite(p, q):
+        return _infinite_like(getattr(p, name))
+    _kl_infinite.__name__ = f"_kl_infinite_by_support_{name}"
+    return _kl_infinite
+
+
+# p's support is not inside q's: infinite whatever the parameters
+for _p, _qs, _param in (
+        (Beta, (Pareto,), "concentration1"),
+        (ContinuousBernoulli, (Pareto,), "probs"),
+        (Exponential, (Beta, ContinuousBernoulli, Pareto, Uniform), "rate"),
+        (Gamma, (Beta, ContinuousBernoulli, Pareto, Uniform), "concentration"),
+        (Gumbel, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Laplace, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Normal, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Pareto, (Beta, ContinuousBernoulli, Uniform), "scale"),
+        (Poisson, (Bernoulli, Binomial), "rate")):
+    _fun = _infinite_like_param(_param)
+    for _q in _qs:
+        register_kl(_p, _q)(_fun)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    # log k! = 0 on {0, 1}: E[-log Poisson(k; rate)] = rate - E[k] log rate
+    return -p.entropy() + q.rate - p.probs * q.rate.log()
+
+
+def _beta_mean_log(p):
+    """(E[log x], E[log(1 - x)]) for x ~ Beta."""
+    digamma_total = kindle.digamma(p.concentration1 + p.concentration0)
+    return kindle.digamma(p.concentration1) - digamma_total, kindle.digamma(p.concentration0) - digamma_total
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuousbernoulli(p, q):
+    return -p.entropy() + _cb_cross_entropy(p.mean, q)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() + _exponential_cross_entropy(p.mean, q)
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    return -p.entropy() + _gamma_cross_entropy(p.mean, _beta_mean_log(p)[0], q)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy(p.mean, p.variance, q)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low > 0) | (q.high < 1), result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuousbernoulli_exponential(p, q):
+    return -p.entropy() + _exponential_cross_entropy(p.mean, q)
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuousbernoulli_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy(p.mean, p.variance, q)
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuousbernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # torch counts the divergence infinite as soon as an end of q touches [0, 1] (low >= 0 or
+    # high <= 1), also where q is exactly U(0, 1): kept for identical results
+    return _inf_where((q.low >= 0) | (q.high <= 1), result)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    # E[exp(-x / s)] = rate / (rate + 1 / s) for x ~ Exp(rate)
+    mean_exp_neg_z = (q.loc / q.scale).exp() * p.rate / (p.rate + q.scale.reciprocal())
+    return -p.entropy() + _gumbel_cross_entropy(p.rate.reciprocal(), mean_exp_neg_z, q)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() + _exponential_cross_entropy(p.mean, q)
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    # E[exp(-x / s)] = (b / (b + 1 / s))^a for x ~ Gamma(a, b)
+    a, b = p.concentration, p.rate
+    log_mgf = a * (b.log() - (b + q.scale.reciprocal()).log())
+    mean_exp_neg_z = (q.loc / q.scale + log_mgf).exp()
+    return -p.entropy() + _gumbel_cross_entropy(a / b, mean_exp_neg_z, q)
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy(p.mean, p.variance, q)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy(p.mean, p.variance, q)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy(p.loc, 2 * p.scale.pow(2), q)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    # E[exp(-z)] for z = (x - loc_q) / s, x ~ N(m, sigma^2): exp(-(m - loc_q) / s + sigma^2 / (2 s^2))
+    mean_exp_neg_z = (-(p.loc - q.loc) / q.scale + 0.5 * (p.scale / q.scale).pow(2)).exp()
+    return -p.entropy() + _gumbel_cross_entropy(p.loc, mean_exp_neg_z, q)
+
+
+def _pareto_moments(p):
+    """(E[x] where alpha > 1, Var[x] where alpha > 2, E[log x]) for x ~ Pareto(scale, alpha);
+    the moments are not finite elsewhere (the caller masks those entries)."""
+    a, s = p.alpha, p.scale
+    mean = a * s / (a - 1)
+    var = a * s.pow(2) / ((a - 1).pow(2) * (a - 2))
+    return mean, var, s.log() + a.reciprocal()
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    mean, _, _ = _pareto_moments(p)
+    return _inf_where(p.alpha <= 1, -p.entropy() + _exponential_cross_entropy(mean, q))
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    mean, _, mean_log = _pareto_moments(p)
+    return _inf_where(p.alpha <= 1, -p.entropy() + _gamma_cross_entropy(mean, mean_log, q))
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    mean, var, _ = _pareto_moments(p)
+    return _inf_where(p.alpha <= 2, -p.entropy() + _normal_cross_entropy(mean, var, q))
+
+
+def _uniform_mean_log(low, high):
+    """E[log x] for x ~ U(low, high), 0 <= low < high."""
+    return (_x_log_x(high) - _x_log_x(low)) / (high - low) - 1
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    mean_log = _uniform_mean_log(p.low, p.high)
+    mean_log1m = _uniform_mean_log(1 - p.high, 1 - p.low)
+    result = -p.entropy() + _beta_cross_entropy(mean_log, mean_log1m, q)
+    return _inf_where((p.high > 1) | (p.low < 0), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuousbernoulli(p, q):
+    result = -p.entropy() + _cb_cross_entropy(p.mean, q)
+    # as torch: infinite as soon as p reaches an end of [0, 1] (high >= 1 or low <= 0)
+    return _inf_where((p.high >= 1) | (p.low <= 0), result)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    # E[exp(-z)] = s / (high - low) (exp(-z_low) - exp(-z_high)), z = (x - loc) / s
+    z_low, z_high = (p.low - q.loc) / q.scale, (p.high - q.loc) / q.scale
+    mean_exp_neg_z = q.scale / (p.high - p.low) * ((-z_low).exp() - (-z_high).exp())
+    return -p.entropy() + _gumbel_cross_entropy(p.mean, mean_exp_neg_z, q)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    result = -p.entropy() + _pareto_cross_entropy(_uniform_mean_log(p.low, p.high), q)
+    return _inf_where(p.low < q.scale, result)

@@ -5,7 +5,8 @@ import math
 import kindle
 from . import constraints
 from .distribution import Distribution
-from .utils import _standard_normal, broadcast_all, lazy_property
+from .exp_family import ExponentialFamily
+from .utils import _require_floating, _standard_normal, broadcast_all, lazy_property
 
 __all__ = ["MultivariateNormal", "LowRankMultivariateNormal", "LKJCholesky"]
 
@@ -17,6 +18,7 @@ def _batch_mv(bmat, bvec):
 def _batch_mahalanobis(bL, bx):
     """x^T (L L^T)^-1 x for batches of lower-triangular L and vectors x (broadcast)."""
     n = bx.size(-1)
+    _require_floating(bL.dtype, "triangular_solve_cpu")
     batch = kindle.broadcast_shapes(tuple(bL.shape[:-2]), tuple(bx.shape[:-1]))
     L = bL.expand(tuple(batch) + (n, n))
     x = bx.expand(tuple(batch) + (n,))
@@ -315,7 +317,7 @@ def _mvdigamma(x, p):
     return kindle.digamma(x.unsqueeze(-1) - kindle.arange(p, dtype=x.dtype).div(2).expand(tuple(x.shape) + (-1,))).sum(-1)
 
 
-class Wishart(Distribution):
+class Wishart(ExponentialFamily):
     """The Wishart distribution over positive-definite p x p matrices with df degrees of freedom,
     parameterised by the covariance, precision or Cholesky factor of the scale; rsample by the
     Bartlett decomposition (chi-squared diagonal, normal below it), reparameterised in df and the
@@ -326,6 +328,7 @@ class Wishart(Distribution):
                        "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(0)}
     support = constraints.positive_definite
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
         if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
@@ -453,6 +456,18 @@ class Wishart(Distribution):
         L = self._unbroadcasted_scale_tril
         return ((p + 1) * (p * math.log(2) / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
                 + kindle.mvlgamma(nu / 2, p=p) - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p) + nu * p / 2)
+
+    @property
+    def _natural_params(self):
+        # the sufficient statistics are X and log|X|
+        p = self._event_shape[-1]
+        return -self.precision_matrix / 2, (self.df - p - 1) / 2
+
+    def _log_normalizer(self, x, y):
+        # x = -V^-1 / 2, y = (nu - p - 1) / 2: F = nu/2 (p log 2 + log|V|) + mvlgamma(nu / 2, p)
+        p = self._event_shape[-1]
+        half_nu = y + (p + 1) / 2
+        return half_nu * (-kindle.linalg.slogdet(-2 * x).logabsdet + p * math.log(2)) + kindle.mvlgamma(half_nu, p=p)
 
 
 def _fill_below(noise, i, j, values):

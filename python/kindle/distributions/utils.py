@@ -4,7 +4,30 @@ from functools import update_wrapper
 
 import kindle
 
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property",
+           "tril_matrix_to_vec", "vec_to_tril_matrix"]
+
 euler_constant = 0.57721566490153286060
+
+_TORCH_DTYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                      "bool": "Bool", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+
+
+def _dtype_name(dtype):
+    """A dtype as torch's kernels name it in their errors ('Long' for int64)."""
+    name = str(dtype).rsplit(".", 1)[-1]
+    return _TORCH_DTYPE_NAMES.get(name, name)
+
+
+def _is_floating(dtype):
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def _require_floating(dtype, kernel):
+    """Raises the NotImplementedError torch's random kernels raise for a dtype they have no
+    implementation for (integer and bool parameters)."""
+    if not _is_floating(dtype):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(dtype)}'")
 
 
 def broadcast_all(*values):
@@ -24,6 +47,7 @@ def broadcast_all(*values):
 
 
 def _standard_normal(shape, dtype, device):
+    _require_floating(dtype, "normal_kernel_cpu")
     return kindle.empty(shape, dtype=dtype, device=device).normal_()
 
 

@@ -10,6 +10,7 @@ from . import attention  # noqa: F401  (torch.nn.attention: sdpa_kernel, SDPBack
 from . import parallel  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
 from . import grad  # noqa: F401,E402  (torch.nn.grad: conv*_input / conv*_weight)
+from . import common_types  # noqa: F401,E402  (torch.nn.common_types: the layers' argument type aliases)
 
 
 def factory_kwargs(kwargs):

@@ -35,6 +35,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    if isinstance(input, _C.Tensor) and isinstance(target, _C.Tensor) and input.shape != target.shape:
+        input, target = _C.broadcast_tensors(input, target)  # torch's kernel broadcasts  # noqa: A001
     return _C._nn.soft_margin_loss(input, target, F._reduction(size_average, reduce, reduction))
 
 
@@ -109,14 +111,14 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa:
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
-    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
-                  stacklevel=2)
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=3)
     return F.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
-    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
-                  stacklevel=2)
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=3)
     return F.interpolate(input, size, scale_factor, mode="nearest")
 
 

@@ -1,22 +1,59 @@
 """torch.nn.functional for Kindle: PyTorch's names, arguments and defaults. Every op is C++
 (kindle._C and kindle._C._nn); this module only maps PyTorch's Python signatures onto them."""
+import sys as _sys
 import warnings
 
 from .. import _C
+from ._reduction import legacy_get_string as _legacy_get_string
+
+try:
+    from numpy import ndarray as _ndarray
+except ImportError:  # pragma: no cover
+    class _ndarray:  # noqa: N801
+        pass
 
 _nn = _C._nn
 
 
 def _reduction(size_average, reduce, reduction):
-    """The legacy size_average/reduce arguments, as PyTorch maps them."""
+    """The legacy size_average/reduce arguments, as PyTorch maps them (warning with the reduction
+    they amount to); the deprecated reduction='elementwise_mean' is 'mean' (with a warning)."""
     if size_average is None and reduce is None:
+        if reduction == "elementwise_mean":
+            warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                          stacklevel=2)
+            return "mean"
         return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean' instead.")
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    return _legacy_get_string(size_average, reduce)
+
+
+# torch's names of the dtypes in its kernels' messages ("Found dtype Double but expected Float")
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                 "complex64": "ComplexFloat", "complex128": "ComplexDouble", "complex32": "ComplexHalf"}
+
+
+def _scalar_name(dtype):
+    name = str(dtype).rpartition(".")[2]
+    return _SCALAR_NAMES.get(name, name)
+
+
+def _from_aten():
+    """Whether the F function calling this was called by kindle._aten_nn (torch.kl_div,
+    torch.group_norm, ...: the ATen ops, which lack some of torch.nn.functional's Python-level
+    warnings and checks). Frames: this, the F function, its _name_errors wrapper, the caller."""
+    try:
+        return _sys._getframe(3).f_globals.get("__name__") == "kindle._aten_nn"
+    except ValueError:  # a shallower stack: not called from there
+        return False
+
+
+def _warn_size_mismatch(input, target):  # noqa: A002
+    """mse/l1/smooth_l1/huber: a target that only broadcasts to the input is most likely a bug."""
+    if target.size() != input.size():
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+                      f"This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      f"same size.", stacklevel=4)
 
 
 def _inplace(fn, input, *args):  # noqa: A002
@@ -109,27 +146,28 @@ def tanh(input):  # noqa: A002
     return input.tanh()
 
 
-def _softmax_dim(ndim):
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+def _softmax_dim(ndim, stacklevel=3, name="softmax"):
+    # one frame more than torch's: the wrapper that names errors (_name_errors)
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=stacklevel + 1)
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _softmax_dim(input.dim(), _stacklevel)
     return _C.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _softmax_dim(input.dim(), _stacklevel, "log_softmax")
     return _C.log_softmax(input, dim, dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _softmax_dim(input.dim(), _stacklevel, "softmin")
     return _nn.softmin(input, dim, dtype)
 
 
@@ -154,19 +192,28 @@ def bilinear(input1, input2, weight, bias=None):
 # ---- losses
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    return _nn.mse_loss(input, target, _reduction(size_average, reduce, reduction), weight)
+    _warn_size_mismatch(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    if weight is None:
+        dtype = _C.promote_types(input.dtype, target.dtype)
+        if not (dtype.is_floating_point or dtype.is_complex):  # torch's mse kernel has no integer version
+            raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_scalar_name(dtype)}'")
+    return _nn.mse_loss(input, target, reduction, weight)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    _warn_size_mismatch(input, target)
     return _nn.l1_loss(input, target, _reduction(size_average, reduce, reduction), weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
+    _warn_size_mismatch(input, target)
     return _nn.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
-    return _nn.huber_loss(input, target, reduction, delta, weight)
+    _warn_size_mismatch(input, target)
+    return _nn.huber_loss(input, target, _reduction(None, None, reduction), delta, weight)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -181,16 +228,34 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    return _nn.binary_cross_entropy(input, target, weight, _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    # (a target of another size is the C++ op's ValueError, as in torch, which checks that first)
+    if isinstance(input, _C.Tensor) and isinstance(target, _C.Tensor) and target.size() == input.size():
+        if target.dtype != input.dtype:
+            raise RuntimeError(f"Found dtype {_scalar_name(target.dtype)} but expected {_scalar_name(input.dtype)}")
+        # torch's kernel checks every target (NaN included) as it checks every input
+        if target.numel() and target.device.type != "meta" and not bool(((target >= 0) & (target <= 1)).all()):
+            raise RuntimeError("all elements of target should be between 0 and 1")
+    return _nn.binary_cross_entropy(input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                                      reduction="mean", pos_weight=None):
-    return _nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
-                                                _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    if (isinstance(input, _C.Tensor) and isinstance(target, _C.Tensor) and target.size() == input.size()
+            and not (target.is_floating_point() or target.is_complex()) and target.dtype != _C.bool):
+        # torch computes into a tensor of the target's dtype: an integer target cannot hold the loss
+        raise RuntimeError(f"result type {_scalar_name(_C.promote_types(input.dtype, target.dtype))} can't be cast "
+                           f"to the desired output type {_scalar_name(target.dtype)}")
+    return _nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    if size_average is None and reduce is None and reduction == "mean" and not _from_aten():
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=3)
     return _nn.kl_div(input, target, _reduction(size_average, reduce, reduction), log_target)
 
 
@@ -281,6 +346,18 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    if not _from_aten():  # torch.group_norm (the ATen op) skips the Python-level check
+        # torch's _verify_batch_size (num_groups=0 divides by zero here, as in torch)
+        size = [input.size(0) * input.size(1) // num_groups, num_groups] + list(input.size()[2:])
+        prod = size[0]
+        for s in size[2:]:
+            prod *= s
+        if prod == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    if num_groups <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
     return _nn.group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -398,14 +475,30 @@ def _pair(x, n=2):
     return x
 
 
+_same_padding_warned = [False]
+
+
+def _warn_same_padding(padding, weight, dilation, n):
+    """torch warns (once a process) when padding='same' needs more padding on one side."""
+    if padding != "same" or _same_padding_warned[0] or not isinstance(weight, _C.Tensor) or weight.dim() != n + 2:
+        return
+    dil = _pair(dilation, n)
+    if any(d * (k - 1) % 2 for d, k in zip(dil, weight.shape[2:])):
+        _same_padding_warned[0] = True
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
+                      "of the input be created", stacklevel=4)
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     if isinstance(padding, str):  # 'same' / 'valid', resolved by the op
+        _warn_same_padding(padding, weight, dilation, 1)
         return _nn._conv1d_padding(input, weight, bias, _pair(stride, 1), padding, _pair(dilation, 1), groups)
     return _nn.conv1d(input, weight, bias, _pair(stride, 1), _pair(padding, 1), _pair(dilation, 1), groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     if isinstance(padding, str):
+        _warn_same_padding(padding, weight, dilation, 2)
         return _nn._conv2d_padding(input, weight, bias, _pair(stride), padding, _pair(dilation), groups)
     return _nn.conv2d(input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups)
 
@@ -546,6 +639,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -575,6 +669,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse gradients are not supported")
+    if offsets is not None and mode != "max" and isinstance(offsets, _C.Tensor) and offsets.dim() == 1 \
+            and offsets.numel() > 1 and offsets.device.type != "meta":
+        # torch's sum/mean kernels reject bags that end before they start
+        down = offsets[1:] < offsets[:-1]
+        if bool(down.any()):
+            if include_last_offset and not bool(down[:-1].any()):
+                raise RuntimeError("Your input appears to be incorrect: the last offset value should be the size of "
+                                   "the indices tensor, but it seems not to be the case.")
+            raise RuntimeError("Expected i < index_size to be true, but got false. (offsets must be non-decreasing)")
     return _nn.embedding_bag(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
                              max_norm, norm_type)
 
@@ -589,6 +692,8 @@ def _name_errors(fn):
         if _C._has_torch_function(*args, **kwargs):
             from ..overrides import handle_torch_function
             return handle_torch_function(wrapper, list(args) + list(kwargs.values()), *args, **kwargs)
+        if args and type(args[0]) is _ndarray:  # the C++ ops would take it; torch's take only tensors
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not numpy.ndarray")
         try:
             return fn(*args, **kwargs)
         except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError) as e:
@@ -619,6 +724,8 @@ def _dispatching(fn):
         if _C._has_torch_function(*args, **kwargs):
             from ..overrides import handle_torch_function
             return handle_torch_function(wrapper, list(args) + list(kwargs.values()), *args, **kwargs)
+        if args and type(args[0]) is _ndarray:
+            raise TypeError(f"{fn.__name__}(): argument 'input' (position 1) must be Tensor, not numpy.ndarray")
         return fn(*args, **kwargs)
     return wrapper
 

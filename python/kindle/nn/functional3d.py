@@ -16,6 +16,8 @@ def _three(x):
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     if isinstance(padding, str):
+        from .functional import _warn_same_padding
+        _warn_same_padding(padding, weight, dilation, 3)
         return _nn._conv3d_padding(input, weight, bias, _three(stride), padding, _three(dilation), groups)
     return _nn.conv3d(input, weight, bias, _three(stride), _three(padding), _three(dilation), groups)
 

@@ -50,3 +50,6 @@ def sdpa_kernel(backends, set_priority=False):
         yield {}
     finally:
         _current_backends = previous
+
+
+from . import bias  # noqa: E402,F401  (torch.nn.attention.bias: CausalBias, causal_upper_left/lower_right)

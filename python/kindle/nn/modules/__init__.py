@@ -37,7 +37,21 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 from . import (activation, adaptive, attention, batchnorm, container, conv, distance, dropout, lazy, linear,  # noqa: E402
                loss, module, normalization, pooling, rnn, shape, sparse, transformer)
+# torch's module names for the layers kindle keeps in shape.py and batchnorm.py / lazy.py
+from . import (channelshuffle, flatten, fold, instancenorm, padding, pixelshuffle, upsampling,  # noqa: E402,F401
+               utils)
 
 __all__ = [name for m in (module, container, linear, conv, pooling, batchnorm, normalization, dropout, sparse,
                           activation, loss, distance, shape, rnn, transformer, lazy, adaptive) for name in m.__all__] + \
     ["MultiheadAttention"]
+
+# torch's modules also hold the lazy forms of their layers (batchnorm.LazyBatchNorm1d, ...); here
+# they live in lazy.py, which imports these modules, so they are attached once all are loaded.
+for _mod, _names in ((batchnorm, ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]),
+                     (conv, ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+                             "LazyConvTranspose3d"]),
+                     (linear, ["LazyLinear"])):
+    for _name in _names:
+        setattr(_mod, _name, getattr(lazy, _name))
+    _mod.__all__ = list(_mod.__all__) + _names
+del _mod, _names, _name

@@ -1,4 +1,5 @@
 """Hook handles and the full backward hook machinery of nn.Module (torch.utils.hooks)."""
+import warnings
 import weakref
 
 from ... import _C
@@ -44,15 +45,18 @@ class BackwardHookFunction(Function):
     grad_input), which is how torch's BackwardHookFunction brackets a module."""
 
     @staticmethod
-    def forward(ctx, hook, *tensors):
+    def forward(ctx, hook, materialize, *tensors):
         ctx.hook = hook
+        ctx.set_materialize_grads(materialize)
         ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
         return tensors  # the C++ side turns an input returned as an output into a view of it
 
     @staticmethod
     def backward(ctx, *grads):
-        # Tensors that need no gradient arrive as zeros (materialised), as torch's hooks see them.
-        return (None,) + tuple(ctx.hook(grads))
+        # torch's hooks sit on the autograd node: on the outputs' node they see the gradients as
+        # they arrive (None for an output that no loss used), on the inputs' node the gradients
+        # it computed (zeros for an input tensor that got none), hence materialize only there.
+        return (None, None) + tuple(ctx.hook(grads))
 
 
 class BackwardHook:
@@ -76,13 +80,13 @@ class BackwardHook:
             res[i] = v
         return tuple(res)
 
-    def _wrap(self, args, on_grads):
+    def _wrap(self, args, on_grads, materialize):
         """Routes the tensors of `args` through one BackwardHookFunction node; returns (args, tensor indices),
         or (args, None) when nothing needs a gradient."""
         index = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
         if not (_C.is_grad_enabled() and any(args[i].requires_grad for i in index)):
             return args, None
-        wrapped = BackwardHookFunction.apply(on_grads, *(args[i] for i in index))
+        wrapped = BackwardHookFunction.apply(on_grads, materialize, *(args[i] for i in index))
         out = list(args)
         for i, t in zip(index, wrapped):
             out[i] = t
@@ -116,6 +120,11 @@ class BackwardHook:
         local = self.grad_outputs
         if self.input_index is None:
             # No input needs a gradient: the hooks fire now, with grad_input all None.
+            if self.user_hooks:
+                warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                              "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
+                              "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more "
+                              "details.", stacklevel=6)
             grad_inputs = (None,) * self.n_inputs
             for hook in self.user_hooks:
                 res = hook(self.module, grad_inputs, self.grad_outputs)
@@ -126,13 +135,13 @@ class BackwardHook:
         return [local[i] for i in self.output_index]
 
     def setup_input_hook(self, args):
-        res, self.input_index = self._wrap(args, self._on_grad_inputs)
+        res, self.input_index = self._wrap(args, self._on_grad_inputs, True)
         self.n_inputs = len(args)
         return res
 
     def setup_output_hook(self, result):
         single = not isinstance(result, tuple)
         args = (result,) if single else result
-        res, self.output_index = self._wrap(args, self._on_grad_outputs)
+        res, self.output_index = self._wrap(args, self._on_grad_outputs, False)
         self.n_outputs = len(args)
         return res[0] if single else res

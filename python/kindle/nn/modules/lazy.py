@@ -68,6 +68,12 @@ class UninitializedParameter(_UninitializedMixin, Parameter):
     def __reduce_ex__(self, proto):
         return (type(self), (self.requires_grad,))
 
+    def __deepcopy__(self, memo):
+        # a new placeholder (there are no values to copy), as torch's
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, dtype=self.dtype)
+        return memo[id(self)]
+
 
 class UninitializedBuffer(_UninitializedMixin, _C.Tensor):
     """A buffer whose shape is not known yet (see the lazy modules)."""
@@ -84,6 +90,12 @@ class UninitializedBuffer(_UninitializedMixin, _C.Tensor):
 
     def __reduce_ex__(self, proto):
         return (type(self), (self.requires_grad,))
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, dtype=self.dtype,
+                                        persistent=getattr(self, "persistent", True))
+        return memo[id(self)]
 
 
 def _is_uninit(t):
@@ -144,7 +156,7 @@ class LazyModuleMixin:
         self.__dict__.update(real.__dict__)
         self.__dict__.update(hooks)
         self._load_state_dict_pre_hooks = {k: v for k, v in self._load_state_dict_pre_hooks.items()
-                                           if getattr(v, "func", None) is not LazyModuleMixin._lazy_load_hook}
+                                           if getattr(v, "hook", None) is not LazyModuleMixin._lazy_load_hook}
         self.__class__ = self.cls_to_become
         self.train(training)
 
@@ -220,8 +232,10 @@ class _LazyNormBase(LazyModuleMixin):
 
 
 def _lazy_norm(name, base, spatial, affine, track):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None, dtype=None):
-        self._lazy_setup((eps, momentum, affine, track_running_stats), {"device": device, "dtype": dtype})
+    def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None, dtype=None, *,
+                 bias=True):
+        self._lazy_setup((eps, momentum, affine, track_running_stats), {"device": device, "dtype": dtype,
+                                                                        "bias": bias})
     return type(name, (_LazyNormBase, base), {"cls_to_become": base, "_spatial": spatial, "__init__": __init__,
                                               "__doc__": f"{base.__name__} with num_features from the first input."})
 

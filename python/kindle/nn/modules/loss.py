@@ -1,4 +1,7 @@
 """Loss modules: each keeps its reduction and options and calls the nn.functional loss."""
+import warnings
+
+from .. import _reduction
 from .. import functional as F
 from .module import Module
 
@@ -11,8 +14,12 @@ __all__ = ["CTCLoss", "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        # The deprecated size_average/reduce pair, when given, decides the reduction (with a warning).
-        self.reduction = F._reduction(size_average, reduce, reduction)
+        # The deprecated size_average/reduce pair, when given, decides the reduction (with a warning
+        # naming it).
+        if size_average is not None or reduce is not None:
+            self.reduction = _reduction.legacy_get_string(size_average, reduce)
+        else:
+            self.reduction = reduction
 
 
 class _WeightedLoss(_Loss):
@@ -217,3 +224,9 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
 class NLLLoss2d(NLLLoss):
     """The deprecated name of NLLLoss for images (NLLLoss takes (N, C, H, W) input itself)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)

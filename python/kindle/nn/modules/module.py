@@ -1,14 +1,26 @@
 """nn.Module: the base class of every layer, with torch's registration, state-dict, hook and
 conversion semantics."""
+import copyreg
 import functools
 import itertools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
 from .hooks import BackwardHook, RemovableHandle
+
+
+def _reduce_builtin(f):
+    """kindle's built-in ops (kindle.tanh, ...) are nanobind functions: like Python's builtins,
+    copy and deepcopy give them back as they are and pickle stores them by name, so a module
+    holding one (TransformerEncoderLayer(activation=kindle.tanh)) can be cloned and saved."""
+    return getattr(f, "__qualname__", f.__name__)
+
+
+copyreg.pickle(type(_C.tanh), _reduce_builtin)
 
 __all__ = ["Module"]  # (the register_module_* functions are reached as torch's are: nn.modules.module.X)
 
@@ -21,6 +33,9 @@ _global_forward_hooks_always_called = OrderedDict()
 _global_backward_pre_hooks = OrderedDict()
 _global_backward_hooks = OrderedDict()
 _global_call_hooks = OrderedDict()  # every forward/backward hook above, by id: one test per module call
+# Whether _global_backward_hooks are full (register_module_full_backward_hook) or the legacy kind
+# (register_module_backward_hook): None until one is registered; the two cannot be mixed.
+_global_is_full_backward_hook = None
 _global_buffer_registration_hooks = OrderedDict()
 _global_module_registration_hooks = OrderedDict()
 _global_parameter_registration_hooks = OrderedDict()
@@ -54,9 +69,62 @@ def register_module_full_backward_pre_hook(hook):
 
 
 def register_module_full_backward_hook(hook):
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = True
     handle = RemovableHandle(_global_backward_hooks, extra_dict=_global_call_hooks)
     _global_backward_hooks[handle.id] = _global_call_hooks[handle.id] = hook
     return handle
+
+
+def register_module_backward_hook(hook):
+    """The deprecated global form of Module.register_backward_hook (the legacy, non-full hook on
+    the autograd node that made each module's output)."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = False
+    handle = RemovableHandle(_global_backward_hooks, extra_dict=_global_call_hooks)
+    _global_backward_hooks[handle.id] = _global_call_hooks[handle.id] = hook
+    return handle
+
+
+class _WrappedHook:
+    """A hook bound to its module through a weak reference (torch's _WrappedHook): a hook stored on
+    the module or on an autograd node does not keep the module alive."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = False
+        if module is not None:
+            self.module = weakref.ref(module)
+            self.with_module = True
+
+    def __call__(self, *args, **kwargs):
+        if self.with_module:
+            module = self.module()
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    def __getstate__(self):
+        result = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            result["module"] = self.module()
+        return result
+
+    def __setstate__(self, state):
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
 
 
 def register_module_buffer_registration_hook(hook):
@@ -194,6 +262,10 @@ class Module:
     _version = 1
     training: bool
     forward = _forward_unimplemented
+    # True once a full backward hook is registered, False once a legacy one is (they cannot mix)
+    _is_full_backward_hook = None
+    # set by Module.compile(): calls go through it
+    _compiled_call_impl = None
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -417,9 +489,11 @@ class Module:
 
     def __getstate__(self):
         state = self.__dict__
-        if type(state.get("_modules")) is _Children:  # written as the plain dict torch writes
+        if type(state.get("_modules")) is _Children or "_compiled_call_impl" in state:
             state = dict(state)
-            state["_modules"] = dict(state["_modules"])
+            state.pop("_compiled_call_impl", None)  # a compiled forward is not saved (nor deep-copied)
+            if type(state.get("_modules")) is _Children:  # written as the plain dict torch writes
+                state["_modules"] = dict(state["_modules"])
         return state
 
     def __setstate__(self, state):
@@ -433,11 +507,26 @@ class Module:
     def __call__(self, *args, **kwargs):
         # The common case: no hooks, straight to forward (one dict lookup per hook kind).
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_call_hooks or self._compiled_call_impl is not None):
+            return self.forward(*args, **kwargs)
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    _wrapped_call_impl = __call__
+
+    def _call_impl(self, *args, **kwargs):
+        """A call as __call__ makes it, without the compiled forward (what Module.compile compiles)."""
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_call_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
-    _call_impl = __call__
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward with kindle.compile(*args, **kwargs), in place: later calls
+        run the compiled form (torch.nn.Module.compile). Returns None."""
+        from ... import _compile
+        object.__setattr__(self, "_compiled_call_impl", _compile.compile(self._call_impl, *args, **kwargs))
 
     def _call_with_hooks(self, args, kwargs):
         called_always = set()
@@ -445,7 +534,7 @@ class Module:
         forward_hooks = _merged(_global_forward_hooks, self._forward_hooks)
         hooks_with_kwargs = _merged(_global_forward_hooks_with_kwargs, self._forward_hooks_with_kwargs)
         always_called = _merged(_global_forward_hooks_always_called, self._forward_hooks_always_called)
-        backward_hooks = _merged(_global_backward_hooks, self._backward_hooks)
+        backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
         backward_pre_hooks = _merged(_global_backward_pre_hooks, self._backward_pre_hooks)
         try:
             for hook in _global_forward_pre_hooks.values():
@@ -468,7 +557,7 @@ class Module:
 
             bw_hook = None
             if backward_hooks or backward_pre_hooks:
-                bw_hook = BackwardHook(self, list(backward_hooks.values()), list(backward_pre_hooks.values()))
+                bw_hook = BackwardHook(self, backward_hooks, list(backward_pre_hooks.values()))
                 args = bw_hook.setup_input_hook(args)
 
             result = self.forward(*args, **kwargs)
@@ -488,6 +577,20 @@ class Module:
                                   f"Tensors but received {type(result)}", stacklevel=2)
                 else:
                     result = bw_hook.setup_output_hook(result)
+
+            if non_full_backward_hooks:
+                # the legacy hooks: on the autograd node that made the (first) output tensor
+                var = result
+                while not isinstance(var, _C.Tensor):
+                    if isinstance(var, dict):
+                        var = next(v for v in var.values() if isinstance(v, _C.Tensor))
+                    else:
+                        var = var[0]
+                grad_fn = var.grad_fn
+                if grad_fn is not None:
+                    for hook in non_full_backward_hooks:
+                        grad_fn.register_hook(_WrappedHook(hook, self))
+                    self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
             return result
         except Exception:
             # always_call forward hooks run even when forward raised; their own errors only warn.
@@ -536,6 +639,10 @@ class Module:
         return handle
 
     def register_full_backward_hook(self, hook, prepend=False):
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = True
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
@@ -543,8 +650,64 @@ class Module:
         return handle
 
     def register_backward_hook(self, hook):
-        raise NotImplementedError("register_backward_hook (the deprecated non-full backward hook) is not supported; "
-                                  "use register_full_backward_hook")
+        """The deprecated (non-full) backward hook: hook(module, grad_input, grad_output) runs as a hook
+        of the autograd node that produced the module's (first) output, so grad_input are that
+        node's input gradients, not necessarily the module's. Use register_full_backward_hook."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = False
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def _get_backward_hooks(self):
+        """(full backward hooks, legacy backward hooks) for a call: the global ones first."""
+        full, non_full = [], []
+        if _global_backward_hooks:
+            (full if _global_is_full_backward_hook is not False else non_full).extend(_global_backward_hooks.values())
+        if self._backward_hooks:
+            (full if self._is_full_backward_hook is not False else non_full).extend(self._backward_hooks.values())
+        return full, non_full
+
+    def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn):
+        """torch's warnings for the cases where a legacy backward hook misses some gradients."""
+        if not isinstance(result, _C.Tensor):
+            if not (isinstance(result, tuple) and all(isinstance(r, _C.Tensor) for r in result)):
+                warnings.warn("Using non-full backward hooks on a Module that does not return a single Tensor or a "
+                              "tuple of Tensors is deprecated and will be removed in future versions. This hook will "
+                              "be missing some of the grad_output. Please use register_full_backward_hook to get the "
+                              "documented behavior.", FutureWarning, stacklevel=2)
+                return
+        else:
+            result = (result,)
+        if not isinstance(inputs, _C.Tensor):
+            if not (isinstance(inputs, tuple) and all(isinstance(i, _C.Tensor) for i in inputs)):
+                warnings.warn("Using non-full backward hooks on a Module that does not take as input a single Tensor "
+                              "or a tuple of Tensors is deprecated and will be removed in future versions. This hook "
+                              "will be missing some of the grad_input. Please use register_full_backward_hook to get "
+                              "the documented behavior.", FutureWarning, stacklevel=2)
+                return
+        else:
+            inputs = (inputs,)
+        out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
+        if len(out_grad_fn) == 0 or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+            warnings.warn("Using a non-full backward hook when outputs are nested in python data structure is "
+                          "deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output.", FutureWarning, stacklevel=2)
+        elif len(out_grad_fn) > 1:
+            warnings.warn("Using a non-full backward hook when outputs are generated by different autograd Nodes is "
+                          "deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output. Please use register_full_backward_hook to get the documented behavior.",
+                          FutureWarning, stacklevel=2)
+        else:
+            inputs_grad_fn = {i.grad_fn for i in inputs if i.grad_fn is not None}
+            next_functions = {n[0] for n in grad_fn.next_functions}
+            if inputs_grad_fn != next_functions:
+                warnings.warn("Using a non-full backward hook when the forward contains multiple autograd Nodes is "
+                              "deprecated and will be removed in future versions. This hook will be missing some "
+                              "grad_input. Please use register_full_backward_hook to get the documented behavior.",
+                              FutureWarning, stacklevel=2)
 
     def register_state_dict_pre_hook(self, hook):
         """hook(module, prefix, keep_vars) runs before this module's state_dict() collects its entries."""
@@ -552,17 +715,35 @@ class Module:
         self._state_dict_pre_hooks[handle.id] = hook
         return handle
 
-    def register_state_dict_post_hook(self, hook):
-        """hook(module, state_dict, prefix, local_metadata) runs after; it must return None."""
+    def _register_state_dict_hook(self, hook):
+        """The private form of register_state_dict_post_hook that libraries use: hook(module, state_dict,
+        prefix, local_metadata) may also return a new state_dict, which state_dict() returns when
+        this module is the one it was called on."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
+                               "registered via register_state_dict_post_hook")
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
         return handle
 
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) runs after; it must return None."""
+        hook._from_public_api = True  # (as torch marks it: its return value is not a new state_dict)
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """The private form of register_load_state_dict_pre_hook: without with_module the hook is
+        called without the module, hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(hook, self if with_module else None)
+        return handle
+
     def register_load_state_dict_pre_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self)
-        return handle
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_load_state_dict_post_hook(self, hook):
         """hook(module, incompatible_keys) may edit the key lists in place; it must return None."""
@@ -660,7 +841,11 @@ class Module:
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            if hook(self, destination, prefix, local_metadata) is not None:
+            hook_result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                if hook_result is not None:  # (only the module state_dict() was called on returns it)
+                    destination = hook_result
+            elif hook_result is not None:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
 

@@ -1,11 +1,13 @@
 """Transformer, TransformerEncoder/Decoder and their layers, with torch's arguments, submodule
 names (so state dicts are interchangeable) and mask conventions. Built from MultiheadAttention,
-Linear, LayerNorm and Dropout. torch's fused inference fast paths (nested tensors,
-_transformer_encoder_layer_fwd) have no counterpart: every call takes the composed path. Its
-values are torch's, with one exception by design: torch's nested-tensor path (eval, no grad,
-src_key_padding_mask) writes zeros at padded output positions, so torch's own output there
-depends on grad mode; Kindle's never does."""
+Linear, LayerNorm and Dropout. torch's fused inference kernels (nested tensors,
+_transformer_encoder_layer_fwd) have no counterpart: every call takes the composed path. Where
+torch's TransformerEncoder would take its nested-tensor "sparsity fast path" (the same conditions,
+checked in the same order), the composed path runs with the key padding mask the nested tensor
+implies and the padded output positions are then written as zeros, as torch's to_padded_tensor
+does, so the values match torch's in every mode."""
 import copy
+import warnings
 
 from ... import _C
 from .. import functional as F
@@ -108,30 +110,125 @@ class Transformer(Module):
 
 
 class TransformerEncoder(Module):
-    """num_layers deep copies of encoder_layer, then the optional norm. enable_nested_tensor and
-    mask_check are accepted for compatibility; there is no nested-tensor path."""
+    """num_layers deep copies of encoder_layer, then the optional norm. With enable_nested_tensor
+    (and a layer that allows it: use_nested_tensor), an eval-mode no-grad batched call with a
+    src_key_padding_mask and no mask gives exact zeros at the padded positions (before norm), as
+    torch's nested-tensor path does."""
+
+    __constants__ = ["norm"]
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
-        self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        self.enable_nested_tensor = enable_nested_tensor  # the value given at construction
+        self.use_nested_tensor = enable_nested_tensor  # whether the nested-tensor path may be taken
         self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
+
+    def _why_not_sparsity_fast_path(self, src, mask, src_key_padding_mask):
+        """torch's reason for not taking the nested-tensor path, '' when it is taken."""
+        from ... import backends, compiler, is_autocast_enabled, is_grad_enabled
+        from ...overrides import has_torch_function
+        first = self.layers[0]
+        mha = getattr(backends, "mha", None)
+        if mha is not None and hasattr(mha, "get_fastpath_enabled") and not mha.get_fastpath_enabled():
+            return "torch.backends.mha.get_fastpath_enabled() was not True"
+        if not hasattr(self, "use_nested_tensor"):
+            return "use_nested_tensor attribute not present"
+        if not self.use_nested_tensor:
+            return "self.use_nested_tensor (set in init) was not True"
+        if first.training:
+            return "self.layers[0] was in training mode"
+        if src.dim() != 3:
+            return f"input not batched; expected src.dim() of 3 but got {src.dim()}"
+        if src_key_padding_mask is None:
+            return "src_key_padding_mask was None"
+        do_mask_check = getattr(self, "mask_check", True)
+        if do_mask_check and compiler.is_compiling():
+            return "mask_check enabled with torch.compile or torch.export"
+        if do_mask_check and not _left_aligned(src_key_padding_mask):
+            return "mask_check enabled, and src and src_key_padding_mask was not left aligned"
+        if getattr(src, "is_nested", False):
+            return "NestedTensor input is not supported"
+        if mask is not None:
+            return "src_key_padding_mask and mask were both supplied"
+        if is_autocast_enabled():
+            return "autocast is enabled"
+        sa = first.self_attn
+        tensor_args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
+                       first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
+                       first.linear1.weight, first.linear1.bias, first.linear2.weight, first.linear2.bias)
+        supported = ["cpu", "cuda", "xpu", "privateuseone"]
+        if has_torch_function(tensor_args):
+            return "some Tensor argument has_torch_function"
+        if src.device.type not in supported:
+            return f"src device is neither one of {supported}"
+        if is_grad_enabled() and any(x is not None and x.requires_grad for x in tensor_args):
+            return ("grad is enabled and at least one of query or the input/output projection weights or biases "
+                    "requires_grad")
+        return ""
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(mask),
                                                "mask", src.dtype)
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         batch_first = self.layers[0].self_attn.batch_first
+        padded = None  # the positions torch's nested tensor leaves out (then pads with zeros)
+        if not self._why_not_sparsity_fast_path(src, mask, src_key_padding_mask):
+            # The nested tensor keeps the first (number of unpadded entries) positions of each
+            # sequence: with mask_check that is exactly the unpadded ones.
+            lengths = src_key_padding_mask.logical_not().sum(1, keepdim=True)
+            padded = _C.arange(src.size(1), device=src.device).unsqueeze(0) >= lengths
+            src_key_padding_mask = padded
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        if padded is not None:
+            is_causal = False  # the nested layers see no mask, and torch's fused layer ignores the hint
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+def _why_not_nested(layer):
+    """Why torch's TransformerEncoder(enable_nested_tensor=True) turns use_nested_tensor off for
+    this encoder layer ('' when it does not)."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
+def _left_aligned(padding_mask):
+    """Whether every row of the (canonical, float) key padding mask is unpadded entries followed
+    by padded ones (torch._nested_tensor_from_mask_left_aligned)."""
+    valid = padding_mask.logical_not()
+    lengths = valid.sum(1, keepdim=True)
+    left = _C.arange(valid.size(1), device=valid.device).unsqueeze(0) < lengths
+    return bool((left == valid).all())
 
 
 class TransformerDecoder(Module):

@@ -134,7 +134,7 @@ def remove_spectral_norm(module, name="weight"):
         if isinstance(hook, _SpectralNormStateDictHook) and hook.fn.name == name:
             del module._state_dict_hooks[k]
     for k, hook in list(module._load_state_dict_pre_hooks.items()):
-        inner = getattr(hook, "func", hook)  # register_load_state_dict_pre_hook wraps it in a partial
+        inner = getattr(hook, "hook", hook)  # register_load_state_dict_pre_hook wraps it (_WrappedHook)
         if isinstance(inner, _SpectralNormLoadStateDictPreHook) and inner.fn.name == name:
             del module._load_state_dict_pre_hooks[k]
     return module
