@@ -13,7 +13,9 @@
 namespace kindle {
 namespace {
 
-constexpr int kPrecision = 4, kLineWidth = 80, kEdgeItems = 3, kThreshold = 1000;
+PrintOptions g_options;  // set_printoptions (torch.set_printoptions); read while printing
+
+std::string float_spec(char conv) { return "%." + std::to_string(g_options.precision) + conv; }
 
 struct Element {
   const Tensor& t;
@@ -38,7 +40,8 @@ void visit(const Tensor& t, const char* p, int64_t d, bool summarize, F& f) {
   if (d == t.dim()) { f(p); return; }
   int64_t n = t.sizes()[d], st = t.strides()[d] * int64_t(t.element_size());
   for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    const int64_t edge = g_options.edgeitems;
+    if (summarize && n > 2 * edge && i == edge) i = n - edge;
     visit(t, p + i * st, d + 1, summarize, f);
   }
 }
@@ -75,11 +78,13 @@ struct Formatter {
     if (!any) return;
     bool big_range = mx / mn > 1000.0 || mx > 1.0e8;
     sci_mode = int_mode ? big_range : (big_range || mn < 1.0e-4);
+    if (g_options.sci_mode) sci_mode = *g_options.sci_mode;
+    const std::string e = float_spec('e'), f = float_spec('f');
     for (double v : vals) {
       if (!std::isfinite(v) || v == 0) continue;
-      if (sci_mode) width = std::max(width, fmt("%.4e", v).size());
+      if (sci_mode) width = std::max(width, fmt(e.c_str(), v).size());
       else if (int_mode) width = std::max(width, fmt("%.0f", v).size() + 1);
-      else width = std::max(width, fmt("%.4f", v).size());
+      else width = std::max(width, fmt(f.c_str(), v).size());
     }
   }
 
@@ -92,12 +97,12 @@ struct Formatter {
     std::string s;
     if (floating) {
       double v = el.get(p);
-      if (sci_mode) s = fmt("%.4e", v);
+      if (sci_mode) s = fmt(float_spec('e').c_str(), v);
       else if (int_mode) {
         s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt("%.0f", v);
         if (std::isfinite(v)) s += ".";
       } else {
-        s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt("%.4f", v);
+        s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt(float_spec('f').c_str(), v);
       }
     } else {
       s = str_int(el, p);
@@ -134,16 +139,18 @@ std::string tensor_str(const Tensor& t, const char* p, int64_t d, size_t indent,
   int64_t n = t.sizes()[d], st = t.strides()[d] * int64_t(t.element_size());
   std::vector<std::string> parts;
   for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+    const int64_t edge = g_options.edgeitems;
+    if (summarize && n > 2 * edge && i == edge) {
       parts.push_back(d + 1 == t.dim() ? " ..." : "...");
-      i = n - kEdgeItems;
+      i = n - edge;
     }
     parts.push_back(tensor_str(t, p + i * st, d + 1, indent + 1, summarize, f, cx));
   }
   std::string out = "[";
   if (d + 1 == t.dim()) {  // a row: wrap at the line width
     size_t width = f.width + (cx ? cx->imag_f->width + 1 : 0);
-    size_t per_line = std::max<size_t>(1, (kLineWidth - indent) / (width + 2));
+    const size_t line = size_t(std::max<int64_t>(g_options.linewidth, 0));
+    size_t per_line = std::max<size_t>(1, (line > indent ? line - indent : 0) / (width + 2));
     for (size_t i = 0; i < parts.size(); ++i) {
       if (i) out += (i % per_line == 0) ? ",\n" + std::string(indent + 1, ' ') : ", ";
       out += parts[i];
@@ -156,6 +163,9 @@ std::string tensor_str(const Tensor& t, const char* p, int64_t d, size_t indent,
 }
 
 }  // namespace
+
+void set_printoptions(const PrintOptions& options) { g_options = options; }
+PrintOptions get_printoptions() { return g_options; }
 
 std::string Tensor::to_string() const {
   if (!defined()) return "tensor(undefined)";
@@ -186,7 +196,7 @@ std::string Tensor::to_string() const {
     body = device().is_meta() ? "..." : "[]";
   } else {
     if (!default_dtype_shown) suffixes.push_back(std::string("dtype=kindle.") + dtype_name(dt));
-    bool summarize = numel() > kThreshold;
+    bool summarize = double(numel()) > g_options.threshold;
     if (is_complex()) {
       Tensor re = part_view(host, 0), im = part_view(host, 1);
       Formatter fr(re, summarize), fi(im, summarize);
@@ -206,7 +216,7 @@ std::string Tensor::to_string() const {
   std::string out = prefix + body;
   size_t last_line = out.size() - (out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n')) + 1;
   for (auto& s : suffixes) {
-    if (last_line + s.size() + 2 > size_t(kLineWidth)) {
+    if (last_line + s.size() + 2 > size_t(std::max<int64_t>(g_options.linewidth, 0))) {
       out += ",\n" + std::string(indent, ' ') + s;
       last_line = indent + s.size();
     } else {

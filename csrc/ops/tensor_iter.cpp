@@ -40,10 +40,11 @@ struct ResultState {
     int ch = category(*higher), cl = category(*lower);
     if (cl <= ch) return higher;
     // a float tensor with a complex number: the complex type of the tensor's precision
+    // (bfloat16 has no complex type: torch takes complex64)
     if (ch == kFloatCat) {
-      KINDLE_CHECK_NOT_IMPLEMENTED(*higher != kFloat16 && *higher != kBFloat16, "a ", *higher, " tensor with a complex "
+      KINDLE_CHECK_NOT_IMPLEMENTED(*higher != kFloat16, "a ", *higher, " tensor with a complex "
                                    "number gives a complex32 (ComplexHalf) result, which Kindle does not support");
-      return to_complex_type(*higher);
+      return *higher == kBFloat16 ? kComplex64 : to_complex_type(*higher);
     }
     return promote_types(*higher, *lower);
   }

@@ -11,14 +11,36 @@ namespace {
 
 Tensor list_to_index(nb::handle h) {
   nb::object mod = nb::module_::import_("kindle");
-  return nb::cast<Tensor>(mod.attr("tensor")(h));
+  Tensor t = nb::cast<Tensor>(mod.attr("tensor")(h));
+  return t.numel() == 0 && t.is_floating_point() ? t.to(kInt64) : t;  // x[[]]: an empty index, not a float one
 }
 
 // The Python index (an item or a tuple of items) as the list kindle::indexing takes.
+// A list index holding a tensor, a sequence, a slice, an ellipsis or None (x[[rows, cols]]) is
+// read as the tuple of its items, as torch 2.13 still does (with its deprecation warning); a list
+// of plain integers is an index tensor.
+bool list_as_tuple(PyObject* o) {
+  if (!PyList_Check(o) || PyList_GET_SIZE(o) >= 32) return false;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); ++i) {
+    PyObject* it = PyList_GET_ITEM(o, i);
+    if (it == Py_None || it == Py_Ellipsis || PySlice_Check(it) || nb::isinstance<Tensor>(nb::handle(it)) ||
+        (PySequence_Check(it) && !PyUnicode_Check(it) && !PyBytes_Check(it)))
+      return true;
+  }
+  return false;
+}
+
 std::vector<indexing::TensorIndex> to_indices(nb::handle idx) {
   std::vector<nb::handle> items;
   if (PyTuple_Check(idx.ptr())) {
     for (nb::handle h : nb::borrow<nb::tuple>(idx)) items.push_back(h);
+  } else if (list_as_tuple(idx.ptr())) {
+    if (PyErr_WarnEx(PyExc_UserWarning, "Using a non-tuple sequence for multidimensional indexing is deprecated "
+                     "and will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
+                     "will be interpreted as tensor index, x[torch.tensor(seq)], which will result either in an "
+                     "error or a different result", 1) < 0)
+      throw nb::python_error();
+    for (nb::handle h : nb::borrow<nb::list>(idx)) items.push_back(h);
   } else {
     items.push_back(idx);
   }

@@ -424,6 +424,14 @@ NB_MODULE(_C, m) {
     return d;
   });
   m.def("cpu_cache_set_limit", &cpu_cache_set_limit, nb::arg("bytes"));
+  m.def("_set_printoptions", [](int64_t precision, double threshold, int64_t edgeitems, int64_t linewidth,
+                                std::optional<bool> sci_mode) {
+    set_printoptions(PrintOptions{precision, threshold, edgeitems, linewidth, sci_mode});
+  });
+  m.def("_get_printoptions", []() {
+    PrintOptions o = get_printoptions();
+    return std::make_tuple(o.precision, o.threshold, o.edgeitems, o.linewidth, o.sci_mode);
+  });
 
   static PyType_Slot tensor_slots[] = {{Py_tp_traverse, (void*)tensor_tp_traverse},
                                        {Py_tp_clear, (void*)tensor_tp_clear},

@@ -226,6 +226,19 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
+// How tensors print (torch.set_printoptions): digits after the point, the element count above
+// which only edgeitems per dimension are shown, the line width, and scientific notation forced
+// on or off (unset: chosen from the values).
+struct PrintOptions {
+  int64_t precision = 4;
+  double threshold = 1000;
+  int64_t edgeitems = 3;
+  int64_t linewidth = 80;
+  std::optional<bool> sci_mode;
+};
+void set_printoptions(const PrintOptions& options);
+PrintOptions get_printoptions();
+
 // Wraps a dimension index that may be negative; raises IndexError naming `op` when out of range.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 DimVector contiguous_strides(IntArrayRef sizes);

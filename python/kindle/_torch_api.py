@@ -311,9 +311,30 @@ def _assert(condition, message):
         raise AssertionError(message)
 
 
+_PRINT_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, float("inf"), 3, 80)}
+
+
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
                      sci_mode=None):
-    """Accepted for compatibility; Kindle's tensor printing does not take options yet."""
+    """How tensors print, as torch.set_printoptions: a profile ("default", "short", "full") first,
+    then each option given; sci_mode=None lets the values choose (the options not given keep their
+    current value, except sci_mode, which torch also resets to None when it is not given)."""
+    cur = list(_C._get_printoptions())
+    if profile is not None:
+        if profile not in _PRINT_PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r} (default, short or full)")
+        cur[:4] = _PRINT_PROFILES[profile]
+    for i, v in enumerate((precision, threshold, edgeitems, linewidth)):
+        if v is not None:
+            cur[i] = v
+    _C._set_printoptions(int(cur[0]), float(cur[1]), int(cur[2]), int(cur[3]),
+                         None if sci_mode is None else bool(sci_mode))
+
+
+def get_printoptions():
+    precision, threshold, edgeitems, linewidth, sci_mode = _C._get_printoptions()
+    return {"precision": precision, "threshold": threshold, "edgeitems": edgeitems, "linewidth": linewidth,
+            "sci_mode": sci_mode}
 
 
 # --- Tensor methods with PyTorch's Python-level argument forms ---------------------------------

@@ -229,3 +229,49 @@ def test_scalar_conversions_and_grad_assignment_raise_torch_types():
     x.grad = None
     with pytest.raises(RuntimeError, match="cannot be empty"):
         kindle.autograd.grad((x * 2).sum(), [])
+
+
+PRINT_OPTIONS = [dict(precision=2), dict(sci_mode=True), dict(sci_mode=False), dict(threshold=10),
+                 dict(edgeitems=1, threshold=5), dict(linewidth=40), dict(profile="short"),
+                 dict(profile="full", threshold=50), dict(precision=6, linewidth=120)]
+
+
+@needs_torch
+@pytest.mark.parametrize("opts", PRINT_OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_set_printoptions_prints_as_torch(opts):
+    def text(lib):
+        values = [lib.tensor([1.23456, -2.5, 1000.25]), lib.tensor([1e-6, 1.0]), lib.arange(2000.0) / 7,
+                  lib.tensor([[1.5, 2.25], [3.125, 4.0]]), lib.tensor([1.0, 2.0]), lib.tensor([1 + 2j, 3.5 - 1j]),
+                  lib.arange(30.0).reshape(5, 6) * 1.5]
+        lib.set_printoptions(**opts)
+        try:
+            return [str(v).replace("torch.", "kindle.") for v in values]
+        finally:
+            lib.set_printoptions(profile="default")
+    assert text(kindle) == text(torch)
+    assert str(kindle.tensor([1.23456])) == "tensor([1.2346])"  # the default is back
+
+
+@needs_torch
+def test_a_list_of_index_objects_reads_as_a_tuple_as_torch_still_does():
+    def run(lib):
+        x = lib.arange(9.0).reshape(3, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = [x[[[0, 1], [1, 2]]].tolist(), x[[lib.tensor([0, 1]), lib.tensor([2, 0])]].tolist(),
+                   x[[slice(None), 1]].tolist(), tuple(x[[None, 1]].shape), tuple(x[[0, 1]].shape),
+                   tuple(x[[]].shape)]
+            x[[lib.tensor([0]), lib.tensor([1])]] = 100
+        return got + [x.tolist()]
+    assert run(kindle) == run(torch)
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        kindle.ones(2, 2)[[slice(None), 0]]
+
+
+def test_bfloat16_with_complex_promotes_to_complex64():
+    b = kindle.ones(2, dtype=kindle.bfloat16)
+    assert (b * 1j).dtype == kindle.complex64
+    assert (b + kindle.tensor(1j)).dtype == kindle.complex64
+    assert kindle.promote_types(kindle.bfloat16, kindle.complex64) == kindle.complex64
+    with pytest.raises(NotImplementedError, match="complex32"):
+        kindle.ones(2, dtype=kindle.float16) * 1j

@@ -78,7 +78,7 @@ def _analytical_jacobian(outputs, inputs, diff_idx):
     jacs = [[np.zeros((inputs[i].numel(), o.numel())) for o in outputs] for i in diff_idx]
     for oi, o in enumerate(outputs):
         for j in range(o.numel()):
-            g = _C.zeros_like(o)
+            g = _C.zeros(o.shape, dtype=o.dtype, device=o.device)  # (row-major: element j of view(-1) is element j)
             g.view(-1)[j] = 1
             grads = autograd_grad([o], diff_inputs, [g], retain_graph=True, allow_unused=True)
             for ii, gr in enumerate(grads):
