@@ -226,7 +226,11 @@ def split(tensor, split_size_or_sections, dim=0):
     return _split(tensor, split_size_or_sections, dim)
 
 
-Tensor.split = _split
+def _tensor_split_method(self, split_size, dim=0):  # Tensor.split's own parameter name, as torch's
+    return _split(self, split_size, dim)
+
+
+Tensor.split = _tensor_split_method
 
 
 def _tensor_str(self):
@@ -234,7 +238,15 @@ def _tensor_str(self):
 
 
 Tensor.__str__ = _tensor_str
-Tensor.__format__ = lambda self, spec: self.item().__format__(spec) if self.dim() == 0 else repr(self)
+def _tensor_format(self, spec):
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    if spec:  # (as object.__format__: a format spec applies to scalars only)
+        raise TypeError("unsupported format string passed to Tensor.__format__")
+    return repr(self)
+
+
+Tensor.__format__ = _tensor_format
 Tensor.__reversed__ = lambda self: _C.flip(self, 0)
 Tensor.__complex__ = lambda self: _builtins.complex(self.item())
 Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators

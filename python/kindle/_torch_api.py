@@ -23,6 +23,7 @@ __all__ = [
     "set_flush_denormal", "has_lapack", "has_mkl", "has_openmp", "has_spectral", "compiled_with_cxx11_abi",
     "is_vulkan_available", "set_default_tensor_type", "legacy_contiguous_format", "SymInt", "SymFloat", "SymBool",
     "to_dlpack", "DisableTorchFunction", "DisableTorchFunctionSubclass", "GradScaler", "Future",
+    "einsum", "randint_like",
 ]
 
 pi = _math.pi
@@ -309,6 +310,44 @@ def _assert(condition, message):
     """torch._assert: an assert that symbolic tracing can record."""
     if not condition:
         raise AssertionError(message)
+
+
+def _sublist_subscripts(sub):
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, int) and 0 <= s < len(letters):
+            out.append(letters[s])
+        else:
+            raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52): {s!r}")
+    return "".join(out)
+
+
+def einsum(*args, **kwargs):
+    """torch.einsum: einsum("ij,jk->ik", a, b), or the sublist format einsum(a, [0, 1], b, [1, 2], [0, 2])
+    (operands each followed by its subscripts as ints in [0, 52) or Ellipsis; an optional output
+    sublist last)."""
+    if not args or isinstance(args[0], str):
+        return _C.einsum(*args, **kwargs)
+    if len(args) < 2:
+        raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
+                        "operand and its subscripts list")
+    pairs = args if len(args) % 2 == 0 else args[:-1]
+    eq = ",".join(_sublist_subscripts(s) for s in pairs[1::2])
+    if len(args) % 2 == 1:
+        eq += "->" + _sublist_subscripts(args[-1])
+    return _C.einsum(eq, *pairs[0::2], **kwargs)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
+                 memory_format=None):
+    """torch.randint_like(input, high) or (input, low, high)."""
+    if high is None:
+        low, high = 0, low
+    return _C.randint_like(input, low, high, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad,
+                           memory_format=memory_format)
 
 
 _PRINT_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, float("inf"), 3, 80)}

@@ -275,3 +275,18 @@ def test_bfloat16_with_complex_promotes_to_complex64():
     assert kindle.promote_types(kindle.bfloat16, kindle.complex64) == kindle.complex64
     with pytest.raises(NotImplementedError, match="complex32"):
         kindle.ones(2, dtype=kindle.float16) * 1j
+
+
+@needs_torch
+def test_einsum_sublist_format_randint_like_high_split_size_and_format():
+    def run(lib):
+        a, b = lib.arange(6.0).reshape(2, 3), lib.arange(12.0).reshape(3, 4)
+        x = lib.arange(4.0)
+        return [lib.einsum(a, [0, 1], b, [1, 2], [0, 2]).tolist(), lib.einsum(a, [Ellipsis, 1], b, [1, 2]).tolist(),
+                lib.einsum("ij,jk->ik", [a, b]).tolist(), tuple(lib.randint_like(x, 10).shape),
+                lib.randint_like(x, 3, 4).tolist(), [t.tolist() for t in x.split(split_size=3)],
+                format(lib.tensor(1.5), ".2f")]
+    assert run(kindle) == run(torch)
+    with pytest.raises(TypeError):
+        format(kindle.ones(2), ".2f")
+    assert f"{kindle.ones(2)}" == "tensor([1., 1.])"
