@@ -145,12 +145,28 @@ def test_flat_weights_follow_replaced_parameters():
     _close(km(_k(x))[0], tm(x)[0], "after replacing weight_hh_l0")
 
 
-def test_lstm_proj_size_not_implemented():
-    m = nn.LSTM(4, 6, proj_size=3)
-    assert tuple(m.weight_hr_l0.shape) == (3, 6)
-    assert tuple(m.weight_hh_l0.shape) == (24, 3)
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        m(kindle.randn(2, 1, 4))
+@pytest.mark.parametrize("cfg", [dict(num_layers=1), dict(num_layers=2, bidirectional=True),
+                                 dict(num_layers=2, batch_first=True, bias=False),
+                                 dict(num_layers=1, bidirectional=True, batch_first=True)],
+                         ids=["1", "2bi", "2bf_nobias", "1bi_bf"])
+@pytest.mark.parametrize("lengths", [None, [5, 3, 4]], ids=["padded", "packed"])
+def test_lstm_with_projections_matches_torch(cfg, lengths):
+    torch = pytest.importorskip("torch")
+    km, tm = _pair(torch, "LSTM", 4, 6, proj_size=3, **cfg)
+    assert tuple(km.weight_hr_l0.shape) == (3, 6) and tuple(km.weight_hh_l0.shape) == (24, 3)
+    x = torch.randn(3, 5, 4) if cfg.get("batch_first") else torch.randn(5, 3, 4)
+    results = []
+    for lib, m, inp in ((kindle, km, _k(x)), (torch, tm, x)):
+        if lengths is not None:
+            inp = lib.nn.utils.rnn.pack_padded_sequence(inp, lengths, batch_first=m.batch_first, enforce_sorted=False)
+        out, (h, c) = m(inp)
+        if lengths is not None:
+            out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=m.batch_first)[0]
+        (out.sum() + h.square().sum() + c.sum()).backward()
+        results.append((out, h, c))
+    for what, k, t in zip(("output", "h_n", "c_n"), *results):
+        _close(k, t, what)
+    _compare_params(km, tm)
 
 
 def test_dropout_between_layers_in_training():

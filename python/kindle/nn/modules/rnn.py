@@ -142,8 +142,7 @@ class RNNBase(Module):
         """The C++ recurrence (csrc/nn/rnn.cpp) over a (T, B, F) or (B, T, F) input, or over packed
         data given its batch_sizes; returns (output, h_n, c_n or None)."""
         if self.proj_size > 0:
-            raise NotImplementedError("LSTM with proj_size > 0 is not supported yet: kindle._C._nn.rnn has no "
-                                      "hidden-state projection (weight_hr)")
+            return self._run_projected(input, hx, cx, batch_sizes)
         layers = (self._flat_weights, self.mode, self.bias, self.num_layers, self.dropout, self.training,
                   self.bidirectional)
         if batch_sizes is None:
@@ -152,6 +151,71 @@ class RNNBase(Module):
             out = _C._nn.rnn_packed(input, batch_sizes, hx, cx, *layers)
         # c_n is only defined for LSTM; the other modes must not touch it.
         return out[0], out[1], (out[2] if cx is not None else None)
+
+    def _run_projected(self, input, hx, cx, batch_sizes):  # noqa: A002
+        """LSTM with proj_size > 0 (h = W_hr (o * tanh(c)), torch's LSTMP), step by step over
+        kindle ops (the C++ recurrence has no projection). A padded input is read as packed data
+        whose batch sizes are all B, so one loop serves both: at step t the first sizes[t] rows are
+        live (sizes never grow); running backwards, rows join with their initial state."""
+        from .. import functional as F
+        if batch_sizes is None:
+            x = input.transpose(0, 1) if self.batch_first else input
+            steps, batch = x.shape[0], x.shape[1]
+            sizes = [batch] * steps
+            data = x.reshape(steps * batch, x.shape[2])
+        else:
+            sizes = [int(b) for b in batch_sizes]
+            data = input
+        offsets = [0]
+        for n in sizes:
+            offsets.append(offsets[-1] + n)
+        dirs = 2 if self.bidirectional else 1
+        per = 5 if self.bias else 3
+        weights = self._flat_weights
+        h_n, c_n = [], []
+        layer_in = data
+        for layer in range(self.num_layers):
+            if layer > 0 and self.dropout > 0 and self.training:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                ws = weights[k * per:(k + 1) * per]
+                w_ih, w_hh, b_ih, b_hh, w_hr = ws if self.bias else (ws[0], ws[1], None, None, ws[2])
+                gates_in = F.linear(layer_in, w_ih, b_ih)  # every step's input part at once
+                h0, c0 = hx[k], cx[k]
+                step_out = [None] * len(sizes)
+                if d == 0:
+                    h, c = h0[:sizes[0]], c0[:sizes[0]]
+                    h_done, c_done = [], []
+                    order = range(len(sizes))
+                else:
+                    h, c = h0[:0], c0[:0]
+                    order = reversed(range(len(sizes)))
+                for t in order:
+                    n = sizes[t]
+                    if d == 0 and n < h.shape[0]:  # rows whose sequence ended at the step before
+                        h_done.insert(0, h[n:]), c_done.insert(0, c[n:])
+                        h, c = h[:n], c[:n]
+                    elif d == 1 and n > h.shape[0]:  # rows whose (reversed) sequence starts here
+                        h, c = _C.cat([h, h0[h.shape[0]:n]]), _C.cat([c, c0[c.shape[0]:n]])
+                    gates = gates_in[offsets[t]:offsets[t + 1]] + F.linear(h, w_hh, b_hh)
+                    i, f, g, o = gates.chunk(4, 1)
+                    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+                    h = F.linear(o.sigmoid() * c.tanh(), w_hr)
+                    step_out[t] = h
+                if d == 0:
+                    h, c = _C.cat([h] + h_done), _C.cat([c] + c_done)
+                h_n.append(h)
+                c_n.append(c)
+                outs.append(_C.cat(step_out))
+            layer_in = outs[0] if dirs == 1 else _C.cat(outs, 1)
+        out = layer_in
+        if batch_sizes is None:
+            out = out.reshape(len(sizes), sizes[0] if sizes else 0, out.shape[-1])
+            if self.batch_first:
+                out = out.transpose(0, 1)
+        return out, _C.stack(h_n), _C.stack(c_n)
 
     def _forward(self, input, hx):  # noqa: A002
         """Shared by RNN, LSTM and GRU: hx is a tensor, or (h_0, c_0) for LSTM, or None."""
