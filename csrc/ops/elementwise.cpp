@@ -329,7 +329,7 @@ static BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {
   if (!mode) return BinaryOp::Div;
   if (*mode == "trunc") return BinaryOp::DivTrunc;
   if (*mode == "floor") return BinaryOp::DivFloor;
-  throw ValueError(detail::str_cat(name, ": expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'"));
+  throw Error(detail::str_cat(name, " expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'"));
 }
 Tensor native_div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
   BinaryOp op = div_op("div", rounding_mode);

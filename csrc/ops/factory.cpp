@@ -256,10 +256,8 @@ Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement, co
                  "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
     KINDLE_CHECK(all(gt(sum(self, IntArrayRef{-1}), scalar_to_tensor(0))).item().to_bool(),
                  "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
-    if (!replacement)
-      KINDLE_CHECK(all(ge(sum(ne(self, scalar_to_tensor(0)), IntArrayRef{-1}), scalar_to_tensor(num_samples))).item().to_bool(),
-                   "multinomial: invalid multinomial distribution (with replacement=False, not enough non-negative "
-                   "category to sample)");
+    // (without replacement, zero-probability categories come last, as torch's: every category is
+    // non-negative, and n_sample <= n_cat was checked above)
     Tensor q = empty_tensor(self.sizes(), self.dtype(), self.device());
     q.exponential_(1, generator);
     q = div(self, q);

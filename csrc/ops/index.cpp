@@ -9,8 +9,7 @@ namespace kindle {
 namespace {
 
 Tensor as_long_index(const Tensor& idx, const char* op) {
-  KINDLE_CHECK_INDEX(idx.dtype() == kInt64 || idx.dtype() == kInt32 || idx.dtype() == kInt16 ||
-                         idx.dtype() == kInt8 || idx.dtype() == kUInt8 || idx.dtype() == kBool,
+  KINDLE_CHECK_INDEX(idx.dtype() == kInt64 || idx.dtype() == kInt32 || idx.dtype() == kUInt8 || idx.dtype() == kBool,
                      op, ": tensors used as indices must be long, int, byte or bool tensors, got ", idx.dtype());
   return idx.dtype() == kInt64 ? idx : idx.to(kInt64);
 }
@@ -136,7 +135,9 @@ const Tensor& native_index_put_(const Tensor& self, const std::vector<std::optio
     return self;  // which elements a mask selects is a question of values; nothing is written on meta
   }
   IndexPlan pl = plan_index(self, indices, "index_put_");
-  Tensor v = values.dtype() == self.dtype() ? values : values.to(self.dtype());
+  KINDLE_CHECK(values.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
+               self.dtype(), " for the destination and ", values.dtype(), " for the source.");
+  const Tensor& v = values;
   KINDLE_CHECK(broadcast_shapes(pl.shape, v.sizes(), "index_put_") == pl.shape, "index_put_: shape mismatch: value tensor of shape ",
                values.sizes(), " cannot be broadcast to indexing result of shape ", pl.shape);
   TensorIterConfig cfg;
@@ -338,6 +339,7 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
                  " with size ", self.size(d));
   }
   Tensor src = (alpha.to_double() == 1.0) ? source : mul(source, scalar_to_tensor(alpha));
+  if (src.dtype() != self.dtype()) src = src.to(self.dtype());  // (bool * alpha is an integer)
   return index_put_(self, at_dim(d, index.reshape({-1})), src, true);
 }
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {

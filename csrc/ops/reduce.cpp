@@ -431,7 +431,8 @@ std::tuple<Tensor, Tensor, Tensor> _unique2(const Tensor& self, bool sorted, boo
 
 Tensor native_bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
   KINDLE_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs, got a ", self.dim(), "-d tensor");
-  KINDLE_CHECK(is_integral(self.dtype(), false), "bincount only supports 1-d non-negative integral inputs, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(is_integral(self.dtype(), false), "\"bincount_cpu\" not implemented for '", self.dtype(),
+                               "' (bincount only supports 1-d non-negative integral inputs)");
   KINDLE_CHECK(minlength >= 0, "bincount: minlength should be >= 0, got ", minlength);
   Tensor x = self.to(kInt64);
   const int64_t n = x.numel();

@@ -102,6 +102,9 @@ void setitem(const Tensor& self, nb::handle idx, nb::handle value) {
     } else {
       // PyTorch checks the range except for float16/bfloat16, which round to infinity.
       if (self.dtype() != kFloat16 && self.dtype() != kBFloat16) check_scalar_fits(s, self.dtype(), "setitem");
+      // a complex value whose imaginary part a real tensor would drop (torch refuses it as an overflow)
+      KINDLE_CHECK(!s.is_complex() || is_complex(self.dtype()) || s.to_complex().imag() == 0,
+                   "value cannot be converted to type ", self.dtype(), " without overflow");
       v = scalar_tensor_of(s, self.dtype());
     }
   }

@@ -138,7 +138,7 @@ void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::option
   if (nb::isinstance<Tensor>(h)) {
     leaf();
     const Tensor& t = nb::cast<const Tensor&>(h);
-    KINDLE_CHECK(t.numel() == 1, "tensor(): only one element tensors can be converted to Python scalars inside a list");
+    KINDLE_CHECK_VALUE(t.numel() == 1, "only one element tensors can be converted to Python scalars");
     kind = std::max(kind, is_complex(t.dtype()) ? 3 : t.is_floating_point() ? 2 : t.dtype() == kBool ? 0 : 1);
     return;
   }
@@ -155,7 +155,9 @@ void infer(nb::handle h, int64_t depth, DimVector& shape, int& kind, std::option
   }
   if (PyIndex_Check(o)) { leaf(); kind = std::max(kind, 1); return; }
   if (PyNumber_Check(o)) { leaf(); kind = std::max(kind, 2); return; }
-  throw TypeError(detail::str_cat("Could not infer dtype of ", nb::inst_name(h).c_str()));
+  if (PyUnicode_Check(o) || PyBytes_Check(o))  // (torch: a TypeError for text, a RuntimeError for the rest)
+    throw TypeError(detail::str_cat("new(): invalid data type '", nb::inst_name(h).c_str(), "'"));
+  throw Error(detail::str_cat("Could not infer dtype of ", nb::inst_name(h).c_str()));
 }
 
 void fill(nb::handle h, char*& p, DType dt) {
@@ -299,7 +301,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
       t.impl()->requires_grad = true;
     }
     return t;
-  }, nb::arg("data"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
+  }, nb::arg("data").none(), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
      nb::arg("requires_grad") = false);
   m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device) -> nb::object {
     if (nb::isinstance<Tensor>(data)) {  // the same object where nothing changes (torch: `as_tensor(t) is t`)
@@ -310,7 +312,7 @@ void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls) {
     Tensor t = from_data(data, dtype, false);
     device = factory_device(device);
     return nb::cast(device && t.device() != *device ? t._to_device(*device) : t);
-  }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
+  }, nb::arg("data").none(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none());
   cls.def("numpy", [](nb::handle self, bool force) { return to_numpy(self, force); }, nb::kw_only(), nb::arg("force") = false);
   cls.def("__array__", [](nb::handle self, nb::handle dtype, nb::handle) {
     nb::object a = to_numpy(self, false);

@@ -290,3 +290,39 @@ def test_einsum_sublist_format_randint_like_high_split_size_and_format():
     with pytest.raises(TypeError):
         format(kindle.ones(2), ".2f")
     assert f"{kindle.ones(2)}" == "tensor([1., 1.])"
+
+
+EXCEPTION_CASES = {
+    "index with int8": lambda L: L.arange(5.0)[L.tensor([1, 2], dtype=L.int8)],
+    "index with int16": lambda L: L.arange(5.0)[L.tensor([1, 2], dtype=L.int16)],
+    "complex into a float element": lambda L: L.zeros(3).__setitem__(0, 1 + 2j),
+    "index_put_ of another dtype": lambda L: L.arange(3.0).index_put_((L.tensor([0]),), L.tensor([5])),
+    "index_put of another dtype": lambda L: L.arange(3.0).index_put((L.tensor([0]),), L.tensor([5]), True),
+    "bincount of floats": lambda L: L.bincount(L.tensor([1.0])),
+    "div rounding_mode='round'": lambda L: L.div(L.ones(1), L.ones(1), rounding_mode="round"),
+    "tensor(None)": lambda L: L.tensor(None),
+    "tensor([1, None])": lambda L: L.tensor([1, None]),
+    "tensor(object())": lambda L: L.tensor(object()),
+    "tensor(generator)": lambda L: L.tensor(x for x in range(3)),
+    "tensor('a')": lambda L: L.tensor("a"),
+    "tensor of multi-element tensors": lambda L: L.tensor([L.ones(2), L.zeros(2)]),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", list(EXCEPTION_CASES))
+def test_bad_input_raises_the_exception_type_torch_raises(case):
+    fn = EXCEPTION_CASES[case]
+    with pytest.raises(Exception) as te:
+        fn(torch)
+    with pytest.raises(Exception) as ke:
+        fn(kindle)
+    assert type(ke.value).__name__ == type(te.value).__name__, (ke.value, te.value)
+
+
+@needs_torch
+def test_multinomial_without_replacement_takes_zero_probability_categories_last():
+    assert kindle.multinomial(kindle.tensor([0.0, 1.0]), 2).tolist() == [1, 0]
+    assert torch.multinomial(torch.tensor([0.0, 1.0]), 2).tolist() == [1, 0]
+    with pytest.raises(RuntimeError):
+        kindle.multinomial(kindle.tensor([0.0, 1.0]), 3)
