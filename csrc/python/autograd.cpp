@@ -128,6 +128,31 @@ int tensor_tp_clear(PyObject* self) {
   return 0;
 }
 
+// A node as Python sees it: an instance of a subclass of Node named after it (MulBackward0), as
+// torch's are (code that names nodes reads type(fn).__name__). The subclasses add no slots, so
+// the wrapper's class can be switched in place; one per name, made on first sight.
+static nb::object node_object(const std::shared_ptr<Node>& fn) {
+  if (!fn) return nb::none();
+  nb::object o = nb::cast(fn);
+  nb::handle base = nb::type<Node>();
+  if (o.type().is(base)) {
+    static nb::dict* classes = new nb::dict();  // (never destroyed: it outlives the interpreter's teardown)
+    nb::str name(fn->name().c_str());
+    nb::object cls;
+    if (classes->contains(name)) {
+      cls = (*classes)[name];
+    } else {
+      nb::dict ns;
+      ns["__slots__"] = nb::tuple();
+      ns["__module__"] = "kindle.autograd.graph";
+      cls = nb::module_::import_("builtins").attr("type")(name, nb::make_tuple(base), ns);
+      (*classes)[name] = cls;
+    }
+    o.attr("__class__") = cls;
+  }
+  return o;
+}
+
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   nb::class_<HookHandle>(m, "_HookHandle")
       .def("remove", &HookHandle::remove)
@@ -138,7 +163,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("name", &Node::name)
       .def_prop_ro("next_functions", [](const Node& n) {
         nb::list l;
-        for (auto& e : n.next_edges) l.append(nb::make_tuple(e.fn ? nb::cast(e.fn) : nb::none(), e.input_nr));
+        for (auto& e : n.next_edges) l.append(nb::make_tuple(node_object(e.fn), e.input_nr));
         return nb::tuple(l);
       })
       .def("register_hook", [](std::shared_ptr<Node> n, nb::object fn) {
@@ -169,7 +194,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
                                       "Tensor or None but got grad of type ", nb::inst_name(g).c_str());
                     t.set_grad(tensor_or_undefined(g));
                   }, nb::arg("grad").none());
-  cls.def_prop_ro("grad_fn", [](const Tensor& t) { return t.grad_fn(); });
+  cls.def_prop_ro("grad_fn", [](const Tensor& t) { return node_object(t.grad_fn()); });
   cls.def_prop_ro("is_leaf", &Tensor::is_leaf);
   cls.def_prop_ro("output_nr", &Tensor::output_nr);
   cls.def_prop_ro("retains_grad", &Tensor::retains_grad);

@@ -326,3 +326,17 @@ def test_multinomial_without_replacement_takes_zero_probability_categories_last(
     assert torch.multinomial(torch.tensor([0.0, 1.0]), 2).tolist() == [1, 0]
     with pytest.raises(RuntimeError):
         kindle.multinomial(kindle.tensor([0.0, 1.0]), 3)
+
+
+@needs_torch
+def test_grad_fn_classes_are_named_after_the_node():
+    def names(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = (x * 2).exp().sum()
+        fn = y.grad_fn
+        return [type(fn).__name__, type(fn.next_functions[0][0]).__name__,
+                type(fn.next_functions[0][0].next_functions[0][0]).__name__]
+    assert names(kindle) == names(torch)
+    y = kindle.ones(2, requires_grad=True) * 2
+    assert isinstance(y.grad_fn, kindle.autograd.graph.Node) and y.grad_fn is y.grad_fn
+    assert repr(y.grad_fn).startswith("<MulBackward0 object at ")
