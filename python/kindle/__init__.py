@@ -233,6 +233,19 @@ def _tensor_split_method(self, split_size, dim=0):  # Tensor.split's own paramet
 Tensor.split = _tensor_split_method
 
 
+def _tensor_init_subclass(cls, **kwargs):
+    # A subclass whose __new__ makes its instance (Tensor._make_subclass(cls, data)) without an
+    # __init__ of its own would have the legacy constructor's __init__ run on the made tensor
+    # with __new__'s arguments: torch's Tensor.__init__ ignores them, and so does this one.
+    super(Tensor, cls).__init_subclass__(**kwargs)
+    if "__new__" in cls.__dict__ and _builtins.all("__init__" not in k.__dict__
+                                                  for k in cls.__mro__[:cls.__mro__.index(Tensor)]):
+        cls.__init__ = lambda self, *args, **kw: None
+
+
+Tensor.__init_subclass__ = classmethod(_tensor_init_subclass)
+
+
 def _tensor_str(self):
     return repr(self)
 

@@ -340,3 +340,17 @@ def test_grad_fn_classes_are_named_after_the_node():
     y = kindle.ones(2, requires_grad=True) * 2
     assert isinstance(y.grad_fn, kindle.autograd.graph.Node) and y.grad_fn is y.grad_fn
     assert repr(y.grad_fn).startswith("<MulBackward0 object at ")
+
+
+def test_a_subclass_made_by_its_new_needs_no_init():
+    class P(kindle.Tensor):
+        def __new__(cls, data):
+            return kindle.Tensor._make_subclass(cls, data, False)
+
+    class P2(P):
+        pass
+
+    p = P(kindle.ones(2))
+    assert type(p) is P and (p * 2).sum().item() == 4
+    assert type(P2(kindle.ones(1))) is P2
+    assert kindle.Tensor([1, 2]).tolist() == [1.0, 2.0] and type(kindle.nn.Parameter(kindle.ones(1))) is kindle.nn.Parameter
