@@ -203,6 +203,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     return t.version();
   });
   cls.def("is_inference", &Tensor::is_inference);
+  m.def("_increment_version", [](const Tensor& t) {  // torch.autograd.graph.increment_version
+    KINDLE_CHECK(!t.is_inference(), "Inference tensors do not track version counter.");
+    t.bump_version();
+  });
   cls.def_prop_ro("_base", [](const Tensor& t) { return tensor_or_none(t.base()); });
   cls.def("_is_view", &Tensor::is_view);
   cls.def("retain_grad", &Tensor::retain_grad);

@@ -354,3 +354,15 @@ def test_a_subclass_made_by_its_new_needs_no_init():
     assert type(p) is P and (p * 2).sum().item() == 4
     assert type(P2(kindle.ones(1))) is P2
     assert kindle.Tensor([1, 2]).tolist() == [1.0, 2.0] and type(kindle.nn.Parameter(kindle.ones(1))) is kindle.nn.Parameter
+
+
+def test_increment_version_marks_a_tensor_modified():
+    from kindle.autograd.graph import increment_version
+    x = kindle.ones(3, requires_grad=True)
+    y = x.exp()
+    v = y._version
+    increment_version(y)
+    assert y._version == v + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    increment_version([x.detach(), y])
