@@ -222,6 +222,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("nelement", &Tensor::numel);
   cls.def("element_size", &Tensor::element_size);
   cls.def("storage_offset", &Tensor::storage_offset);
+  // (which storage, and its bytes) for kindle.save's sharing of storages; no pointer to the bytes
+  cls.def("_storage_identity", [](const Tensor& t) {
+    return std::make_tuple(uintptr_t(t.impl()->storage().get()), t.impl()->storage()->nbytes());
+  });
   cls.def("data_ptr", [](const Tensor& t) {  // the device's address, which ctypes may write through
     t.impl()->storage()->mark_exported();
     return uintptr_t(t.raw_data_ptr());

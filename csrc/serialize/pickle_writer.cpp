@@ -1,5 +1,6 @@
 // The pickle of a kindle::Value as torch.save writes it (protocol 2; see torch_pickle.h).
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "kindle/autograd.h"
@@ -23,6 +24,7 @@ class Pickler {
 
  private:
   std::unordered_map<const TensorImpl*, uint32_t> tensors_;  // memo index: a tensor reached twice is one object
+  std::map<std::pair<const StorageImpl*, DType>, size_t> storage_keys_;  // storages written so far
   uint32_t memo_ = 0;
 
   void le(uint64_t v, int n) {
@@ -76,12 +78,22 @@ class Pickler {
       le(seen->second, 4);
       return;
     }
-    const size_t key = storages.size();
-    {
+    // A CPU tensor is written as a view of its whole storage, each storage once (per dtype), so
+    // that views of one storage and tied weights load as views of one storage again, as
+    // torch.save's do; anything else as a contiguous copy of its own.
+    const StorageImpl* storage = t.impl()->storage().get();
+    const int64_t item = int64_t(t.element_size());
+    const bool whole = t.device().is_cpu() && storage->nbytes() % size_t(item) == 0;
+    size_t key;
+    if (auto it = storage_keys_.find({storage, t.dtype()}); whole && it != storage_keys_.end()) {
+      key = it->second;
+    } else {
+      key = storages.size();
       autograd::NoGradGuard no_grad;
-      storages.push_back(t.detach().contiguous());
+      storages.push_back(whole ? make_view(t, {int64_t(storage->nbytes()) / item}, {1}, 0) : t.detach().contiguous());
+      if (whole) storage_keys_.emplace(std::make_pair(storage, t.dtype()), key);
     }
-    const Tensor& s = storages.back();
+    const Tensor& s = storages[key];
     global("torch._utils", "_rebuild_tensor_v2");
     out += '(';
     out += '(';
@@ -91,9 +103,9 @@ class Pickler {
     str("cpu");
     integer(s.numel());
     out += "tQ";  // TUPLE, BINPERSID
-    integer(0);
-    ints(s.sizes());
-    ints(s.strides());
+    integer(whole ? t.storage_offset() : 0);
+    ints(whole ? t.sizes() : s.sizes());
+    ints(whole ? t.strides() : s.strides());
     out += t.requires_grad() ? '\x88' : '\x89';
     global("collections", "OrderedDict");
     out += ")Rt";  // OrderedDict(), then the argument tuple

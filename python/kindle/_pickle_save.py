@@ -2,13 +2,13 @@
 PyTorch's zip+pickle checkpoint layout, which kindle.load(weights_only=False) reads back.
 
 The archive holds <archive>/data.pkl (a pickle of the object), version, byteorder and one entry
-data/<key> per tensor, 64-byte aligned, as torch.save writes them. In the pickle a tensor is
+data/<key> per storage, 64-byte aligned, as torch.save writes them. In the pickle a tensor is
 torch._utils._rebuild_tensor_v2 on a persistent storage id ('storage', torch.FloatStorage, key,
 'cpu', numel), a Parameter is torch._utils._rebuild_parameter, dtypes, devices and sizes are
 torch's, and classes defined in kindle are named by their torch paths (kindle.nn.modules.linear
-.Linear as torch.nn.modules.linear.Linear), so the file names what PyTorch names. Each tensor is
-written contiguous as its own storage: views of one storage come back as independent tensors.
-Tensors reached twice through the same Python object (a Parameter in a model and in its
+.Linear as torch.nn.modules.linear.Linear), so the file names what PyTorch names. A CPU
+tensor is written as a view of its whole storage, each storage once: views of one storage (tied
+weights) come back as views of one storage, as torch's. Tensors reached twice through the same Python object (a Parameter in a model and in its
 optimizer) come back as one object, as pickle keeps identity.
 """
 import importlib
@@ -50,6 +50,7 @@ class _Pickler(pickle._Pickler):
     def __init__(self, file, protocol):
         super().__init__(file, protocol)
         self.storages = []  # contiguous tensors, the key is the index
+        self._storage_refs = {}  # (storage identity, dtype) -> its _StorageRef
 
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
@@ -120,7 +121,21 @@ class _Pickler(pickle._Pickler):
         return NotImplemented
 
     def _storage_args(self, t):
-        data = t.detach().contiguous()
+        # A CPU tensor is written as a view of its whole storage, each storage once (per dtype), so
+        # that views and tied weights load as views of one storage again, as torch.save's do.
+        t = t.detach()
+        if t.is_cpu:
+            ident, nbytes = t._storage_identity()
+            item = t.element_size()
+            if nbytes % item == 0:
+                ref = self._storage_refs.get((ident, t.dtype))
+                if ref is None:
+                    whole = t.as_strided((nbytes // item,), (1,), 0)
+                    ref = _StorageRef(len(self.storages), whole)
+                    self.storages.append(whole)  # (held: the storage, and with it its identity, stays alive)
+                    self._storage_refs[(ident, t.dtype)] = ref
+                return (ref, t.storage_offset(), tuple(t.shape), tuple(t.stride()), False, OrderedDict())
+        data = t.contiguous()
         ref = _StorageRef(len(self.storages), data)
         self.storages.append(data)
         shape = tuple(data.shape)

@@ -367,8 +367,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     are described in the header's metadata; anything else raises ValueError.
     f is a path or a writable binary file object.
 
-    Tensors are written contiguous. Tensors that share storage (views of one another) are saved
-    once per tensor and come back as independent tensors. Writing to a path is atomic: the data
+    In the torch format a CPU tensor is written as its whole storage, each storage once, as
+    torch.save does: tensors that share storage (views, tied weights) come back sharing it (and
+    a small view of a large tensor writes the large tensor: .clone() it first to save less). In
+    safetensors each tensor is written contiguous on its own. Writing to a path is atomic: the data
     goes to a temporary file in the same folder, which is flushed, fsync'ed and renamed
     over the target, so a failed save leaves any previous file intact. A path that is a
     symlink is written through (its target is replaced, the link kept), and the temporary
