@@ -55,6 +55,7 @@ std::string fmt(const char* spec, double v) {
 struct Formatter {
   bool floating, is_bool, int_mode = true, sci_mode = false;
   size_t width = 1;
+  const std::string e = float_spec('e'), f = float_spec('f');  // the precision's formats, once
 
   Formatter(const Tensor& t, bool summarize) : floating(t.is_floating_point()), is_bool(t.dtype() == kBool) {
     Element el{t};
@@ -79,7 +80,6 @@ struct Formatter {
     bool big_range = mx / mn > 1000.0 || mx > 1.0e8;
     sci_mode = int_mode ? big_range : (big_range || mn < 1.0e-4);
     if (g_options.sci_mode) sci_mode = *g_options.sci_mode;
-    const std::string e = float_spec('e'), f = float_spec('f');
     for (double v : vals) {
       if (!std::isfinite(v) || v == 0) continue;
       if (sci_mode) width = std::max(width, fmt(e.c_str(), v).size());
@@ -97,12 +97,12 @@ struct Formatter {
     std::string s;
     if (floating) {
       double v = el.get(p);
-      if (sci_mode) s = fmt(float_spec('e').c_str(), v);
+      if (sci_mode) s = fmt(e.c_str(), v);
       else if (int_mode) {
         s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt("%.0f", v);
         if (std::isfinite(v)) s += ".";
       } else {
-        s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt(float_spec('f').c_str(), v);
+        s = std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt(f.c_str(), v);
       }
     } else {
       s = str_int(el, p);

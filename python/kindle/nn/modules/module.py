@@ -68,28 +68,26 @@ def register_module_full_backward_pre_hook(hook):
     return handle
 
 
-def register_module_full_backward_hook(hook):
+def _register_global_backward_hook(hook, full):
+    # The global hooks are all full or all legacy, as torch's
     global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is False:
+    if _global_is_full_backward_hook is (not full):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
                            "Please use only one of them.")
-    _global_is_full_backward_hook = True
+    _global_is_full_backward_hook = full
     handle = RemovableHandle(_global_backward_hooks, extra_dict=_global_call_hooks)
     _global_backward_hooks[handle.id] = _global_call_hooks[handle.id] = hook
     return handle
+
+
+def register_module_full_backward_hook(hook):
+    return _register_global_backward_hook(hook, True)
 
 
 def register_module_backward_hook(hook):
     """The deprecated global form of Module.register_backward_hook (the legacy, non-full hook on
     the autograd node that made each module's output)."""
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is True:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
-                           "Please use only one of them.")
-    _global_is_full_backward_hook = False
-    handle = RemovableHandle(_global_backward_hooks, extra_dict=_global_call_hooks)
-    _global_backward_hooks[handle.id] = _global_call_hooks[handle.id] = hook
-    return handle
+    return _register_global_backward_hook(hook, False)
 
 
 class _WrappedHook:
