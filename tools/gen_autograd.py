@@ -134,6 +134,7 @@ def slot_base(aop, i):
 def gen_node(aop):
     op = aop.op
     members, apply_locals, saves_before, saves_after = [], [], [], []
+    saved_names = []  # (name, is a list) of the SavedVariable members
     releases = []
     all_text = " ".join(f for _, f in aop.formulas)
     # list sizes
@@ -162,6 +163,7 @@ def gen_node(aop):
                 continue
             cond = " || ".join(slot_expr(aop, i).replace("needs_input_grad", "node->needs_input_grad")
                                .replace("any_needed", "node->any_needed") for i in user_slots)
+            saved_names.append((a.name, a.type == "Tensor[]"))
             if a.type == "Tensor[]":
                 members.append(f"std::vector<SavedVariable> {a.name}_;")
                 saves_before.append(f"if ({cond}) for (const Tensor& t_ : {a.name}) node->{a.name}_.emplace_back(t_, false);")
@@ -187,6 +189,7 @@ def gen_node(aop):
     for i, (nm, ty) in enumerate(zip(aop.out_names, aop.out_types)):
         if not uses(all_text, nm):
             continue
+        saved_names.append((nm, ty == "Tensor[]"))
         if ty == "Tensor[]":
             members.append(f"std::vector<SavedVariable> {nm}_;")
             saves_after.append(f"for (const Tensor& t_ : {'result' if not op.ret_names else nm}) node->{nm}_.emplace_back(t_, true);")
@@ -247,6 +250,10 @@ def gen_node(aop):
     if tangent_cases:
         rel += ("  void on_output_tangent(uint32_t nr, const Tensor& t) override { "
                 + " ".join(tangent_cases) + " }\n")
+    # grad_fn._saved_<name> / _raw_saved_<name> (torch's names: the inputs', and "result")
+    if saved_names:
+        cases = " ".join(f"if (n_ == \"{nm}\") return SavedVariableRef::of({nm}_);" for nm, _ in saved_names)
+        rel += f"  SavedVariableRef saved_variable(std::string_view n_) override {{ {cases} return {{}}; }}\n"
     cls = (f"struct {aop.node} final : Node {{\n"
            f"  std::string name() const override {{ return \"{aop.display}\"; }}\n"
            f"  tensor_list apply(tensor_list&& grads) override {{\n    " + "\n    ".join(body) + "\n  }\n"

@@ -60,6 +60,7 @@ Tensor validate_grad(const Node& fn, size_t i, Tensor grad, const OutputMeta& me
 }
 
 struct GraphTask {
+  int64_t id = 0;  // torch._C._current_graph_task_id
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, tensor_list> buffers;
   // autograd.grad / backward(inputs=...): where the wanted gradients arrive
@@ -124,8 +125,27 @@ void compute_dependencies(GraphTask& task, const std::vector<Edge>& roots, bool 
   }
 }
 
-tensor_list call_node(Node& fn, tensor_list&& inputs) {
+// The wanted gradients (autograd.grad's inputs) at `fn`, now complete: the tensors' own hooks
+// apply to them (once: the gradient flowing on past `fn` is the hooked one too), as in PyTorch.
+void capture(GraphTask& task, Node& fn, tensor_list& inputs) {
+  if (auto* acc = dynamic_cast<AccumulateGrad*>(&fn)) {
+    if (AutogradMeta* m = get_meta(acc->variable); m && inputs.size() == 1 && inputs[0].defined())
+      for (auto& [id, hook] : m->leaf_hooks) inputs[0] = checked_hook_result(inputs[0], hook(inputs[0]), "a tensor");
+  } else {
+    for (auto& hook : fn.tensor_hooks) {
+      if (hook.id == 0 || hook.output_nr >= inputs.size() || !inputs[hook.output_nr].defined()) continue;
+      Tensor& g = inputs[hook.output_nr];
+      g = checked_hook_result(g, hook.fn(g), ("an output of " + fn.name()).c_str());
+    }
+  }
+  for (auto& [input_nr, slot] : task.captures[&fn])
+    if (input_nr < inputs.size()) task.captured[slot] = inputs[input_nr];
+}
+
+// user_hooks_done: capture() already ran the tensor hooks other than retain_grad's.
+tensor_list call_node(Node& fn, tensor_list&& inputs, bool user_hooks_done) {
   for (auto& hook : fn.tensor_hooks) {
+    if (user_hooks_done && hook.id != 0) continue;
     Tensor& g = inputs[hook.output_nr];
     if (!g.defined()) continue;
     g = checked_hook_result(g, hook.fn(g), ("an output of " + fn.name()).c_str());
@@ -169,13 +189,6 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(cmp)> ready(cmp);
   auto deliver = [&](const Edge& e, Tensor g, bool& became_ready) {
     Node* n = e.fn.get();
-    auto cap = task.captures.find(n);
-    if (cap != task.captures.end())
-      for (auto& [input_nr, slot] : cap->second)
-        if (input_nr == e.input_nr && g.defined()) {
-          Tensor& c = task.captured[slot];
-          c = c.defined() ? c + g : g;
-        }
     auto& buf = task.buffers[n];
     if (buf.empty()) buf.resize(n->num_outputs());
     if (e.input_nr < buf.size()) accumulate(buf, e.input_nr, std::move(g));
@@ -194,6 +207,8 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
     ready.pop();
     tensor_list inputs = std::move(task.buffers[fn.get()]);
     task.buffers.erase(fn.get());
+    const bool captures = task.captures.count(fn.get()) > 0;
+    if (captures) capture(task, *fn, inputs);
     bool run = task.needed.empty() ? true : task.needed.count(fn.get()) > 0;
     if (!run) {
       // Not on a path to a wanted gradient: release its dependents without running it.
@@ -209,7 +224,7 @@ void execute(GraphTask& task, const std::vector<Edge>& roots, tensor_list&& root
     for (auto& g : inputs) any = any || g.defined();
     tensor_list outputs;
     if (any) {
-      outputs = call_node(*fn, std::move(inputs));
+      outputs = call_node(*fn, std::move(inputs), captures);
       check_anomaly(*fn, outputs);
     } else {
       outputs.resize(fn->next_edges.size());
@@ -238,42 +253,94 @@ void queue_callback(std::function<void()> callback) {
   current_task->final_callbacks.push_back(std::move(callback));
 }
 
-tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
-                         bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate_into_grad) {
-  KINDLE_CHECK(grad_outputs.empty() || grad_outputs.size() == roots.size(), "backward: got ", roots.size(),
-               " tensors and ", grad_outputs.size(), " gradients; expected one gradient per tensor");
+namespace {
+std::atomic<int64_t> next_task_id{0};
+
+// A root given as a tensor: its gradient edge and gradient (ones for a scalar root).
+void tensor_root(const Tensor& t, Tensor g, size_t i, std::vector<Edge>& root_edges, tensor_list& root_grads) {
+  KINDLE_CHECK(t.requires_grad(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+  if (!g.defined()) {
+    KINDLE_CHECK(t.numel() == 1, "grad can be implicitly created only for scalar outputs (got a tensor of shape ",
+                 t.sizes(), "; pass gradient= with the same shape)");
+    KINDLE_CHECK(!t.is_complex(), "grad can be implicitly created only for real scalar outputs but got ", t.dtype());
+    g = ones_like(t);
+  } else {
+    KINDLE_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ", g.sizes(),
+                 " and output[", i, "] has a shape of ", t.sizes(), ".");
+    KINDLE_CHECK(g.is_floating_point() || is_complex(g.dtype()), "backward: gradient ", i,
+                 " must be a floating point or complex tensor, got ", g.dtype());
+  }
+  root_edges.push_back(gradient_edge(t));
+  root_grads.push_back(std::move(g));
+}
+
+// What a shape in an error message says of an input: a tensor's shape, or the edge's node.
+std::string describe_input(const std::vector<BackwardArg>& inputs, size_t i) {
+  std::ostringstream os;
+  if (inputs[i].tensor.defined()) os << "of shape " << inputs[i].tensor.sizes();
+  else os << "the gradient edge of " << inputs[i].edge.fn->name();
+  return os.str();
+}
+}  // namespace
+
+int64_t current_graph_task_id() { return current_task ? current_task->id : -1; }
+
+bool will_engine_execute_node(const Node* node) {
+  KINDLE_CHECK(current_task, "_will_engine_execute_node should only be called during the backward pass");
+  Node* n = const_cast<Node*>(node);
+  if (!current_task->dependencies.count(n)) return false;
+  return current_task->needed.empty() || current_task->needed.count(n) || current_task->captures.count(n);
+}
+
+tensor_list run_backward(const std::vector<BackwardArg>& roots, const tensor_list& grad_outputs, bool keep_graph,
+                         bool create_graph, const std::vector<BackwardArg>& inputs, bool allow_unused,
+                         bool accumulate_into_grad) {
   std::vector<Edge> root_edges;
   tensor_list root_grads;
+  KINDLE_CHECK(grad_outputs.empty() || grad_outputs.size() == roots.size(), "backward: got ", roots.size(),
+               " outputs and ", grad_outputs.size(), " gradients; expected one gradient per output");
   for (size_t i = 0; i < roots.size(); ++i) {
-    const Tensor& t = roots[i];
-    KINDLE_CHECK(t.requires_grad(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
     Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
-    if (!g.defined()) {
-      KINDLE_CHECK(t.numel() == 1, "grad can be implicitly created only for scalar outputs (got a tensor of shape ",
-                   t.sizes(), "; pass gradient= with the same shape)");
-      KINDLE_CHECK(!t.is_complex(), "grad can be implicitly created only for real scalar outputs but got ", t.dtype());
-      g = ones_like(t);
-    } else {
-      KINDLE_CHECK(g.sizes() == t.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ", g.sizes(),
-                   " and output[", i, "] has a shape of ", t.sizes(), ".");
-      KINDLE_CHECK(g.is_floating_point() || is_complex(g.dtype()), "backward: gradient ", i,
-                   " must be a floating point or complex tensor, got ", g.dtype());
+    if (roots[i].tensor.defined()) {
+      tensor_root(roots[i].tensor, std::move(g), i, root_edges, root_grads);
+      continue;
     }
-    root_edges.push_back(gradient_edge(t));
+    const Edge& e = roots[i].edge;
+    KINDLE_CHECK(e.valid() && e.input_nr < e.fn->output_meta.size(), "backward: output ", i,
+                 " is not a valid gradient edge");
+    const OutputMeta& meta = e.fn->output_meta[e.input_nr];
+    if (!g.defined()) {
+      int64_t n = 1;
+      for (int64_t s : meta.sizes) n *= s;
+      KINDLE_CHECK(n == 1, "grad can be implicitly created only for scalar outputs (the gradient edge of ",
+                   e.fn->name(), " has shape ", IntArrayRef(meta.sizes), "; pass grad_outputs)");
+      g = ones(meta.sizes, meta.dtype, meta.device);
+    } else {
+      KINDLE_CHECK(g.sizes() == IntArrayRef(meta.sizes), "Mismatch in shape: grad_output[", i, "] has a shape of ",
+                   g.sizes(), " and output[", i, "] has a shape of ", IntArrayRef(meta.sizes), ".");
+    }
+    root_edges.push_back(e);
     root_grads.push_back(std::move(g));
   }
   GraphTask task;
+  task.id = next_task_id.fetch_add(1, std::memory_order_relaxed);
   task.keep_graph = keep_graph;
   task.create_graph = create_graph;
   std::unordered_set<Node*> targets, must_run;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    KINDLE_CHECK(t.requires_grad(), "One of the differentiated Tensors (input ", i, ", of shape ", t.sizes(),
-                 ") does not require grad");
-    Edge e = gradient_edge(t);
+    const Tensor& t = inputs[i].tensor;
+    Edge e = inputs[i].edge;
+    if (t.defined()) {
+      KINDLE_CHECK(t.requires_grad(), "One of the differentiated Tensors (input ", i, ", of shape ", t.sizes(),
+                   ") does not require grad");
+      e = gradient_edge(t);
+    } else {
+      KINDLE_CHECK(e.valid(), "backward: input ", i, " is not a valid gradient edge");
+      KINDLE_CHECK(!accumulate_into_grad, "backward: inputs= takes tensors, not gradient edges (input ", i,
+                   "); use autograd.grad for a gradient edge");
+    }
     targets.insert(e.fn.get());
-    bool leaf = t.is_leaf();
-    if (accumulate_into_grad && leaf) must_run.insert(e.fn.get());  // its accumulator does the work
+    if (accumulate_into_grad && t.is_leaf()) must_run.insert(e.fn.get());  // its accumulator does the work
     else task.captures[e.fn.get()].emplace_back(e.input_nr, i);
   }
   task.captured.resize(inputs.size());
@@ -294,18 +361,6 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
       throw;
     }
     current_task = outer;
-    // The inputs' own hooks apply to the gradients returned for them (as in PyTorch).
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      Tensor& g = task.captured[i];
-      if (!g.defined()) continue;
-      const Tensor& t = inputs[i];
-      if (AutogradMeta* m = get_meta(t); m && !m->grad_fn) {
-        for (auto& [id, hook] : m->leaf_hooks) g = checked_hook_result(g, hook(g), "a tensor");
-      } else if (auto fn = t.grad_fn()) {
-        for (auto& h : fn->tensor_hooks)
-          if (h.id != 0 && h.output_nr == t.output_nr()) g = checked_hook_result(g, h.fn(g), "a tensor");
-      }
-    }
   }
   if (accumulate_into_grad) {
     // backward(inputs=[non-leaf]): its gradient accumulates into its .grad, like a leaf's.
@@ -313,20 +368,28 @@ tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outpu
       Tensor g = task.captured[i];
       if (!g.defined()) continue;
       if (!create_graph) g = g.detach();
-      Tensor cur = inputs[i].grad();
-      inputs[i].set_grad(cur.defined() ? cur + g : (create_graph ? g : g.clone()));
+      Tensor cur = inputs[i].tensor.grad();
+      inputs[i].tensor.set_grad(cur.defined() ? cur + g : (create_graph ? g : g.clone()));
     }
     return {};
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!task.captured[i].defined())
-      KINDLE_CHECK(allow_unused, "One of the differentiated Tensors (input ", i, ", of shape ", inputs[i].sizes(),
+      KINDLE_CHECK(allow_unused, "One of the differentiated Tensors (input ", i, ", ", describe_input(inputs, i),
                    ") appears to not have been used in the graph. Set allow_unused=True if this is the desired "
                    "behavior.");
     else if (!create_graph)
       task.captured[i] = task.captured[i].detach();
   }
   return task.captured;
+}
+
+tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
+                         bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate_into_grad) {
+  KINDLE_CHECK(grad_outputs.empty() || grad_outputs.size() == roots.size(), "backward: got ", roots.size(),
+               " tensors and ", grad_outputs.size(), " gradients; expected one gradient per tensor");
+  std::vector<BackwardArg> r(roots.begin(), roots.end()), in(inputs.begin(), inputs.end());
+  return run_backward(r, grad_outputs, keep_graph, create_graph, in, allow_unused, accumulate_into_grad);
 }
 
 void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::optional<bool> retain_graph,

@@ -216,67 +216,6 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   retaining::move_retain_hook(self, m, old_fn, old_nr);
 }
 
-// ---- SavedVariable ----
-
-SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
-  if (!t.defined()) return;
-  KINDLE_CHECK(!t.is_inference() || inference_mode_enabled(), "Inference tensors cannot be saved for backward. Please "
-               "do not use Tensors created in inference mode in computation tracked by autograd. To work around this, "
-               "you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
-               "of `torch.inference_mode()`.");
-  defined_ = true;
-  version_ = t.version();
-  requires_grad_ = t.requires_grad();
-  is_output_ = is_output && requires_grad_;
-  if (is_output_) {
-    // Keep the data, not the tensor object: its grad_fn would be the saving node itself.
-    data_ = make_view(t, t.sizes(), t.strides(), t.storage_offset());
-    AutogradMeta* m = get_meta(t);
-    output_nr_ = m ? m->output_nr : 0;
-    if (m) weak_fn_ = m->grad_fn;
-  } else {
-    data_ = t;
-  }
-}
-
-void SavedVariable::reset() {
-  data_ = Tensor();
-  released_ = true;
-}
-
-Tensor SavedVariable::unpack(const Node* owner) const {
-  if (!defined_) return {};
-  std::string name = owner ? owner->name() : std::string("a backward function");
-  KINDLE_CHECK(!released_, "Trying to backward through the graph a second time (or directly access saved tensors "
-               "after they have already been freed). Saved intermediate values of the graph are freed when you "
-               "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through "
-               "the graph a second time or if you need to access saved tensors after calling backward. (The "
-               "saved tensor belonged to ", name, ".)");
-  if (data_.version() != version_) {
-    std::ostringstream os;
-    os << "one of the variables needed for gradient computation has been modified by an inplace operation: "
-       << "the tensor of shape " << data_.sizes() << " and dtype " << data_.dtype() << " saved by " << name
-       << " is at version " << data_.version() << "; expected version " << version_
-       << " instead (the version counts in-place changes). Hint: make a copy with .clone() before modifying it "
-       << "in place, or move the in-place operation after backward.";
-    throw Error(os.str());
-  }
-  if (!is_output_) return data_;
-  auto fn = weak_fn_.lock();
-  if (!fn || !GradMode::is_enabled()) return data_;
-  Tensor t = make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());
-  set_history(t, fn, output_nr_);
-  if (forward_ad::detail::level_entered.load(std::memory_order_relaxed)) {
-    Tensor tan = forward_ad::tangent(data_);
-    if (tan.defined()) forward_ad::set_tangent(t, tan);
-  }
-  return t;
-}
-
-void SavedVariable::set_tangent(const Tensor& tangent) {
-  if (is_output_ && data_.defined() && tangent.defined()) forward_ad::set_tangent(data_, tangent);
-}
-
 }  // namespace kindle::autograd
 
 // ---- Tensor's autograd methods ----

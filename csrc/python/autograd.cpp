@@ -25,6 +25,21 @@ tensor_list to_tensors(nb::handle seq) {
   return out;
 }
 
+std::vector<BackwardArg> to_backward_args(nb::handle seq) {
+  std::vector<BackwardArg> out;
+  if (seq.is_none()) return out;
+  for (nb::handle h : seq) {
+    if (h.is_none() || nb::isinstance<Tensor>(h)) {
+      out.emplace_back(tensor_or_undefined(h));
+      continue;
+    }
+    KINDLE_CHECK_TYPE(nb::isinstance<nb::tuple>(h) && nb::len(h) >= 2 && nb::isinstance<Node>(h[0]),
+                      "autograd: expected a Tensor or a GradientEdge, got ", nb::inst_name(h).c_str());
+    out.emplace_back(Edge{nb::cast<std::shared_ptr<Node>>(h[0]), nb::cast<uint32_t>(h[1])});
+  }
+  return out;
+}
+
 nb::tuple to_tuple(const tensor_list& ts) {
   nb::list l;
   for (const Tensor& t : ts) l.append(tensor_or_none(t));
@@ -294,11 +309,21 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   set_backward_interrupt_check([] {
     if (PyGILState_Check() && PyErr_CheckSignals() != 0) throw nb::python_error();
   });
+  // Outputs and inputs are tensors or gradient edges (autograd.graph.GradientEdge: (node, output_nr)).
   m.def("_run_backward", [](nb::handle tensors, nb::handle grads, bool keep_graph, bool create_graph,
                             nb::handle inputs, bool allow_unused, bool accumulate) {
-    tensor_list r = run_backward(to_tensors(tensors), to_tensors(grads), keep_graph, create_graph, to_tensors(inputs),
-                                 allow_unused, accumulate);
+    tensor_list r = run_backward(to_backward_args(tensors), to_tensors(grads), keep_graph, create_graph,
+                                 to_backward_args(inputs), allow_unused, accumulate);
     return to_tuple(r);
+  });
+  m.def("_current_graph_task_id", &current_graph_task_id);
+  m.def("_will_engine_execute_node", [](const std::shared_ptr<Node>& n) { return will_engine_execute_node(n.get()); });
+  // The edge a tensor's gradient flows along: (grad_fn or the leaf's accumulator, output_nr).
+  m.def("_gradient_edge", [](const Tensor& t) {
+    KINDLE_CHECK(t.requires_grad(), "It is not possible to get the gradient edge for a Tensor that does not require "
+                 "gradients");
+    Edge e = gradient_edge(t);
+    return nb::make_tuple(node_object(e.fn), e.input_nr);
   });
 
   // autograd.Function: the context is a C++ FunctionCtx that Python code can add attributes to.

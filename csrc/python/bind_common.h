@@ -95,6 +95,7 @@ void bind_indexing(nb::class_<Tensor>& cls);
 void bind_numpy(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor_constructor(nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_saved_tensors(nb::module_& m);  // after bind_autograd (it extends Node)
 // Memory formats: 4 / 5 for channels_last / channels_last_3d, -1 for preserve_format, 0 otherwise
 // (TypeError for what is not a memory format).
 int channels_last_rank(nb::handle memory_format, const char* op);

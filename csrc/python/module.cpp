@@ -443,6 +443,7 @@ NB_MODULE(_C, m) {
   bind_numpy(m, cls);
   bind_tensor_constructor(cls);
   bind_autograd(m, cls);
+  bind_saved_tensors(m);
   bind_generated_ops(m, cls);
   bind_optim(m);
   bind_init(m);

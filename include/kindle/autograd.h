@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unordered_map>
@@ -97,6 +98,21 @@ using TensorHook = std::function<Tensor(const Tensor&)>;
 using NodePostHook = std::function<tensor_list(const tensor_list&, const tensor_list&)>;
 using NodePreHook = std::function<tensor_list(const tensor_list&)>;
 
+class SavedVariable;
+// The tensors a node saved under one name (torch's grad_fn._saved_<name>): one, or a list.
+struct SavedVariableRef {
+  std::vector<SavedVariable*> vars;
+  bool is_list = false;
+  bool found() const { return is_list || !vars.empty(); }
+  static SavedVariableRef of(SavedVariable& v) { return {{&v}, false}; }
+  template <typename V>  // std::vector<SavedVariable> (a template: SavedVariable is not complete here)
+  static SavedVariableRef of(std::vector<V>& vs) {
+    SavedVariableRef r{{}, true};
+    for (auto& v : vs) r.vars.push_back(&v);
+    return r;
+  }
+};
+
 struct Node : std::enable_shared_from_this<Node> {
   Node();
   virtual ~Node();
@@ -113,6 +129,8 @@ struct Node : std::enable_shared_from_this<Node> {
   // separate alias of the data, so it is told: backward formulas run under forward mode, as in
   // forward-over-reverse, must see the tangents of the values they read).
   virtual void on_output_tangent(uint32_t /*output_nr*/, const Tensor& /*tangent*/) {}
+  // What the node saved under `name` (an input's name, or "result"); not found: none by that name.
+  virtual SavedVariableRef saved_variable(std::string_view /*name*/) { return {}; }
 
   uint32_t num_outputs() const { return uint32_t(output_meta.size()); }
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
@@ -133,6 +151,29 @@ struct Node : std::enable_shared_from_this<Node> {
   std::string anomaly_trace;  // the creation stack, when anomaly mode was on
 };
 
+// Hooks for saved tensors (torch.autograd.graph.saved_tensors_hooks): while a maker is installed
+// on this thread, every tensor saved for backward goes to a fresh SavedTensorHooks' pack, which
+// keeps what it likes (a copy elsewhere, a file, a recipe to recompute it); the saved variable
+// keeps only that, and backward asks unpack for the tensor back.
+struct SavedTensorHooks {
+  virtual ~SavedTensorHooks() = default;
+  virtual void pack(const Tensor& t) = 0;
+  virtual Tensor unpack() = 0;
+};
+using SavedTensorHooksMaker = std::function<std::unique_ptr<SavedTensorHooks>()>;
+// Innermost installed pair wins. Pushing while disabled raises the disabling message.
+void push_saved_tensors_hooks(SavedTensorHooksMaker maker);
+void pop_saved_tensors_hooks();
+// While disabled (torch.autograd.graph.disable_saved_tensors_hooks), installing hooks raises
+// `message`; returns the previous message (empty: enabled).
+std::string set_saved_tensors_hooks_disabled(std::string message);
+struct SavedTensorsHooksGuard {
+  explicit SavedTensorsHooksGuard(SavedTensorHooksMaker maker) { push_saved_tensors_hooks(std::move(maker)); }
+  ~SavedTensorsHooksGuard() { pop_saved_tensors_hooks(); }
+  SavedTensorsHooksGuard(const SavedTensorsHooksGuard&) = delete;
+  SavedTensorsHooksGuard& operator=(const SavedTensorsHooksGuard&) = delete;
+};
+
 // A tensor saved for backward: remembers its version so that a later in-place change is caught.
 // An op's own output is saved without its grad_fn (which is the saving node: a cycle) and
 // re-attached when unpacked.
@@ -144,9 +185,15 @@ class SavedVariable {
   void reset();
   void set_tangent(const Tensor& tangent);  // of a saved output (see Node::on_output_tangent)
   bool defined() const { return defined_; }
+  // Replaces what was saved by what `hooks` packs of it (grad_fn._raw_saved_x.register_hooks).
+  void register_hooks(std::unique_ptr<SavedTensorHooks> hooks);
 
  private:
+  void pack_with(std::unique_ptr<SavedTensorHooks> hooks, const Tensor& t);
   Tensor data_;
+  std::shared_ptr<SavedTensorHooks> hooks_;  // set: data_ is empty and unpack asks the hooks
+  Edge edge_;                                // with hooks: the history of a saved input
+  uint64_t storage_uid_ = 0;                 // with hooks: which storage was saved
   uint32_t version_ = 0;
   uint32_t output_nr_ = 0;
   bool is_output_ = false;
@@ -167,6 +214,22 @@ std::vector<Edge> collect_edges(std::initializer_list<const Tensor*> inputs);
 // otherwise only into `inputs` (backward) or are returned (grad, accumulate=false).
 tensor_list run_backward(const tensor_list& roots, const tensor_list& grad_outputs, bool keep_graph,
                          bool create_graph, const tensor_list& inputs, bool allow_unused, bool accumulate);
+
+// An output or input of a backward pass: a tensor, or a gradient edge of the graph
+// (torch.autograd.graph.GradientEdge: the gradient flowing into `edge.fn`'s output `input_nr`).
+struct BackwardArg {
+  Tensor tensor;  // undefined: use `edge`
+  Edge edge;
+  BackwardArg(Tensor t) : tensor(std::move(t)) {}  // NOLINT: a tensor is the common case
+  BackwardArg(Edge e) : edge(std::move(e)) {}      // NOLINT
+};
+tensor_list run_backward(const std::vector<BackwardArg>& roots, const tensor_list& grad_outputs, bool keep_graph,
+                         bool create_graph, const std::vector<BackwardArg>& inputs, bool allow_unused,
+                         bool accumulate);
+// During a backward pass: its id (-1 outside one), and whether `node` will run in it (a node that
+// is not reached, or lies on no path to the wanted gradients, will not).
+int64_t current_graph_task_id();
+bool will_engine_execute_node(const Node* node);
 
 void backward(const tensor_list& tensors, const tensor_list& grad_tensors = {},
               std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,

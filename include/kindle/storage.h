@@ -77,10 +77,18 @@ namespace detail {
 void drop_derived(const StorageImpl* source);  // csrc/core/derived_cache.cpp
 }
 
+namespace detail {
+inline std::atomic<uint64_t> next_storage_uid{1};
+}
+
 class StorageImpl : public RefCounted<StorageImpl> {
  public:
   StorageImpl(DataPtr ptr, size_t nbytes, Device device)
-      : ptr_(ptr), nbytes_(nbytes), device_(device), inference_(inference_mode_enabled()) {}
+      : ptr_(ptr),
+        nbytes_(nbytes),
+        device_(device),
+        uid_(detail::next_storage_uid.fetch_add(1, std::memory_order_relaxed)),
+        inference_(inference_mode_enabled()) {}
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
   ~StorageImpl() {
@@ -100,6 +108,9 @@ class StorageImpl : public RefCounted<StorageImpl> {
     if (old.free_fn) old.free_fn(old.ctx, old.data, nbytes_);
   }
   const DataPtr& data_ptr() const { return ptr_; }
+  // Unique over the process's life (an address can be reused once a storage is freed): tells
+  // whether a tensor handed back later is a view of this very storage (saved-tensor hooks).
+  uint64_t uid() const { return uid_; }
   bool is_inference() const { return inference_; }
   // The bytes were handed to code outside Kindle's ops (NumPy, DLPack, a raw pointer), which can
   // write them without bumping the version: nothing derived from them may be cached.
@@ -114,6 +125,7 @@ class StorageImpl : public RefCounted<StorageImpl> {
   DataPtr ptr_;
   size_t nbytes_;
   Device device_;
+  uint64_t uid_;
   bool inference_;
   std::atomic<uint32_t> version_{0};
   std::atomic<uint8_t> flags_{0};

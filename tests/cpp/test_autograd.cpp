@@ -163,3 +163,48 @@ TEST(Autograd, ForwardModeDualTensors) {
   EXPECT_FALSE(fw::unpack_dual(y).second.defined());  // dropped at the level's exit
   EXPECT_THROW(fw::make_dual(x, v), Error);
 }
+
+// Saved-tensor hooks from C++: a pair that keeps a copy elsewhere and hands it back in backward.
+namespace {
+struct CountingCopyHooks : ag::SavedTensorHooks {
+  static inline int packs = 0, unpacks = 0;
+  Tensor kept;
+  void pack(const Tensor& t) override {
+    ++packs;
+    EXPECT_FALSE(ag::GradMode::is_enabled());
+    kept = t.clone();
+  }
+  Tensor unpack() override {
+    ++unpacks;
+    return kept;
+  }
+};
+}  // namespace
+
+TEST(Autograd, SavedTensorsHooksPackAndUnpack) {
+  Tensor x = arange(1, 4, 1, kFloat64).requires_grad_();
+  Tensor y;
+  {
+    ag::SavedTensorsHooksGuard guard([] { return std::make_unique<CountingCopyHooks>(); });
+    y = (x * x * x).sum();  // mul saves both operands twice
+  }
+  EXPECT_EQ(CountingCopyHooks::packs, 4);
+  auto g = ag::grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true);
+  EXPECT_EQ(values(g[0]), std::vector<double>({3, 12, 27}));  // 3x^2
+  g[0].sum().backward();                                         // through the unpacked copies' history
+  EXPECT_EQ(values(x.grad()), std::vector<double>({6, 12, 18}));
+  EXPECT_EQ(CountingCopyHooks::unpacks, 4);
+  // installing while disabled raises the disabling message
+  ag::set_saved_tensors_hooks_disabled("not here");
+  EXPECT_THROW(ag::push_saved_tensors_hooks([] { return std::make_unique<CountingCopyHooks>(); }), Error);
+  ag::set_saved_tensors_hooks_disabled("");
+}
+
+TEST(Autograd, GradWithRespectToAGradientEdge) {
+  Tensor x = arange(1, 4, 1, kFloat64).requires_grad_();
+  Tensor h = x * 2;
+  ag::Edge edge = ag::gradient_edge(h);
+  Tensor out = (h * h).sum();
+  auto r = ag::run_backward({ag::BackwardArg(out)}, {}, false, false, {ag::BackwardArg(edge)}, false, false);
+  EXPECT_EQ(values(r[0]), std::vector<double>({4, 8, 12}));  // 2h
+}

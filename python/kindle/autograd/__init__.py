@@ -19,7 +19,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 def _as_list(x):
     if x is None:
         return None
-    if isinstance(x, _C.Tensor):
+    if isinstance(x, (_C.Tensor, graph.GradientEdge)):
         return [x]
     return list(x)
 
@@ -64,7 +64,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     ins = _as_list(inputs)
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    single = isinstance(inputs, _C.Tensor)
     if allow_unused is None:
         allow_unused = materialize_grads
     grads = _make_grads(outs, grad_outputs, "grad")
@@ -74,6 +73,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         return _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, materialize_grads)
     r = _C._run_backward(outs, grads, bool(retain_graph), bool(create_graph), ins, bool(allow_unused), False)
     if materialize_grads:
+        if any(isinstance(i, graph.GradientEdge) for i in ins):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         r = tuple(_C.zeros_like(i) if g is None else g for g, i in zip(r, ins))
     return tuple(r)
 
