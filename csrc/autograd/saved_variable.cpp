@@ -11,16 +11,13 @@ namespace {
 struct HooksState {
   std::vector<SavedTensorHooksMaker> stack;
   std::string disabled;  // non-empty: installing hooks raises this
-  bool in_hook = false;  // a hook is running: what it saves is saved plainly (no recursion)
 };
 thread_local HooksState hooks_state;
 
-// Hooks run as torch runs them: with grad mode off, and with the hooks of this thread suspended
-// so that ops inside a hook do not pack their own saved tensors.
+// Hooks run as torch runs them: with grad mode off, so that their own ops save nothing (a hook
+// that turns grad mode on, as checkpointing's unpack does to recompute, gets the hooks it installs).
 struct InHook {
   AutoGradMode no_grad{false};
-  bool prev = std::exchange(hooks_state.in_hook, true);
-  ~InHook() { hooks_state.in_hook = prev; }
 };
 }  // namespace
 
@@ -57,7 +54,7 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
     if (m) weak_fn_ = m->grad_fn;
   }
   auto& st = hooks_state;
-  if (!st.stack.empty() && !st.in_hook) {
+  if (!st.stack.empty()) {
     pack_with(st.stack.back()(), t);
     return;
   }

@@ -1,33 +1,34 @@
 """Activation checkpointing (torch.utils.checkpoint): run a segment without keeping its
 intermediate results, and run it again in backward to get its gradients.
 
-Both variants are an autograd.Function whose forward runs the segment under no_grad and whose
-backward reruns it with grad enabled on detached copies of its inputs, then backpropagates
-through that recomputation (a nested backward, which accumulates into the `.grad` of the leaves
-the segment uses, parameters included). The default generator's state is saved before the
-forward and restored around the recomputation, so dropout draws the same mask twice.
+The reentrant variant (use_reentrant=True) is an autograd.Function whose forward runs the
+segment under no_grad and whose backward reruns it with grad enabled on detached copies of its
+inputs, then backpropagates through that recomputation (a nested backward, which accumulates
+into the `.grad` of the leaves the segment uses, parameters included: see Note [Checkpoint and
+autograd.grad]).
 
-The non-reentrant variant (use_reentrant=False) differs as in PyTorch where Kindle can: keyword
-arguments reach the function, tensors nested in lists, tuples and dicts (arguments and results)
-take part in autograd, parameters get gradients even when no input requires grad, and
-context_fn / determinism_check are honoured. Unlike PyTorch's, it recomputes the whole segment
-and, being a nested backward, it suits .backward() and not torch.autograd.grad (see Note
-[Checkpoint and autograd.grad]).
+The non-reentrant variant (use_reentrant=False, recommended) keeps the ordinary graph and
+recomputes only the tensors it saved (Note [Non-reentrant checkpoint]): keyword arguments,
+nested structures, autograd.grad and double backward work as without checkpointing, and
+context_fn / determinism_check are honoured. Both save the default generator's state before the
+forward and restore it around the recomputation, so dropout draws the same mask twice.
 """
 import contextlib
 import warnings
+import weakref
 
 from .. import _C
 from ..autograd import backward as _autograd_backward
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad
+from ..autograd.graph import saved_tensors_hooks
 from ..random import fork_rng
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "detach_variable",
            "check_backward_validity", "noop_context_fn", "set_checkpoint_early_stop",
            "set_checkpoint_debug_enabled"]
 
-# Note [Checkpoint and autograd.grad]: the recomputed graph's leaves (a module's parameters) are
+# Note [Checkpoint and autograd.grad] (reentrant variant): the recomputed graph's leaves (a module's parameters) are
 # not inputs of the checkpoint node, so the nested backward accumulates their gradients into
 # .grad instead of handing them to the outer call. With .backward() (the common case) this is
 # exactly what happens without checkpointing; with autograd.grad(outputs, inputs) the gradients
@@ -131,105 +132,113 @@ class CheckpointFunction(Function):
         return (None, None) + tuple(d.grad if isinstance(d, _C.Tensor) else None for d in detached)
 
 
-# The non-reentrant variant flattens its arguments and results: tensors anywhere in lists,
-# tuples and dicts become inputs and outputs of the autograd node.
-
-def _flatten(obj, leaves):
-    if isinstance(obj, _C.Tensor):
-        leaves.append(obj)
-        return None
-    if isinstance(obj, (list, tuple)):
-        return (type(obj), [_flatten(o, leaves) for o in obj])
-    if isinstance(obj, dict):
-        return (type(obj), {k: _flatten(v, leaves) for k, v in obj.items()})
-    return ("const", obj)
+class _Holder:
+    """Stands in for one tensor the segment saved for backward; the tensor itself is not kept."""
+    __slots__ = ("index", "meta", "__weakref__")
 
 
-def _unflatten(spec, it):
-    if spec is None:
-        return next(it)
-    kind, body = spec
-    if kind == "const":
-        return body
-    if isinstance(body, dict):
-        return kind((k, _unflatten(v, it)) for k, v in body.items())
-    items = [_unflatten(s, it) for s in body]
-    if kind in (list, tuple):
-        return kind(items)
-    if hasattr(kind, "_fields"):  # a namedtuple
-        return kind(*items)
-    return kind(items)
+class _StopRecomputation(Exception):
+    pass
 
 
-def _metadata(tensors):
-    return [(tuple(t.shape), t.dtype, str(t.device)) for t in tensors]
+def _meta(x):
+    return (tuple(x.shape), x.dtype, str(x.device))
 
 
-def _may_need_grad(function, args):
-    """Whether the segment could produce something to differentiate: an input requires grad, or
-    the function may close over parameters (anything but a module whose parameters are frozen)."""
-    if any(isinstance(a, _C.Tensor) and a.requires_grad for a in args):
-        return True
-    owner = getattr(function, "__self__", function)
-    params = getattr(owner, "parameters", None)
-    if callable(params) and hasattr(owner, "_parameters"):
-        return any(p.requires_grad for p in params())
-    return True
+class _Frame:
+    """One checkpointed call (Note [Non-reentrant checkpoint]): holders for what its forward
+    saved, and the values a recomputation gives them during a backward pass."""
+
+    def __init__(self, recompute, determinism_check):
+        self.recompute = recompute
+        self.determinism_check = determinism_check
+        self.holders = []      # weak references, in the order the forward saved
+        self.recomputed = {}   # graph task id -> {holder: value}
+
+    def pack(self, x):
+        h = _Holder()
+        h.index = len(self.holders)
+        h.meta = _meta(x)
+        self.holders.append(weakref.ref(h))
+        return h
+
+    def unpack(self, h):
+        task = _C._current_graph_task_id()
+        values = self.recomputed.get(task)
+        if values is None:
+            values = weakref.WeakKeyDictionary()
+            if task != -1:  # kept for the rest of this pass; each value goes with its holder
+                self.recomputed[task] = values
+                _C._queue_callback(lambda: self.recomputed.pop(task, None))
+            self._recompute_into(values)
+        if h not in values:
+            raise CheckpointError("torch.utils.checkpoint: the recomputation did not produce the tensor saved as "
+                                  f"number {h.index} by the forward pass")
+        return values[h]
+
+    def _recompute_into(self, values):
+        count = 0
+        wanted = len(self.holders)
+        check = self.determinism_check == "default"
+
+        def pack(x):
+            nonlocal count
+            i = count
+            count += 1
+            if i >= wanted:
+                raise CheckpointError("torch.utils.checkpoint: the recomputation saved more tensors for backward "
+                                      f"than the forward pass did ({wanted})")
+            h = self.holders[i]()
+            if h is not None:
+                if check and _meta(x) != h.meta:
+                    raise CheckpointError(
+                        "torch.utils.checkpoint: Recomputed values for the following tensors have different "
+                        f"metadata than during the forward pass.\ntensor at position {i}:\nsaved metadata: "
+                        f"{h.meta}\nrecomputed metadata: {_meta(x)}")
+                values[h] = x.detach()
+            if count == wanted:
+                raise _StopRecomputation  # everything is back: the rest of the segment need not run
+            return None
+
+        def unpack(_):
+            raise AssertionError("checkpoint: a recomputation's own saved tensors are never unpacked")
+
+        if wanted == 0:
+            return
+        try:
+            with saved_tensors_hooks(pack, unpack), enable_grad():
+                self.recompute()
+        except _StopRecomputation:
+            pass
+        if check and count < wanted:
+            raise CheckpointError("torch.utils.checkpoint: the recomputation saved fewer tensors for backward "
+                                  f"({count}) than the forward pass did ({wanted})")
 
 
-class _NonReentrantCheckpoint(Function):
-    @staticmethod
-    def forward(ctx, spec, _anchor, *tensors):
-        ctx.spec = spec
-        ctx.rng_state = _generator_state(spec["preserve"])
-        ctx.save_for_backward(*tensors)
-        args, kwargs = _unflatten(spec["inputs"], iter(tensors))
-        forward_ctx, ctx.recompute_ctx = spec["context_fn"]()
-        with forward_ctx:
-            result = spec["function"](*args, **kwargs)
-        leaves = []
-        spec["outputs"] = _flatten(result, leaves)
-        ctx.num_outputs = len(leaves)
-        ctx.metadata = _metadata(leaves)
-        spec["result_is_tensor"] = isinstance(result, _C.Tensor)
-        return tuple(leaves)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        spec = ctx.spec
-        saved = ctx.saved_tensors
-        detached = detach_variable(tuple(saved))
-        args, kwargs = _unflatten(spec["inputs"], iter(detached))
-        with _forward_rng(ctx.rng_state), enable_grad(), ctx.recompute_ctx:
-            result = spec["function"](*args, **kwargs)
-        leaves = []
-        _flatten(result, leaves)
-        if spec["determinism_check"] == "default" and _metadata(leaves) != ctx.metadata:
-            raise CheckpointError(
-                "torch.utils.checkpoint: Recomputed values have different metadata than during the forward "
-                f"pass.\nforward: {ctx.metadata}\nrecomputation: {_metadata(leaves)}")
-        _backprop(leaves, grads, require_some=False)
-        return (None, None) + tuple(d.grad if d.requires_grad else None for d in detached)
-
-
+# Note [Non-reentrant checkpoint]: the segment runs once, with grad enabled, under saved-tensor
+# hooks that keep a small holder in place of each tensor an op saves for backward (the tensor
+# itself is freed once nothing else uses it). The graph is the ordinary one, so gradients reach
+# parameters, nested structures and autograd.grad's inputs as without checkpointing, and double
+# backward works. The first unpack in a backward pass reruns the segment (same generator state,
+# the recompute context) under hooks that hand each saved tensor, in order, to its holder, and
+# stops it as soon as the last one is back.
 def _checkpoint_non_reentrant(function, preserve, context_fn, determinism_check, args, kwargs):
     if determinism_check not in _DETERMINISM_MODES:
         raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_MODES)}, but got "
                          f"{determinism_check}")
+    forward_ctx, recompute_ctx = context_fn()
     if not _C.is_grad_enabled():  # nothing will be differentiated: just run it
-        forward_ctx, _ = context_fn()
         with forward_ctx:
             return function(*args, **kwargs)
-    tensors = []
-    spec = {"function": function, "preserve": preserve, "context_fn": context_fn,
-            "determinism_check": determinism_check, "inputs": _flatten((args, kwargs), tensors)}
-    # An input that requires grad makes the node's outputs require grad, so that backward reaches
-    # the recomputation even when only the segment's parameters need gradients.
-    anchor = _C.empty([0], requires_grad=True) if _may_need_grad(function, tensors) else None
-    outputs = _NonReentrantCheckpoint.apply(spec, anchor, *tensors)
-    if spec["result_is_tensor"]:
-        return outputs[0]
-    return _unflatten(spec["outputs"], iter(outputs))
+    rng_state = _generator_state(preserve)
+
+    def recompute():
+        with _forward_rng(rng_state), recompute_ctx:
+            function(*args, **kwargs)
+
+    frame = _Frame(recompute, determinism_check)
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_ctx:
+        return function(*args, **kwargs)
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check="default",
