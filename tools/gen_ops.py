@@ -352,6 +352,8 @@ def gen_binding(op, variant, varargs=None, into=False):
         body = f'{pre}return to_named_tuple("{op.name}", {{{names}}}, {call});'
     elif op.ret == "Tensor[]":
         body = f"{pre}return nb::tuple(nb::cast({call}));"
+    elif is_method and op.ret == "Tensor" and not has_out:
+        body = f"{pre}return self_or_new(self_obj, {call});"
     else:
         body = f"{pre}return {call};"
     target = "cls" if is_method else ("nn" if variant == "nn" else "m")

@@ -81,6 +81,12 @@ bool int_from_py(PyObject* o, int64_t& out);
 // The out= form of a function: `result` copied into the tensor `out` (resized to the result's
 // shape as PyTorch resizes it, with its warning when out had elements), which is returned.
 nb::object write_out(nb::handle out, const Tensor& result, const char* op);
+// A method's result: the tensor object itself where the op returned its input unchanged, as
+// torch's (x.contiguous() is x, x.float() is x for a float x).
+inline nb::object self_or_new(nb::handle self_obj, Tensor r) {
+  if (r.impl() == nb::inst_ptr<Tensor>(self_obj)->impl()) return nb::borrow(self_obj);
+  return nb::cast(std::move(r));
+}
 nb::object write_out(nb::handle out, const char* name, std::initializer_list<const char*> fields,
                      std::tuple<Tensor, Tensor>&& t, const char* op);
 // The tensor `out` when an elementwise op may write its result straight into it: a Tensor of

@@ -254,7 +254,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     }
     return to_any(self_obj, args, kwargs);
   });
-  cls.def("type", [](const Tensor& t, DType d) { return t.to(d); }, nb::arg("dtype"));
+  cls.def("type", [](nb::handle_t<Tensor> t_obj, DType d) { return self_or_new(t_obj, nb::inst_ptr<Tensor>(t_obj)->to(d)); },
+          nb::arg("dtype"));
   cls.def("type", [](const Tensor& t) {  // the legacy type name, as torch's Tensor.type()
     switch (t.dtype()) {
       case kFloat32: return "kindle.FloatTensor";
@@ -277,27 +278,27 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("float", [](nb::handle_t<Tensor> t_obj) -> nb::object {
     KINDLE_TORCH_FUNCTION('t', "float", t_obj.ptr());
     const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
-    return nb::cast(cast_warning_if_complex(t, kFloat32));
+    return self_or_new(t_obj, cast_warning_if_complex(t, kFloat32));
   });
   cls.def("double", [](nb::handle_t<Tensor> t_obj) -> nb::object {
     KINDLE_TORCH_FUNCTION('t', "double", t_obj.ptr());
     const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
-    return nb::cast(cast_warning_if_complex(t, kFloat64));
+    return self_or_new(t_obj, cast_warning_if_complex(t, kFloat64));
   });
   cls.def("half", [](nb::handle_t<Tensor> t_obj) -> nb::object {
     KINDLE_TORCH_FUNCTION('t', "half", t_obj.ptr());
     const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
-    return nb::cast(cast_warning_if_complex(t, kFloat16));
+    return self_or_new(t_obj, cast_warning_if_complex(t, kFloat16));
   });
   cls.def("bfloat16", [](nb::handle_t<Tensor> t_obj) -> nb::object {
     KINDLE_TORCH_FUNCTION('t', "bfloat16", t_obj.ptr());
     const Tensor& t = *nb::inst_ptr<Tensor>(t_obj);
-    return nb::cast(cast_warning_if_complex(t, kBFloat16));
+    return self_or_new(t_obj, cast_warning_if_complex(t, kBFloat16));
   });
 #define KINDLE_DTYPE_METHOD(name, dtype)                                 \
   cls.def(name, [](nb::handle_t<Tensor> t_obj) -> nb::object {           \
     KINDLE_TORCH_FUNCTION('t', name, t_obj.ptr());                        \
-    return nb::cast(nb::inst_ptr<Tensor>(t_obj)->to(dtype));              \
+    return self_or_new(t_obj, nb::inst_ptr<Tensor>(t_obj)->to(dtype));   \
   });
   KINDLE_DTYPE_METHOD("long", kInt64)
   KINDLE_DTYPE_METHOD("int", kInt32)
