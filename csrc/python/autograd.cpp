@@ -76,6 +76,37 @@ void for_each_owned_py_hook(const Tensor& t, F&& f) {
       if (auto* p = h.fn.target<PyTensorHook>()) f(p->fn);
 }
 
+// `.grad` hands out one Python object per gradient while one is alive (p.grad is p.grad, and a
+// gradient accumulated in place is the object read before), as torch's does. The table maps a
+// gradient's TensorImpl to a weak reference to its object; the entry goes with the object, which
+// keeps the TensorImpl alive, so an address in it is never a reused one.
+std::unordered_map<const TensorImpl*, nb::weakref>& grad_objects() {
+  static auto* table = new std::unordered_map<const TensorImpl*, nb::weakref>();  // outlives teardown
+  return *table;
+}
+
+void remember_grad_object(nb::handle obj) {
+  const TensorImpl* key = nb::inst_ptr<Tensor>(obj)->impl();
+  nb::weakref ref(obj, nb::cpp_function([key](nb::handle dead) {
+    auto& table = grad_objects();
+    auto it = table.find(key);
+    if (it != table.end() && it->second.is(dead)) table.erase(it);
+  }));
+  grad_objects().insert_or_assign(key, std::move(ref));
+}
+
+nb::object grad_object(const Tensor& g) {
+  if (!g.defined()) return nb::none();
+  auto& table = grad_objects();
+  if (auto it = table.find(g.impl()); it != table.end()) {
+    PyObject* o = PyWeakref_GetObject(it->second.ptr());
+    if (o && o != Py_None && nb::inst_ptr<Tensor>(o)->impl() == g.impl()) return nb::borrow(o);
+  }
+  nb::object obj = nb::cast(g);
+  remember_grad_object(obj);
+  return obj;
+}
+
 struct HookHandle {
   Tensor tensor;
   std::shared_ptr<Node> node;
@@ -203,11 +234,12 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         return "<" + n.name() + buf;
       });
 
-  cls.def_prop_rw("grad", [](const Tensor& t) { return tensor_or_none(t.grad()); },
+  cls.def_prop_rw("grad", [](const Tensor& t) { return grad_object(t.grad()); },
                   [](const Tensor& t, nb::handle g) {
                     KINDLE_CHECK_TYPE(g.is_none() || nb::isinstance<Tensor>(g), "assigned grad expected to be a "
                                       "Tensor or None but got grad of type ", nb::inst_name(g).c_str());
                     t.set_grad(tensor_or_undefined(g));
+                    if (!g.is_none() && t.grad().impl() == nb::inst_ptr<Tensor>(g)->impl()) remember_grad_object(g);
                   }, nb::arg("grad").none());
   cls.def_prop_ro("grad_fn", [](const Tensor& t) { return node_object(t.grad_fn()); });
   cls.def_prop_ro("is_leaf", &Tensor::is_leaf);

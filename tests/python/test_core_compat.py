@@ -366,3 +366,30 @@ def test_increment_version_marks_a_tensor_modified():
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
     increment_version([x.detach(), y])
+
+
+@pytest.mark.parametrize("lib", ["kindle", "torch"])
+def test_object_identity_where_torch_keeps_it(lib):
+    if lib == "torch" and torch is None:
+        pytest.skip("torch not importable")
+    L = kindle if lib == "kindle" else torch
+    x = L.randn(3, 4)
+    assert x.contiguous() is x and x.float() is x and x.type(x.dtype) is x and x.to(x.dtype) is x
+    assert x.t().contiguous() is not x
+    assert x.double() is not x
+    p = L.nn.Parameter(L.randn(3))
+    (p * 2).sum().backward()
+    g = p.grad
+    assert p.grad is g and p.grad is p.grad
+    (p * 2).sum().backward()  # accumulates in place: the same object
+    assert p.grad is g and L.equal(g, L.full((3,), 4.0))
+    g.foo = 1
+    assert p.grad.foo == 1
+    new = L.zeros(3)
+    p.grad = new
+    assert p.grad is new
+    p.grad = None
+    assert p.grad is None
+    del g, new
+    (p * 3).sum().backward()
+    assert L.equal(p.grad, L.full((3,), 3.0))
