@@ -11,36 +11,54 @@ using namespace autograd;
 
 namespace {
 
-// One saved tensor's pack/unpack pair and what pack returned. The saved variable lives in the
-// graph, which may be freed without the GIL (a backward that released it), so the Python
-// references are dropped under the GIL here.
-struct PySavedTensorHooks final : SavedTensorHooks {
-  nb::object pack_fn, unpack_fn, packed;
-  PySavedTensorHooks(nb::object p, nb::object u) : pack_fn(std::move(p)), unpack_fn(std::move(u)) {}
-  ~PySavedTensorHooks() override {
-    if (!Py_IsInitialized()) {  // interpreter gone: leak rather than touch it
-      (void)pack_fn.release(), (void)unpack_fn.release(), (void)packed.release();
-      return;
-    }
-    nb::gil_scoped_acquire gil;
-    pack_fn.reset(), unpack_fn.reset(), packed.reset();
+// Drops Python references safely from wherever a graph is freed: a backward that released the
+// GIL, or a thread's exit after the interpreter is gone (then they are leaked, not touched).
+void release_safely(std::initializer_list<nb::object*> objs) {
+  if (!Py_IsInitialized()) {
+    for (nb::object* o : objs) (void)o->release();
+    return;
   }
+  nb::gil_scoped_acquire gil;
+  for (nb::object* o : objs) o->reset();
+}
+
+// The pair of Python hooks one saved_tensors_hooks context installed.
+struct PyHookPair {
+  nb::object pack_fn, unpack_fn;
+  PyHookPair(nb::object p, nb::object u) : pack_fn(std::move(p)), unpack_fn(std::move(u)) {}
+  ~PyHookPair() { release_safely({&pack_fn, &unpack_fn}); }
+};
+
+// One saved tensor's hooks and what pack returned for it.
+struct PySavedTensorHooks final : SavedTensorHooks {
+  std::shared_ptr<PyHookPair> fns;
+  nb::object packed;
+  explicit PySavedTensorHooks(std::shared_ptr<PyHookPair> f) : fns(std::move(f)) {}
+  ~PySavedTensorHooks() override { release_safely({&packed}); }
   void pack(const Tensor& t) override {
     nb::gil_scoped_acquire gil;
-    packed = pack_fn(t);
+    packed = fns->pack_fn(t);
   }
   Tensor unpack() override {
     nb::gil_scoped_acquire gil;
-    nb::object r = unpack_fn(packed);
+    nb::object r = fns->unpack_fn(packed);
     KINDLE_CHECK_TYPE(nb::isinstance<Tensor>(r), "Output of saved tensor unpack_hook expected to be a Tensor but got "
                       "result of type ", nb::inst_name(r).c_str());
     return nb::cast<Tensor>(r);
   }
 };
 
+std::shared_ptr<PyHookPair> hook_pair(nb::object pack, nb::object unpack);
+
 void check_callable(nb::handle f, const char* what) {
   KINDLE_CHECK_TYPE(PyCallable_Check(f.ptr()), "saved_tensors_hooks: the ", what, " hook must be callable, got ",
                     nb::inst_name(f).c_str());
+}
+
+std::shared_ptr<PyHookPair> hook_pair(nb::object pack, nb::object unpack) {
+  check_callable(pack, "pack");
+  check_callable(unpack, "unpack");
+  return std::make_shared<PyHookPair>(std::move(pack), std::move(unpack));
 }
 
 // grad_fn._raw_saved_<name>: a handle on one saved variable that keeps its node alive.
@@ -64,9 +82,7 @@ nb::object unpack_ref(const std::shared_ptr<Node>& node, const SavedVariableRef&
 
 void bind_saved_tensors(nb::module_& m) {
   m.def("_push_saved_tensors_hooks", [](nb::object pack, nb::object unpack) {
-    check_callable(pack, "pack");
-    check_callable(unpack, "unpack");
-    push_saved_tensors_hooks([pack, unpack] { return std::make_unique<PySavedTensorHooks>(pack, unpack); });
+    push_saved_tensors_hooks([fns = hook_pair(pack, unpack)] { return std::make_unique<PySavedTensorHooks>(fns); });
   }, nb::arg("pack_hook"), nb::arg("unpack_hook"));
   m.def("_pop_saved_tensors_hooks", &pop_saved_tensors_hooks);
   // Returns the previous message (None: hooks were enabled).
@@ -77,9 +93,7 @@ void bind_saved_tensors(nb::module_& m) {
 
   nb::class_<RawSavedTensor>(m, "SavedTensor")
       .def("register_hooks", [](RawSavedTensor& s, nb::object pack, nb::object unpack) {
-        check_callable(pack, "pack");
-        check_callable(unpack, "unpack");
-        s.var->register_hooks(std::make_unique<PySavedTensorHooks>(pack, unpack));
+        s.var->register_hooks(std::make_unique<PySavedTensorHooks>(hook_pair(pack, unpack)));
       }, nb::arg("pack_hook"), nb::arg("unpack_hook"));
 
   // torch names what a node saved after the op's arguments (grad_fn._saved_self, _saved_other)

@@ -442,3 +442,20 @@ def test_non_reentrant_checkpoint_keeps_only_holders():
     plain = live_after(f)
     ckpt = live_after(lambda x: kindle.utils.checkpoint.checkpoint(f, x, use_reentrant=False))
     assert plain >= 2 * mib and ckpt <= 1.5 * mib, (plain, ckpt)
+
+
+def test_hooks_left_installed_at_thread_and_process_exit_are_harmless():
+    import subprocess
+    import sys
+    code = ("import threading, kindle\n"
+            "from kindle.autograd.graph import saved_tensors_hooks\n"
+            "saved_tensors_hooks(lambda x: x, lambda x: x).__enter__()\n"
+            "a = kindle.ones(2, requires_grad=True)\n"
+            "y = a.exp()\n"
+            "def f():\n"
+            "    saved_tensors_hooks(lambda x: x, lambda x: x).__enter__()\n"
+            "    (a * a).sum()\n"
+            "t = threading.Thread(target=f); t.start(); t.join()\n"
+            "print('done')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
