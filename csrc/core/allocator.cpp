@@ -268,6 +268,9 @@ void register_device(DeviceType type, Allocator* allocator, CopyBytesFn copy) {
 Allocator* get_allocator(Device device) {
   if (device.is_cpu()) return cpu_allocator();
   Allocator* a = g_backends[int(device.type())].allocator;
+  // torch's CPU build answers a CUDA device with AssertionError (from torch.cuda's lazy init)
+  KINDLE_CHECK_ASSERT(a || !device.is_cuda(), "Torch not compiled with CUDA enabled (Kindle was built without a "
+                      "CUDA backend; only cpu is available)");
   KINDLE_CHECK_NOT_IMPLEMENTED(a, "kindle was built without support for device ", device,
                                " (only cpu is available)");
   return a;
@@ -278,6 +281,8 @@ void copy_bytes_across(void* dst, Device dst_device, const void* src, Device src
                        bool non_blocking) {
   Device dev = dst_device.is_meta() || src_device.is_meta() ? kMeta : dst_device.is_cpu() ? src_device : dst_device;
   CopyBytesFn f = g_backends[int(dev.type())].copy;
+  KINDLE_CHECK_ASSERT(f || !dev.is_cuda(), "copy: Torch not compiled with CUDA enabled (Kindle was built without a "
+                      "CUDA backend; only cpu is available)");
   KINDLE_CHECK_NOT_IMPLEMENTED(f, "copy: kindle was built without support for device ", dev);
   f(dst, dst_device, src, src_device, nbytes, non_blocking);
 }

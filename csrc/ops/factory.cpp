@@ -109,7 +109,9 @@ Tensor full_like(const Tensor& self, const Scalar& v, std::optional<DType> dtype
 Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
             std::optional<Device> device, bool requires_grad) {
   DType dt = dtype.value_or(default_dtype());
-  KINDLE_CHECK(is_floating_point(dt) || is_complex(dt), "rand: expected a floating point or complex dtype, got ", dt);
+  KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt) || is_complex(dt), "rand: \"check_uniform_bounds\" not "
+                               "implemented for '", scalar_type_name(dt), "' (expected a floating point or complex "
+                               "dtype, got ", dt, ")");
   Tensor t = empty_tensor(size, dt, dev(device));
   // complex: the real and the imaginary part each uniform on [0, 1), drawn in memory order
   Tensor parts = is_complex(dt) ? view_as_real(t) : t;
@@ -119,7 +121,9 @@ Tensor rand(IntArrayRef size, const std::optional<Generator>& generator, std::op
 Tensor randn(IntArrayRef size, const std::optional<Generator>& generator, std::optional<DType> dtype,
              std::optional<Device> device, bool requires_grad) {
   DType dt = dtype.value_or(default_dtype());
-  KINDLE_CHECK(is_floating_point(dt) || is_complex(dt), "randn: expected a floating point or complex dtype, got ", dt);
+  KINDLE_CHECK_NOT_IMPLEMENTED(is_floating_point(dt) || is_complex(dt), "randn: \"normal_kernel_cpu\" not "
+                               "implemented for '", scalar_type_name(dt), "' (expected a floating point or complex "
+                               "dtype, got ", dt, ")");
   Tensor t = empty_tensor(size, dt, dev(device));
   // complex: a standard complex normal, each part of variance 1/2 (as torch draws it)
   Tensor parts = is_complex(dt) ? view_as_real(t) : t;
@@ -183,17 +187,23 @@ Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optio
 
 const Tensor& native_uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
   KINDLE_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
-  KINDLE_CHECK(self.is_floating_point(), "uniform_: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "uniform_: \"check_uniform_bounds\" not implemented for '",
+                               scalar_type_name(self.dtype()), "' (expected a floating point tensor, got ",
+                               self.dtype(), ")");
   fill_random(self, uniform_args(from, to), generator);
   return self;
 }
 const Tensor& native_normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
   KINDLE_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
-  KINDLE_CHECK(self.is_floating_point(), "normal_: expected a floating point tensor, got ", self.dtype());
+  KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "normal_: \"normal_kernel_cpu\" not implemented for '",
+                               scalar_type_name(self.dtype()), "' (expected a floating point tensor, got ",
+                               self.dtype(), ")");
   fill_random(self, normal_args(self, mean, std), generator);
   return self;
 }
 const Tensor& native_exponential_(const Tensor& self, double lambd, const std::optional<Generator>& generator) {
+  KINDLE_CHECK(self.is_floating_point(), "Exponential distribution is a continuous probability distribution. dtype "
+               "must be a floating point but you specified ", scalar_type_name(self.dtype()));
   KINDLE_CHECK(lambd > 0, "exponential_: expects lambda > 0.0, but found lambda=", lambd);
   RandomArgs args{RandomKind::Exponential};
   args.a = lambd;

@@ -234,7 +234,17 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         return "<" + n.name() + buf;
       });
 
-  cls.def_prop_rw("grad", [](const Tensor& t) { return grad_object(t.grad()); },
+  cls.def_prop_rw("grad", [](const Tensor& t) {
+                    Tensor g = t.grad();
+                    if (!g.defined() && t.requires_grad() && !t.is_leaf() && !t.retains_grad() &&
+                        PyErr_WarnEx(PyExc_UserWarning, "The .grad attribute of a Tensor that is not a leaf Tensor is "
+                                     "being accessed. Its .grad attribute won't be populated during "
+                                     "autograd.backward(). If you indeed want the .grad field to be populated for a "
+                                     "non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the "
+                                     "non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.", 1))
+                      throw nb::python_error();  // warnings turned into errors
+                    return grad_object(g);
+                  },
                   [](const Tensor& t, nb::handle g) {
                     KINDLE_CHECK_TYPE(g.is_none() || nb::isinstance<Tensor>(g), "assigned grad expected to be a "
                                       "Tensor or None but got grad of type ", nb::inst_name(g).c_str());

@@ -30,11 +30,14 @@ struct DimList {
 inline thread_local std::optional<Device> g_default_device;
 inline std::optional<Device> factory_device(const std::optional<Device>& d) { return d ? d : g_default_device; }
 // A CUDA device asked for where none can serve it: NotImplementedError saying why.
+// As torch: a CPU-only build answers CUDA with AssertionError, a CUDA build without a GPU with
+// RuntimeError.
 inline void check_device_usable(Device d, const char* op) {
-  if (d.is_cuda())
-    KINDLE_CHECK_NOT_IMPLEMENTED(cuda::is_available(), op, ": no CUDA device: ",
-                                 cuda::is_built() ? "this machine has no GPU" : "Kindle was built without CUDA",
-                                 " (only cpu is available)");
+  if (!d.is_cuda()) return;
+  KINDLE_CHECK_ASSERT(cuda::is_built(), op, ": Torch not compiled with CUDA enabled (Kindle was built without a "
+                      "CUDA backend; only cpu is available)");
+  KINDLE_CHECK(cuda::is_available(), op, ": Found no NVIDIA driver on your system: this machine has no GPU (only cpu "
+               "is available)");
 }
 
 inline nb::object py_source(const DimList& d) { return d.src ? nb::borrow(d.src) : nb::cast(d); }

@@ -64,7 +64,7 @@ from . import _functions, _aten_nn  # noqa: E402
 globals().update({n: getattr(_aten_nn, n) for n in _aten_nn.__all__})  # torch.conv2d, torch.batch_norm, ...
 globals().update(_functions.install(Tensor))  # atleast_1d, tensor_split, histogram, ...; Tensor.where, ...
 from . import random, testing, hub, jit, profiler, signal  # noqa: E402,F401
-from .random import get_rng_state, set_rng_state  # noqa: E402,F401
+from .random import get_rng_state, manual_seed, set_rng_state  # noqa: E402,F401  (manual_seed returns the generator)
 from ._compile import compile  # noqa: E402,F401,A001  (torch.compile: runs eagerly)
 _is_kindle = True  # how kindle.install_as_torch tells Kindle from PyTorch under the name torch
 

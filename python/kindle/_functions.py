@@ -186,7 +186,9 @@ def _check_float(self, op):
 
 
 def _cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    _check_float(self, "cauchy_cpu")
+    if not self.is_floating_point():
+        raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
+                           f"point but you specified {str(self.dtype).split('.')[-1]}")
     if sigma <= 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     u = _uniform64(self, generator)

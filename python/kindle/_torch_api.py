@@ -417,9 +417,11 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, lay
 
 def _cuda(self, device=None, non_blocking=False, memory_format=None):  # noqa: ARG001
     if not _C._cuda_is_built():
-        raise RuntimeError("cuda(): Kindle was built without support for device cuda (only cpu is available)")
+        raise AssertionError("Torch not compiled with CUDA enabled (Kindle was built without a CUDA backend; only "
+                             "cpu is available)")
     if not _C._cuda_is_available():
-        raise RuntimeError("cuda(): no CUDA device: this machine has no GPU (only cpu is available)")
+        raise RuntimeError("cuda(): Found no NVIDIA driver on your system: this machine has no GPU (only cpu is "
+                           "available)")
     target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
     return self.to(target, non_blocking=non_blocking)
 

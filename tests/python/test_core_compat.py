@@ -393,3 +393,47 @@ def test_object_identity_where_torch_keeps_it(lib):
     del g, new
     (p * 3).sum().backward()
     assert L.equal(p.grad, L.full((3,), 3.0))
+
+
+@needs_torch
+def test_manual_seed_returns_the_generator_and_orthogonal_init_draws_torchs_matrix():
+    assert kindle.manual_seed(3).initial_seed() == 3
+    for shape, dt in [((6, 4), "float32"), ((4, 6), "float32"), ((3, 2, 4), "float32"), ((5, 5), "float64")]:
+        kindle.manual_seed(0)
+        torch.manual_seed(0)
+        a = kindle.nn.init.orthogonal_(kindle.empty(*shape, dtype=getattr(kindle, dt)), gain=2)
+        b = torch.nn.init.orthogonal_(torch.empty(*shape, dtype=getattr(torch, dt)), gain=2)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("lib", ["kindle", "torch"])
+def test_random_fills_of_integer_tensors_raise_torchs_types(lib):
+    if lib == "torch" and torch is None:
+        pytest.skip("torch not importable")
+    L = kindle if lib == "kindle" else torch
+    i = L.ones(2, dtype=L.long)
+    for f in (lambda: L.randn(2, dtype=L.long), lambda: L.rand(2, dtype=L.int32), lambda: L.randn_like(i),
+              lambda: L.rand_like(i), lambda: i.normal_(), lambda: i.uniform_(), lambda: L.randn(2, dtype=L.bool)):
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            f()
+    for f in (lambda: i.exponential_(), lambda: i.cauchy_()):
+        with pytest.raises(RuntimeError, match="continuous probability distribution"):
+            f()
+
+
+@pytest.mark.parametrize("lib", ["kindle", "torch"])
+def test_torchs_warnings_for_a_non_leaf_grad_and_pin_memory_without_accelerator(lib):
+    if lib == "torch" and torch is None:
+        pytest.skip("torch not importable")
+    L = kindle if lib == "kindle" else torch
+    a = L.ones(2, requires_grad=True)
+    b = a * 2
+    with pytest.warns(UserWarning, match="not a leaf Tensor"):
+        assert b.grad is None
+    b.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert b.grad is None and a.grad is None and L.ones(2).grad is None
+    if not L.cuda.is_available():
+        with pytest.warns(UserWarning, match="no accelerator is found"):
+            next(iter(L.utils.data.DataLoader(list(range(4)), pin_memory=True)))

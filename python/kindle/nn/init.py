@@ -5,7 +5,6 @@ Python's warnings and argument checks, and the initialisers C++ does not have ye
 import math
 import warnings
 
-import numpy as np
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
@@ -127,25 +126,23 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def orthogonal_(tensor, gain=1, generator=None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw, as torch does.
-
-    Kindle has no linalg.qr yet, so the factorisation runs in NumPy on the kindle-generated draw
-    (the draw, and so reproducibility under kindle.manual_seed, stays kindle's)."""
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw, as torch does: the
+    draw in the tensor's dtype (so a seed gives torch's matrix), signs fixed by R's diagonal."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flattened = _C.empty(rows, cols, dtype=_C.float64).normal_(0.0, 1.0, generator=generator).numpy()
+    flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
     if rows < cols:
-        flattened = flattened.T
-    q, r = np.linalg.qr(flattened)
-    q = q * np.sign(np.diag(r))  # makes the decomposition unique (uniform over orthogonal matrices)
+        flattened = flattened.t()
+    q, r = _C.linalg_qr(flattened)
+    q = q * _C.diag(r, 0).sign()  # makes the decomposition unique (uniform over orthogonal matrices)
     if rows < cols:
-        q = q.T
+        q = q.t()
     with no_grad():
-        tensor.view(rows, cols).copy_(_C.from_numpy(np.ascontiguousarray(q)).to(tensor.dtype))
+        tensor.view_as(q).copy_(q)
         tensor.mul_(gain)
     return tensor
 

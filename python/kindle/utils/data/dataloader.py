@@ -51,7 +51,7 @@ class DataLoader:
     """Iterates over ``dataset`` in batches of ``batch_size`` samples (``None``: samples one by
     one), in order or shuffled, in the main process or in ``num_workers`` worker processes.
     The arguments and their conflicts are PyTorch's. ``pin_memory`` is accepted and does
-    nothing (there is no accelerator to pin memory for)."""
+    nothing (warning, as torch's, where there is no accelerator to pin memory for)."""
 
     _initialized = False
 
@@ -180,6 +180,9 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def _get_iterator(self):
+        if self.pin_memory and not kindle.cuda.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.")
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
         self.check_worker_number_rationality()
