@@ -320,20 +320,111 @@ void multinomial_kernel(const Tensor& probs, const Tensor& out, GeneratorImpl& g
   });
 }
 
+// Note [Ranges as torch computes them]: arange and linspace give torch's exact bits, because
+// programs compare against them and feed them to floor() (affine_grid's pixel centres). arange
+// works in a wide accumulator (double; float for 16-bit types) and, as torch's 256-bit vector
+// loop does, computes one base value per vector of 32 bytes' worth of elements, rounds it to the
+// type and steps from it, except in the tail after the last full pair of vectors, which is
+// computed per element; linspace is per element in the type itself (double for integers), from
+// the start for the first half and from the end for the second. Both with fused multiply-adds,
+// as torch's compiled loops contract them. Only the element's index enters, so the values do not
+// depend on the thread count (torch's do for more than 32768 elements: its threads' chunks
+// restart the vector grouping; ours is that of one thread).
+template <typename T>
+using RangeAcc = std::conditional_t<std::is_same_v<T, double> || std::is_same_v<T, float>, double, float>;
+
+template <typename T>
+void arange_fill(T* p, int64_t n, double start_d, double step_d) {
+  using Acc = RangeAcc<T>;
+  const Acc start = Acc(start_d), step = Acc(step_d);
+  constexpr int64_t V = 32 / int64_t(sizeof(T));
+  const int64_t vec_end = n - n % (2 * V);
+  parallel_for(0, (n + V - 1) / V, std::max<int64_t>(1, kGrainSize / V), [&](int64_t gb, int64_t ge) {
+    for (int64_t g = gb; g < ge; ++g) {
+      const int64_t i0 = g * V, i1 = std::min(n, i0 + V);
+      if (i0 < vec_end) {
+        const Acc base = Acc(T(std::fma(step, Acc(i0), start)));
+        for (int64_t i = i0; i < i1; ++i) p[i] = T(std::fma(Acc(i - i0), step, base));
+      } else {
+        for (int64_t i = i0; i < i1; ++i) p[i] = T(std::fma(step, Acc(i), start));
+      }
+    }
+  });
+}
+
+template <typename T>
+void linspace_fill(T* p, int64_t n, double start_d, double end_d) {
+  const int64_t half = n == 1 ? 1 : n / 2;  // one step of linspace is its start
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    // 16-bit floats: every operation rounds to the type (torch's Half arithmetic), no fusing
+    auto r = [](float x) { return float(T(x)); };
+    const float start = r(float(start_d)), end = r(float(end_d));
+    const float step = n > 1 ? r(r(end - start) / r(float(n - 1))) : 0.f;
+    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        p[i] = T(i < half ? start + r(step * r(float(i))) : end - r(step * r(float(n - 1 - i))));
+    });
+    return;
+  }
+  // otherwise the step in the type itself (double for integers)
+  using S = std::conditional_t<std::is_integral_v<T>, double, std::conditional_t<(sizeof(T) < 4), float, T>>;
+  const S start = S(T(start_d)), end = S(T(end_d));
+  const S step = n > 1 ? (end - start) / S(n - 1) : S(0);
+  parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const S v = i < half ? std::fma(step, S(i), start) : std::fma(-step, S(n - 1 - i), end);
+      if constexpr (std::is_integral_v<T>) p[i] = T(int64_t(v));  // through int64: defined for any T
+      else p[i] = T(v);
+    }
+  });
+}
+
+// torch's logspace: the exponent from the ends in the type, the step in double, no fusing.
+void logspace_kernel(const Tensor& out, double start_d, double end_d, double base) {
+  const int64_t n = out.numel();
+  dispatch_numeric(out.dtype(), "logspace", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(out.data_ptr());
+    const T start = T(start_d), end = T(end_d);
+    const double step = n > 1 ? double(T(end - start)) / double(n - 1) : 0.0;
+    const int64_t half = n / 2;
+    auto in_type = [](int64_t i) {  // the index as the type holds it (torch counts in the type)
+      if constexpr (std::is_integral_v<T>) return double(i);
+      else return double(T(float(i)));
+    };
+    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        double x;
+        if (i < half) {
+          const double prod = step * in_type(i);
+          x = double(start) + prod;
+        } else {
+          const double prod = step * double(T(double(n) - in_type(i) - 1.0));
+          x = double(end) - prod;
+        }
+        const double v = std::pow(base, x);
+        if constexpr (std::is_integral_v<T>) p[i] = T(int64_t(v));
+        else p[i] = T(v);
+      }
+    });
+  });
+}
+
 void range_kernel(const Tensor& out, double start, double step, double end, bool linspace) {
   int64_t n = out.numel();
   dispatch_numeric(out.dtype(), "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(out.data_ptr());
-    int64_t half = n == 1 ? 1 : n / 2;  // one step of linspace is its start
-    const bool exact_int = !linspace && start == std::floor(start) && step == std::floor(step);
-    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        double v = (!linspace || i < half) ? start + double(i) * step : end - double(n - 1 - i) * step;
-        if constexpr (std::is_integral_v<T>) p[i] = T(exact_int ? int64_t(start) + i * int64_t(step) : int64_t(v));
-        else p[i] = T(v);
-      }
-    });
+    if (linspace) return linspace_fill(p, n, start, end);
+    if constexpr (std::is_integral_v<T>) {
+      const bool exact_int = start == std::floor(start) && step == std::floor(step);
+      parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          p[i] = T(exact_int ? int64_t(start) + i * int64_t(step) : int64_t(start + double(i) * step));
+      });
+    } else {
+      arange_fill(p, n, start, step);
+    }
   });
 }
 
@@ -345,4 +436,5 @@ KINDLE_REGISTER_KERNEL(random_stub, DeviceType::CPU, &cpu::random_kernel);
 KINDLE_REGISTER_KERNEL(randperm_stub, DeviceType::CPU, &cpu::randperm_kernel);
 KINDLE_REGISTER_KERNEL(multinomial_stub, DeviceType::CPU, &cpu::multinomial_kernel);
 KINDLE_REGISTER_KERNEL(range_stub, DeviceType::CPU, &cpu::range_kernel);
+KINDLE_REGISTER_KERNEL(logspace_stub, DeviceType::CPU, &cpu::logspace_kernel);
 }  // namespace kindle

@@ -345,9 +345,10 @@ Tensor logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
     return finish_factory(r, requires_grad, "logspace");
   }
   check_kernel_dtype(dt, "logspace_cpu", true, false);
-  Tensor e = linspace(start, end, steps, kFloat64, device, false);
-  Tensor r = pow(scalar_tensor_of(base, kFloat64), e).to(dt);
-  return finish_factory(r, requires_grad, "logspace");
+  KINDLE_CHECK(steps >= 0, "logspace: number of steps must be non-negative, got ", steps);
+  Tensor r = empty_tensor({steps}, dt, kCPU);
+  if (steps) logspace_stub[kCPU](r, start.to_double(), end.to_double(), base);
+  return finish_factory(r._to_device(dev(device)), requires_grad, "logspace");
 }
 Tensor eye(int64_t n, std::optional<int64_t> m, std::optional<DType> dtype, std::optional<Device> device,
            bool requires_grad) {

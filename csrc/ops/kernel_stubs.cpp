@@ -114,6 +114,7 @@ KernelStub<void (*)(const Tensor&, const RandomArgs&, GeneratorImpl&)> random_st
 KernelStub<void (*)(const Tensor&, GeneratorImpl&)> randperm_stub{"randperm"};
 KernelStub<void (*)(const Tensor&, const Tensor&, GeneratorImpl&)> multinomial_stub{"multinomial"};
 KernelStub<void (*)(const Tensor&, double, double, double, bool)> range_stub{"arange"};
+KernelStub<void (*)(const Tensor&, double, double, double)> logspace_stub{"logspace"};
 
 // filled by csrc/cpu/reduce.cpp
 KernelStub<void (*)(const ReducePlan&, ReduceOp)> reduce_stub{"reduce"};

@@ -110,8 +110,11 @@ extern KernelStub<void (*)(const Tensor& out, const RandomArgs&, GeneratorImpl& 
 extern KernelStub<void (*)(const Tensor& out, GeneratorImpl& gen)> randperm_stub;
 // multinomial with replacement: probs [rows, cats] contiguous floating, out [rows, samples] int64.
 extern KernelStub<void (*)(const Tensor& probs, const Tensor& out, GeneratorImpl& gen)> multinomial_stub;
-// arange/linspace fill: out[i] = start + i * step (linspace: symmetric from both ends).
+// arange/linspace fill: out[i] = start + i * step (linspace: symmetric from both ends), with
+// torch's roundings (Note [Ranges as torch computes them] in csrc/cpu/random.cpp).
 extern KernelStub<void (*)(const Tensor& out, double start, double step, double end, bool linspace)> range_stub;
+// logspace fill of a real dtype: base ** linspace(start, end), torch's roundings.
+extern KernelStub<void (*)(const Tensor& out, double start, double end, double base)> logspace_stub;
 }  // namespace kindle
 
 namespace kindle {

@@ -15,7 +15,7 @@ def _base_coords(steps, align_corners, dtype, device):
     if steps <= 1:
         return _C.zeros(max(steps, 1), dtype=dtype, device=device)[:steps]
     r = _C.linspace(-1, 1, steps, dtype=dtype, device=device)
-    return r if align_corners else r * ((steps - 1) / steps)
+    return r if align_corners else r * (steps - 1) / steps  # torch's two roundings, not one
 
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
