@@ -53,3 +53,4 @@ def sdpa_kernel(backends, set_priority=False):
 
 
 from . import bias  # noqa: E402,F401  (torch.nn.attention.bias: CausalBias, causal_upper_left/lower_right)
+from . import flex_attention  # noqa: E402,F401  (torch.nn.attention.flex_attention: flex_attention, BlockMask)
