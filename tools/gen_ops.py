@@ -401,8 +401,8 @@ def gen_binding(op, variant, varargs=None, into=False):
 
 def wrap_return(body):
     """The body with each of its own `return X;` (not those of lambdas inside it) as
-    `return nb::cast(X);`: the binding returns nb::object, so that its __torch_function__ branch
-    can return whatever the override returned."""
+    `return to_py(X);`: the binding returns nb::object, so that its __torch_function__ branch
+    can return whatever the override returned (to_py: nb::cast, with None for an undefined tensor)."""
     out, depth, i = [], 0, 0
     while i < len(body):
         c = body[i]
@@ -415,7 +415,7 @@ def wrap_return(body):
             while not (body[j] == ";" and d == 0):
                 d += body[j] in "{(" or -(body[j] in "})")
                 j += 1
-            out.append("return nb::cast(" + body[i + len("return "):j] + ");")
+            out.append("return to_py(" + body[i + len("return "):j] + ");")
             i = j + 1
             continue
         out.append(c)

@@ -84,11 +84,21 @@ bool int_from_py(PyObject* o, int64_t& out);
 // The out= form of a function: `result` copied into the tensor `out` (resized to the result's
 // shape as PyTorch resizes it, with its warning when out had elements), which is returned.
 nb::object write_out(nb::handle out, const Tensor& result, const char* op);
+// An op's result as Python sees it: an undefined tensor (an optional output not computed, such as
+// attention weights with need_weights=False) is None, never a Tensor object without data.
+template <typename T>
+nb::object to_py(T&& v) {
+  if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) {
+    if (!v.defined()) return nb::none();
+  }
+  return nb::cast(std::forward<T>(v));
+}
+
 // A method's result: the tensor object itself where the op returned its input unchanged, as
 // torch's (x.contiguous() is x, x.float() is x for a float x).
 inline nb::object self_or_new(nb::handle self_obj, Tensor r) {
-  if (r.impl() == nb::inst_ptr<Tensor>(self_obj)->impl()) return nb::borrow(self_obj);
-  return nb::cast(std::move(r));
+  if (r.defined() && r.impl() == nb::inst_ptr<Tensor>(self_obj)->impl()) return nb::borrow(self_obj);
+  return to_py(std::move(r));
 }
 nb::object write_out(nb::handle out, const char* name, std::initializer_list<const char*> fields,
                      std::tuple<Tensor, Tensor>&& t, const char* op);

@@ -119,10 +119,10 @@ static nb::object named_tuple_type(const char* name, std::initializer_list<const
   return t;
 }
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor>&& t) {
-  return named_tuple_type(name, fields)(nb::cast(std::get<0>(t)), nb::cast(std::get<1>(t)));
+  return named_tuple_type(name, fields)(to_py(std::get<0>(t)), to_py(std::get<1>(t)));
 }
 nb::object to_named_tuple(const char* name, std::initializer_list<const char*> fields, std::tuple<Tensor, Tensor, Tensor>&& t) {
-  return named_tuple_type(name, fields)(nb::cast(std::get<0>(t)), nb::cast(std::get<1>(t)), nb::cast(std::get<2>(t)));
+  return named_tuple_type(name, fields)(to_py(std::get<0>(t)), to_py(std::get<1>(t)), to_py(std::get<2>(t)));
 }
 
 nb::object write_out(nb::handle out, const char* name, std::initializer_list<const char*> fields,

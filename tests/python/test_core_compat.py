@@ -437,3 +437,21 @@ def test_torchs_warnings_for_a_non_leaf_grad_and_pin_memory_without_accelerator(
     if not L.cuda.is_available():
         with pytest.warns(UserWarning, match="no accelerator is found"):
             next(iter(L.utils.data.DataLoader(list(range(4)), pin_memory=True)))
+
+
+def test_an_op_output_not_computed_is_none_never_an_empty_tensor_object():
+    # multi_head_attention_forward with need_weights=False used to hand Python a Tensor object
+    # without data (any use of it crashed the process); vmap's fallback stacked those.
+    m = kindle.nn.MultiheadAttention(8, 2)
+    x = kindle.randn(7, 1, 8)
+    r = kindle._C._nn.multi_head_attention_forward(x, x, x, 8, 2, m.in_proj_weight, m.in_proj_bias, None, None,
+                                                    False, 0.0, m.out_proj.weight, m.out_proj.bias,
+                                                    need_weights=False)
+    assert r[1] is None and r[0].shape == (7, 1, 8)
+    xs = kindle.randn(3, 7, 1, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no batching rule: the per-example loop's warning
+        with kindle.no_grad():
+            out = kindle.func.vmap(lambda t: m(t, t, t, need_weights=False)[0])(xs)
+    assert out.shape == (3, 7, 1, 8)
+    assert kindle.allclose(out[1], m(xs[1], xs[1], xs[1], need_weights=False)[0], atol=1e-6)
