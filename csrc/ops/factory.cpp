@@ -187,6 +187,10 @@ Tensor randperm(int64_t n, const std::optional<Generator>& generator, std::optio
 
 const Tensor& native_uniform_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
   KINDLE_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (self.is_complex()) {  // torch: each part uniform, drawn in memory order
+    native_uniform_(view_as_real(self), from, to, generator);
+    return self;
+  }
   KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "uniform_: \"check_uniform_bounds\" not implemented for '",
                                scalar_type_name(self.dtype()), "' (expected a floating point tensor, got ",
                                self.dtype(), ")");
@@ -195,6 +199,10 @@ const Tensor& native_uniform_(const Tensor& self, double from, double to, const 
 }
 const Tensor& native_normal_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
   KINDLE_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {  // torch: each part N(mean, std^2 / 2), so that |z - mean| has variance std^2
+    native_normal_(view_as_real(self), mean, std / std::sqrt(2.0), generator);
+    return self;
+  }
   KINDLE_CHECK_NOT_IMPLEMENTED(self.is_floating_point(), "normal_: \"normal_kernel_cpu\" not implemented for '",
                                scalar_type_name(self.dtype()), "' (expected a floating point tensor, got ",
                                self.dtype(), ")");

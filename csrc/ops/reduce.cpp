@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "kindle/operators.h"
+#include "kindle/warning.h"
 #include "native_ops.h"
 #include "ops/kernels.h"
 #include "ops/scan_kernels.h"
@@ -202,14 +203,18 @@ static double correction_of(std::optional<bool> unbiased, const std::optional<Sc
 // (PyTorch's Welford pass gives exactly 0). std takes the root before rounding to the input
 // dtype, so a variance past the dtype's range still gives a finite deviation, as in PyTorch.
 static std::tuple<Tensor, Tensor> var_mean_f64(const Tensor& self_in, OptionalIntArrayRef dim, std::optional<bool> unbiased,
-                                               bool keepdim, const std::optional<Scalar>& correction, const char* op) {
+                                               bool keepdim, const std::optional<Scalar>& correction, const char* op,
+                                               bool warned_dof = false) {
+  double c = correction_of(unbiased, correction, op);
+  if (double(reduced_count(self_in, dim)) - c <= 0 && !warned_dof)  // torch's warning; the result is nan or inf
+    warn(std::string(op) + "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+         "factor (input numel divided by output numel).");
   if (self_in.is_complex()) {  // the variance of the real parts plus that of the imaginary parts
-    auto [vr, mr] = var_mean_f64(real(self_in), dim, unbiased, keepdim, correction, op);
-    auto [vi, mi] = var_mean_f64(imag(self_in), dim, unbiased, keepdim, correction, op);
+    auto [vr, mr] = var_mean_f64(real(self_in), dim, unbiased, keepdim, correction, op, true);
+    auto [vi, mi] = var_mean_f64(imag(self_in), dim, unbiased, keepdim, correction, op, true);
     return {add(vr, vi), complex(mr, mi)};
   }
   KINDLE_CHECK(self_in.is_floating_point(), op, "(): expected a floating point tensor, got ", self_in.dtype());
-  double c = correction_of(unbiased, correction, op);
   Tensor self = self_in.to(kFloat64);
   // float64 input: shifted by each slice's first element, so that a slice of equal values has a
   // mean of exactly that value and a variance of exactly 0 (float32 input is exact enough in float64)

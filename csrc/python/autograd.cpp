@@ -276,10 +276,18 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     return HookHandle{t, nullptr, id, 0, 0};
   }, nb::arg("hook"));
 
-  cls.def("register_post_accumulate_grad_hook", [](const Tensor& t, nb::object fn) {
-    uint64_t id = register_post_accumulate_grad_hook(t, [fn](const Tensor& param) {
+  cls.def("register_post_accumulate_grad_hook", [](nb::handle_t<Tensor> self, nb::object fn) {
+    const Tensor& t = *nb::inst_ptr<Tensor>(self);
+    KINDLE_CHECK(t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+    KINDLE_CHECK(t.is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+    // The hook gets the object it was registered on (a Parameter, as torch passes it: code keys
+    // dicts by it), held weakly: a strong reference from the tensor's own hook would be a cycle.
+    nb::weakref owner(self);
+    uint64_t id = register_post_accumulate_grad_hook(t, [fn, owner](const Tensor& param) {
       nb::gil_scoped_acquire gil;
-      fn(param);
+      PyObject* o = PyWeakref_GetObject(owner.ptr());
+      if (o && o != Py_None && nb::inst_ptr<Tensor>(o)->impl() == param.impl()) fn(nb::handle(o));
+      else fn(param);
     });
     return HookHandle{t, nullptr, id, 3, 0};
   }, nb::arg("hook"));

@@ -11,6 +11,7 @@
 #include "kindle/random_guard.h"
 #include "ops/tensor_iter.h"
 
+#include "kindle/warning.h"
 #include "python/bind_common.h"
 #include "python/torch_function.h"
 
@@ -316,6 +317,11 @@ void add_numpy_names(nb::class_<Tensor>& cls) {
 NB_MODULE(_C, m) {
   // The dtype objects live as long as the process, on purpose: do not report them at exit.
   nb::set_leak_warnings(false);
+  // the core's warnings (kindle/warning.h) as UserWarning, an exception where warnings are errors
+  set_warning_handler([](const std::string& message) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) throw nb::python_error();
+  });
   g_linalg_error = PyErr_NewException("kindle.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
   m.attr("LinAlgError") = nb::handle(g_linalg_error);
   g_oom_error = PyErr_NewException("kindle.OutOfMemoryError", PyExc_RuntimeError, nullptr);

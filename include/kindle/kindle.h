@@ -9,3 +9,4 @@
 #include "kindle/autograd.h"
 #include "kindle/optim.h"
 #include "kindle/shared_memory.h"
+#include "kindle/warning.h"

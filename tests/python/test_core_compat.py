@@ -455,3 +455,70 @@ def test_an_op_output_not_computed_is_none_never_an_empty_tensor_object():
             out = kindle.func.vmap(lambda t: m(t, t, t, need_weights=False)[0])(xs)
     assert out.shape == (3, 7, 1, 8)
     assert kindle.allclose(out[1], m(xs[1], xs[1], xs[1], need_weights=False)[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("lib", ["kindle", "torch"])
+def test_sweep_b_behaviours(lib):
+    if lib == "torch" and torch is None:
+        pytest.skip("torch not importable")
+    L = kindle if lib == "kindle" else torch
+    # post-accumulate-grad hooks get the parameter object itself (code keys dicts by it)
+    m = L.nn.Linear(2, 1)
+    seen = []
+    for p in m.parameters():
+        p.register_post_accumulate_grad_hook(seen.append)
+    m(L.ones(1, 2)).sum().backward()
+    assert [type(t).__name__ for t in seen] == ["Parameter", "Parameter"]
+    assert all(any(t is p for p in m.parameters()) for t in seen)
+    with pytest.raises(RuntimeError):
+        L.ones(2).register_post_accumulate_grad_hook(print)
+    # a module converts to a complex dtype (with torch's warning); complex fills
+    with pytest.warns(UserWarning, match="Complex modules"):
+        c = L.nn.Linear(2, 2).to(L.complex64)
+    assert c.weight.dtype == L.complex64 and c.bias.dtype == L.complex64
+    L.manual_seed(0)
+    z = L.empty(3, dtype=L.complex64).normal_(1.0, 2.0)
+    L.manual_seed(0)
+    r = L.empty(6).normal_() * (2.0 / 2 ** 0.5) + 1.0
+    assert L.allclose(L.view_as_real(z).reshape(-1), r, atol=1e-6)
+    L.manual_seed(0)
+    u = L.empty(3, dtype=L.complex128).uniform_(-1, 1)
+    L.manual_seed(0)
+    assert L.allclose(L.view_as_real(u).reshape(-1), L.empty(6, dtype=L.float64).uniform_(-1, 1))
+    # std/var with no degrees of freedom warn
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        assert L.tensor([1.0]).std().isnan()
+
+
+def test_custom_function_jvp_context_and_gradcheck_forward_ad():
+    class Exp(kindle.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.r = x.exp()
+            return ctx.r
+
+        @staticmethod
+        def jvp(ctx, g):
+            out = g * ctx.r
+            del ctx.r
+            return out
+
+    x = kindle.randn(3, dtype=kindle.float64, requires_grad=True)
+    assert kindle.autograd.gradcheck(Exp.apply, (x,), check_forward_ad=True, check_backward_ad=False,
+                                     check_undefined_grad=False)
+
+    class WrongJvp(kindle.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.exp()
+
+        @staticmethod
+        def jvp(ctx, g):
+            return g
+
+    assert not kindle.autograd.gradcheck(WrongJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False,
+                                         raise_exception=False)
+    assert kindle.autograd.gradcheck(lambda a: (a * a).sin(), (x,), check_forward_ad=True)
+    with pytest.warns(UserWarning, match="not a double precision"):
+        kindle.autograd.gradcheck(lambda a: a * 2, (kindle.randn(2, requires_grad=True),), atol=1e-2, rtol=1e-2,
+                                  eps=1e-3)

@@ -101,6 +101,9 @@ class _JvpContext:
     def __setattr__(self, name, value):
         setattr(self._ctx, name, value)
 
+    def __delattr__(self, name):
+        delattr(self._ctx, name)
+
 
 def _save_for_forward(ctx, *tensors):
     for t in tensors:

@@ -1,4 +1,6 @@
 """Finite-difference checks of analytical gradients (torch.autograd.gradcheck / gradgradcheck)."""
+import warnings
+
 import numpy as np
 
 from .. import _C
@@ -101,26 +103,65 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
                          "have requires_grad=True.")
+    for i in diff_idx:
+        if inputs[i].dtype not in (_C.float64, _C.complex128):
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. "
+                          "This check will likely fail if all the inputs are not of double precision floating point "
+                          "or complex. ")
+    if not check_forward_ad and not check_backward_ad:
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
-    analytical = _analytical_jacobian(outputs, inputs, diff_idx)
+    checks = []
+    if check_backward_ad:  # before the finite differences, which perturb the inputs in place
+        checks.append(("Jacobian mismatch", _analytical_jacobian(outputs, inputs, diff_idx)))
     numerical = _numerical_jacobian(func, inputs, diff_idx, eps)
-    for ii, i in enumerate(diff_idx):
-        for oi, o in enumerate(outputs):
-            a = analytical[ii][oi]
-            n = np.stack([numerical[ii][k][oi] for k in range(inputs[i].numel())]) if inputs[i].numel() else a
-            n = n.reshape(a.shape)
-            bad = ~(np.abs(a - n) <= atol + rtol * np.abs(n))
-            bad &= ~(np.isnan(a) & np.isnan(n))
-            if bad.any():
-                k, j = np.argwhere(bad)[0]
-                msg = (f"Jacobian mismatch for output {oi} with respect to input {i},\n"
-                       f"numerical:{n}\nanalytical:{a}\n"
-                       f"first mismatch at input element {k}, output element {j}: numerical {n[k, j]!r}, "
-                       f"analytical {a[k, j]!r} (atol={atol}, rtol={rtol})")
-                if raise_exception:
-                    raise GradcheckError(msg)
-                return False
+    if check_forward_ad:
+        checks.append(("Jacobian computed with forward mode mismatch", _forward_jacobian(func, inputs, diff_idx, len(outputs))))
+    for kind, analytical in checks:
+        for ii, i in enumerate(diff_idx):
+            for oi in range(len(outputs)):
+                a = analytical[ii][oi]
+                n = np.stack([numerical[ii][k][oi] for k in range(inputs[i].numel())]) if inputs[i].numel() else a
+                n = n.reshape(a.shape)
+                bad = ~(np.abs(a - n) <= atol + rtol * np.abs(n))
+                bad &= ~(np.isnan(a) & np.isnan(n))
+                if bad.any():
+                    k, j = np.argwhere(bad)[0]
+                    msg = (f"{kind} for output {oi} with respect to input {i},\n"
+                           f"numerical:{n}\nanalytical:{a}\n"
+                           f"first mismatch at input element {k}, output element {j}: numerical {n[k, j]!r}, "
+                           f"analytical {a[k, j]!r} (atol={atol}, rtol={rtol})")
+                    if raise_exception:
+                        raise GradcheckError(msg)
+                    return False
     return True
+
+
+def _forward_jacobian(func, inputs, diff_idx, n_outputs):
+    """One Jacobian-vector product per input element, through forward-mode AD (dual tensors)."""
+    from . import forward_ad as fwAD
+
+    jacs = [[None] * n_outputs for _ in diff_idx]
+    for ii, i in enumerate(diff_idx):
+        cols = []
+        for k in range(inputs[i].numel()):
+            with fwAD.dual_level():
+                duals = list(inputs)
+                for jj in diff_idx:
+                    t = inputs[jj].detach()
+                    tangent = _C.zeros_like(t)
+                    if jj == i:
+                        tangent.view(-1)[k] = 1
+                    duals[jj] = fwAD.make_dual(t, tangent)
+                outs = [o for o in _as_tuple(func(*duals)) if isinstance(o, _C.Tensor) and o.is_floating_point()]
+                col = []
+                for o in outs:
+                    tan = fwAD.unpack_dual(o).tangent
+                    col.append(np.zeros(o.numel()) if tan is None else _numpy(tan))
+            cols.append(col)
+        for oi in range(n_outputs):
+            jacs[ii][oi] = (np.stack([c[oi] for c in cols]) if cols else np.zeros((0, 0)))
+    return jacs
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, gen_non_contig_grad_outputs=False,

@@ -1057,15 +1057,22 @@ class Module:
                 continue  # non_blocking
             elif a is not None:
                 device = a
-        if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                            f"dtype={dtype}")
+        if dtype is not None:
+            if not (dtype.is_floating_point or dtype.is_complex):
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={dtype}")
+            if dtype.is_complex:
+                warnings.warn("Complex modules are a new feature under active development whose design may change, "
+                              "and some modules might not work as expected when using complex tensors as "
+                              "parameters or buffers. Please file an issue at "
+                              "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml if a complex "
+                              "module does not work as expected.")
         device = _device_arg(device)
 
         def convert(t):
             if device is not None:
                 t = t.to(device, non_blocking=non_blocking)
-            if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+            if dtype is not None and (t.is_floating_point() or t.is_complex()) and t.dtype != dtype:
                 t = t.to(dtype)
             # torch: memory_format applies to the 4-d (5-d for channels_last_3d) parameters and buffers
             if fmt is not None and t.dim() == {"channels_last": 4, "channels_last_3d": 5}.get(repr(fmt)[6:], -1):
