@@ -266,7 +266,7 @@ Tensor.__array_priority__ = 1000  # numpy defers to our reflected operators
 
 
 _LAZY_SUBMODULES = {"multiprocessing", "onnx", "fx", "_dynamo", "compiler", "func", "distributions", "fft",
-                    "distributed", "futures", "sparse"}
+                    "distributed", "futures", "sparse", "export"}
 
 
 def sparse_coo_tensor(indices, values, size=None, **kwargs):

@@ -381,7 +381,7 @@ NOT_YET = {
         "PRIVATE_OPS", "ModuleDict", "ParameterDict", "BufferDict", "AcceleratorError", "Event", "Stream",
         "import_ir_module", "import_ir_module_from_buffer", "merge_type_from_type_comment", "parse_ir",
         "parse_schema", "parse_type_comment", "unify_type_list", "fork", "wait", "classes",
-        "cpp", "export", "package", "monitor", "ao", "quasirandom", "nested", "jagged",
+        "cpp", "package", "monitor", "ao", "quasirandom", "nested", "jagged",
         "mtia", "get_device_module", "thread_safe_generator", "prepare_multiprocessing_environment",
         "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12", "get_file_path", "from_file", "USE_GLOBAL_DEPS",
         "USE_RTLD_GLOBAL_WITH_LIBTORCH", "TYPE_CHECKING", "classproperty", "quantization", "windows",
