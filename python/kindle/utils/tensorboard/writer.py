@@ -2,13 +2,14 @@
 import os
 import socket
 import time
-import warnings
 from datetime import datetime
 
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog, TaggedRunMetadata
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from . import summary as _s
+from ._embedding import write_embedding, write_projector_config
+from ._utils import ShapeError
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -31,6 +32,16 @@ class FileWriter:
 
     def add_summary(self, summary, global_step=None, walltime=None):
         self.add_event(Event(summary=summary), global_step, walltime)
+
+    def add_graph(self, graph_profile, walltime=None):
+        """A (GraphDef, RunMetadata) pair: the graph, then its step stats tagged "step1"."""
+        graph, run_metadata = graph_profile
+        self.add_event(Event(graph_def=graph.SerializeToString()), None, walltime)
+        trm = TaggedRunMetadata(tag="step1", run_metadata=run_metadata.SerializeToString())
+        self.add_event(Event(tagged_run_metadata=trm), None, walltime)
+
+    def add_onnx_graph(self, graph, walltime=None):
+        self.add_event(Event(graph_def=graph.SerializeToString()), None, walltime)
 
     def flush(self):
         self._writer.flush()
@@ -56,6 +67,7 @@ class SummaryWriter:
         self.max_queue, self.flush_secs, self.filename_suffix = max_queue, flush_secs, filename_suffix
         self.file_writer = None
         self.all_writers = {}
+        self._projector_config = None  # every embedding this writer added, for projector_config.pbtxt
         self._get_file_writer()
         self.default_bins = "tensorflow"
 
@@ -101,6 +113,16 @@ class SummaryWriter:
     def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None):
         self._get_file_writer().add_summary(_s.histogram(tag, values, bins, max_bins), global_step, walltime)
 
+    def add_histogram_raw(self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
+                          global_step=None, walltime=None):
+        """A histogram already binned: bucket_limits are the buckets' right edges (the first
+        bucket's left edge is `min`), bucket_counts their counts."""
+        if len(bucket_limits) != len(bucket_counts):
+            raise ValueError("len(bucket_limits) != len(bucket_counts), see the document.")
+        self._get_file_writer().add_summary(
+            _s.histogram_raw(tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts), global_step,
+            walltime)
+
     def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
         self._get_file_writer().add_summary(_s.image(tag, img_tensor, dataformats=dataformats), global_step,
                                             walltime)
@@ -109,6 +131,20 @@ class SummaryWriter:
         self._get_file_writer().add_summary(_s.image(tag, img_tensor, dataformats=dataformats), global_step,
                                             walltime)
 
+    def add_image_with_boxes(self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
+                             dataformats="CHW", labels=None):
+        """An image with boxes (N, 4) of (xmin, ymin, xmax, ymax) pixels drawn on it, each with
+        its label when there are as many labels as boxes (otherwise none, as in torch)."""
+        boxes = _s.make_np(box_tensor)
+        if labels is not None:
+            if isinstance(labels, str):
+                labels = [labels]
+            if len(labels) != boxes.shape[0]:
+                labels = None
+        self._get_file_writer().add_summary(
+            _s.image_boxes(tag, img_tensor, boxes, rescale=rescale, dataformats=dataformats, labels=labels),
+            global_step, walltime)
+
     def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
         if isinstance(figure, (list, tuple)):
             import numpy as np
@@ -116,6 +152,15 @@ class SummaryWriter:
             self.add_images(tag, images, global_step, walltime, dataformats="NHWC")
         else:
             self.add_image(tag, _s.figure_to_image(figure, close), global_step, walltime, dataformats="HWC")
+
+    def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
+        """An (N, T, C, H, W) batch of clips (uint8 0..255 or float 0..1) as one animated GIF."""
+        self._get_file_writer().add_summary(_s.video(tag, vid_tensor, fps), global_step, walltime)
+
+    def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None):
+        """A (1, L) clip of samples in [-1, 1] as a WAV file."""
+        self._get_file_writer().add_summary(_s.audio(tag, snd_tensor, sample_rate=sample_rate), global_step,
+                                            walltime)
 
     def add_text(self, tag, text_string, global_step=None, walltime=None):
         self._get_file_writer().add_summary(_s.text(tag, text_string), global_step, walltime)
@@ -136,15 +181,66 @@ class SummaryWriter:
         """The model's dataflow on input_to_model, for TensorBoard's Graphs tab (traced as
         kindle.jit.trace records: the path the example takes)."""
         from ._graph import build_graph
-        graph, run_metadata = build_graph(model, input_to_model, verbose, use_strict_trace)
-        writer = self._get_file_writer()
-        writer.add_event(Event(graph_def=graph.SerializeToString()))
-        writer.add_event(Event(tagged_run_metadata=TaggedRunMetadata(tag="step1",
-                                                                     run_metadata=run_metadata.SerializeToString())))
+        self._get_file_writer().add_graph(build_graph(model, input_to_model, verbose, use_strict_trace))
+
+    def add_onnx_graph(self, prototxt):
+        """The graph of the ONNX model file `prototxt` (needs the onnx package)."""
+        from ._onnx_graph import load_onnx_graph
+        self._get_file_writer().add_onnx_graph(load_onnx_graph(prototxt))
+
+    def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default",
+                      metadata_header=None):
+        """Data for TensorBoard's Projector: mat (N, D) one point a row, metadata N labels (or
+        rows of len(metadata_header) columns), label_img (N, C, H, W) thumbnails in [0, 1].
+        Written as files under log_dir/<step>/<tag> and listed in log_dir/projector_config.pbtxt
+        (rewritten with all this writer's embeddings each call)."""
+        from tensorboard.plugins.projector.projector_config_pb2 import ProjectorConfig
+        mat = _s.make_np(mat)
+        if metadata is not None and hasattr(metadata, "tolist"):  # labels of an array or a tensor as numbers
+            metadata = metadata.tolist()
+        label_img = None if label_img is None else _s.make_np(label_img)
+        log_dir = self._get_file_writer().get_logdir()
+        info = write_embedding(log_dir, mat, metadata, label_img, global_step, tag, metadata_header)
+        if self._projector_config is None:
+            self._projector_config = ProjectorConfig()
+        self._projector_config.embeddings.append(info)
+        write_projector_config(log_dir, self._projector_config)
+
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127, weights=None,
+                     walltime=None):
+        """Precision-recall curve of binary `labels` against `predictions` (probabilities in [0, 1])."""
+        self._get_file_writer().add_summary(
+            _s.pr_curve(tag, labels, predictions, num_thresholds, weights), global_step, walltime)
+
+    def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                         false_negative_counts, precision, recall, global_step=None, num_thresholds=127,
+                         weights=None, walltime=None):
+        """A precision-recall curve already computed: the counts, precision and recall per threshold."""
+        self._get_file_writer().add_summary(
+            _s.pr_curve_raw(tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                            false_negative_counts, precision, recall, num_thresholds, weights), global_step,
+            walltime)
+
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled"):
+        """A Custom Scalars chart plotting the scalar `tags` together."""
+        self._get_file_writer().add_summary(_s.custom_scalars({category: {title: ["Multiline", tags]}}))
+
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled"):
+        """A Custom Scalars chart of tags [value, lower bound, upper bound] as a line in a band."""
+        if len(tags) != 3:
+            raise ShapeError(f"Expected 3 tags, got {len(tags)}.")
+        self._get_file_writer().add_summary(_s.custom_scalars({category: {title: ["Margin", tags]}}))
 
     def add_custom_scalars(self, layout):
-        warnings.warn("kindle.utils.tensorboard: add_custom_scalars is not supported; nothing was written",
-                      UserWarning, stacklevel=2)
+        """The Custom Scalars layout {category: {chart title: ["Multiline" or "Margin", tags]}}.
+        TensorBoard reads one layout a run: call it once per writer (at any time)."""
+        self._get_file_writer().add_summary(_s.custom_scalars(layout))
+
+    def add_mesh(self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None, walltime=None):
+        """A 3D mesh or point cloud: vertices (B, N, 3), colors (B, N, 3) 0..255, faces (B, F, 3)
+        vertex indices; config_dict: Three.js settings (camera, lights, material)."""
+        self._get_file_writer().add_summary(_s.mesh(tag, vertices, colors, faces, config_dict), global_step,
+                                            walltime)
 
     # ---- files
 
