@@ -8,6 +8,7 @@
 #include "ops/loss_kernels.h"
 #include "ops/norm_kernels.h"
 #include "ops/optim_kernels.h"
+#include "ops/grid_sample_kernels.h"
 #include "ops/pad_kernels.h"
 #include "ops/rnn_kernels.h"
 #include "ops/scan_kernels.h"
@@ -98,6 +99,12 @@ KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, 
 
 // filled by csrc/cpu/optim.cpp
 KernelStub<void (*)(const FusedStepArgs&)> fused_step_stub{"fused optimizer step"};
+
+// filled by csrc/cpu/grid_sample.cpp
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const GridSampleArgs&)> grid_sample_stub{
+    "grid_sampler"};
+KernelStub<void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const GridSampleArgs&)>
+    grid_sample_backward_stub{"grid_sampler_backward"};
 
 // filled by csrc/cpu/pad.cpp
 KernelStub<void (*)(const Tensor&, const Tensor&, const PadGather&)> pad_gather_stub{"pad"};

@@ -1,13 +1,17 @@
 """Spatial transformers: affine_grid (sampling locations from affine matrices) and grid_sample
-(input values read at those locations), in 2-d (4-d input) and 3-d (5-d input), composed of
-gathers and element-wise ops so that gradients reach both the input and the grid. The
-coordinate conventions (align_corners, the padding modes' clipping and reflection, bicubic's
-A = -0.75 kernel with padding applied to each tap) are torch's."""
+(input values read at those locations), in 2-d (4-d input) and 3-d (5-d input). grid_sample
+checks its arguments here with torch's messages and runs the grid_sampler op (C++ kernels,
+csrc/cpu/grid_sample.cpp), whose conventions (align_corners, the padding modes' clipping and
+reflection, bicubic's A = -0.75 kernel with padding applied to each tap) are torch's."""
 import warnings
 
 from .. import _C
 
 __all__ = ["affine_grid", "grid_sample"]
+
+# torch's grid_sampler enums
+_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 def _base_coords(steps, align_corners, dtype, device):
@@ -59,72 +63,6 @@ def affine_grid(theta, size, align_corners=None):
     return out.reshape([size[0]] + spatial + [nd])
 
 
-def _unnormalize(coord, size, align_corners):
-    if align_corners:
-        return (coord + 1) / 2 * (size - 1)
-    return ((coord + 1) * size - 1) / 2
-
-
-def _reflect(x, twice_low, twice_high):
-    if twice_low == twice_high:
-        return _C.zeros_like(x)
-    lo = twice_low / 2
-    span = (twice_high - twice_low) / 2
-    x = (x - lo).abs()
-    extra = _C.fmod(x, span)
-    flips = _C.floor(x / span)
-    return _C.where(_C.remainder(flips, 2) == 0, extra + lo, span - extra + lo)
-
-
-def _pad_coords(x, size, padding_mode, align_corners):
-    if padding_mode == "zeros":
-        return x
-    if padding_mode == "reflection":
-        x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-    # A coordinate that clipping leaves NaN (NaN itself, or an infinite one reflected) reads as
-    # outside the input, a zero, as torch's (where zero padding keeps the NaN)
-    x = x.clamp(0, size - 1)
-    return _C.where(x.isnan(), _C.full_like(x, -1.0), x)
-
-
-class _Reader:
-    """Values of input (N, C, *spatial) at integer positions (N, *out) per dim: zero outside."""
-
-    def __init__(self, input):  # noqa: A002
-        self.n, self.c = input.shape[0], input.shape[1]
-        self.spatial = list(input.shape[2:])
-        self.flat = input.reshape(self.n, self.c, -1)
-
-    def __call__(self, pos):
-        """pos: integer-valued float coordinates in (x, y[, z]) order (x along the last dim)."""
-        sizes = list(reversed(self.spatial))
-        inside = None
-        lin = None
-        stride = 1
-        for p, s in zip(pos, sizes):
-            ok = (p >= 0) & (p <= s - 1)
-            inside = ok if inside is None else inside & ok
-            # (a NaN coordinate, masked out by `inside`, still needs an index that exists)
-            term = p.clamp(0, s - 1).nan_to_num(0.0).to(_C.int64) * stride
-            lin = term if lin is None else lin + term
-            stride *= s
-        out_shape = list(lin.shape[1:])
-        idx = lin.reshape(self.n, 1, -1).expand(self.n, self.c, lin[0].numel())
-        vals = self.flat.gather(2, idx).reshape([self.n, self.c] + out_shape)
-        return vals * inside.unsqueeze(1).to(vals.dtype)
-
-
-def _cubic_weights(t):
-    a = -0.75
-
-    def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
-
-
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
@@ -156,34 +94,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         if s <= 0:
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
                                f"sizes {list(input.shape)} with dimension {list(input.shape).index(s)} being empty")
-    sizes = list(reversed(input.shape[2:]))  # per coordinate (x, y[, z])
-    read = _Reader(input)
-    if mode == "bicubic":
-        ix, iy = (_unnormalize(grid[..., d], sizes[d], align_corners) for d in range(2))
-        x0, y0 = ix.floor(), iy.floor()
-        wx, wy = _cubic_weights(ix - x0), _cubic_weights(iy - y0)
-        out = 0
-        for j in range(4):
-            y = _pad_coords(y0 + (j - 1), sizes[1], padding_mode, align_corners)
-            row = 0
-            for i in range(4):
-                x = _pad_coords(x0 + (i - 1), sizes[0], padding_mode, align_corners)
-                row = row + read([x, y]) * wx[i].unsqueeze(1)
-            out = out + row * wy[j].unsqueeze(1)
-        return out
-    coords = [_pad_coords(_unnormalize(grid[..., d], sizes[d], align_corners), sizes[d], padding_mode,
-                          align_corners) for d in range(nd)]
-    if mode == "nearest":  # piecewise constant in the grid: a zero gradient for it (as torch's)
-        return _C.where(_C.ones((), dtype=_C.bool), read([c.round() for c in coords]), grid.sum() * 0)
-    lows = [c.floor() for c in coords]
-    fracs = [c - lo for c, lo in zip(coords, lows)]
-    out = 0
-    for corner in range(2 ** nd):
-        pos, w = [], 1
-        for d in range(nd):
-            up = (corner >> d) & 1
-            pos.append(lows[d] + up)
-            w = w * (fracs[d] if up else 1 - fracs[d])
-        out = out + read(pos) * w.unsqueeze(1)
-    return out
-
+    return _C.grid_sampler(input, grid, _MODES[mode], _PADDINGS[padding_mode], align_corners)
