@@ -20,7 +20,7 @@ const int g_default_threads = omp_get_max_threads();
 }  // namespace
 
 void set_num_threads(int n) {
-  KINDLE_CHECK_VALUE(n > 0, "set_num_threads: expected a positive number of threads, got ", n);
+  KINDLE_CHECK(n > 0, "set_num_threads expects a positive integer (got ", n, ")");
   g_num_threads.store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);  // (the calling thread's OpenMP setting follows, for libraries that read it)
 }

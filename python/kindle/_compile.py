@@ -75,11 +75,17 @@ class OptimizedModule(Module):
 
     def forward(self, *args, **kwargs):
         mod = self._modules["_orig_mod"]
-        if not mod.training and not kwargs and not _C.is_grad_enabled() and self._fuses():
-            gm = self._inference_graph(mod, len(args))
-            if gm is not None:
-                return gm(*args)
-        return mod(*args, **kwargs)
+        ctx = self.dynamo_ctx
+        if ctx is not None and ctx.disable:
+            return mod(*args, **kwargs)
+        # What the model's code sees is what it would see under torch.compile, whose compiled
+        # frames answer True to torch.compiler.is_compiling() (and is_dynamo_compiling()).
+        with _compiler()._compiling(dynamo=True):
+            if not mod.training and not kwargs and not _C.is_grad_enabled() and self._fuses():
+                gm = self._inference_graph(mod, len(args))
+                if gm is not None:
+                    return gm(*args)
+            return mod(*args, **kwargs)
 
     def _fuses(self):
         ctx = self.dynamo_ctx
@@ -143,6 +149,12 @@ class OptimizedModule(Module):
         return (type(self), (self._orig_mod, self.dynamo_ctx))
 
 
+def _compiler():
+    # kindle.compiler imports this module: import it at first use
+    from . import compiler
+    return compiler
+
+
 def _trace_fused(mod):
     from . import _fusion
     from .fx import symbolic_trace
@@ -193,7 +205,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
     @functools.wraps(model)
     def compiled(*args, **kwargs):
-        return model(*args, **kwargs)
+        if disable:
+            return model(*args, **kwargs)
+        with _compiler()._compiling(dynamo=True):  # see OptimizedModule.forward
+            return model(*args, **kwargs)
 
     compiled._torchdynamo_orig_callable = model
     compiled._kindle_compile_options = ctx

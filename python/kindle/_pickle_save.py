@@ -102,8 +102,23 @@ class _Pickler(pickle._Pickler):
         return False
 
     def save_global(self, obj, name=None):
-        if not self._save_as_torch(obj, name):
+        if self._save_as_torch(obj, name):
+            return
+        # torch.save uses the C pickler, whose errors for an unreachable function or class are not
+        # pickle.py's: a local object (a lambda or function defined in a function, as a module
+        # attribute) raises AttributeError, one its module does not hold raises PicklingError
+        # "attribute lookup ... failed". Raise what torch.save raises.
+        qualname = name if name is not None else getattr(obj, "__qualname__", None)
+        if isinstance(qualname, str) and "<locals>" in qualname.split("."):
+            raise AttributeError(f"Can't pickle local object {qualname!r}")
+        try:
             super().save_global(obj, name)
+        except pickle.PicklingError as e:
+            if not isinstance(qualname, str) or "it's not found as" not in str(e):
+                raise
+            module = pickle.whichmodule(obj, qualname)
+            raise pickle.PicklingError(f"Can't pickle {obj!r}: attribute lookup {qualname} on {module} "
+                                       "failed") from None
 
     def _save_type(self, obj):
         if not self._save_as_torch(obj):

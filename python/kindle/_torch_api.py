@@ -200,7 +200,7 @@ def get_num_interop_threads():
 
 def set_num_interop_threads(num):
     if not isinstance(num, int) or num <= 0:
-        raise RuntimeError(f"Expected positive number of threads, but got {num}")
+        raise RuntimeError("set_num_interop_threads expects a positive integer")  # torch's message
     if _interop_threads[0] is not None:
         raise RuntimeError("Error: cannot set number of interop threads after parallel work has started or "
                            "set_num_interop_threads called")

@@ -34,14 +34,18 @@ linear in the file's size:
   at most _VIEW_FACTOR times the file's size.
 """
 import ctypes
+import enum
 import io
 import json
 import os
+import pickle
+import pickletools
 import sys
 
 from . import _C
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "LoadEndianness", "get_default_load_endianness", "set_default_load_endianness"]
 
 UNSAFE_MESSAGE = (
     "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "
@@ -67,6 +71,49 @@ _MAX_SAME_HASH = 8             # distinct dict keys / set items sharing one hash
 _MAX_VIEW_NUMEL = 2 ** 40      # elements one loaded tensor may address
 _VIEW_FACTOR = 64              # loaded tensors may address at most this many times the file's bytes
 _VIEW_SLACK = 1 << 20          # ... plus this many bytes (tiny files with small expanded views)
+
+
+class LoadEndianness(enum.Enum):
+    """The byte order to assume for a torch checkpoint that has no byteorder record."""
+    NATIVE = 1
+    LITTLE = 2
+    BIG = 3
+
+
+_default_load_endianness = None  # torch's default: such files are read as little-endian
+
+
+def get_default_load_endianness():
+    """The fallback byte order for checkpoints without a byteorder record (None: little)."""
+    return _default_load_endianness
+
+
+def set_default_load_endianness(endianness):
+    """Sets the fallback byte order for checkpoints without a byteorder record. Kindle runs on
+    little-endian machines only, so None, LITTLE and NATIVE read such files alike; with BIG,
+    loading one raises (Kindle does not byte-swap) instead of returning wrong numbers."""
+    global _default_load_endianness
+    if not isinstance(endianness, LoadEndianness) and endianness is not None:
+        raise TypeError("Invalid argument type in function set_default_load_endianness")
+    _default_load_endianness = endianness
+
+
+def _check_load_endianness(src, name, base):
+    """Refuses a torch archive without a byteorder record when the fallback is BIG (see above)."""
+    if _default_load_endianness is not LoadEndianness.BIG:
+        return
+    import zipfile
+    src.seek(base)
+    try:
+        names = zipfile.ZipFile(src).namelist()
+    except (zipfile.BadZipFile, ValueError, OSError):
+        return  # the reader reports what is wrong with the archive
+    finally:
+        src.seek(base)
+    if not any(n == "byteorder" or n.endswith("/byteorder") for n in names):
+        raise RuntimeError(f"kindle.load: {name}: the checkpoint has no byteorder record and "
+                           "set_default_load_endianness(LoadEndianness.BIG) says it is big-endian; Kindle reads "
+                           "little-endian data only")
 
 
 # ---------------------------------------------------------------------------------------
@@ -500,6 +547,7 @@ def _load_from(src, name, map_location, how):
     head = src.read(9)
     src.seek(base)
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        _check_load_endianness(src, name, base)
         if weights_only:
             obj = _torch_pickle.load_zip(src, name, base, end, map_location, pickle_load_args.get("encoding", "ASCII"))
         else:
@@ -510,7 +558,43 @@ def _load_from(src, name, map_location, how):
     if len(head) == 9 and head[8:9] != b"{" and head[0] == 0x80 and 2 <= head[1] <= 5:
         raise RuntimeError(f"kindle.load: {name}: this is a legacy (non-zip) torch.save checkpoint, which Kindle "
                            "does not read; re-save it with torch.save's default zip format")
+    _check_not_garbage(name, head, end - base)
     return _load_safetensors(src, name, base, end - base, map_location)
+
+
+# torch.load hands a file that is not a zip archive to the unpickler, so an empty file raises
+# EOFError and other bytes pickle.UnpicklingError. Kindle raises the same types (which are also
+# ValueErrors, what Kindle's loader raises for a malformed file, so either except clause works).
+class _EmptyFileError(EOFError, ValueError):
+    pass
+
+
+class _NotACheckpointError(pickle.UnpicklingError, ValueError):
+    pass
+
+
+_PICKLE_OPCODES = {op.code.encode("latin-1") for op in pickletools.opcodes}
+
+
+def _check_not_garbage(name, head, size):
+    """Raises as torch.load would for a file that is none of the formats (see above): empty, or
+    not even the start of a safetensors file (a header length past the end of the file and no '{'
+    where the header starts). A damaged safetensors file gets the safetensors reader's error."""
+    if size == 0:
+        raise _EmptyFileError(f"kindle.load: {name}: Ran out of input: the file is 0 bytes, too short for a "
+                              "safetensors header or a torch.save checkpoint")
+    if size >= 9 and (head[8:9] == b"{" or int.from_bytes(head[:8], "little") <= size - 8):
+        return
+    what = (f"not a torch.save checkpoint, a kindle.save file or a safetensors file (it is {size} bytes: too short "
+            "for a safetensors header, or its header length is larger than the rest of the file)")
+    if head[:1] not in _PICKLE_OPCODES:
+        # pickle's own words for a first byte that is no opcode, as torch.load reports it (one
+        # byte that is not an opcode: unpickling it only raises)
+        try:
+            pickle.loads(head[:1])
+        except pickle.UnpicklingError as e:
+            what = f"{e} ({what})"
+    raise _NotACheckpointError(f"kindle.load: {name}: {what}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def test_device_code_never_reads_tensor_memory_on_the_host():
 CORE_HEADERS = {"kindle/" + h for h in (
     "tensor.h", "storage.h", "dtype.h", "device.h", "scalar.h", "error.h", "array_ref.h", "intrusive_ptr.h",
     "accessor.h", "tensor_options.h", "random.h", "parallel.h", "profiler.h", "cuda.h", "shared_memory.h",
-    "cpu_capability.h")}
+    "cpu_capability.h", "warning.h")}
 
 
 def test_core_includes_nothing_above_it():

@@ -146,10 +146,18 @@ def test_record_function_decorator_and_legacy_api():
     assert len(off.function_events) == 0
 
 
-def test_one_profile_at_a_time():
-    with profile():
-        with pytest.raises(RuntimeError, match="already running"):
-            profile().start()
+def test_nested_profile_takes_the_session_over():
+    # torch: the inner profile records from its start to its stop, the outer ends up empty
+    with profile() as outer:
+        kindle.ones(2) * 2
+        with profile() as inner:
+            kindle.ones(2) + 1
+        kindle.ones(2) - 1
+    assert len(outer.events()) == 0
+    assert "aten::add" in _counts(inner) and "aten::mul" not in _counts(inner)
+    with profile() as again:  # the session was released
+        kindle.ones(2) + 1
+    assert "aten::add" in _counts(again)
 
 
 def _flop_workload(lib):

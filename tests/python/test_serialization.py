@@ -225,7 +225,7 @@ def test_non_seekable_file_object():
 def test_save_rejects_bad_objects():
     # torch's format pickles (test_serialization_objects.py); what pickle cannot save fails as in
     # torch.save, before the file is touched. The safetensors format refuses what it cannot describe.
-    with pytest.raises(pickle.PicklingError, match="lambda"):
+    with pytest.raises(AttributeError, match="Can't pickle local object .*<lambda>"):  # the C pickler's error
         kindle.save({"a": [1, lambda: 0]}, io.BytesIO())
     with pytest.raises(ValueError, match="cannot save an object of type function at 'a.1' in a safetensors file"):
         kindle.save({"a": [1, lambda: 0]}, io.BytesIO(), format="safetensors")
@@ -422,7 +422,7 @@ def test_atomic_save_failure_leaves_old_file(tmp_path, monkeypatch):
     # An object that cannot be saved, deep in the structure: nothing is written at all.
     with pytest.raises(ValueError, match="function at 'model.layers.1.w' in a safetensors file"):
         kindle.save({"model": {"layers": [{"w": kindle.zeros(2)}, {"w": lambda: 0}]}}, path)
-    with pytest.raises(pickle.PicklingError, match="lambda"):
+    with pytest.raises(AttributeError, match="Can't pickle local object"):  # as torch.save
         kindle.save({"model": {"layers": [{"w": kindle.zeros(2)}, {"w": lambda: 0}]}}, path, format="torch")
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["ckpt.safetensors"]
 

@@ -53,7 +53,9 @@ def reset():
 
 
 def is_compiling():
-    return False
+    """kindle.compiler.is_compiling() (torch._dynamo.is_compiling is the same question)."""
+    from .. import compiler
+    return compiler.is_compiling()
 
 
 def disable(fn=None, recursive=True, *, reason=None):

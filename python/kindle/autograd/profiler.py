@@ -3,7 +3,7 @@ kindle.profiler's recording."""
 from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
 from ..profiler import profile as _profile
 
-__all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent", "FunctionEventAvg"]
+__all__ = ["profile", "record_function", "emit_nvtx", "emit_itt", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
 
 class profile(_profile):
@@ -19,6 +19,30 @@ class profile(_profile):
 
     def start(self):
         return super().start() if self.enabled else self
+
+    # torch.autograd.profiler.profile's totals, over the recorded events
+    @property
+    def self_cpu_time_total(self):
+        """The sum of every event's self CPU time, in microseconds."""
+        return self.function_events.self_cpu_time_total
+
+    def total_average(self):
+        """All events summed into one FunctionEventAvg keyed "Total"."""
+        return self.function_events.total_average()
+
+
+class emit_itt:  # noqa: N801  (torch's name)
+    """Intel ITT ranges for VTune: Kindle has no ITT instrumentation (kindle.profiler.itt), so
+    nothing is emitted."""
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 class emit_nvtx:

@@ -39,9 +39,9 @@ class _ExportDecoder(_Decoder):
 
 
 def _callable_name(fn):
-    """The name the decoder will accept for a call_function target. fx's qualified name is the
-    defining module's (kindle._torch_api._assert for kindle._assert), which the decoder does
-    not accept, so the public namespaces are tried too."""
+    """The name the decoder will accept for a call_function target: fx's qualified name (the
+    public name for a function defined in a private module, kindle._assert), else the public
+    namespace that holds the function."""
     qualified = _qualified_name(fn)
     if _allowed_callable(qualified) is fn:
         return qualified

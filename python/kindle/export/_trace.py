@@ -11,7 +11,7 @@ tracer can know (see Note [Specialisation while exporting]).
 import inspect
 import operator
 
-from .. import _C
+from .. import _C, compiler
 from ..fx import _symbolic_trace as _st
 from ..fx.graph import _INFIX, Graph
 from ..fx.node import Node
@@ -131,6 +131,10 @@ class _ExportAttribute(Attribute, _ExportProxy):
 class ExportTracer(_ConcreteTracer):
     """Records a module's forward on example inputs (placeholders named by the caller), with
     every module traced through and tensors that are not module state kept as constants."""
+
+    # `v += 1` stays `v = v + 1` here: an in-place write into a user input would need torch.export's
+    # input-mutation outputs, which kindle.export does not produce.
+    _records_inplace_operators = False
 
     def __init__(self, guard_sizes=False, pretty_names=None):
         super().__init__()
@@ -252,10 +256,13 @@ class ExportTracer(_ConcreteTracer):
         modules = list(mod.modules())
         fns = [getattr(type(m), "forward", None) for m in modules] + list(extra_fns)
         patcher = _st._Patcher()
+        # kindle.compiler.is_exporting() and is_compiling() answer True while forward runs here,
+        # as torch's do under torch.export
+        exporting = compiler._compiling(exporting=True)
+        exporting.__enter__()
         _st._tracing_depth += 1
         try:
             self._patch(patcher, [f for f in fns if f is not None], modules)
-            _report_exporting(patcher)
             flat = []
             for leaf, value in zip(leaves, values):
                 if isinstance(value, _C.Tensor):
@@ -275,25 +282,13 @@ class ExportTracer(_ConcreteTracer):
         finally:
             _st._tracing_depth -= 1
             patcher.restore()
+            exporting.__exit__(None, None, None)
             self.submodule_paths = None
         return self.graph, out_spec
 
 
 def _true():
     return True
-
-
-def _report_exporting(patcher):
-    """kindle.compiler.is_exporting() / is_compiling() (and kindle._dynamo.is_compiling()) answer
-    True while forward is traced, as torch's do under torch.export; they are module functions
-    that always answer False otherwise, so the trace's patcher swaps them and puts them back."""
-    import kindle._dynamo
-    import kindle.compiler
-    for mod, names in ((kindle.compiler, ("is_exporting", "is_compiling", "is_dynamo_compiling")),
-                       (kindle._dynamo, ("is_compiling",))):
-        for name in names:
-            if hasattr(mod, name):
-                patcher.set_attr(mod, name, _true)
 
 
 def is_impure(node):

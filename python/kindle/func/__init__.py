@@ -24,7 +24,7 @@ from . import _vmap as _vm
 from ..utils import _pytree
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "stack_module_state", "functionalize", "linearize"]
+           "stack_module_state", "functionalize", "linearize", "replace_all_batch_norm_modules_"]
 
 _depth = 0  # transforms currently running (inner ones keep their graph for the outer ones)
 
@@ -749,3 +749,18 @@ def functionalize(func, *, remove="mutations"):
     """func itself: Kindle's ops already run eagerly on the tensors given (no functionalization
     pass is needed for any of Kindle's transforms)."""
     return func
+
+
+def replace_all_batch_norm_modules_(root):
+    """Makes every batch norm in root (root included) stop tracking running statistics, in place:
+    running_mean, running_var and num_batches_tracked become None and track_running_stats False,
+    so the module always normalises with the batch's statistics (what vmap over a model with
+    batch norm needs, as in torch.func). Returns root."""
+    from ..nn.modules.batchnorm import _BatchNorm
+    for module in root.modules():  # root itself comes first
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

@@ -47,6 +47,10 @@ _NOT_RECORDED = {"is_tensor", "is_storage", "is_grad_enabled", "is_inference_mod
                  "manual_seed", "seed", "save", "load", "install_as_torch", "uninstall_as_torch", "compile",
                  "set_grad_enabled", "get_default_dtype", "set_default_dtype", "set_printoptions"}
 
+# Private functions of those namespaces that are recorded nevertheless: torch.fx records
+# torch._assert(proxy, msg) (it dispatches through __torch_function__), so graphs keep the check.
+_RECORDED_PRIVATE = {"_assert"}
+
 # (globals dict, name) pairs registered by wrap().
 _wrapped_globals = []
 _tracing_depth = 0
@@ -140,8 +144,9 @@ def _make_recorder(orig):
     return recorder
 
 
-def _recordable(name, value):
-    if name.startswith("_") or name in _NOT_RECORDED or not callable(value) or isinstance(value, type):
+def _recordable(name, value, private=()):
+    if (name.startswith("_") and name not in private) or name in _NOT_RECORDED or not callable(value) \
+            or isinstance(value, type):
         return False
     return not getattr(value, "_fx_recorder_of", None)
 
@@ -153,6 +158,11 @@ class Tracer:
     node (by default Kindle's own nn modules, except containers such as Sequential), or
     create_proxy()/call_module()/getattr() to watch or change what is recorded.
     """
+
+    # kindle._assert(proxy, msg) becomes a call_function node (as torch._assert does in
+    # torch.fx). kindle.jit.trace sets this False: torch.jit.trace evaluates the condition on the
+    # example (a TracerWarning) and records no assertion.
+    _records_assert = True
 
     def __init__(self, autowrap_modules=(math,), autowrap_functions=(), param_shapes_constant=False):
         self._autowrap_modules = tuple(autowrap_modules)
@@ -334,9 +344,10 @@ class Tracer:
             return rec
 
         namespaces = [sys.modules[n] for n in _OP_NAMESPACES if n in sys.modules] + list(self._autowrap_modules)
+        private = _RECORDED_PRIVATE if self._records_assert else ()
         for mod in namespaces:
             for name, value in list(vars(mod).items()):
-                if _recordable(name, value):
+                if _recordable(name, value, private if mod.__name__ == "kindle" else ()):
                     patcher.set_attr(mod, name, recorder_for(value))
         for fn in self._autowrap_functions:
             recorder_for(fn)

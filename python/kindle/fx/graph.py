@@ -427,13 +427,25 @@ class _CodeGen:
         for node in nodes:
             for inp in node.all_input_nodes:
                 last_use[inp] = node
-        params, body = [], []
+        params, body, param_names = [], [], set()
+        node_names = {n.name for n in nodes}
         for node in nodes:
             if node.op == "placeholder":
-                p = node.target if node.target.startswith("*") else node.name
+                # The parameter keeps the traced function's name (target), as torch.fx's code
+                # does, so keyword calls work: a node renamed because its name shadows a builtin
+                # (`input` -> input_1) is bound from it first (`input_1 = input`).
+                raw = node.target.lstrip("*")
+                if not raw.isidentifier() or keyword.iskeyword(raw) or raw in param_names or raw == self.root or \
+                        (raw != node.name and raw in node_names):
+                    raw = node.name  # not usable as a parameter: the node's own name
+                p = node.target[:len(node.target) - len(node.target.lstrip("*"))] + raw
+                param_names.add(raw)
+                self.used.add(raw)
                 if node.args:
                     p += f" = {self.expr(node.args[0])}"
                 params.append(p)
+                if raw != node.name:
+                    body.append(f"{node.name} = {raw}")
                 continue
             stmt = self.statement(node)
             if node.op != "output":

@@ -1,5 +1,6 @@
 """fx.Node: one operation in a Graph, with torch.fx's six opcodes and use-def bookkeeping."""
 import builtins
+import inspect
 import operator
 import types
 
@@ -8,10 +9,56 @@ __all__ = ["Node", "map_arg", "map_aggregate"]
 _OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output", "root")
 
 # call_function targets with effects beyond their result: dead-code elimination keeps them.
+# (torch.fx's _side_effectful_functions holds operator.setitem and torch._assert; the in-place
+# operators are here because `x += y` on a view writes through to its base. kindle._assert is
+# added by _side_effectful_kindle(), since kindle is not importable while this module loads.)
 _SIDE_EFFECTFUL = {operator.setitem, operator.delitem, operator.iadd, operator.isub, operator.imul,
                    operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
                    operator.ior, operator.ixor, operator.ilshift, operator.irshift, operator.imatmul,
                    builtins.print}
+
+# Functions that advance the random number generator: dropping an unused call would change every
+# random number drawn after it (torch's _RANDOM_FUNCTIONS, kept by torch.fx's DCE by default).
+_RANDOM_NAMES = ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
+                 "poisson", "bernoulli", "multinomial")
+_kindle_sets = None
+
+
+def _side_effectful_kindle():
+    """(kindle functions with side effects, kindle's random functions), resolved on first use."""
+    global _kindle_sets
+    if _kindle_sets is None:
+        import kindle
+
+        def original(fn):  # the function itself, should a trace be patching the namespace now
+            return getattr(fn, "_fx_recorder_of", None) or fn
+        effects = {original(kindle._assert)}
+        random = {original(getattr(kindle, n)) for n in _RANDOM_NAMES if hasattr(kindle, n)}
+        _kindle_sets = (effects, random)
+    return _kindle_sets
+
+
+def _is_inplace_name(name):
+    """relu_, add_, zeros_: Kindle's (and torch's) naming of a call that writes its first argument."""
+    return isinstance(name, str) and name.endswith("_") and not name.endswith("__") and name.strip("_") != ""
+
+
+# dunder methods that mutate their receiver, recorded as call_method by hand-built graphs
+_MUTATING_DUNDERS = {"__setitem__", "__delitem__"} | {f"__i{op}__" for op in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")}
+
+
+def _inplace_flag(target, args, kwargs):
+    """The value of a call's `inplace` argument (F.relu(x, inplace=True) or F.relu(x, True)), or None."""
+    if "inplace" in kwargs:
+        return kwargs["inplace"]
+    try:
+        sig = inspect.signature(target)
+        if "inplace" not in sig.parameters:
+            return None
+        return sig.bind_partial(*args, **kwargs).arguments.get("inplace")
+    except (TypeError, ValueError):  # no Python signature (a C++ function), or not this call's
+        return None
 
 
 def map_aggregate(a, fn):
@@ -49,7 +96,29 @@ def _qualified_name(obj):
         import kindle  # the ops are re-exported at the top level
         if getattr(kindle, name, None) is obj:
             return "kindle." + name
+    elif module.startswith("kindle.") and name is not None and any(p.startswith("_") for p in module.split(".")):
+        # Defined in a private module (kindle._torch_api._assert, kindle._functions.atleast_1d):
+        # the public name it is re-exported under, as torch prints torch._assert, so graphs read
+        # like torch's and kindle.jit.save can store the call.
+        public = _public_name(obj, module, name)
+        if public is not None:
+            return public
     return f"{module}.{qualname}"
+
+
+def _public_name(obj, module, name):
+    """'<namespace>.<name>' for the closest public namespace above `module` that holds obj."""
+    import sys
+    parts = module.split(".")
+    while parts:
+        parts.pop()
+        if parts and parts[-1].startswith("_"):
+            continue
+        ns = ".".join(parts)
+        found = getattr(sys.modules.get(ns), name, None)
+        if found is obj or getattr(found, "_fx_recorder_of", None) is obj:  # (a trace may be patching ns)
+            return f"{ns}.{name}"
+    return None
 
 
 def _format_arg(a, prefix="%"):
@@ -189,21 +258,44 @@ class Node:
         """Moves node x to just after this node."""
         self._next.prepend(x)
 
-    def is_impure(self):
+    def is_impure(self, impure_random=True):
+        """Whether dead-code elimination must keep this node although nothing reads its value.
+
+        torch.fx's rule (placeholders, outputs, operator.setitem, asserts, random functions,
+        modules marked _is_impure), widened to every in-place call, since Kindle's graphs hold
+        Python-level calls where torch's hold aten ops with mutable schemas, and kindle.jit.trace
+        must replay what the eager code wrote (as torch.jit.trace records aten::relu_): functions
+        and methods named with a trailing underscore (kindle.relu_, x.add_, init.zeros_), calls
+        with inplace=True or an out= tensor, in-place operators and setitem, and modules built
+        with inplace=True (nn.ReLU(inplace=True))."""
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
-            return self.target in _SIDE_EFFECTFUL or getattr(self.target, "_fx_impure", False)
+            target = self.target
+            if getattr(target, "_fx_impure", False):
+                return True
+            effects, random = _side_effectful_kindle()
+            try:
+                if target in _SIDE_EFFECTFUL or target in effects or (impure_random and target in random):
+                    return True
+            except TypeError:  # an unhashable callable object: none of those
+                pass
+            if _is_inplace_name(getattr(target, "__name__", None)):
+                return True
+            if self.kwargs.get("out") is not None:
+                return True
+            return _inplace_flag(target, self.args, self.kwargs) is True
         if self.op == "call_method":
             # An in-place tensor method (add_, copy_) writes through its first argument.
-            return self.target.endswith("_") and not self.target.endswith("__")
+            return _is_inplace_name(self.target) or self.target in _MUTATING_DUNDERS
         if self.op == "call_module":
             owner = self.graph.owning_module
             if owner is not None:
                 try:
-                    return bool(getattr(owner.get_submodule(self.target), "_is_impure", False))
+                    mod = owner.get_submodule(self.target)
                 except AttributeError:
                     return False
+                return bool(getattr(mod, "_is_impure", False)) or getattr(mod, "inplace", False) is True
         return False
 
     # ---- printing

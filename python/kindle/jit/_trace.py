@@ -8,6 +8,7 @@ TracerWarning when a tensor's value decided it). Kindle's own nn modules stay ca
 nodes, so `.train()`/`.eval()` on the result still switch dropout and batch norm.
 """
 import inspect
+import operator
 import warnings
 
 from .. import _C
@@ -87,6 +88,28 @@ class _ConcreteProxy(Proxy):
         return self.value.keys()
 
 
+def _install_inplace_operators():
+    """`v += 1` on a traced value: recorded as operator.iadd (a side effect dead-code elimination
+    keeps), not as `v = v + 1`. For a tensor they differ: when v is a view (v = y[0]), += writes
+    into y, which torch.jit.trace records as aten::add_. A tracer that prefers the rebinding
+    (kindle.export) sets _records_inplace_operators False and Python falls back to __add__."""
+    names = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
+             "rshift")
+
+    def make(fn):
+        def impl(self, other):
+            if not self.tracer._records_inplace_operators:
+                return NotImplemented
+            return self.tracer.create_proxy("call_function", fn, (self, other), {})
+        return impl
+
+    for name in names:
+        setattr(_ConcreteProxy, f"__i{name}__", make(getattr(operator, f"i{name}")))
+
+
+_install_inplace_operators()
+
+
 class _ConcreteAttribute(Attribute, _ConcreteProxy):
     @property
     def value(self):
@@ -94,6 +117,9 @@ class _ConcreteAttribute(Attribute, _ConcreteProxy):
 
 
 class _ConcreteTracer(Tracer):
+    _records_assert = False  # the condition is evaluated on the example, as in torch.jit.trace
+    _records_inplace_operators = True
+
     def __init__(self):
         super().__init__()
         self.proxy_buffer_attributes = True
@@ -189,7 +215,11 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
             graph = tracer.trace(func, (example_inputs, example_kwarg_inputs))
     finally:
         _tracing_depth -= 1
-    graph.eliminate_dead_code()  # values only Python looked at (branch conditions) are not part of the trace
+    # Values only Python looked at (branch conditions) are not part of the trace; in-place calls
+    # whose result is unused are (Node.is_impure), and module calls are judged by the module
+    # itself (nn.ReLU(inplace=True)), hence the owner.
+    graph.owning_module = tracer.root
+    graph.eliminate_dead_code()
     name = type(func).__name__ if isinstance(func, Module) else getattr(func, "__name__", "traced")
     traced = TracedModule(tracer.root, graph, name)
     if isinstance(func, Module):

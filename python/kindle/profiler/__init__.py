@@ -14,10 +14,12 @@ import contextlib
 import enum
 import os
 import socket
+import sys
 import time
 import warnings
 
 from .. import _C
+from . import itt  # noqa: F401  (torch.profiler.itt)
 from ._events import EventList, FunctionEvent, FunctionEventAvg, _link_children
 
 __all__ = ["profile", "ProfilerActivity", "ProfilerAction", "schedule", "tensorboard_trace_handler",
@@ -34,10 +36,13 @@ class ProfilerActivity(enum.Enum):
 
 
 class ProfilerAction(enum.Enum):
+    """What the profiler does at a step. DEVICE_STOPPED is torch's internal state for a device
+    collection that stopped early; a schedule must not return it (Kindle never sets it)."""
     NONE = 0
     WARMUP = 1
     RECORD = 2
     RECORD_AND_SAVE = 3
+    DEVICE_STOPPED = 4
 
 
 def supported_activities():
@@ -46,28 +51,35 @@ def supported_activities():
 
 def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0):
     """The action for each step: skip_first steps, then cycles of wait, warmup and active steps
-    (the last active step saves the trace), `repeat` times (0: forever)."""
-    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
-        raise ValueError("Invalid profiler schedule arguments")
-    if warmup == 0:
-        warnings.warn("Profiler won't be using warmup, this can skew profiler results", UserWarning, stacklevel=2)
+    (the last active step saves the trace), `repeat` times (0: forever). With skip_first_wait
+    the first wait is skipped (every cycle is shifted by `wait` steps). torch's function, with
+    its checks (AssertionError) and its warning when there is no warmup."""
 
-    def action(step):
+    def schedule_fn(step):
+        if step < 0:
+            raise AssertionError(f"Step must be non-negative. Got {step}.")
         if step < skip_first:
             return ProfilerAction.NONE
         step -= skip_first
-        period = wait + warmup + active
-        if skip_first_wait and step < period:  # the first cycle has no wait
+        if skip_first_wait != 0:
             step += wait
-        if repeat > 0 and step // period >= repeat:
+        num_steps = wait + warmup + active
+        if repeat > 0 and step / num_steps >= repeat:
             return ProfilerAction.NONE
-        mod = step % period
-        if mod < wait:
+        mod_step = step % num_steps
+        if mod_step < wait:
             return ProfilerAction.NONE
-        if mod < wait + warmup:
+        if mod_step < wait + warmup:
             return ProfilerAction.WARMUP
-        return ProfilerAction.RECORD if mod < period - 1 else ProfilerAction.RECORD_AND_SAVE
-    return action
+        return ProfilerAction.RECORD if mod_step < num_steps - 1 else ProfilerAction.RECORD_AND_SAVE
+
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise AssertionError(
+            f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), warmup={warmup} (need >= 0), "
+            f"active={active} (need > 0), repeat={repeat} (need >= 0), skip_first={skip_first} (need >= 0).")
+    if warmup == 0:
+        warnings.warn("Profiler won't be using warmup, this can skew profiler results", UserWarning, stacklevel=2)
+    return schedule_fn
 
 
 def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
@@ -148,10 +160,19 @@ class _ModuleRanges:
             h.remove()
 
 
+# The profile whose recording is the running C++ session (one session at a time).
+_session_owner = None
+
+
 class profile:
     """Profiles the ops, backward nodes and record_function ranges run inside (torch.profiler.profile).
     With a schedule, step() advances it; on_trace_ready runs with this profiler each time a
-    recording ends (at the schedule's last active step, or at stop)."""
+    recording ends (at the schedule's last active step, or at stop).
+
+    Nested profiles behave as torch's: the inner one takes the session over and gets the events
+    from its start to its stop; the outer one's recording ends there, and at its own stop it has
+    no events (torch discards them too, and logs "disableProfiler called but no active profiling
+    session found" on stderr, as this does)."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
@@ -176,21 +197,38 @@ class profile:
     # ---- recording
 
     def _begin(self):
+        global _session_owner
         if not self._recording:
+            if _C._profiler_active():  # another profile is recording: this one takes over (as torch)
+                previous = _session_owner
+                _C._profiler_stop()  # its events so far are dropped, as torch drops them
+                if previous is not None:
+                    previous._drop_module_hooks()
             # FLOP counts need the shapes (as in torch, with_flops records them)
             _C._profiler_start(bool(self.record_shapes or self.with_flops), bool(self.profile_memory),
                                bool(self.with_stack))
+            _session_owner = self
             self._recording = True
             if self.with_modules:
                 self._module_hooks = _ModuleRanges()
 
-    def _end(self):
-        if not self._recording:
-            return
+    def _drop_module_hooks(self):
         if self._module_hooks is not None:
             self._module_hooks.remove()
             self._module_hooks = None
-        raw = _C._profiler_stop()
+
+    def _end(self):
+        global _session_owner
+        if not self._recording:
+            return
+        self._drop_module_hooks()
+        if _session_owner is self:
+            raw = _C._profiler_stop()
+            _session_owner = None
+        else:  # a nested profile took the session over and has ended it
+            raw = []
+            sys.stderr.write("kindle.profiler: disableProfiler called but no active profiling session found: a "
+                             "nested profile took this one's session over\n")
         self._recording = False
         events = [FunctionEvent(*r, with_flops=self.with_flops) for r in raw]
         _link_children(events)

@@ -105,7 +105,7 @@ class FunctionEventAvg:
         self.flops = 0
 
     def add(self, e):
-        self.count += 1
+        self.count += e.count  # 1 for an event; an average's count when averages are summed (total_average)
         self.flops += e.flops
         self.cpu_time_total += e.cpu_time_total
         self.self_cpu_time_total += e.self_cpu_time_total
@@ -151,7 +151,16 @@ class EventList(list):
 
     @property
     def self_cpu_time_total(self):
-        return sum(e.self_cpu_time_total for e in self)
+        # module ranges (with_modules) are outside the op tree: their time is their ops' time
+        return sum(e.self_cpu_time_total for e in self if getattr(e, "kind", None) != "module")
+
+    def total_average(self):
+        """Every event summed into one FunctionEventAvg whose key is "Total" (torch's)."""
+        total = FunctionEventAvg("Total")
+        for e in self:
+            if getattr(e, "kind", None) != "module":
+                total.add(e)
+        return total
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
         groups = OrderedDict()

@@ -5,26 +5,76 @@ with the thread count set to `num_threads` (restored after). timeit(number) is o
 `number` runs; blocked_autorange grows the block until one block takes at least 0.1 ms, then
 repeats blocks until `min_run_time` has passed; adaptive_autorange stops once the IQR/median is
 below `threshold`. Times are per run, in seconds. (Only language="python": Kindle has no C++
-statement timer.)
+statement timer.) Compare(measurements) prints them as torch's comparison table: one table per
+label, a row per sub_label (or statement) and thread count, a column per description.
 """
+import collections
+import math
 import statistics
 import textwrap
 import timeit as _timeit
 
 from ... import get_num_threads, set_num_threads
 
-__all__ = ["Timer", "Measurement"]
+__all__ = ["Timer", "Measurement", "Compare", "Colorize"]
+
+_MAX_SIGNIFICANT_FIGURES = 4
+_MIN_CONFIDENCE_INTERVAL = 25e-9  # 25 ns
+_IQR_WARN_THRESHOLD = 0.1
 
 
 class Measurement:
-    """The per-run times of a statement's blocks, with their order statistics."""
+    """The per-run times of a statement's blocks, with their order statistics. env, setup and
+    global_setup describe the task as torch's TaskSpec does (Compare and merge group by them)."""
 
     def __init__(self, number_per_run, raw_times, stmt="", label=None, sub_label=None, description=None,
-                 num_threads=1):
+                 num_threads=1, env=None, setup="pass", global_setup="", metadata=None):
         self.number_per_run = number_per_run
         self.raw_times = list(raw_times)
         self.stmt, self.label, self.sub_label, self.description = stmt, label, sub_label, description
         self.num_threads = num_threads
+        # torch's Measurement.env answers the task's env (None when the Timer was given none)
+        self.env, self.setup, self.global_setup = env, setup, global_setup
+        self.metadata = metadata
+
+    def _task(self):
+        return (self.stmt, self.setup, self.global_setup, self.label, self.sub_label, self.description, self.env,
+                self.num_threads)
+
+    @property
+    def as_row_name(self):
+        """The row Compare shows this in: the sub_label, else the statement."""
+        return self.sub_label or self.stmt or "[Unknown]"
+
+    @property
+    def significant_figures(self):
+        """How many digits of the median the spread of the middle half of the times supports
+        (1 to 4), torch's estimate: Compare.trim_significant_figures() uses it."""
+        ts = sorted(self.times)
+        n = len(ts)
+        middle = ts[n // 4:math.ceil(3 * n / 4)]
+        std = statistics.pstdev(middle) if middle else 0.0
+        confidence_interval = max(1.645 * std / math.sqrt(len(middle) or 1), _MIN_CONFIDENCE_INTERVAL)
+        relative_ci = math.log10(self.median / confidence_interval) if self.median > 0 else 0.0
+        return min(max(math.floor(relative_ci), 1), _MAX_SIGNIFICANT_FIGURES)
+
+    def meets_confidence(self, threshold=_IQR_WARN_THRESHOLD):
+        return self.iqr / self.median < threshold
+
+    @staticmethod
+    def merge(measurements):
+        """Replicates of one task (same statement, setup, labels, env and threads) merged into one
+        Measurement of all their times, at number_per_run=1 (metadata is not kept), as torch's."""
+        groups = collections.OrderedDict()
+        for m in measurements:
+            groups.setdefault(m._task(), []).append(m)
+        out = []
+        for group in groups.values():
+            first = group[0]
+            out.append(Measurement(1, [t for m in group for t in m.times], first.stmt, first.label, first.sub_label,
+                                   first.description, first.num_threads, first.env, first.setup,
+                                   first.global_setup))
+        return out
 
     @property
     def times(self):
@@ -53,7 +103,7 @@ class Measurement:
 
     @property
     def has_warnings(self):
-        return self.iqr / self.median > 0.1 if self.median > 0 else False
+        return not self.meets_confidence(_IQR_WARN_THRESHOLD) if self.median > 0 else False
 
     @property
     def title(self):
@@ -91,6 +141,7 @@ class Timer:
             raise ValueError("Currently only a `str` stmt is supported.")
         self._stmt, self._label, self._sub_label, self._description = stmt, label, sub_label, description
         self._num_threads = num_threads
+        self._env, self._setup, self._global_setup = env, textwrap.dedent(setup), textwrap.dedent(global_setup)
         setup = textwrap.dedent(setup)
         if global_setup:
             setup = textwrap.dedent(global_setup) + "\n" + setup
@@ -106,7 +157,7 @@ class Timer:
 
     def _measurement(self, number, raw_times):
         return Measurement(number, raw_times, self._stmt, self._label, self._sub_label, self._description,
-                           self._num_threads)
+                           self._num_threads, self._env, self._setup, self._global_setup)
 
     def timeit(self, number=1000000):
         self._measure(max(number // 100, 2))  # warm up
@@ -150,3 +201,6 @@ class Timer:
                 if m.iqr / m.median < threshold:
                     break
         return self._measurement(number, raw)
+
+
+from ._compare import Colorize, Compare  # noqa: E402  (it refers back to Measurement)
