@@ -393,7 +393,13 @@ def _finish(t, requires_grad):
 def _make_new(name):
     c_method = getattr(_C.Tensor, name)
 
-    def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):  # noqa: ARG001
+    def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,  # noqa: ARG001
+            **size_kw):
+        if size_kw:  # torch's keyword form: x.new_ones(size=(2, 3))
+            if size or set(size_kw) != {"size"}:
+                raise TypeError(f"{name}() got an unexpected keyword argument "
+                                f"'{next(k for k in size_kw if k != 'size') if set(size_kw) - {'size'} else 'size'}'")
+            size = (size_kw["size"],)
         return _finish(c_method(self, _sizes(size), dtype, _device_arg(device)), requires_grad)
     new.__name__ = name
     return new

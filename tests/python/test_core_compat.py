@@ -522,3 +522,16 @@ def test_custom_function_jvp_context_and_gradcheck_forward_ad():
     with pytest.warns(UserWarning, match="not a double precision"):
         kindle.autograd.gradcheck(lambda a: a * 2, (kindle.randn(2, requires_grad=True),), atol=1e-2, rtol=1e-2,
                                   eps=1e-3)
+
+
+@pytest.mark.parametrize("lib", ["kindle", "torch"])
+def test_new_factories_take_size_as_a_keyword(lib):
+    if lib == "torch" and torch is None:
+        pytest.skip("torch not importable")
+    L = kindle if lib == "kindle" else torch
+    x = L.ones(2, dtype=L.float64)
+    assert tuple(x.new_ones(size=(2, 3)).shape) == (2, 3) and x.new_ones(size=(2, 3)).dtype == L.float64
+    assert tuple(x.new_zeros(size=()).shape) == () and tuple(x.new_empty(size=[4]).shape) == (4,)
+    assert x.new_zeros(size=[1, 2], dtype=L.int64).dtype == L.int64
+    with pytest.raises(TypeError):
+        x.new_ones(sze=(3,))
