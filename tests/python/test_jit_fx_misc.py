@@ -633,3 +633,19 @@ def test_set_num_interop_threads_zero_raises_as_torch():
 def test_set_num_threads_zero_raises_runtime_error():
     with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
         kindle.set_num_threads(0)
+
+
+def test_jit_trace_records_random_factories_without_traced_arguments():
+    # torch.jit.trace records aten::rand: each call of the traced module draws anew (torch.fx and
+    # kindle.fx.symbolic_trace bake the draw in as a constant instead)
+    class Noisy(kindle.nn.Module):
+        def forward(self, x):
+            return x + kindle.rand(2, 3) + kindle.randn(x.shape[0], 3)
+
+    m = Noisy()
+    traced = kindle.jit.trace(m, (kindle.zeros(2, 3),), check_trace=False)
+    assert not kindle.equal(traced(kindle.zeros(2, 3)), traced(kindle.zeros(2, 3)))
+    kindle.manual_seed(0)
+    a = traced(kindle.zeros(2, 3))
+    kindle.manual_seed(0)
+    assert kindle.equal(a, m(kindle.zeros(2, 3)))

@@ -129,10 +129,23 @@ class _Patcher:
         self._done.clear()
 
 
+# Random factories called without a traced argument (kindle.rand(2, 3) in a forward): torch.fx
+# runs them once and keeps the draw as a constant; torch.jit.trace records them, so that every
+# call of the traced module draws anew. A tracer that records them (kindle.jit.trace's) is
+# pushed here while it traces.
+_RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "poisson",
+                               "multinomial"})
+factory_tracers = []
+
+
 def _make_recorder(orig):
     """A stand-in for orig that records a call_function node when a Proxy is among its arguments."""
+    random_factory = getattr(orig, "__name__", None) in _RANDOM_FACTORIES
+
     def recorder(*args, **kwargs):
         tracer = _find_proxy_tracer(args, kwargs)
+        if tracer is None and random_factory and factory_tracers:
+            tracer = factory_tracers[-1]
         if tracer is None or tracer._suspended:
             return orig(*args, **kwargs)
         return tracer.create_proxy("call_function", orig, args, kwargs)

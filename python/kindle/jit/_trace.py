@@ -13,7 +13,7 @@ import warnings
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
-from ..fx._symbolic_trace import Tracer
+from ..fx._symbolic_trace import Tracer, factory_tracers
 from ..fx.node import map_aggregate
 from ..fx.proxy import Attribute, Proxy
 from ..nn.modules.module import Module
@@ -208,12 +208,14 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
 
     tracer = _ConcreteTracer()
     _tracing_depth += 1
+    factory_tracers.append(tracer)  # kindle.rand(2, 3) is recorded, not baked in (as torch.jit.trace)
     try:
         with warnings.catch_warnings():
             if not strict:
                 warnings.simplefilter("ignore", TracerWarning)
             graph = tracer.trace(func, (example_inputs, example_kwarg_inputs))
     finally:
+        factory_tracers.pop()
         _tracing_depth -= 1
     # Values only Python looked at (branch conditions) are not part of the trace; in-place calls
     # whose result is unused are (Node.is_impure), and module calls are judged by the module
