@@ -206,7 +206,10 @@ static std::tuple<Tensor, Tensor> var_mean_f64(const Tensor& self_in, OptionalIn
                                                bool keepdim, const std::optional<Scalar>& correction, const char* op,
                                                bool warned_dof = false) {
   double c = correction_of(unbiased, correction, op);
-  if (double(reduced_count(self_in, dim)) - c <= 0 && !warned_dof)  // torch's warning; the result is nan or inf
+  const double count = double(reduced_count(self_in, dim));
+  // torch's warning (the result is nan or inf); not for the population statistics the norms take
+  // internally over empty groups
+  if (count - c <= 0 && !warned_dof && !(c == 0 && count == 0))
     warn(std::string(op) + "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
          "factor (input numel divided by output numel).");
   if (self_in.is_complex()) {  // the variance of the real parts plus that of the imaginary parts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from opdb import F32_64, FLOATS, INTS, unary_samples
+from opdb import F32_64, FLOATS, INTS, OpInfo, unary_samples
 from opdb_nn import ACC, HALF_LOOSE, REDUCTIONS, fop
 
 GRID_TOL = {"float32": (1e-5, 2e-5), "float64": (1e-7, 1e-7), "float16": (5e-3, 1e-2), "bfloat16": (3e-2, 6e-2)}
@@ -124,6 +124,17 @@ def _grid_samples(g):
     return out
 
 
+def _grid_sampler_samples(g):
+    # torch.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): the enums
+    t = g.t
+    grid = lambda shape: g.t(shape, low=-1.2, high=1.2)  # noqa: E731
+    out = [g.S(t((2, 3, 4, 5)), grid((2, 3, 2, 2)), mode, pad, bool(mode % 2)) for mode in range(3) for pad in range(3)]
+    out += [g.S(t((1, 2, 3, 4, 5)), grid((1, 2, 2, 2, 3)), 0, 2, True),
+            g.S(t((1, 2, 3, 4, 5)), grid((1, 1, 2, 2, 3)), 1, 1, False),
+            g.S(t((2, 3, 5, 4), "T"), g.t((2, 2, 3, 2), "S", low=-1.2, high=1.2), 2, 1, False)]
+    return out
+
+
 def _grid_errors(g):
     t = g.t
     return [g.S(t((2, 3, 4, 5)), g.t((2, 3, 2, 3)), align_corners=False),
@@ -148,4 +159,7 @@ NN_COMPOSED_OPS = [
                                                            g.S(g.t((3, 4)), 0.5, 0.1, True)]),
     fop("affine_grid", _affine_samples, FLOATS, tol=GRID_TOL, errors=_affine_errors),
     fop("grid_sample", _grid_samples, FLOATS, tol=GRID_TOL, errors=_grid_errors),
+    OpInfo("grid_sampler", _grid_sampler_samples, FLOATS, method=False, tol=GRID_TOL, kind="nn",
+           errors=lambda g: [g.S(g.t((2, 3, 4, 5)), g.t((1, 3, 2, 2)), 0, 0, False),
+                             g.S(g.t((1, 2, 3, 4, 5)), g.t((1, 2, 2, 2, 3)), 2, 0, False)]),
 ]

@@ -426,7 +426,7 @@ NOT_YET = {
         # internal ATen ops (batch norm's pieces, fused kernels) and the *_copy variants of views
         "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt", "batch_norm_gather_stats",
         "batch_norm_gather_stats_with_counts", "batch_norm_stats", "batch_norm_update_stats", "native_group_norm",
-        "native_norm", "affine_grid_generator", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "convolution",
+        "native_norm", "affine_grid_generator", "grid_sampler_2d", "grid_sampler_3d", "convolution",
         "embedding_bag", "embedding_renorm_", "lstm", "gru", "rnn_relu", "rnn_tanh", "segment_reduce",
         "slice_inverse", "hash_tensor", "lobpcg", "histogramdd",
         "geqrf", "orgqr", "ormqr", "as_strided_", "addmv_", "alias_copy", "as_strided_copy", "as_strided_scatter",

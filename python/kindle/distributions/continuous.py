@@ -308,8 +308,7 @@ class Cauchy(Distribution):
 
     def rsample(self, sample_shape=kindle.Size()):
         shape = self._extended_shape(sample_shape)
-        u = kindle.rand(shape, dtype=self.loc.dtype)
-        eps = kindle.tan(math.pi * (u - 0.5))
+        eps = self.loc.new_empty(shape).cauchy_()  # torch's draw (and its error for integer parameters)
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
