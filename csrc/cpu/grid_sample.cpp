@@ -412,32 +412,35 @@ void backward_bilinear2d(const Tensor& grad_input, const Tensor& grad_grid, cons
     });
   }
   if (!grad_input.defined()) return;
+  // One task per (sample, channel) plane; a task's blocks are those of its current sample,
+  // recomputed when the sample changes (tasks cover consecutive planes, so mostly once).
   T* gi = static_cast<T*>(grad_input.data_ptr());
-  std::vector<BilinearBlock<T>> bs(static_cast<size_t>(blocks));
-  for (int64_t n = 0; n < G.n; ++n) {
-    parallel_for(0, blocks, 4, [&](int64_t bb, int64_t be) {
-      for (int64_t q = bb; q < be; ++q) {
-        const int64_t p0 = q * kBlock;
-        bilinear_block(gr + (n * G.points + p0) * 2, int(std::min<int64_t>(kBlock, G.points - p0)), G.size, a,
-                       bs[size_t(q)]);
-      }
-    });
-    parallel_for(0, G.c, 1, [&](int64_t cb, int64_t ce) {
-      for (int64_t ch = cb; ch < ce; ++ch) {
-        T* dst = gi + (n * G.c + ch) * G.plane;
-        std::fill(dst, dst + G.plane, T(0));
-        const T* g = go + (n * G.c + ch) * G.points;
+  parallel_for(0, G.n * G.c, 1, [&](int64_t pb, int64_t pe) {
+    std::vector<BilinearBlock<T>> bs(static_cast<size_t>(blocks));
+    int64_t have = -1;
+    for (int64_t plane = pb; plane < pe; ++plane) {
+      const int64_t n = plane / G.c;
+      if (n != have) {
         for (int64_t q = 0; q < blocks; ++q) {
-          const BilinearBlock<T>& b = bs[size_t(q)];
           const int64_t p0 = q * kBlock;
-          const int count = int(std::min<int64_t>(kBlock, G.points - p0));
-          for (int i = 0; i < count; ++i)
-            for (int k = 0; k < 4; ++k)
-              if (b.ok[k][i]) dst[b.off[k][i]] += g[p0 + i] * b.w[k][i];
+          bilinear_block(gr + (n * G.points + p0) * 2, int(std::min<int64_t>(kBlock, G.points - p0)), G.size, a,
+                         bs[size_t(q)]);
         }
+        have = n;
       }
-    });
-  }
+      T* dst = gi + plane * G.plane;
+      std::fill(dst, dst + G.plane, T(0));
+      const T* g = go + plane * G.points;
+      for (int64_t q = 0; q < blocks; ++q) {
+        const BilinearBlock<T>& b = bs[size_t(q)];
+        const int64_t p0 = q * kBlock;
+        const int count = int(std::min<int64_t>(kBlock, G.points - p0));
+        for (int i = 0; i < count; ++i)
+          for (int k = 0; k < 4; ++k)
+            if (b.ok[k][i]) dst[b.off[k][i]] += g[p0 + i] * b.w[k][i];
+      }
+    }
+  });
 }
 
 template <typename T, int ND>
