@@ -330,6 +330,12 @@ void multinomial_kernel(const Tensor& probs, const Tensor& out, GeneratorImpl& g
 // as torch's compiled loops contract them. Only the element's index enters, so the values do not
 // depend on the thread count (torch's do for more than 32768 elements: its threads' chunks
 // restart the vector grouping; ours is that of one thread).
+// A double to int64 as x86's conversion does it (out of range or NaN: INT64_MIN), without the
+// undefined behaviour of the C++ cast (logspace(0, 30, dtype=int64) overflows).
+inline int64_t to_int64(double v) {
+  return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? int64_t(v) : INT64_MIN;
+}
+
 template <typename T>
 using RangeAcc = std::conditional_t<std::is_same_v<T, double> || std::is_same_v<T, float>, double, float>;
 
@@ -373,7 +379,7 @@ void linspace_fill(T* p, int64_t n, double start_d, double end_d) {
   parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const S v = i < half ? std::fma(step, S(i), start) : std::fma(-step, S(n - 1 - i), end);
-      if constexpr (std::is_integral_v<T>) p[i] = T(int64_t(v));  // through int64: defined for any T
+      if constexpr (std::is_integral_v<T>) p[i] = T(to_int64(v));  // through int64: defined for any T
       else p[i] = T(v);
     }
   });
@@ -403,7 +409,7 @@ void logspace_kernel(const Tensor& out, double start_d, double end_d, double bas
           x = double(end) - prod;
         }
         const double v = std::pow(base, x);
-        if constexpr (std::is_integral_v<T>) p[i] = T(int64_t(v));
+        if constexpr (std::is_integral_v<T>) p[i] = T(to_int64(v));
         else p[i] = T(v);
       }
     });
@@ -420,7 +426,7 @@ void range_kernel(const Tensor& out, double start, double step, double end, bool
       const bool exact_int = start == std::floor(start) && step == std::floor(step);
       parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i)
-          p[i] = T(exact_int ? int64_t(start) + i * int64_t(step) : int64_t(start + double(i) * step));
+          p[i] = T(exact_int ? int64_t(start) + i * int64_t(step) : to_int64(start + double(i) * step));
       });
     } else {
       arange_fill(p, n, start, step);
