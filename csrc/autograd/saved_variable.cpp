@@ -14,11 +14,6 @@ struct HooksState {
 };
 thread_local HooksState hooks_state;
 
-// Hooks run as torch runs them: with grad mode off, so that their own ops save nothing (a hook
-// that turns grad mode on, as checkpointing's unpack does to recompute, gets the hooks it installs).
-struct InHook {
-  AutoGradMode no_grad{false};
-};
 }  // namespace
 
 void push_saved_tensors_hooks(SavedTensorHooksMaker maker) {
@@ -71,8 +66,8 @@ void SavedVariable::pack_with(std::unique_ptr<SavedTensorHooks> hooks, const Ten
   if (!is_output_ && requires_grad_) edge_ = gradient_edge(t);
   Tensor arg = is_output_ || requires_grad_ ? make_view(t, t.sizes(), t.strides(), t.storage_offset()) : t;
   {
-    InHook in_hook;
-    hooks->pack(arg);
+    NoGradGuard no_grad;  // hooks run as torch's: their own ops save nothing (a hook that turns
+    hooks->pack(arg);     // grad mode on, as checkpointing's unpack does, gets the hooks it installs)
   }
   KINDLE_CHECK(t.version() == version_, "A saved tensor pack hook is modifying its input in place. Tensors provided "
                "as input to pack hook cannot be modified by in-place operations as this can lead to unexpected "
@@ -111,7 +106,7 @@ Tensor SavedVariable::unpack(const Node* owner) const {
   Tensor data = data_;
   if (hooks_) {
     {
-      InHook in_hook;
+      NoGradGuard no_grad;
       data = hooks_->unpack();
     }
     KINDLE_CHECK(data.defined(), "saved_tensors_hooks: the unpack hook of a tensor saved by ", name,

@@ -309,31 +309,8 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& grid, const T
   const T* in = static_cast<const T*>(input.data_ptr());
   const T* gr = static_cast<const T*>(grid.data_ptr());
   T* o = static_cast<T*>(out.data_ptr());
-  if (grid_tangent.defined()) {  // forward mode along the grid: the weights' derivatives
-    const T* gt = static_cast<const T*>(grid_tangent.data_ptr());
-    parallel_for(0, G.n * G.points, std::max<int64_t>(1, 2048 / std::max<int64_t>(G.c, 1)), [&](int64_t b, int64_t e) {
-      Footprint<T> f;
-      for (int64_t q = b; q < e; ++q) {
-        const int64_t n = q / G.points, p = q % G.points;
-        footprint<T, ND>(gr + q * ND, G.size, a, f);
-        T dwt[kMaxTaps];
-        for (int k = 0; k < f.taps; ++k) {
-          dwt[k] = 0;
-          if (a.interpolation != 1)
-            for (int d = 0; d < ND; ++d) dwt[k] += f.dw[k][d] * f.mult[d] * gt[q * ND + d];
-        }
-        const T* src = in + n * G.c * G.plane;
-        T* dst = o + n * G.c * G.points + p;
-        for (int64_t ch = 0; ch < G.c; ++ch, src += G.plane, dst += G.points) {
-          T acc = 0;
-          for (int k = 0; k < f.taps; ++k) acc += (f.off[k] >= 0 ? src[f.off[k]] : T(0)) * dwt[k];
-          *dst = acc;
-        }
-      }
-    });
-    return;
-  }
-  if (ND == 2 && a.interpolation == 0 && a.round16 == 0) {
+  const T* gt = grid_tangent.defined() ? static_cast<const T*>(grid_tangent.data_ptr()) : nullptr;
+  if (ND == 2 && a.interpolation == 0 && a.round16 == 0 && !gt) {
     const int64_t blocks = (G.points + kBlock - 1) / kBlock;
     parallel_for(0, G.n * blocks, std::max<int64_t>(1, 64 / std::max<int64_t>(G.c, 1)), [&](int64_t bb, int64_t be) {
       BilinearBlock<T> b;
@@ -357,11 +334,19 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& grid, const T
     for (int64_t q = b; q < e; ++q) {
       const int64_t n = q / G.points, p = q % G.points;
       footprint<T, ND>(gr + q * ND, G.size, a, f);
+      if (gt) {  // forward mode along the grid: the weights become their derivatives along the tangent
+        for (int k = 0; k < f.taps; ++k) {
+          T dw = 0;
+          if (a.interpolation != 1)
+            for (int d = 0; d < ND; ++d) dw += f.dw[k][d] * f.mult[d] * gt[q * ND + d];
+          f.w[k] = dw;
+        }
+      }
       const T* src = in + n * G.c * G.plane;
       T* dst = o + n * G.c * G.points + p;
       for (int64_t ch = 0; ch < G.c; ++ch, src += G.plane, dst += G.points) {
         T acc = 0;
-        if (a.interpolation == 2) {  // rows first, then the column (torch's order)
+        if (a.interpolation == 2 && !gt) {  // rows first, then the column (torch's order)
           for (int j = 0; j < 4; ++j) {
             T row = 0;
             for (int i = 0; i < 4; ++i) {

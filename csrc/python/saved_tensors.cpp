@@ -48,8 +48,6 @@ struct PySavedTensorHooks final : SavedTensorHooks {
   }
 };
 
-std::shared_ptr<PyHookPair> hook_pair(nb::object pack, nb::object unpack);
-
 void check_callable(nb::handle f, const char* what) {
   KINDLE_CHECK_TYPE(PyCallable_Check(f.ptr()), "saved_tensors_hooks: the ", what, " hook must be callable, got ",
                     nb::inst_name(f).c_str());

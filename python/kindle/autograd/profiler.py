@@ -31,9 +31,8 @@ class profile(_profile):
         return self.function_events.total_average()
 
 
-class emit_itt:  # noqa: N801  (torch's name)
-    """Intel ITT ranges for VTune: Kindle has no ITT instrumentation (kindle.profiler.itt), so
-    nothing is emitted."""
+class _NoRanges:
+    """A profiler-range emitter that emits nothing (Kindle has neither ITT nor NVTX instrumentation)."""
 
     def __init__(self, enabled=True, record_shapes=False):
         self.enabled = enabled
@@ -45,14 +44,9 @@ class emit_itt:  # noqa: N801  (torch's name)
         return False
 
 
-class emit_nvtx:
+class emit_itt(_NoRanges):  # noqa: N801  (torch's name)
+    """Intel ITT ranges for VTune: nothing is emitted (kindle.profiler.itt)."""
+
+
+class emit_nvtx(_NoRanges):  # noqa: N801  (torch's name)
     """NVTX ranges for NVIDIA's profilers: Kindle has no CUDA backend, so nothing is emitted."""
-
-    def __init__(self, enabled=True, record_shapes=False):
-        self.enabled = enabled
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False

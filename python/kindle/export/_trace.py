@@ -57,18 +57,8 @@ def _contains_tensor(v):
     return isinstance(v, (tuple, list)) and any(isinstance(x, _C.Tensor) for x in v)
 
 
-def _undefined(t):
-    """Kindle's C++ ops can return undefined tensors inside tuples (multi_head_attention_forward's
-    weights when need_weights=False), and reading .shape or .dtype of one crashes the process;
-    its repr is the one safe probe (and cheap: large tensors are summarised)."""
-    return _C.Tensor.__repr__(t) == "tensor(undefined)"
-
-
 def record_meta(node, value):
     """Fills node.meta['val'] and meta['export_flags'] (see the Note) from its example value."""
-    if isinstance(value, _C.Tensor) and node.target is operator.getitem and _undefined(value):
-        node.meta["export_flags"] = frozenset()
-        return
     if isinstance(value, _C.Tensor):
         node.meta["val"] = TensorMeta(value.shape, value.dtype, value.device, value.requires_grad)
         node.meta["export_flags"] = frozenset()
